@@ -1,0 +1,169 @@
+"""gradcore: PyTorch-style autograd over NumPy (CPU) and CuPy (NVIDIA GPUs).
+
+>>> import gradcore as gc
+>>> x = gc.tensor([1., 2., 3.], requires_grad=True)
+>>> y = gc.tensor([4.], requires_grad=True)
+>>> (x * y).sum().backward()
+>>> y.grad
+tensor([6.])
+"""
+
+from . import autograd, backend, dtypes
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .backend import Device, get_default_device, set_default_device
+from .backend import device as device
+from .creation import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from .dtypes import DType, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
+from .ops import (
+    abs,
+    add,
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    bmm,
+    broadcast_to,
+    cat,
+    chunk,
+    clamp,
+    clip,
+    concat,
+    cos,
+    div,
+    divide,
+    dot,
+    eq,
+    exp,
+    expand,
+    expm1,
+    flatten,
+    floor_divide,
+    gather,
+    ge,
+    gt,
+    index_select,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    log,
+    log1p,
+    logical_and,
+    logical_not,
+    logical_or,
+    logsumexp,
+    lt,
+    masked_fill,
+    matmul,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    mm,
+    movedim,
+    mul,
+    multiply,
+    ne,
+    neg,
+    nonzero,
+    norm,
+    outer,
+    permute,
+    pow,
+    prod,
+    reciprocal,
+    relu,
+    remainder,
+    repeat,
+    reshape,
+    rsqrt,
+    scatter_add,
+    sigmoid,
+    sign,
+    sin,
+    split,
+    sqrt,
+    square,
+    squeeze,
+    stack,
+    std,
+    sub,
+    subtract,
+    sum,
+    swapaxes,
+    tanh,
+    transpose,
+    unbind,
+    unflatten,
+    unsqueeze,
+    var,
+    where,
+)
+from .tensor import Tensor
+
+bool = bool_  # noqa: A001  (gc.bool, as torch.bool)
+half, double, long = float16, float64, int64
+float = float32  # noqa: A001
+int = int32  # noqa: A001
+
+__version__ = "0.1.0"
+
+
+class _Cuda:
+    """``gc.cuda``: is_available(), device_count()."""
+
+    @staticmethod
+    def is_available() -> bool:  # noqa: A003
+        return backend.cuda_is_available()
+
+    @staticmethod
+    def device_count() -> "builtins.int":  # noqa: F821
+        return backend.cuda_device_count()
+
+    @staticmethod
+    def unavailable_reason():
+        return backend.cuda_unavailable_reason()
+
+
+cuda = _Cuda()
+
+
+def is_tensor(obj) -> "builtins.bool":  # noqa: F821
+    return isinstance(obj, Tensor)
+
+
+def numel(t) -> "builtins.int":  # noqa: F821
+    return t.numel()
+
+
+def clone(t):
+    return t.clone()
+
+
+def detach(t):
+    return t.detach()

@@ -1,0 +1,161 @@
+"""``gc.autograd.Function``: custom ops with a hand-written backward."""
+
+from __future__ import annotations
+
+from .grad_mode import no_grad
+from .grad_mode import state as _mode
+from .graph import Node
+
+
+class FunctionCtx:
+    """What ``forward`` leaves for ``backward``: saved tensors and any attributes."""
+
+    def __init__(self):
+        self._saved = ()
+        self._versions = ()
+        self.needs_input_grad = ()
+        self._non_differentiable = set()
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors):
+        self._saved = tensors
+        self._versions = tuple(None if t is None else t._version for t in tensors)
+
+    @property
+    def saved_tensors(self):
+        from .graph import _raise_modified
+        if self._saved is None:
+            from .graph import _FREED
+            raise RuntimeError(_FREED)
+        for t, v in zip(self._saved, self._versions):
+            if t is not None and t._version != v:
+                _raise_modified(self._node, t, v)
+        return self._saved
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_differentiable.update(id(t) for t in tensors)
+
+    def set_materialize_grads(self, value: bool):
+        self.materialize_grads = value
+
+
+class _FunctionNode(Node):
+    def apply(self, F, grads):
+        from ..tensor import Tensor, _wrap
+
+        single = self.n_outputs == 1
+        gs = [grads] if single else list(grads)
+        wrapped = []
+        for g, (shape, dtype, dev) in zip(gs, self.out_meta):
+            if g is None:
+                if self.ctx.materialize_grads:
+                    from ..creation import zeros
+                    g = zeros(shape, dtype=dtype, device=dev)
+                wrapped.append(g)
+            else:
+                wrapped.append(g if isinstance(g, Tensor) else _wrap(g))
+        if F.tensor_mode:
+            result = self.fn_cls.backward(self.ctx, *wrapped)
+        else:
+            with no_grad():
+                result = self.fn_cls.backward(self.ctx, *wrapped)
+        if not isinstance(result, tuple):
+            result = (result,)
+        n_in = len(self.input_slots)
+        if len(result) < n_in:
+            raise RuntimeError(f"function {self.name()} returned an incorrect number of "
+                               f"gradients (expected {n_in}, got {len(result)})")
+        out = []
+        for slot, shape in zip(self.input_slots, self.in_shapes):
+            g = result[slot]
+            if g is None:
+                out.append(None)
+                continue
+            if not isinstance(g, Tensor):
+                raise TypeError(f"{self.name()}.backward must return Tensors or None, got "
+                                f"{type(g).__name__}")
+            if tuple(g.shape) != tuple(shape):
+                try:
+                    import numpy as np
+                    np.broadcast_shapes(tuple(shape), tuple(g.shape))
+                except ValueError:
+                    raise RuntimeError(f"Function {self.name()} returned an invalid gradient at "
+                                       f"index {slot} - got {list(g.shape)} but expected shape "
+                                       f"compatible with {list(shape)}") from None
+            out.append(g if F.tensor_mode else g.data)
+        return tuple(out)
+
+    def release(self):
+        self.ctx._saved = None
+
+    def name(self):
+        return f"{self.fn_cls.__name__}Backward"
+
+
+class Function:
+    """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``; call
+    ``apply``.
+
+    >>> import gradcore as gc
+    >>> class Square(gc.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x
+    ...     @staticmethod
+    ...     def backward(ctx, g):
+    ...         (x,) = ctx.saved_tensors
+    ...         return 2 * x * g
+    >>> x = gc.tensor([3.], requires_grad=True)
+    >>> Square.apply(x).backward()
+    >>> x.grad
+    tensor([6.])
+    """
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("subclasses of Function implement forward(ctx, ...)")
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("subclasses of Function implement backward(ctx, ...)")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from ..ops._core import edge
+        from ..tensor import Tensor, _wrap
+
+        ctx = FunctionCtx()
+        tensor_slots = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
+        track = _mode.enabled and any(ctx.needs_input_grad)
+        with no_grad():
+            outputs = cls.forward(ctx, *args, **kwargs)
+        if not track:
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        node = _FunctionNode()
+        node.fn_cls, node.ctx = cls, ctx
+        ctx._node = node
+        inputs = [args[i] for i in tensor_slots]
+        node.input_slots = tensor_slots
+        node.in_shapes = [t.shape for t in inputs]
+        node.next_functions = tuple(edge(t) for t in inputs)
+        node.n_outputs = len(outs)
+        node.out_meta = [(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else ((), None,
+                                                                                     None)
+                         for o in outs]
+        results = []
+        for nr, o in enumerate(outs):
+            if not isinstance(o, Tensor):
+                results.append(o)
+                continue
+            if id(o) in ctx._non_differentiable or not o.dtype.is_floating_point:
+                results.append(o)
+                continue
+            if o.grad_fn is not None or o in inputs:
+                o = _wrap(o.data)  # the output of apply is always a fresh node output
+            o.grad_fn, o._out_nr, o._rg = node, nr, True
+            results.append(o)
+        return results[0] if single else tuple(results)

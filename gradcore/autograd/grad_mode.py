@@ -1,0 +1,122 @@
+"""Thread-local switches: grad mode and anomaly detection."""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+           "detect_anomaly", "is_anomaly_enabled"]
+
+
+class _State(threading.local):
+    enabled = True   # class attributes are each new thread's defaults
+    anomaly = False
+
+
+state = _State()
+
+
+def is_grad_enabled() -> bool:
+    """Whether operations are being recorded for backward in this thread."""
+    return state.enabled
+
+
+class _Mode:
+    """Base for the context managers that are also decorators."""
+
+    _mode: bool
+
+    def __enter__(self):
+        self._prev = state.enabled
+        state.enabled = self._mode
+
+    def __exit__(self, *exc):
+        state.enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__._fresh(self):
+                return fn(*args, **kwargs)
+        return wrapper
+
+    @staticmethod
+    def _fresh(mode):
+        # A decorator may be re-entered (recursion, threads): give each call its own saved state.
+        new = object.__new__(type(mode))
+        new._mode = mode._mode
+        return new
+
+
+class no_grad(_Mode):
+    """Context manager and decorator that turns recording off.
+
+    >>> import gradcore as gc
+    >>> x = gc.ones(2, requires_grad=True)
+    >>> with gc.no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    """
+
+    def __init__(self):
+        self._mode = False
+
+
+class enable_grad(_Mode):
+    """Context manager and decorator that turns recording on (inside ``no_grad``)."""
+
+    def __init__(self):
+        self._mode = True
+
+
+class set_grad_enabled(_Mode):
+    """Turn recording on or off: as a call, a context manager or a decorator.
+
+    Like PyTorch's, calling it sets the mode at once; used with ``with`` the previous
+    mode comes back on exit.
+    """
+
+    def __init__(self, mode: bool):
+        self._prev = state.enabled
+        self._mode = bool(mode)
+        state.enabled = self._mode
+
+    def __enter__(self):
+        state.enabled = self._mode
+
+    def __exit__(self, *exc):
+        state.enabled = self._prev
+        return False
+
+
+def is_anomaly_enabled() -> bool:
+    return state.anomaly
+
+
+class detect_anomaly:
+    """Context manager and decorator: backward checks every gradient for NaN.
+
+    The error names the backward function that produced the NaN (``DivBackward0``)
+    and shows where its forward op was called.
+    """
+
+    def __init__(self, check_nan: bool = True):
+        self.check_nan = check_nan
+
+    def __enter__(self):
+        self._prev = state.anomaly
+        state.anomaly = self.check_nan
+
+    def __exit__(self, *exc):
+        state.anomaly = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with detect_anomaly(self.check_nan):
+                return fn(*args, **kwargs)
+        return wrapper

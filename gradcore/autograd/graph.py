@@ -1,0 +1,385 @@
+"""Graph nodes and the backward engine.
+
+A :class:`Node` is the backward function of one forward op.  It knows the edges to
+the nodes of its inputs (``next_functions``) and what it saved for backward; its
+``apply(F, grad)`` returns one gradient per input.  ``F`` is the math the formulas
+run on: an array namespace (NumPy/CuPy plus fused kernels) for a plain backward, or
+:data:`gradcore.ops.tensor_math` when ``create_graph=True`` so that the same formulas
+build a differentiable graph.  The engine knows nothing about individual ops.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from ..backend import math_of
+from .grad_mode import state as _mode
+
+__all__ = ["Node", "AccumulateGrad", "run_backward", "SavedTensorError"]
+
+
+class SavedTensorError(RuntimeError):
+    pass
+
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved "
+          "tensors after they have already been freed). Saved intermediate values of the "
+          "graph are freed when you call .backward() or autograd.grad(). Specify "
+          "retain_graph=True if you need to backward through the graph a second time or "
+          "if you need to access saved tensors after calling backward.")
+
+
+class Node:
+    """Backward function of one op; subclasses implement ``apply(F, grad)``.
+
+    ``saved`` holds the input tensors the formula needs and ``versions`` their version
+    numbers when saved; ``out`` holds (array, version cell, version) of a saved output.
+    ``shapes`` (input shapes) is set by broadcasting ops: the engine then sums each
+    gradient back to its input's shape with the shared ``sum_to``.
+    """
+
+    # Class-level defaults: ops create nodes with object.__new__ and set only what they use.
+    next_functions = ()
+    saved = None
+    versions = ()
+    out = None
+    shapes = None
+    _pre_hooks = None
+    _retains = None
+    n_outputs = 1
+
+    def needs(self, i: int) -> bool:
+        """Whether input ``i`` wants a gradient (formulas skip the others)."""
+        return self.next_functions[i][0] is not None
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    # -- what backward needs ----------------------------------------------------------
+    def save(self, *tensors):
+        self.saved = tensors
+        self.versions = tuple(t._version for t in tensors)
+
+    def save_output(self, tensor):
+        vc = tensor._version_cell()
+        self.out = (tensor.data, vc, vc[0], tensor._out_nr)
+
+    def unpack(self, F):
+        """The saved inputs: arrays, or tensors when building a differentiable graph."""
+        saved = self.saved
+        if saved is None:
+            raise SavedTensorError(_FREED)
+        for t, v in zip(saved, self.versions):
+            if t._version != v:
+                _raise_modified(self, t, v)
+        if F.tensor_mode:
+            return saved
+        return tuple(t.data for t in saved)
+
+    def output(self, F):
+        """The saved output of this op (array, or a tensor whose grad_fn is this node)."""
+        out = self.out
+        if out is None:
+            raise SavedTensorError(_FREED)
+        data, vc, v, nr = out
+        if vc[0] != v:
+            _raise_modified(self, None, v, vc[0])
+        if F.tensor_mode:
+            return F.wrap_output(data, self, nr)
+        return data
+
+    def release(self):
+        self.saved = None
+        self.out = None
+
+    # -- hooks --------------------------------------------------------------------------
+    def register_prehook(self, nr, fn):
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        self._pre_hooks.setdefault(nr, []).append(fn)
+
+    def retain(self, nr, tensor):
+        if self._retains is None:
+            self._retains = {}
+        self._retains[nr] = weakref.ref(tensor)
+
+    def apply(self, F, grad):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _raise_modified(node, tensor, saved_version, now=None):
+    if tensor is not None:
+        now = tensor._version
+        what = f"a tensor of shape {list(tensor.shape)}"
+    else:
+        what = "its output"
+    raise RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: {what}, saved by {node.name()}, is at version {now}; expected "
+        f"version {saved_version} instead. Hint: the op that saved it is {node.name()}; "
+        "use .clone() before modifying it in place, or enable "
+        "gradcore.autograd.detect_anomaly() to find the forward call.")
+
+
+class AccumulateGrad(Node):
+    """Sink of a leaf tensor that requires grad: adds what arrives into ``.grad``."""
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def apply(self, F, grad):  # never called: the engine accumulates itself
+        raise RuntimeError("AccumulateGrad is handled by the engine")
+
+
+def _leaf_accumulate(leaf, grad, F, create_graph):
+    """Add ``grad`` (array, or Tensor in tensor mode) into ``leaf.grad``."""
+    from ..tensor import _wrap
+
+    old = leaf.grad
+    if F.tensor_mode:
+        if old is None:
+            leaf.grad = grad if create_graph else grad.detach()
+        else:
+            new = old + grad if create_graph else (old.detach() + grad.detach())
+            leaf.grad = new
+        return
+    if old is None:
+        if not (F.owns(grad) and _sole_reference(grad)):
+            grad = grad.copy()
+        leaf.grad = _wrap(grad)
+    elif old.grad_fn is None:
+        # Accumulate in place: the .grad tensor keeps its identity, as in PyTorch.
+        od = old.data
+        if od.shape == grad.shape and od.dtype == grad.dtype and F.owns(od):
+            od += grad
+            old._bump()
+        else:
+            leaf.grad = _wrap(od + grad)
+    else:
+        leaf.grad = _wrap(old.data + grad)
+
+
+def _sole_reference(arr) -> bool:
+    # The engine's local variable, this function's argument and getrefcount's own
+    # argument: anything beyond that means someone else can see the array.
+    import sys
+
+    return sys.getrefcount(arr) <= 4
+
+
+def _collect(roots):
+    """Dependency counts of every node reachable from ``roots`` (no recursion)."""
+    deps: dict[Node, int] = {}
+    stack = [n for n in roots if n is not None]
+    seen = set(stack)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            if nxt in seen:
+                deps[nxt] += 1
+            else:
+                deps[nxt] = 1
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps, seen
+
+
+def _needed(roots, targets, seen):
+    """Nodes from which some target node is reachable (autograd.grad prunes the rest)."""
+    parents: dict[Node, list[Node]] = {}
+    for node in seen:
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                parents.setdefault(nxt, []).append(node)
+    needed = set()
+    stack = [t for t in targets if t in seen]
+    needed.update(stack)
+    while stack:
+        node = stack.pop()
+        for p in parents.get(node, ()):
+            if p not in needed:
+                needed.add(p)
+                stack.append(p)
+    return needed
+
+
+def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
+                 capture=None, accumulate=True):
+    """Backpropagate ``root_grads`` from ``roots`` (a list of (node, output_nr)).
+
+    ``capture`` maps (node, output_nr) to a slot index: the gradient arriving there is
+    returned in that slot instead of (or besides) being accumulated (autograd.grad).
+    Nodes are visited in a reverse topological order built without recursion; each
+    gradient buffer is dropped as soon as it has been consumed.
+    """
+    from ..ops import tensor_math
+
+    root_nodes = [n for n, _ in roots]
+    deps, seen = _collect(root_nodes)
+    captured = [None] * (len(capture) if capture else 0)
+    needed = None
+    if capture is not None and not accumulate:
+        needed = _needed(root_nodes, [n for n, _ in capture], seen)
+
+    buffers: dict[Node, object] = {}
+    for (node, nr), g in zip(roots, root_grads):
+        _add_to_buffer(buffers, node, nr, g)
+    # roots may also be reachable from one another: only start with true sources.
+    ready = [n for n in dict.fromkeys(root_nodes) if n not in deps]
+    anomaly = _mode.anomaly
+    prev_mode = _mode.enabled
+    _mode.enabled = bool(create_graph)
+    try:
+        while ready:
+            node = ready.pop()
+            grad = buffers.pop(node, None)
+            if grad is not None and (needed is None or node in needed):
+                if node._pre_hooks is not None or node._retains is not None:
+                    grad = _run_prehooks(node, grad)
+                if capture:
+                    _capture(capture, captured, node, grad)
+                if type(node) is AccumulateGrad:
+                    if accumulate:
+                        g = grad if node.n_outputs == 1 else grad[0]
+                        F = tensor_math if create_graph else math_of(g)
+                        if F.tensor_mode and not isinstance(g, tensor_math.Tensor):
+                            g = tensor_math.wrap(g)
+                        _leaf_accumulate(node.variable, g, F, create_graph)
+                    continue
+                grads = _apply(node, grad, create_graph, anomaly)
+                if not retain_graph:
+                    node.release()
+                shapes = node.shapes
+                for i, (nxt, nr) in enumerate(node.next_functions):
+                    if nxt is None:
+                        continue
+                    g = grads[i]
+                    if g is not None:
+                        if shapes is not None and g.shape != shapes[i]:
+                            g = _sum_to(g, shapes[i], create_graph)
+                        _add_to_buffer(buffers, nxt, nr, g)
+                    d = deps[nxt] - 1
+                    deps[nxt] = d
+                    if d == 0:
+                        ready.append(nxt)
+            else:
+                if not retain_graph and node.next_functions:
+                    node.release()
+                for nxt, _ in node.next_functions:
+                    if nxt is None:
+                        continue
+                    d = deps[nxt] - 1
+                    deps[nxt] = d
+                    if d == 0:
+                        ready.append(nxt)
+    finally:
+        _mode.enabled = prev_mode
+    return captured
+
+
+def _apply(node, grad, create_graph, anomaly):
+    from ..ops import tensor_math
+
+    if create_graph:
+        F = tensor_math
+        if node.n_outputs == 1:
+            if not isinstance(grad, tensor_math.Tensor):
+                grad = tensor_math.wrap(grad)
+        else:
+            grad = [g if g is None or isinstance(g, tensor_math.Tensor) else tensor_math.wrap(g)
+                    for g in grad]
+    else:
+        if node.n_outputs == 1:
+            if isinstance(grad, tensor_math.Tensor):
+                grad = grad.data
+            F = math_of(grad)
+        else:
+            grad = [g.data if isinstance(g, tensor_math.Tensor) else g for g in grad]
+            F = math_of(next(g for g in grad if g is not None))
+    grads = node.apply(F, grad)
+    if anomaly:
+        _check_nan(node, grads, F)
+    return grads
+
+
+def _check_nan(node, grads, F):
+    from ..backend import math_of as _m
+
+    for i, g in enumerate(grads):
+        if g is None:
+            continue
+        arr = g.data if F.tensor_mode else g
+        m = _m(arr)
+        if m.xp.isnan(arr).any():
+            where = getattr(node, "_trace", None)
+            extra = f"\nThe forward call that created it:\n{where}" if where else ""
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its "
+                               f"{i}th output.{extra}")
+
+
+def _sum_to(g, shape, create_graph):
+    from ..ops import tensor_math
+
+    if create_graph:
+        return tensor_math.sum_to(g, shape)
+    return math_of(g).sum_to(g, shape)
+
+
+def _add_to_buffer(buffers, node, nr, g):
+    if node.n_outputs == 1:
+        old = buffers.get(node)
+        # never add in place: the old buffer may be aliased by another edge
+        buffers[node] = g if old is None else old + g
+    else:
+        slot = buffers.get(node)
+        if slot is None:
+            slot = buffers[node] = [None] * node.n_outputs
+        slot[nr] = g if slot[nr] is None else slot[nr] + g
+
+
+def _run_prehooks(node, grad):
+    from ..ops import tensor_math
+
+    single = node.n_outputs == 1
+    grads = [grad] if single else list(grad)
+    hooks = node._pre_hooks or {}
+    for nr, fns in hooks.items():
+        g = grads[nr]
+        if g is None:
+            continue
+        for fn in fns:
+            gt = g if isinstance(g, tensor_math.Tensor) else tensor_math.wrap(g)
+            res = fn(gt)
+            if res is not None:
+                g = res if isinstance(g, tensor_math.Tensor) else res.data
+        grads[nr] = g
+    if node._retains:
+        for nr, ref in node._retains.items():
+            t = ref()
+            g = grads[nr]
+            if t is None or g is None:
+                continue
+            gt = g if isinstance(g, tensor_math.Tensor) else tensor_math.wrap(g)
+            gt = gt.detach() if not _mode.enabled else gt
+            if t.grad is None:
+                t.grad = tensor_math.wrap(gt.data.copy()) if not _mode.enabled else gt
+            else:
+                t.grad = t.grad + gt
+    return grads[0] if single else grads
+
+
+def _capture(capture, captured, node, grad):
+    n = node.n_outputs
+    for nr in range(n):
+        slot = capture.get((node, nr))
+        if slot is None:
+            continue
+        g = grad if n == 1 else grad[nr]
+        if g is None:
+            continue
+        captured[slot] = g if captured[slot] is None else captured[slot] + g

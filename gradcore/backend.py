@@ -1,0 +1,370 @@
+"""The one module that knows NumPy from CuPy.
+
+A :class:`Device` says which array module serves it (``xp``) and how to move arrays
+there.  Everything else asks a device (or :func:`math_of` for an array) instead of
+importing CuPy or testing for it.  CUDA is probed lazily, the first time something
+asks for it, never at import time.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+__all__ = [
+    "Device",
+    "device",
+    "cpu",
+    "cuda_is_available",
+    "cuda_unavailable_reason",
+    "get_default_device",
+    "set_default_device",
+    "device_of",
+    "math_of",
+    "CudaUnavailableError",
+]
+
+
+class CudaUnavailableError(RuntimeError):
+    """CUDA was asked for explicitly but cannot be used; the message says why."""
+
+
+class Device:
+    """A place where arrays live: ``cpu``, ``cuda`` or ``cuda:N``.
+
+    >>> Device("cpu")
+    device(type='cpu')
+    """
+
+    __slots__ = ("type", "index", "_math")
+
+    def __init__(self, type: str, index: int | None = None):
+        self.type = type
+        self.index = index
+        self._math = None
+
+    # -- identity -------------------------------------------------------------------
+    def __repr__(self):
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except (ValueError, CudaUnavailableError):
+                return False
+        if not isinstance(other, Device):
+            return NotImplemented
+        return self.type == other.type and (self.index or 0) == (other.index or 0)
+
+    def __hash__(self):
+        return hash((self.type, self.index or 0))
+
+    # -- arrays ---------------------------------------------------------------------
+    @property
+    def math(self) -> ArrayMath:
+        """The array namespace (NumPy or CuPy, plus the fused kernels) of this device."""
+        if self._math is None:
+            if self.type == "cpu":
+                self._math = _cpu_math()
+            else:
+                self._math = _cuda_math(self.index or 0)
+        return self._math
+
+    @property
+    def xp(self):
+        """The array module: ``numpy`` on the CPU, ``cupy`` on CUDA."""
+        return self.math.xp
+
+    def asarray(self, data, dtype=None):
+        """``data`` (list, scalar, NumPy or device array) as an array on this device."""
+        return self.math.asarray(data, dtype)
+
+
+_devices: dict[tuple[str, int | None], Device] = {}
+cpu = Device("cpu")
+_devices[("cpu", None)] = cpu
+
+
+def device(spec) -> Device:
+    """Parse ``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a :class:`Device` into a Device."""
+    if isinstance(spec, Device):
+        return spec
+    if spec is None:
+        return get_default_device()
+    if not isinstance(spec, str):
+        type_name = getattr(spec, "type", None)  # e.g. torch.device
+        if isinstance(type_name, str):
+            spec = str(spec)
+        else:
+            raise TypeError(f"expected a device string like 'cpu' or 'cuda:0', got {spec!r}")
+    text = spec.strip().lower()
+    kind, _, idx = text.partition(":")
+    if kind not in ("cpu", "cuda"):
+        raise ValueError(f"unknown device {spec!r}: expected 'cpu', 'cuda' or 'cuda:N'")
+    index = None
+    if idx:
+        if not idx.isdigit():
+            raise ValueError(f"bad device index in {spec!r}")
+        index = int(idx)
+    if kind == "cpu":
+        return cpu
+    key = (kind, index)
+    dev = _devices.get(key)
+    if dev is None:
+        dev = _devices[key] = Device(kind, index)
+    return dev
+
+
+# --------------------------------------------------------------------------------------
+# CUDA probing (lazy)
+# --------------------------------------------------------------------------------------
+_cuda_lock = threading.Lock()
+_cuda_probe: tuple[object, str | None] | None = None  # (cupy module or None, reason)
+
+
+def _probe_cuda():
+    """Import CuPy and look for a usable GPU once; remember why not if it fails."""
+    global _cuda_probe
+    with _cuda_lock:
+        if _cuda_probe is not None:
+            return _cuda_probe
+        try:
+            import cupy  # noqa: PLC0415  (the only CuPy import in gradcore)
+        except Exception as exc:  # ImportError, or a broken install raising anything
+            _cuda_probe = (None, f"CuPy is not installed or failed to import ({exc}); "
+                                 "install gradcore[cuda12] or gradcore[cuda13]")
+            return _cuda_probe
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:
+            msg = str(exc)
+            if "driver" in msg.lower() or "libcuda" in msg.lower():
+                reason = f"the NVIDIA driver is missing or unusable ({msg})"
+            else:
+                reason = f"no usable CUDA device ({msg})"
+            _cuda_probe = (None, reason)
+            return _cuda_probe
+        if count == 0:
+            _cuda_probe = (None, "no CUDA device found (the driver reports 0 GPUs)")
+            return _cuda_probe
+        _cuda_probe = (cupy, None)
+        return _cuda_probe
+
+
+def cuda_is_available() -> bool:
+    """True when CuPy imports and at least one GPU is usable."""
+    return _probe_cuda()[0] is not None
+
+
+def cuda_unavailable_reason() -> str | None:
+    """Why CUDA cannot be used, or None when it can."""
+    return _probe_cuda()[1]
+
+
+def cuda_device_count() -> int:
+    cupy = _probe_cuda()[0]
+    return 0 if cupy is None else int(cupy.cuda.runtime.getDeviceCount())
+
+
+def _require_cupy():
+    cupy, reason = _probe_cuda()
+    if cupy is None:
+        raise CudaUnavailableError(f"CUDA was requested but cannot be used: {reason}")
+    return cupy
+
+
+# --------------------------------------------------------------------------------------
+# The default device
+# --------------------------------------------------------------------------------------
+_default_device: Device | None = None
+
+
+def _device_from_env() -> Device:
+    spec = os.environ.get("GRADCORE_DEVICE", "auto").strip().lower() or "auto"
+    if spec == "auto":
+        return device("cuda") if cuda_is_available() else cpu
+    dev = device(spec)
+    if dev.type == "cuda":
+        _require_cupy()
+    return dev
+
+
+def get_default_device() -> Device:
+    """The device new tensors go to: ``GRADCORE_DEVICE`` (cpu, cuda, auto; default auto)."""
+    global _default_device
+    if _default_device is None:
+        _default_device = _device_from_env()
+    return _default_device
+
+
+def set_default_device(spec) -> None:
+    """Set the device new tensors go to (``None`` re-reads ``GRADCORE_DEVICE``)."""
+    global _default_device
+    if spec is None:
+        _default_device = None
+        return
+    dev = device(spec)
+    if dev.type == "cuda":
+        _require_cupy()
+    _default_device = dev
+
+
+# --------------------------------------------------------------------------------------
+# Array namespaces
+# --------------------------------------------------------------------------------------
+class ArrayMath:
+    tensor_mode = False  # formulas get arrays, not tensors
+    """The array module of one device plus the few helpers the ops need.
+
+    Attribute access falls through to the array module (``math.tanh`` is ``xp.tanh``);
+    the fused kernels of :mod:`gradcore.fused` are attached as attributes too.
+    """
+
+    def __init__(self, xp, dev: Device):
+        self.xp = xp
+        self.device = dev
+        self.ndarray = xp.ndarray
+
+    def __getattr__(self, name):
+        value = getattr(self.xp, name)
+        setattr(self, name, value)  # cache: later lookups are plain attribute reads
+        return value
+
+    def asarray(self, data, dtype=None):
+        return self.xp.asarray(data, dtype=dtype)
+
+    def sum_to(self, grad, shape):
+        """Undo broadcasting: sum ``grad`` down to ``shape`` (the one shared rule)."""
+        if grad.shape == shape:
+            return grad
+        lead = grad.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(
+            i + lead for i, n in enumerate(shape) if n == 1 and grad.shape[i + lead] != 1
+        )
+        out = grad.sum(axis=axes, keepdims=True) if axes else grad
+        if lead:
+            out = out.reshape(shape)
+        return self.xp.asarray(out)
+
+    def scatter_into_zeros(self, g, axis, index, shape):
+        """Zeros of ``shape`` with ``g`` put at ``index`` along ``axis``."""
+        out = self.xp.zeros(shape, dtype=g.dtype)
+        self.xp.put_along_axis(out, index, g, axis=axis)
+        return out
+
+    def index_add_into_zeros(self, g, index, shape):
+        """Zeros of ``shape`` plus ``g`` added at ``index`` (repeated indices accumulate)."""
+        out = self.xp.zeros(shape, dtype=g.dtype)
+        self.xp.add.at(out, index, g)
+        return out
+
+    def place_into_zeros(self, g, index, shape):
+        """Zeros of ``shape`` with ``g`` written at the (basic) ``index``."""
+        out = self.xp.zeros(shape, dtype=g.dtype)
+        out[index] = g
+        return out
+
+    def zero_at(self, g, index):
+        """A copy of ``g`` with the elements at ``index`` set to zero."""
+        out = g.copy()
+        out[index] = 0
+        return out
+
+    @staticmethod
+    def astype(arr, dtype):
+        return arr.astype(dtype)
+
+    def owns(self, arr) -> bool:
+        """True when ``arr`` is a writable array that views no other array."""
+        return arr.base is None and arr.flags.writeable
+
+
+class _NumpyMath(ArrayMath):
+    def asarray(self, data, dtype=None):
+        out = np.asarray(data, dtype=dtype)
+        return out
+
+
+class _CupyMath(ArrayMath):
+    def owns(self, arr) -> bool:
+        return arr.base is None
+
+    def asarray(self, data, dtype=None):
+        with self.xp.cuda.Device(self.device.index or 0):
+            return self.xp.asarray(data, dtype=dtype)
+
+
+_cpu_math_obj: ArrayMath | None = None
+_math_by_type: dict[type, ArrayMath] = {}
+
+
+def _cpu_math() -> ArrayMath:
+    global _cpu_math_obj
+    if _cpu_math_obj is None:
+        _cpu_math_obj = _NumpyMath(np, cpu)
+        _math_by_type[np.ndarray] = _cpu_math_obj
+        from . import fused  # the fused kernels attach their CPU twins
+
+        fused.attach(_cpu_math_obj)
+    return _cpu_math_obj
+
+
+_cuda_maths: dict[int, ArrayMath] = {}
+
+
+def _cuda_math(index: int) -> ArrayMath:
+    m = _cuda_maths.get(index)
+    if m is None:
+        cupy = _require_cupy()
+        if index >= cupy.cuda.runtime.getDeviceCount():
+            raise CudaUnavailableError(
+                f"cuda:{index} requested but only {cupy.cuda.runtime.getDeviceCount()} "
+                "CUDA device(s) exist")
+        m = _cuda_maths[index] = _CupyMath(cupy, device(f"cuda:{index}"))
+        from . import fused
+
+        fused.attach(m)
+    return m
+
+
+def math_of(arr) -> ArrayMath:
+    """The array namespace serving ``arr`` (NumPy for host arrays, CuPy for device ones)."""
+    m = _math_by_type.get(type(arr))  # holds NumPy only: CuPy arrays vary in device
+    if m is not None:
+        return m
+    if isinstance(arr, (np.ndarray, np.generic)):
+        return _cpu_math()
+    return device_of(arr).math
+
+
+def device_of(arr) -> Device:
+    """The device an array lives on."""
+    if isinstance(arr, (np.ndarray, np.generic)):
+        return cpu
+    dev = getattr(arr, "device", None)
+    idx = getattr(dev, "id", None)
+    if idx is not None and type(arr).__module__.startswith("cupy"):
+        return device(f"cuda:{idx}") if idx else device("cuda")
+    raise TypeError(f"unsupported array type {type(arr).__name__}")
+
+
+def is_device_array(obj) -> bool:
+    """True for NumPy arrays and for arrays of a CUDA array module (CuPy)."""
+    if isinstance(obj, np.ndarray):
+        return True
+    return type(obj).__module__.startswith("cupy") and hasattr(obj, "__cuda_array_interface__")
+
+
+def to_host(arr):
+    """A NumPy copy (or view, on the CPU) of ``arr``."""
+    if isinstance(arr, np.ndarray):
+        return arr
+    return arr.get()

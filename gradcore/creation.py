@@ -1,0 +1,257 @@
+"""Creating tensors: ``tensor``, ``zeros``, ``arange``, ``randn`` and friends."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import backend, dtypes
+from .tensor import Tensor, _wrap
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full",
+           "empty", "arange", "linspace", "eye", "randn", "rand", "randint", "zeros_like",
+           "ones_like", "full_like", "empty_like", "randn_like", "rand_like", "manual_seed",
+           "seed_generator"]
+
+
+def _dev(device):
+    return backend.device(device) if device is not None else backend.get_default_device()
+
+
+def _np_dtype(dtype):
+    return None if dtype is None else dtypes.to_dtype(dtype).np
+
+
+def _finish(arr, requires_grad):
+    t = _wrap(arr)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _infer_dtype(data):
+    """PyTorch's inference: bools stay bool, ints are int64, floats float32."""
+    flat = data
+    while isinstance(flat, (list, tuple)) and flat:
+        flat = flat[0]
+    arr = np.asarray(data)
+    if arr.dtype.kind == "b":
+        return np.bool_
+    if arr.dtype.kind in "iu":
+        return np.int64
+    if arr.dtype.kind == "f":
+        return dtypes.default_float.np
+    if arr.dtype.kind == "O" or arr.dtype.kind in "US":
+        raise TypeError(f"can't build a tensor from {type(flat).__name__} values")
+    raise TypeError(f"unsupported data type {arr.dtype}")
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (scalar, nested lists, NumPy/CuPy array,
+    Tensor).
+
+    >>> import gradcore as gc
+    >>> gc.tensor([[1, 2], [3, 4.5]])
+    tensor([[1.0000, 2.0000],
+            [3.0000, 4.5000]])
+    """
+    dev = _dev(device) if device is not None or not isinstance(data, Tensor) else data.device
+    npd = _np_dtype(dtype)
+    if isinstance(data, Tensor):
+        src = data.data
+        arr = src.astype(npd) if npd is not None else src.copy()
+        arr = dev.asarray(arr) if backend.device_of(arr) != dev else arr
+        return _finish(arr, requires_grad)
+    if backend.is_device_array(data):
+        if npd is None:
+            npd = data.dtype
+            dtypes.from_numpy_dtype(np.dtype(npd))  # raises on unsupported dtypes
+        src_dev = backend.device_of(data)
+        arr = data.astype(npd, copy=True) if src_dev == dev else \
+            dev.asarray(backend.to_host(data) if src_dev.type != "cpu" else data, npd)
+        return _finish(arr, requires_grad)
+    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flatten(data)):
+        data = _nested_tensors_to_lists(data)
+    if npd is None:
+        if isinstance(data, np.generic):
+            npd = data.dtype
+        else:
+            npd = _infer_dtype(data)
+    try:
+        host = np.array(data, dtype=npd)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"can't build a tensor from {type(data).__name__}: {exc}") from None
+    if host.dtype.kind == "O":
+        raise TypeError(f"can't build a tensor from {type(data).__name__}")
+    dtypes.from_numpy_dtype(host.dtype)
+    return _finish(dev.asarray(host) if dev.type != "cpu" else host, requires_grad)
+
+
+def _flatten(data):
+    for x in data:
+        if isinstance(x, (list, tuple)):
+            yield from _flatten(x)
+        else:
+            yield x
+
+
+def _nested_tensors_to_lists(data):
+    if isinstance(data, Tensor):
+        return data.tolist()
+    if isinstance(data, (list, tuple)):
+        return [_nested_tensors_to_lists(x) for x in data]
+    return data
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    if isinstance(data, Tensor) and dtype is None and device is None:
+        return data
+    if isinstance(data, np.ndarray) and (device is None or _dev(device).type == "cpu") and \
+            dtype is None:
+        return _wrap(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(arr: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with ``arr``."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
+    dtypes.from_numpy_dtype(arr.dtype)
+    return _wrap(arr)
+
+
+def from_dlpack(obj) -> Tensor:
+    """A tensor sharing memory with any DLPack producer (NumPy, CuPy, PyTorch)."""
+    if isinstance(obj, Tensor):
+        return obj
+    kind, dev_id = obj.__dlpack_device__()
+    if int(kind) == 1:  # kDLCPU
+        return _wrap(np.from_dlpack(obj))
+    xp = backend.device(f"cuda:{dev_id}").xp
+    return _wrap(xp.from_dlpack(obj))
+
+
+def _size(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    return tuple(int(s) for s in size)
+
+
+def _factory(fill):
+    def factory(*size, dtype=None, device=None, requires_grad=False):
+        shape = _size(size)
+        npd = _np_dtype(dtype) or dtypes.default_float.np
+        arr = fill(_dev(device).math, shape, npd)
+        return _finish(arr, requires_grad)
+    return factory
+
+
+zeros = _factory(lambda m, s, d: m.zeros(s, dtype=d))
+zeros.__name__, zeros.__doc__ = "zeros", "A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."
+ones = _factory(lambda m, s, d: m.ones(s, dtype=d))
+ones.__name__, ones.__doc__ = "ones", "A tensor of ones."
+empty = _factory(lambda m, s, d: m.empty(s, dtype=d))
+empty.__name__, empty.__doc__ = "empty", "An uninitialized tensor."
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor filled with ``fill_value`` (its dtype inferred as PyTorch does)."""
+    if dtype is None:
+        if isinstance(fill_value, bool):
+            dtype = dtypes.bool_
+        elif isinstance(fill_value, numbers.Integral):
+            dtype = dtypes.int64
+        else:
+            dtype = dtypes.default_float
+    shape = _size((size,)) if isinstance(size, (tuple, list)) else (int(size),)
+    arr = _dev(device).math.full(shape, fill_value, dtype=_np_dtype(dtype))
+    return _finish(arr, requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 unless any is float."""
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if dtype is None:
+        floaty = any(isinstance(v, float) for v in vals)
+        dtype = dtypes.default_float if floaty else dtypes.int64
+    if vals[2] == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    arr = _dev(device).math.arange(vals[0], vals[1], vals[2], dtype=_np_dtype(dtype))
+    return _finish(arr, requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    npd = _np_dtype(dtype) or dtypes.default_float.np
+    arr = _dev(device).math.linspace(start, end, int(steps), dtype=np.float64).astype(npd)
+    return _finish(arr, requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    """The identity matrix (``n`` x ``m``)."""
+    npd = _np_dtype(dtype) or dtypes.default_float.np
+    return _finish(_dev(device).math.eye(n, m, dtype=npd), requires_grad)
+
+
+# ---- random numbers: one NumPy generator, seeded by manual_seed -------------------------------
+_rng = np.random.default_rng()
+
+
+def manual_seed(seed: int):
+    """Seed gradcore's random number generator (randn, rand, randint, dropout, init)."""
+    global _rng
+    _rng = np.random.default_rng(int(seed))
+    return _rng
+
+
+def seed_generator() -> np.random.Generator:
+    return _rng
+
+
+def _random(sample):
+    def factory(*size, dtype=None, device=None, requires_grad=False):
+        shape = _size(size)
+        npd = _np_dtype(dtype) or dtypes.default_float.np
+        host = sample(shape).astype(npd)
+        dev = _dev(device)
+        return _finish(dev.asarray(host) if dev.type != "cpu" else host, requires_grad)
+    return factory
+
+
+randn = _random(lambda s: _rng.standard_normal(s))
+randn.__name__, randn.__doc__ = "randn", "Samples of the standard normal distribution."
+rand = _random(lambda s: _rng.random(s))
+rand.__name__, rand.__doc__ = "rand", "Samples of the uniform distribution on [0, 1)."
+
+
+def randint(low, high=None, size=None, *, dtype=None, device=None) -> Tensor:
+    """Random integers in ``[low, high)`` of ``size`` (int64)."""
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    host = _rng.integers(low, high, size=tuple(size)).astype(_np_dtype(dtype) or np.int64)
+    dev = _dev(device)
+    return _wrap(dev.asarray(host) if dev.type != "cpu" else host)
+
+
+def _like(factory):
+    def like(t, *, dtype=None, device=None, requires_grad=False):
+        return factory(*t.shape, dtype=dtype or t.dtype, device=device or t.device,
+                       requires_grad=requires_grad)
+    return like
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+empty_like = _like(empty)
+randn_like = _like(randn)
+rand_like = _like(rand)
+
+
+def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(tuple(t.shape), fill_value, dtype=dtype or t.dtype, device=device or t.device,
+                requires_grad=requires_grad)

@@ -1,0 +1,166 @@
+"""Dtypes and PyTorch's type promotion.
+
+``gc.float32`` and friends are :class:`DType` objects that compare equal to the matching
+NumPy dtype.  :func:`result_type` implements PyTorch's promotion, which differs from
+NumPy 2 in three places: ``int / int`` is float32, 0-d tensors and Python scalars do
+not widen a tensor within its category, and Python floats meeting integer tensors
+give the default float dtype (float32).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_pyfloat, _pyint, _pybool = float, int, bool
+
+__all__ = ["DType", "float16", "float32", "float64", "int32", "int64", "bool_",
+           "to_dtype", "result_type", "is_floating", "default_float"]
+
+
+class DType:
+    """A tensor element type; ``repr`` gives ``gradcore.float32``."""
+
+    __slots__ = ("name", "np", "category", "is_floating_point", "itemsize")
+
+    def __init__(self, name: str, np_dtype, category: int):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.is_floating_point = category == 2
+        self.itemsize = self.np.itemsize
+
+    def __repr__(self):
+        return f"gradcore.{self.name}"
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        if isinstance(other, DType):
+            return self is other
+        try:
+            return self.np == np.dtype(other)
+        except TypeError:
+            return False
+
+    def __hash__(self):
+        return hash(self.np)
+
+    def __reduce__(self):
+        return (to_dtype, (self.name,))
+
+
+float16 = DType("float16", np.float16, 2)
+float32 = DType("float32", np.float32, 2)
+float64 = DType("float64", np.float64, 2)
+int8 = DType("int8", np.int8, 1)
+uint8 = DType("uint8", np.uint8, 1)
+int16 = DType("int16", np.int16, 1)
+int32 = DType("int32", np.int32, 1)
+int64 = DType("int64", np.int64, 1)
+bool_ = DType("bool", np.bool_, 0)
+
+
+_ALL = (float16, float32, float64, int8, uint8, int16, int32, int64, bool_)
+_BY_NP: dict[np.dtype, DType] = {d.np: d for d in _ALL}
+_BY_NAME: dict[str, DType] = {d.name: d for d in _ALL}
+_BY_NAME.update(half=float16, float=float32, double=float64, long=int64, int=int32,
+                bool_=bool_)
+
+default_float = float32
+default_int = int64
+
+
+def to_dtype(spec) -> DType:
+    """Accept a DType, a NumPy dtype or type, a name, or Python's float/int/bool."""
+    if isinstance(spec, DType):
+        return spec
+    if spec is None:
+        raise TypeError("dtype must not be None here")
+    if spec is _pyfloat:
+        return default_float
+    if spec is _pyint:
+        return default_int
+    if spec is _pybool:
+        return bool_
+    if isinstance(spec, str):
+        d = _BY_NAME.get(spec.removeprefix("gradcore.").removeprefix("torch."))
+        if d is not None:
+            return d
+    try:
+        npd = np.dtype(spec)
+    except TypeError:
+        npd = None
+    if npd is not None and npd in _BY_NP:
+        return _BY_NP[npd]
+    name = getattr(spec, "name", None) or str(spec)
+    raise TypeError(f"unsupported dtype {name}: gradcore supports "
+                    + ", ".join(d.name for d in _ALL))
+
+
+def from_numpy_dtype(npd) -> DType:
+    d = _BY_NP.get(npd)
+    if d is None:
+        raise TypeError(f"unsupported dtype {npd}: gradcore supports "
+                        + ", ".join(x.name for x in _ALL))
+    return d
+
+
+def is_floating(d: DType) -> bool:
+    return d.category == 2
+
+
+def _promote2(a: DType, b: DType) -> DType:
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    return _BY_NP[np.promote_types(a.np, b.np)]
+
+
+_promote_cache: dict[tuple[DType, DType], DType] = {}
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """PyTorch's promotion of two tensor dtypes (a float beats any integer)."""
+    key = (a, b)
+    r = _promote_cache.get(key)
+    if r is None:
+        r = _promote_cache[key] = _promote2(a, b)
+    return r
+
+
+def scalar_category(x) -> int:
+    if isinstance(x, _pybool) or isinstance(x, np.bool_):
+        return 0
+    if isinstance(x, (_pyint, np.integer)):
+        return 1
+    if isinstance(x, (_pyfloat, np.floating)):
+        return 2
+    raise TypeError(f"unsupported scalar type {type(x).__name__}")
+
+
+_DEFAULT_FOR_CATEGORY = {0: bool_, 1: int64, 2: float32}
+
+
+def result_type(dims: list[DType], zero_dims: list[DType], scalar_cats: list[int]) -> DType:
+    """PyTorch's result dtype from operands grouped by priority.
+
+    ``dims``: dtypes of tensors with ndim > 0; ``zero_dims``: dtypes of 0-d tensors;
+    ``scalar_cats``: categories of Python scalars.  A lower group only matters when
+    its category is higher than the result so far.
+    """
+    state = None
+    for d in dims:
+        state = d if state is None else promote_types(state, d)
+    zstate = None
+    for d in zero_dims:
+        zstate = d if zstate is None else promote_types(zstate, d)
+    if state is None:
+        state = zstate
+    elif zstate is not None and zstate.category > state.category:
+        state = zstate
+    if scalar_cats:
+        cat = max(scalar_cats)
+        if state is None or cat > state.category:
+            state = _DEFAULT_FOR_CATEGORY[cat] if cat < 2 else default_float
+    return state

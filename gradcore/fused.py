@@ -1,0 +1,88 @@
+"""Fused pointwise backward kernels, each declared once.
+
+A kernel is a name, its parameters and one expression written in the common subset
+of C and Python (arithmetic, comparisons, and the functions ``where``, ``exp``,
+``log``, ``sqrt``, ``sin``, ``cos``, ``tanh``, ``sign``, ``pow``).  From that one
+expression come
+
+* the NumPy twin, attached to the CPU array namespace (``math.tanh_backward``);
+* the differentiable composite used when ``create_graph=True``
+  (``tensor_math.tanh_backward``), so second derivatives come for free;
+* later, the body of the CUDA elementwise kernel on GPUs.
+
+A kernel may also name a hand-written CPU twin (``cpu=``) that avoids temporaries;
+the tests check it against the expression on the same inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Kernel", "KERNELS", "attach", "composite"]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    params: tuple[str, ...]
+    expr: str
+    cpu: object = None  # optional faster NumPy implementation with the same meaning
+    _code: object = field(default=None, compare=False, repr=False)
+
+    def compile(self, namespace: dict):
+        """The expression as a Python function of ``params`` over ``namespace``."""
+        src = f"lambda {', '.join(self.params)}: {self.expr}"
+        return eval(compile(src, f"<kernel {self.name}>", "eval"), dict(namespace))
+
+
+def _tanh_backward_cpu(g, y):
+    out = np.multiply(y, y)
+    np.subtract(1, out, out=out)
+    np.multiply(out, g, out=out)
+    return out
+
+
+def _sigmoid_backward_cpu(g, y):
+    out = np.subtract(1, y)
+    np.multiply(out, y, out=out)
+    np.multiply(out, g, out=out)
+    return out
+
+
+KERNELS: dict[str, Kernel] = {k.name: k for k in [
+    Kernel("tanh_backward", ("g", "y"), "g * (1 - y * y)", cpu=_tanh_backward_cpu),
+    Kernel("sigmoid_backward", ("g", "y"), "g * (y * (1 - y))", cpu=_sigmoid_backward_cpu),
+    Kernel("relu_backward", ("g", "y"), "where(y > 0, g, 0)"),
+    Kernel("sqrt_backward", ("g", "y"), "g / (2 * y)"),
+    Kernel("rsqrt_backward", ("g", "y"), "-0.5 * g * (y * y * y)"),
+    Kernel("reciprocal_backward", ("g", "y"), "-g * (y * y)"),
+    Kernel("abs_backward", ("g", "x"), "g * sign(x)"),
+    Kernel("pow_backward", ("g", "x", "e"), "where(e == 0, 0 * g, g * e * pow(x, e - 1))"),
+    Kernel("clamp_backward", ("g", "x", "lo", "hi"), "where((x >= lo) & (x <= hi), g, 0)"),
+    Kernel("maximum_backward_a", ("g", "a", "b"),
+           "where(a > b, g, where(a == b, 0.5 * g, 0))"),
+    Kernel("maximum_backward_b", ("g", "a", "b"),
+           "where(b > a, g, where(a == b, 0.5 * g, 0))"),
+    Kernel("div_backward_b", ("g", "a", "b"), "-g * a / (b * b)"),
+]}
+
+_NUMPY_NAMES = {
+    "where": np.where, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sin": np.sin,
+    "cos": np.cos, "tanh": np.tanh, "sign": np.sign, "pow": np.power,
+}
+
+
+def attach(math) -> None:
+    """Give an array namespace its kernels (the NumPy twins, for now, on every device)."""
+    names = {k: getattr(math.xp, k) for k in _NUMPY_NAMES if k != "pow"}
+    names["pow"] = math.xp.power
+    for k in KERNELS.values():
+        fn = k.cpu if (k.cpu is not None and math.xp is np) else k.compile(names)
+        setattr(math, k.name, fn)
+
+
+def composite(namespace: dict) -> dict:
+    """The kernels as differentiable functions over ``namespace`` (tensor ops)."""
+    return {k.name: k.compile(namespace) for k in KERNELS.values()}

@@ -1,0 +1,311 @@
+"""Every operation, grouped by family; :func:`bind_methods` makes them Tensor methods.
+
+Families: :mod:`.pointwise`, :mod:`.reduce`, :mod:`.shape`, :mod:`.index`,
+:mod:`.linalg`.  In-place variants (``add_``, ``+=``, ``t[i] = v``) are built here
+from the out-of-place ops, so they record the same derivative rules.
+"""
+
+from __future__ import annotations
+
+from .. import dtypes
+from ..backend import math_of
+from . import (
+    index,
+    linalg,
+    pointwise,
+    reduce,
+    shape,
+    tensor_math,  # noqa: F401  (the engine's math for create_graph=True)
+)
+from ._core import Tensor, as_tensor, mode, wrap
+from .index import _check_inplace, gather, index_select, masked_fill, nonzero, scatter_add
+from .linalg import bmm, dot, matmul, mm, mv, outer
+from .pointwise import (
+    abs,
+    add,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    clamp,
+    clip,
+    cos,
+    div,
+    eq,
+    exp,
+    expm1,
+    floor_divide,
+    ge,
+    gt,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    log,
+    log1p,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    neg,
+    pow,
+    reciprocal,
+    relu,
+    remainder,
+    rsqrt,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    square,
+    sub,
+    tanh,
+    where,
+)
+from .reduce import (
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    logsumexp,
+    max,
+    mean,
+    min,
+    norm,
+    prod,
+    std,
+    sum,
+    var,
+)
+from .shape import (
+    broadcast_to,
+    cat,
+    chunk,
+    concat,
+    expand,
+    flatten,
+    movedim,
+    permute,
+    repeat,
+    reshape,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    transpose,
+    unbind,
+    unflatten,
+    unsqueeze,
+    view,
+)
+
+__all__ = [n for n in dir() if not n.startswith("_")]
+
+multiply, subtract, divide, negative, true_divide = mul, sub, div, neg, div
+greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
+
+
+# ---- in-place ops ----------
+def _alias(x: Tensor) -> Tensor:
+    """A new tensor object standing for ``x``'s current value in the graph."""
+    t = wrap(x.data)
+    t.grad_fn, t._out_nr, t._rg = x.grad_fn, x._out_nr, x._rg
+    return t
+
+
+def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
+    """Run the out-of-place ``fn(x, *args)`` and write its result into ``x``.
+
+    The result's graph node becomes ``x``'s history, so in-place ops are
+    differentiated like their out-of-place twins; tensors saved for backward that
+    share ``x``'s memory see their version change and backward then raises.
+    """
+    _check_inplace(x, op_name)
+    xd = x.data
+    tracked = mode.enabled and (x._rg or any(isinstance(a, Tensor) and a._rg for a in args))
+    if tracked:
+        old = _alias(x)
+        r = fn(old, *args, **kwargs)
+        node = r.grad_fn
+        if node is not None and node.saved is not None and any(s is old for s in node.saved):
+            old.data = xd.copy()  # the node needs the value from before the write
+    else:
+        with _no_grad():
+            r = fn(x, *args, **kwargs)
+    rd = r.data
+    if rd.shape != xd.shape:
+        raise RuntimeError(f"{op_name}: output with shape {list(xd.shape)} doesn't match the "
+                           f"broadcast shape {list(rd.shape)}")
+    if rd.dtype != xd.dtype:
+        if not _can_cast(rd.dtype, xd.dtype):
+            raise RuntimeError(f"{op_name}: result type {dtypes.from_numpy_dtype(rd.dtype)!r} "
+                               f"can't be cast to the desired output type "
+                               f"{dtypes.from_numpy_dtype(xd.dtype)!r}")
+    math_of(xd).copyto(xd, rd, casting="unsafe")
+    x._bump()
+    if tracked and r.grad_fn is not None:
+        x.grad_fn, x._out_nr, x._rg = r.grad_fn, r._out_nr, True
+        if r.grad_fn.out is not None:
+            r.grad_fn.save_output(x)  # the saved output is x's value now
+    return x
+
+
+def _can_cast(src, dst) -> bool:
+    order = {"b": 0, "u": 1, "i": 1, "f": 2}
+    return order[src.kind] <= order[dst.kind]
+
+
+def _no_grad():
+    from ..autograd.grad_mode import no_grad
+    return no_grad()
+
+
+def _inplace_method(name, fn):
+    def method(self, *args, **kwargs):
+        return apply_inplace(self, name, fn, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"In-place :func:`{fn.__name__}`."
+    return method
+
+
+def zero_(x):
+    """Fill with zeros in place."""
+    return fill_(x, 0)
+
+
+def fill_(x, value):
+    """Fill with ``value`` in place."""
+    index.setitem(x, Ellipsis, value)
+    return x
+
+
+def copy_(x, src):
+    """Copy ``src`` (broadcast) into ``x`` in place; differentiable with respect to ``src``."""
+    src = src if isinstance(src, Tensor) else as_tensor(src, x)
+    if src.device != x.device:
+        src = src.to(x.device)
+    index.setitem(x, Ellipsis, src)
+    return x
+
+
+# ---- binding ----------
+def _r(fn):
+    def reflected(self, other):
+        return fn(other, self)
+    reflected.__name__ = f"__r{fn.__name__}__"
+    return reflected
+
+
+def _to(self, *args, **kwargs):
+    """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other_tensor)``."""
+    from ..backend import Device
+    from ..backend import device as _device
+    dev = kwargs.pop("device", None)
+    dt = kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)
+    copy = kwargs.pop("copy", False)
+    for a in args:
+        if isinstance(a, Tensor):
+            dev, dt = a.device, a.dtype
+        elif isinstance(a, (str, Device)) and not (isinstance(a, str) and a in dtypes._BY_NAME):
+            dev = a
+        elif a is not None:
+            dt = a
+    out = self
+    if dt is not None:
+        out = pointwise.to_dtype(out, dt)
+    if dev is not None and _device(dev) != out.device:
+        from .device import to_device
+        out = to_device(out, _device(dev))
+    if copy and out is self:
+        out = out.clone()
+    return out
+
+
+def _clone(self):
+    """A copy with its own memory; differentiable."""
+    from .device import clone
+    return clone(self)
+
+
+def bind_methods(T) -> None:
+    """Make the ops Tensor methods and operators (called once, by gradcore.tensor)."""
+    methods = {
+        # arithmetic and operators
+        "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow, "neg": neg,
+        "subtract": sub, "multiply": mul, "divide": div, "true_divide": div,
+        "floor_divide": floor_divide, "remainder": remainder,
+        "__add__": add, "__radd__": _r(add), "__sub__": sub, "__rsub__": _r(sub),
+        "__mul__": mul, "__rmul__": _r(mul), "__truediv__": div, "__rtruediv__": _r(div),
+        "__pow__": pow, "__rpow__": _r(pow), "__floordiv__": floor_divide,
+        "__rfloordiv__": _r(floor_divide), "__mod__": remainder, "__rmod__": _r(remainder),
+        "__neg__": neg, "__pos__": lambda self: self, "__abs__": abs,
+        "__matmul__": matmul, "__rmatmul__": _r(matmul),
+        "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
+        "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor,
+        "__rand__": _r(bitwise_and), "__ror__": _r(bitwise_or), "__rxor__": _r(bitwise_xor),
+        "__invert__": bitwise_not,
+        "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
+        "logical_and": logical_and, "logical_or": logical_or, "logical_not": logical_not,
+        "logical_xor": logical_xor, "isnan": isnan, "isfinite": isfinite, "isinf": isinf,
+        # pointwise
+        "exp": exp, "log": log, "log1p": log1p, "expm1": expm1, "sqrt": sqrt, "rsqrt": rsqrt,
+        "square": square, "abs": abs, "sign": sign, "sin": sin, "cos": cos, "tanh": tanh,
+        "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clip, "maximum": maximum,
+        "minimum": minimum, "reciprocal": reciprocal,
+        "where": lambda self, cond, other: where(cond, self, other),
+        # reductions
+        "sum": sum, "mean": mean, "prod": prod, "var": var, "std": std, "max": max, "min": min,
+        "amax": amax, "amin": amin, "argmax": argmax, "argmin": argmin,
+        "logsumexp": logsumexp, "norm": norm, "any": any, "all": all,
+        # shape
+        "reshape": reshape, "view": view, "flatten": flatten, "unflatten": unflatten,
+        "squeeze": squeeze, "unsqueeze": unsqueeze, "transpose": transpose,
+        "swapaxes": swapaxes, "swapdims": swapaxes, "permute": permute, "movedim": movedim,
+        "broadcast_to": broadcast_to, "expand": expand,
+        "expand_as": lambda self, other: broadcast_to(self, other.shape),
+        "view_as": lambda self, other: view(self, other.shape),
+        "reshape_as": lambda self, other: reshape(self, other.shape),
+        "repeat": repeat, "split": split, "chunk": chunk, "unbind": unbind,
+        "contiguous": shape.contiguous,
+        # indexing
+        "__getitem__": index.getitem, "__setitem__": index.setitem, "gather": gather,
+        "scatter_add": scatter_add, "index_select": index_select, "masked_fill": masked_fill,
+        "nonzero": nonzero,
+        # linear algebra
+        "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot, "outer": outer, "mv": mv,
+        # conversion
+        "to": _to, "clone": _clone,
+        "float": lambda self: pointwise.to_dtype(self, dtypes.float32),
+        "double": lambda self: pointwise.to_dtype(self, dtypes.float64),
+        "half": lambda self: pointwise.to_dtype(self, dtypes.float16),
+        "long": lambda self: pointwise.to_dtype(self, dtypes.int64),
+        "int": lambda self: pointwise.to_dtype(self, dtypes.int32),
+        "bool": lambda self: pointwise.to_dtype(self, dtypes.bool_),
+        "type_as": lambda self, other: pointwise.to_dtype(self, other.dtype),
+        "cpu": lambda self: _to(self, "cpu"),
+        "cuda": lambda self, device=None: _to(self, "cuda" if device is None else
+                                              (f"cuda:{device}" if isinstance(device, int)
+                                               else device)),
+        # in place
+        "zero_": zero_, "fill_": fill_, "copy_": copy_,
+        "masked_fill_": _inplace_method("masked_fill_", masked_fill),
+    }
+    for name, fn in [("add_", add), ("sub_", sub), ("mul_", mul), ("div_", div),
+                     ("pow_", pow), ("clamp_", clamp), ("clip_", clamp), ("neg_", neg),
+                     ("exp_", exp), ("log_", log), ("sqrt_", sqrt), ("tanh_", tanh),
+                     ("sigmoid_", sigmoid), ("relu_", relu), ("abs_", abs),
+                     ("square_", square), ("reciprocal_", reciprocal),
+                     ("__iadd__", add), ("__isub__", sub), ("__imul__", mul),
+                     ("__itruediv__", div), ("__ipow__", pow)]:
+        methods[name] = _inplace_method(name, fn)
+    for name, fn in methods.items():
+        setattr(T, name, fn)
+    T.__hash__ = object.__hash__

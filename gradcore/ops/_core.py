@@ -1,0 +1,155 @@
+"""What every op family shares: operand preparation, type promotion, graph recording."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend, dtypes
+from ..autograd.grad_mode import state as _mode
+from ..autograd.graph import Node
+from ..tensor import Tensor, _new, _wrap
+
+__all__ = ["Node", "Tensor", "record", "edge", "needs_grad", "binary_operands", "as_tensor",
+           "wrap", "mode", "check_same_device", "normalize_dims", "normalize_dim"]
+
+mode = _mode
+wrap = _wrap
+_NO_EDGE = (None, 0)
+_ndarray = np.ndarray
+_scalar_types = (int, float, bool, np.number, np.bool_)
+
+
+def edge(t: Tensor):
+    """The graph edge to ``t``: its grad_fn, its leaf accumulator, or none."""
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._out_nr)
+    if t._rg:
+        return (t._accumulator(), 0)
+    return _NO_EDGE
+
+
+def record(data, node: Node, *inputs: Tensor) -> Tensor:
+    """Wrap ``data`` as the output of ``node``, whose inputs are ``inputs``."""
+    node.next_functions = tuple([edge(t) for t in inputs])
+    out = _new(Tensor)
+    if type(data) is not _ndarray and isinstance(data, np.generic):
+        data = np.asarray(data)
+    out.data = data
+    out.grad_fn = node
+    out._rg = True
+    if _mode.anomaly:
+        import traceback
+        node._trace = "".join(traceback.format_stack(limit=12)[:-2])
+    return out
+
+
+def needs_grad(*ts) -> bool:
+    if not _mode.enabled:
+        return False
+    for t in ts:
+        if t._rg:
+            return True
+    return False
+
+
+def as_tensor(x, like: Tensor | None = None) -> Tensor:
+    """``x`` as a tensor; scalars and arrays go to ``like``'s device."""
+    if isinstance(x, Tensor):
+        return x
+    from ..creation import tensor
+
+    dev = like.device if like is not None else None
+    if isinstance(x, _scalar_types) and like is not None:
+        # a Python scalar meeting a tensor: PyTorch's weak scalar promotion
+        cat = dtypes.scalar_category(x)
+        ld = like.dtype
+        dt = ld if cat <= ld.category else dtypes._DEFAULT_FOR_CATEGORY[cat]
+        return tensor(x, dtype=dt, device=dev)
+    return tensor(x, device=dev)
+
+
+def check_same_device(a, b, op: str):
+    if type(a) is _ndarray and type(b) is _ndarray:
+        return
+    da, db = backend.device_of(a), backend.device_of(b)
+    if da != db:
+        raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found "
+                           f"at least two devices, {da} and {db}!")
+
+
+def _zero_dim_aware_dtype(a: Tensor, b: Tensor):
+    da, db = a.dtype, b.dtype
+    dims, zeros = [], []
+    (dims if a.data.ndim else zeros).append(da)
+    (dims if b.data.ndim else zeros).append(db)
+    return dtypes.result_type(dims, zeros, [])
+
+
+def binary_operands(a, b, op: str, float_result: bool = False):
+    """Prepare the operands of a binary op with PyTorch's type promotion.
+
+    Returns ``(x, y)``: each a Tensor already converted to the result dtype (through a
+    differentiable cast, so gradients come back in each input's own dtype) or a Python
+    scalar that NumPy/CuPy will treat as weak.
+    """
+    ta = a if isinstance(a, Tensor) else None
+    tb = b if isinstance(b, Tensor) else None
+    if ta is not None and tb is not None:
+        ad, bd = ta.data, tb.data
+        if type(ad) is not _ndarray or type(bd) is not _ndarray:
+            check_same_device(ad, bd, op)
+        if ad.dtype is bd.dtype or ad.dtype == bd.dtype:
+            if float_result and ad.dtype.kind != "f":
+                f = dtypes.default_float
+                return ta.to(dtype=f), tb.to(dtype=f)
+            return ta, tb
+        rt = _zero_dim_aware_dtype(ta, tb)
+        if float_result and not rt.is_floating_point:
+            rt = dtypes.default_float
+        return ta.to(dtype=rt), tb.to(dtype=rt)
+    if ta is None and tb is None:
+        raise TypeError(f"{op}: expected at least one tensor operand, got "
+                        f"{type(a).__name__} and {type(b).__name__}")
+    if ta is None:
+        if not isinstance(a, _scalar_types):
+            return binary_operands(as_tensor(a, tb), tb, op, float_result)
+        t, s = tb, a
+    else:
+        if not isinstance(b, _scalar_types):
+            return binary_operands(ta, as_tensor(b, ta), op, float_result)
+        t, s = ta, b
+    kind = t.data.dtype.kind
+    if isinstance(s, (bool, np.bool_)):
+        s_cat, s = 0, bool(s)
+    elif isinstance(s, (int, np.integer)):
+        s_cat, s = 1, int(s)
+    else:
+        s_cat, s = 2, float(s)
+    t_cat = 2 if kind == "f" else (0 if kind == "b" else 1)
+    if s_cat > t_cat:
+        t = t.to(dtype=dtypes.default_float if s_cat == 2 else dtypes.int64)
+    elif float_result and kind != "f":
+        t = t.to(dtype=dtypes.default_float)
+    return (t, s) if ta is not None else (s, t)
+
+
+def normalize_dim(dim: int, ndim: int, op: str = "") -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{op + ': ' if op else ''}Dimension out of range (expected to be in "
+                         f"range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def normalize_dims(dim, ndim: int, op: str = "") -> tuple | None:
+    """``dim`` (None, int, list or tuple) as a sorted tuple of non-negative axes."""
+    if dim is None:
+        return None
+    if isinstance(dim, (list, tuple)):
+        axes = tuple(sorted({normalize_dim(int(d), ndim, op) for d in dim}))
+        if len(axes) != len(dim):
+            raise RuntimeError(f"{op}: dim {list(dim)} appears multiple times in the list of "
+                               "dims")
+        return axes
+    return (normalize_dim(int(dim), ndim, op),)

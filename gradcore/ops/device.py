@@ -1,0 +1,49 @@
+"""Copies: ``clone`` and moves between devices (differentiable)."""
+
+from __future__ import annotations
+
+from ..backend import Device, math_of
+from ._core import Node, mode, record, wrap
+
+_new = object.__new__
+
+
+class CloneBackward0(Node):
+    def apply(self, F, g):
+        return (g,)
+
+
+def clone(x):
+    """A copy of ``x`` with its own memory."""
+    out = x.data.copy()
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    return record(out, _new(CloneBackward0), x)
+
+
+class ToCopyBackward0(Node):
+    def apply(self, F, g):
+        if F.tensor_mode:
+            return (g.to(self.src_device),)
+        return (self.src_device.asarray(g) if self.src_device.type == "cuda"
+                else _to_host(g),)
+
+
+def _to_host(arr):
+    from ..backend import to_host
+    return to_host(arr).copy() if arr is not None else None
+
+
+def to_device(x, dev: Device):
+    """``x`` copied to ``dev``; the gradient flows back to ``x``'s device."""
+    src = x.device
+    xd = x.data
+    out = dev.asarray(xd) if dev.type == "cuda" else _to_host(xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(ToCopyBackward0)
+    node.src_device = src
+    return record(out, node, x)
+
+
+__all__ = ["clone", "to_device", "math_of"]

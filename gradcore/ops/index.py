@@ -1,0 +1,376 @@
+"""Indexing: ``t[...]``, ``t[...] = v``, gather, scatter_add, index_select, masked_fill.
+
+Gradients of advanced (integer array) indices accumulate where indices repeat.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ..backend import math_of
+from ._core import Node, Tensor, as_tensor, edge, mode, normalize_dim, record, wrap
+
+_new = object.__new__
+_BASIC = (int, slice, type(None), type(Ellipsis))
+
+
+def _convert_index(idx, x: Tensor):
+    """A NumPy/CuPy-ready index: tensors become arrays, lists become arrays."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    m = math_of(x.data)
+    out = []
+    for i in idx:
+        if isinstance(i, Tensor):
+            d = i.data
+            if d.dtype.kind == "f":
+                raise IndexError(f"tensors used as indices must be long, int, byte or bool "
+                                 f"tensors, got {i.dtype!r}")
+            if d.ndim == 0 and d.dtype.kind in "iu":
+                out.append(int(d))
+            else:
+                out.append(d)
+        elif isinstance(i, (list, np.ndarray)) or (not isinstance(i, _BASIC) and
+                                                   hasattr(i, "__array__")):
+            arr = m.asarray(i)
+            if arr.dtype.kind == "f":
+                raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                 "tensors, got float")
+            out.append(arr)
+        elif isinstance(i, (np.integer, bool, np.bool_)) and not isinstance(i, bool):
+            out.append(int(i))
+        else:
+            out.append(i)
+    return tuple(out)
+
+
+def _is_basic(idx) -> bool:
+    for i in idx:
+        if not isinstance(i, _BASIC) or isinstance(i, bool):
+            return False
+    return True
+
+
+def _expand_bool(idx):
+    """Boolean masks as the integer arrays they select (what ``add.at`` needs)."""
+    out = []
+    for i in idx:
+        if hasattr(i, "dtype") and i.dtype.kind == "b":
+            out.extend(math_of(i).nonzero(i))
+        else:
+            out.append(i)
+    return tuple(out)
+
+
+def _node_name(idx):
+    if not _is_basic(idx):
+        return "IndexBackward0"
+    last = [i for i in idx if i is not Ellipsis]
+    if last and builtins.all(i is None for i in last):
+        return "UnsqueezeBackward0"
+    real = [i for i in last if i is not None]
+    return "SelectBackward0" if real and isinstance(real[-1], int) else "SliceBackward0"
+
+
+class IndexBackward0(Node):
+    def apply(self, F, g):
+        if self.basic:
+            return (F.place_into_zeros(g, self.index, self.in_shape),)
+        return (F.index_add_into_zeros(g, self.index, self.in_shape),)
+
+    def name(self):
+        return self._name
+
+
+def getitem(x, idx):
+    """``x[idx]``: ints, slices (with steps), None, ..., integer tensors and bool masks."""
+    index = _convert_index(idx, x)
+    xd = x.data
+    try:
+        out = xd[index]
+    except IndexError as exc:
+        raise IndexError(f"index {idx!r} is out of bounds for a tensor of shape "
+                         f"{tuple(xd.shape)} ({exc})") from None
+    basic = _is_basic(index)
+    if type(out) is not type(xd):
+        out = math_of(xd).asarray(out)
+    if not (mode.enabled and x._rg):
+        t = wrap(out)
+    else:
+        node = _new(IndexBackward0)
+        node.basic = basic
+        node.index = index if basic else _expand_bool(index)
+        node.in_shape, node._name = xd.shape, _node_name(index)
+        t = record(out, node, x)
+    if basic:
+        t._vc, t._base = x._version_cell(), x if x._base is None else x._base
+    return t
+
+
+def _check_inplace(x: Tensor, op: str):
+    if not mode.enabled:
+        return
+    if x.grad_fn is None and x._rg:
+        raise RuntimeError(f"a leaf Variable that requires grad is being used in an in-place "
+                           f"operation ({op}).")
+    base = x._base
+    if base is not None and (base._rg or x._rg):
+        if base.grad_fn is None and base._rg:
+            raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in "
+                               f"an in-place operation ({op}).")
+        raise RuntimeError(f"in-place {op} on a view of a tensor that is part of a graph is "
+                           "not supported by gradcore; clone() the view first")
+
+
+class IndexPutBackward0(Node):
+    def apply(self, F, g):
+        gx = F.zero_at(g, self.index) if self.needs(0) else None
+        if len(self.next_functions) == 1:
+            return (gx,)
+        gv = g[self.index] if self.needs(1) else None
+        return gx, gv
+
+    def name(self):
+        return "CopySlices" if self.basic else "IndexPutBackward0"
+
+
+def setitem(x, idx, value):
+    """``x[idx] = value`` in place; tracked like PyTorch's (the old value's gradient is
+    zero where it was overwritten)."""
+    _check_inplace(x, "setitem")
+    index = _convert_index(idx, x)
+    xd = x.data
+    v = value if isinstance(value, Tensor) else None
+    if v is not None:
+        if v.device != x.device:
+            raise RuntimeError(f"setitem: value is on {v.device} but the tensor is on "
+                               f"{x.device}")
+        vd = v.data.astype(xd.dtype, copy=False)
+    else:
+        vd = value
+    track = mode.enabled and (x._rg or (v is not None and v._rg))
+    if track:
+        node = _new(IndexPutBackward0)
+        node.basic = _is_basic(index)
+        node.index = index
+        region_shape = xd[index].shape
+        inputs = (x, v) if v is not None else (x,)
+        node.next_functions = tuple(edge(t) for t in inputs)
+        if v is not None and tuple(v.shape) != region_shape:
+            node.shapes = (xd.shape, v.data.shape)
+    try:
+        xd[index] = vd
+    except ValueError as exc:
+        raise RuntimeError(f"setitem: value of shape {tuple(getattr(vd, 'shape', ()))} cannot "
+                           f"be assigned to a region of shape {tuple(xd[index].shape)} of a "
+                           f"tensor of shape {tuple(xd.shape)} ({exc})") from None
+    x._bump()
+    if track:
+        x.grad_fn, x._out_nr, x._rg = node, 0, True
+
+
+# ---- gather / scatter_add / index_select ----------
+def _along_index(index, dim):
+    """Fancy-index tuple that picks, like gather, ``x[.., index[i, j, ..], ..]``."""
+    m = math_of(index)
+    nd = index.ndim
+    out = []
+    for d in range(nd):
+        if d == dim:
+            out.append(index)
+        else:
+            shape = [1] * nd
+            shape[d] = index.shape[d]
+            out.append(m.arange(index.shape[d]).reshape(shape))
+    return tuple(out)
+
+
+def _check_index(index, op, x):
+    if not isinstance(index, Tensor):
+        index = as_tensor(index)
+    if index.data.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {index.dtype!r}")
+    if index.data.ndim != x.data.ndim and not (index.data.ndim <= 1 and x.data.ndim <= 1):
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
+                           f"input tensor (index shape {tuple(index.shape)}, input shape "
+                           f"{tuple(x.shape)})")
+    return index
+
+
+class GatherBackward0(Node):
+    def apply(self, F, g):
+        return (F.index_add_into_zeros(g, self.index, self.in_shape),)
+
+
+def gather(x, dim, index):
+    """``out[i][j] = x[index[i][j]][j]`` for ``dim=0`` (and so on)."""
+    index = _check_index(index, "gather", x)
+    axis = normalize_dim(dim, x.data.ndim, "gather")
+    tup = _along_index(index.data.astype(np.int64, copy=False), axis)
+    xd = x.data
+    try:
+        out = xd[tup]
+    except IndexError as exc:
+        raise RuntimeError(f"gather(): index out of bounds for dim {axis} of a tensor of shape "
+                           f"{tuple(xd.shape)} ({exc})") from None
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(GatherBackward0)
+    node.index, node.in_shape = tup, xd.shape
+    return record(out, node, x)
+
+
+class ScatterAddBackward0(Node):
+    def apply(self, F, g):
+        return (g if self.needs(0) else None), (g[self.index] if self.needs(1) else None)
+
+
+def scatter_add(x, dim, index, src):
+    """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (repeats accumulate)."""
+    index = _check_index(index, "scatter_add", x)
+    axis = normalize_dim(dim, x.data.ndim, "scatter_add")
+    src = src if isinstance(src, Tensor) else as_tensor(src, x)
+    tup = _along_index(index.data.astype(np.int64, copy=False), axis)
+    sd = src.data[tuple(slice(0, n) for n in index.data.shape)]
+    out = x.data.copy()
+    math_of(out).add.at(out, tup, sd.astype(out.dtype, copy=False))
+    if not (mode.enabled and (x._rg or src._rg)):
+        return wrap(out)
+    node = _new(ScatterAddBackward0)
+    node.index = tup
+    if sd.shape != src.data.shape:
+        node.shapes = (x.data.shape, src.data.shape)
+        node.index_region = sd.shape
+    return record(out, node, x, src if sd.shape == src.data.shape
+                  else getitem(src, tuple(slice(0, n) for n in index.data.shape)))
+
+
+class IndexSelectBackward0(Node):
+    def apply(self, F, g):
+        return (F.index_add_into_zeros(g, self.index, self.in_shape),)
+
+
+def index_select(x, dim, index):
+    """The slices of ``x`` at ``index`` (1-D) along ``dim``."""
+    index = index if isinstance(index, Tensor) else as_tensor(index)
+    if index.data.ndim > 1 or index.data.dtype.kind not in "iu":
+        raise RuntimeError(f"index_select(): Index is supposed to be a vector of integers, got "
+                           f"shape {tuple(index.shape)} and dtype {index.dtype!r}")
+    xd = x.data
+    axis = normalize_dim(dim, xd.ndim, "index_select")
+    tup = (slice(None),) * axis + (index.data.reshape(-1),)
+    out = xd[tup] if xd.ndim else xd[index.data.reshape(-1)] if False else xd.reshape(1)[
+        index.data.reshape(-1)].reshape(())
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(IndexSelectBackward0)
+    node.index, node.in_shape = tup, xd.shape
+    return record(out, node, x)
+
+
+class MaskedFillBackward0(Node):
+    def apply(self, F, g):
+        mask = self.mask if not F.tensor_mode else wrap(self.mask)
+        return (F.where(mask, 0, g),)
+
+
+def masked_fill(x, mask, value):
+    """``x`` with ``value`` where ``mask`` is true."""
+    mask = mask if isinstance(mask, Tensor) else as_tensor(mask)
+    if mask.data.dtype.kind != "b":
+        raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype!r}")
+    if isinstance(value, Tensor):
+        if value.data.ndim != 0:
+            raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.data.ndim} dimension(s).")
+        value = value.item()
+    xd, md = x.data, mask.data
+    try:
+        out = math_of(xd).where(md, xd.dtype.type(value) if xd.dtype.kind != "b" else value, xd)
+    except ValueError as exc:
+        raise RuntimeError(f"masked_fill: mask of shape {tuple(md.shape)} does not broadcast "
+                           f"to the tensor's shape {tuple(xd.shape)} ({exc})") from None
+    out = out.astype(xd.dtype, copy=False)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(MaskedFillBackward0)
+    node.mask = md
+    if out.shape != xd.shape:
+        node.shapes = (xd.shape,)
+    return record(out, node, x)
+
+
+def nonzero(x, as_tuple=False):
+    """Indices of the non-zero elements: an (n, ndim) int64 tensor, or a tuple of them."""
+    xd = x.data
+    m = math_of(xd)
+    idx = m.nonzero(xd) if xd.ndim else m.nonzero(xd.reshape(1))
+    if as_tuple:
+        return tuple(wrap(i.astype(np.int64)) for i in idx)
+    return wrap(m.stack(idx, axis=1).astype(np.int64) if idx else
+                m.zeros((0, xd.ndim), dtype=np.int64))
+
+
+# ---- differentiable helpers for create_graph=True (the engine's tensor math) ----------
+class _IntoZerosBackward(Node):
+    def apply(self, F, g):
+        if self.kind == "along":
+            return (F.take_along_axis(g, self.index, self.axis),)
+        return (g[self.index],)
+
+    def name(self):
+        return "IndexPutBackward0"
+
+
+def into_zeros(g: Tensor, index, shape, kind="add", axis=None) -> Tensor:
+    """Zeros of ``shape`` receiving ``g`` at ``index`` (added, placed, or along an axis)."""
+    m = math_of(g.data)
+    if kind == "along":
+        out = m.scatter_into_zeros(g.data, axis, index, shape)
+    elif kind == "place":
+        out = m.zeros(shape, dtype=g.data.dtype)
+        out[index] = g.data
+    else:
+        out = m.index_add_into_zeros(g.data, index, shape)
+    if not (mode.enabled and g._rg):
+        return wrap(out)
+    node = _new(_IntoZerosBackward)
+    node.kind, node.index, node.axis = kind, index, axis
+    return record(out, node, g)
+
+
+class _ZeroAtBackward(Node):
+    def apply(self, F, g):
+        return (F.zero_at(g, self.index),)
+
+    def name(self):
+        return "IndexPutBackward0"
+
+
+def zero_at(g: Tensor, index) -> Tensor:
+    out = math_of(g.data).zero_at(g.data, index)
+    if not (mode.enabled and g._rg):
+        return wrap(out)
+    node = _new(_ZeroAtBackward)
+    node.index = index
+    return record(out, node, g)
+
+
+class _TakeAlongBackward(Node):
+    def apply(self, F, g):
+        return (F.scatter_into_zeros(g, self.axis, self.index, self.in_shape),)
+
+    def name(self):
+        return "GatherBackward0"
+
+
+def take_along_axis(x: Tensor, index, axis) -> Tensor:
+    out = math_of(x.data).take_along_axis(x.data, index, axis=axis)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(_TakeAlongBackward)
+    node.index, node.axis, node.in_shape = index, axis, x.data.shape
+    return record(out, node, x)

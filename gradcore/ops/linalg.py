@@ -1,0 +1,128 @@
+"""Matrix products: matmul (1-D, 2-D, batched N-D with broadcast batch dims), mm, bmm,
+dot, outer."""
+
+from __future__ import annotations
+
+from ..backend import math_of
+from ._core import Node, Tensor, as_tensor, check_same_device, mode, record, wrap
+from .pointwise import _float
+
+_new = object.__new__
+
+
+class MatmulBackward(Node):
+    """``out = a @ b``; 1-D operands are treated as a row (a) or a column (b)."""
+
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        a1d, b1d = a.ndim == 1, b.ndim == 1
+        if a1d and b1d:  # dot product
+            return (g * b if self.needs(0) else None), (g * a if self.needs(1) else None)
+        a2 = F.reshape(a, (1,) + a.shape) if a1d else a
+        b2 = F.reshape(b, b.shape + (1,)) if b1d else b
+        if a1d:
+            g = F.expand_dims(g, -2)
+        if b1d:
+            g = F.expand_dims(g, -1)
+        ga = gb = None
+        if self.needs(0):
+            ga = F.matmul(g, F.swapaxes(b2, -1, -2))
+            if a1d:
+                ga = F.reshape(ga, ga.shape[:-2] + ga.shape[-1:])
+        if self.needs(1):
+            gb = F.matmul(F.swapaxes(a2, -1, -2), g)
+            if b1d:
+                gb = F.reshape(gb, gb.shape[:-1])
+        return ga, gb
+
+    def name(self):
+        return self._name
+
+
+def _names(a, b):
+    if a.ndim == 2 and b.ndim == 2:
+        return "MmBackward0"
+    if a.ndim == 1 and b.ndim == 1:
+        return "DotBackward0"
+    if a.ndim == 2 and b.ndim == 1:
+        return "MvBackward0"
+    if a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0]:
+        return "BmmBackward0"
+    return "UnsafeViewBackward0"
+
+
+def matmul(a, b):
+    """Matrix product with NumPy's/PyTorch's rules for 1-D and batched operands."""
+    a = a if isinstance(a, Tensor) else as_tensor(a, b)
+    b = b if isinstance(b, Tensor) else as_tensor(b, a)
+    ad, bd = a.data, b.data
+    check_same_device(ad, bd, "matmul")
+    if ad.ndim == 0 or bd.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{ad.ndim}D and {bd.ndim}D")
+    if ad.dtype != bd.dtype:
+        if ad.dtype.kind == "f" or bd.dtype.kind == "f":
+            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                               f"{a.dtype!r} != {b.dtype!r} (matmul of shapes "
+                               f"{tuple(ad.shape)} and {tuple(bd.shape)})")
+    k_a = ad.shape[-1]
+    k_b = bd.shape[-2] if bd.ndim > 1 else bd.shape[0]
+    if k_a != k_b:
+        raise RuntimeError(f"matmul: shapes {tuple(ad.shape)} and {tuple(bd.shape)} cannot be "
+                           f"multiplied ({k_a} != {k_b})")
+    try:
+        out = math_of(ad).matmul(ad, bd)
+    except ValueError as exc:
+        raise RuntimeError(f"matmul: shapes {tuple(ad.shape)} and {tuple(bd.shape)} cannot be "
+                           f"multiplied: batch dimensions do not broadcast ({exc})") from None
+    if not (mode.enabled and (a._rg or b._rg)):
+        return wrap(out)
+    node = _new(MatmulBackward)
+    node._name = _names(ad, bd)
+    node.save(a, b)
+    if ad.ndim > 2 or bd.ndim > 2:
+        node.shapes = (ad.shape, bd.shape)  # batch dimensions may have broadcast
+    return record(out, node, a, b)
+
+
+def mm(a, b):
+    """2-D matrix product."""
+    if a.ndim != 2 or b.ndim != 2:
+        raise RuntimeError(f"mm: expected 2-D tensors, got shapes {tuple(a.shape)} and "
+                           f"{tuple(b.shape)}")
+    return matmul(a, b)
+
+
+def bmm(a, b):
+    """Batched matrix product of two 3-D tensors with equal batch size."""
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
+        raise RuntimeError(f"bmm: expected 3-D tensors with the same batch size, got shapes "
+                           f"{tuple(a.shape)} and {tuple(b.shape)}")
+    return matmul(a, b)
+
+
+def dot(a, b):
+    """Inner product of two 1-D tensors."""
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors "
+                           f"(shapes {tuple(a.shape)} and {tuple(b.shape)})")
+    if a.shape[0] != b.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
+                           f"[{b.shape[0]}] to have the same number of elements, but got "
+                           f"{a.shape[0]} and {b.shape[0]} elements respectively")
+    return matmul(a, b)
+
+
+def outer(a, b):
+    """Outer product of two 1-D tensors."""
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"outer: expected 1-D tensors, got shapes {tuple(a.shape)} and "
+                           f"{tuple(b.shape)}")
+    return a.reshape(-1, 1) * b.reshape(1, -1)
+
+
+def mv(a, b):
+    return matmul(a, b)
+
+
+__all__ = ["matmul", "mm", "bmm", "dot", "outer", "mv", "_float"]

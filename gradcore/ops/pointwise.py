@@ -1,0 +1,676 @@
+"""Pointwise ops: arithmetic, transcendental functions, comparisons, casts.
+
+Each op is one stanza: its backward node (the derivative rule, written once over
+``F``: arrays for a plain backward, tensors when ``create_graph=True``) followed by
+its forward.  Broadcasting is undone by the engine through the shared ``sum_to``;
+an op only records its input shapes in ``node.shapes`` when they differ.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..backend import math_of
+from ._core import Node, Tensor, as_tensor, binary_operands, mode, record, wrap
+
+_new = object.__new__
+
+
+def _broadcast_error(op, a, b, exc):
+    sa = tuple(a.shape) if hasattr(a, "shape") else ()
+    sb = tuple(b.shape) if hasattr(b, "shape") else ()
+    return RuntimeError(f"{op}: shapes {sa} and {sb} cannot be broadcast together "
+                        f"({exc})")
+
+
+def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save=(), float_result=False):
+    """Shared body of the binary ops: promote, compute, record with what ``save`` names.
+
+    ``save`` lists what the formula needs: "a", "b" (inputs), "out".
+    """
+    x, y = binary_operands(a, b, op, float_result)
+    tx = type(x) is Tensor
+    ty = type(y) is Tensor or isinstance(y, Tensor)
+    xd = x.data if tx else x
+    yd = y.data if ty else y
+    try:
+        out = fwd(xd, yd)
+    except ValueError as exc:
+        raise _broadcast_error(op, x, y, exc) from None
+    if not mode.enabled or not ((tx and x._rg) or (ty and y._rg)):
+        return wrap(out)
+    if tx and ty:
+        node = _new(cls_tt)
+        if xd.shape != yd.shape:
+            node.shapes = (xd.shape, yd.shape)
+        saved = tuple(x if s == "a" else y for s in save if s != "out")
+        if saved:
+            node.save(*saved)
+        t = record(out, node, x, y)
+    else:
+        node = _new(cls_ts if tx else cls_st)
+        tensor, scalar = (x, y) if tx else (y, x)
+        node.scalar = scalar
+        if any(s in ("a", "b") for s in save):
+            node.save(tensor)
+        t = record(out, node, tensor)
+    if "out" in save:
+        node.save_output(t)
+    return t
+
+
+# ---- add / sub ----------
+class AddBackward0(Node):
+    def apply(self, F, g):
+        return g, g
+
+
+class AddBackward1(Node):
+    def apply(self, F, g):
+        return (g,)
+
+
+def add(a, b, *, alpha=1):
+    """``a + alpha * b`` with broadcasting."""
+    if alpha != 1:
+        b = mul(b, alpha)
+    return _binary("add", AddBackward0, AddBackward1, AddBackward1, _np_add, a, b)
+
+
+def _np_add(x, y):
+    return x + y
+
+
+class SubBackward0(Node):
+    def apply(self, F, g):
+        return g, -g
+
+
+class SubBackward1(Node):
+    def apply(self, F, g):
+        return (g,)
+
+
+class RsubBackward1(Node):
+    def apply(self, F, g):
+        return (-g,)
+
+
+def sub(a, b, *, alpha=1):
+    """``a - alpha * b`` with broadcasting."""
+    if alpha != 1:
+        b = mul(b, alpha)
+    if isinstance(a, Tensor) and a.data.dtype.kind == "b" or \
+            isinstance(b, Tensor) and b.data.dtype.kind == "b":
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
+    return _binary("sub", SubBackward0, SubBackward1, RsubBackward1, _np_sub, a, b)
+
+
+def _np_sub(x, y):
+    return x - y
+
+
+def rsub(a, b):
+    return sub(b, a)
+
+
+class NegBackward0(Node):
+    def apply(self, F, g):
+        return (-g,)
+
+
+def neg(x):
+    """``-x``."""
+    out = -x.data
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    return record(out, _new(NegBackward0), x)
+
+
+# ---- mul / div ----------
+class MulBackward0(Node):
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        return (g * b if self.needs(0) else None), (g * a if self.needs(1) else None)
+
+
+class MulBackward1(Node):
+    def apply(self, F, g):
+        return (g * self.scalar,)
+
+
+def mul(a, b):
+    """``a * b`` with broadcasting."""
+    return _binary("mul", MulBackward0, MulBackward1, MulBackward1, _np_mul, a, b,
+                   save=("a", "b"))
+
+
+def _np_mul(x, y):
+    return x * y
+
+
+class DivBackward0(Node):
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        ga = g / b if self.needs(0) else None
+        gb = F.div_backward_b(g, a, b) if self.needs(1) else None
+        return ga, gb
+
+
+class DivBackward1(Node):
+    def apply(self, F, g):
+        return (g / self.scalar,)
+
+
+class RdivBackward(Node):  # scalar / tensor
+    def apply(self, F, g):
+        (b,) = self.unpack(F)
+        return (F.div_backward_b(g, self.scalar, b),)
+
+    def name(self):
+        return "DivBackward0"
+
+
+def div(a, b, *, rounding_mode=None):
+    """``a / b`` (true division: integers give float32, as in PyTorch)."""
+    if rounding_mode == "floor":
+        return floor_divide(a, b)
+    if rounding_mode == "trunc":
+        return _no_grad_binary("div", a, b, lambda x, y: _trunc_div(x, y))
+    if rounding_mode is not None:
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
+                         f"'floor' but found '{rounding_mode}'")
+    return _binary("div", DivBackward0, DivBackward1, RdivBackward, _np_div, a, b,
+                   save=("a", "b"), float_result=True)
+
+
+def _np_div(x, y):
+    return x / y
+
+
+def _trunc_div(x, y):
+    q = x / y
+    m = math_of(q)
+    return m.trunc(q).astype(q.dtype) if q.dtype.kind == "f" else q
+
+
+def _no_grad_binary(op, a, b, fwd):
+    x, y = binary_operands(a, b, op)
+    xd = x.data if isinstance(x, Tensor) else x
+    yd = y.data if isinstance(y, Tensor) else y
+    try:
+        return wrap(fwd(xd, yd))
+    except ValueError as exc:
+        raise _broadcast_error(op, x, y, exc) from None
+
+
+def floor_divide(a, b):
+    """``a // b``: not differentiable (the result does not require grad)."""
+    return _no_grad_binary("floor_divide", a, b, lambda x, y: x // y)
+
+
+def remainder(a, b):
+    """``a % b`` with the sign of ``b`` (Python's and PyTorch's convention)."""
+    return _no_grad_binary("remainder", a, b, lambda x, y: x % y)
+
+
+# ---- pow ----------
+class PowBackward0(Node):  # tensor ** scalar
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.pow_backward(g, x, self.scalar),)
+
+
+class PowBackward1(Node):  # tensor ** tensor
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        ga = F.pow_backward(g, a, b) if self.needs(0) else None
+        gb = None
+        if self.needs(1):
+            y = self.output(F)
+            gb = F.where(a == 0, 0 * g, g * y * F.log(F.where(a == 0, 1, a)))
+        return ga, gb
+
+
+class PowBackward2(Node):  # scalar ** tensor
+    def apply(self, F, g):
+        y = self.output(F)
+        return (g * y * float(np.log(self.scalar)) if self.scalar != 0 else 0 * g,)
+
+
+def pow(a, b):  # noqa: A001 - PyTorch's name
+    """``a ** b`` with broadcasting."""
+    if isinstance(a, Tensor) and not isinstance(b, Tensor) and \
+            isinstance(b, (int, float, np.number)) and a.data.dtype.kind in "iu" and b < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return _binary("pow", PowBackward1, PowBackward0, PowBackward2, _np_pow, a, b,
+                   save=("a", "b", "out"))
+
+
+def _np_pow(x, y):
+    return x ** y
+
+
+def square(x):
+    """``x * x`` (PyTorch records it as ``pow(x, 2)``)."""
+    return pow(x, 2)
+
+
+# ---- unary functions ----------
+def _float(x: Tensor) -> Tensor:
+    """Integer and bool inputs of float functions compute in float32, as in PyTorch."""
+    if x.data.dtype.kind != "f":
+        return x.to(dtype=dtypes.default_float)
+    return x
+
+
+def _unary(x, fn_name, cls, save_input=False, save_output=False, floating=True):
+    if not isinstance(x, Tensor):
+        x = as_tensor(x)
+    if floating and x.data.dtype.kind != "f":
+        x = _float(x)
+    xd = x.data
+    out = getattr(math_of(xd), fn_name)(xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(cls)
+    if save_input:
+        node.save(x)
+    t = record(out, node, x)
+    if save_output:
+        node.save_output(t)
+    return t
+
+
+class ExpBackward0(Node):
+    def apply(self, F, g):
+        return (g * self.output(F),)
+
+
+def exp(x):
+    """``e ** x``."""
+    return _unary(x, "exp", ExpBackward0, save_output=True)
+
+
+class LogBackward0(Node):
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g / x,)
+
+
+def log(x):
+    """Natural logarithm."""
+    return _unary(x, "log", LogBackward0, save_input=True)
+
+
+class Log1PBackward0(Node):
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g / (x + 1),)
+
+
+def log1p(x):
+    """``log(1 + x)``, accurate for small ``x``."""
+    return _unary(x, "log1p", Log1PBackward0, save_input=True)
+
+
+class Expm1Backward0(Node):
+    def apply(self, F, g):
+        return (g * (self.output(F) + 1),)
+
+
+def expm1(x):
+    """``exp(x) - 1``, accurate for small ``x``."""
+    return _unary(x, "expm1", Expm1Backward0, save_output=True)
+
+
+class SqrtBackward0(Node):
+    def apply(self, F, g):
+        return (F.sqrt_backward(g, self.output(F)),)
+
+
+def sqrt(x):
+    """Square root."""
+    return _unary(x, "sqrt", SqrtBackward0, save_output=True)
+
+
+class RsqrtBackward0(Node):
+    def apply(self, F, g):
+        return (F.rsqrt_backward(g, self.output(F)),)
+
+
+def _np_rsqrt(xd):
+    m = math_of(xd)
+    out = m.sqrt(xd)
+    return m.divide(1, out, out=out) if m.owns(out) else 1 / out
+
+
+def rsqrt(x):
+    """``1 / sqrt(x)``."""
+    x = _float(as_tensor(x))
+    out = _np_rsqrt(x.data)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record(out, _new(RsqrtBackward0), x)
+    t.grad_fn.save_output(t)
+    return t
+
+
+class ReciprocalBackward0(Node):
+    def apply(self, F, g):
+        return (F.reciprocal_backward(g, self.output(F)),)
+
+
+def reciprocal(x):
+    """``1 / x``."""
+    x = _float(as_tensor(x))
+    out = 1 / x.data
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record(out, _new(ReciprocalBackward0), x)
+    t.grad_fn.save_output(t)
+    return t
+
+
+class AbsBackward0(Node):
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.abs_backward(g, x),)
+
+
+def abs(x):  # noqa: A001
+    """Absolute value (gradient 0 at 0, as in PyTorch)."""
+    return _unary(x, "abs", AbsBackward0, save_input=True, floating=False)
+
+
+class SignBackward0(Node):
+    def apply(self, F, g):
+        return (0 * g,)
+
+
+def sign(x):
+    """-1, 0 or 1 (zero gradient)."""
+    return _unary(x, "sign", SignBackward0, floating=False)
+
+
+class SinBackward0(Node):
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g * F.cos(x),)
+
+
+def sin(x):
+    return _unary(x, "sin", SinBackward0, save_input=True)
+
+
+class CosBackward0(Node):
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (-g * F.sin(x),)
+
+
+def cos(x):
+    return _unary(x, "cos", CosBackward0, save_input=True)
+
+
+class TanhBackward0(Node):
+    def apply(self, F, g):
+        return (F.tanh_backward(g, self.output(F)),)
+
+
+def tanh(x):
+    """Hyperbolic tangent."""
+    return _unary(x, "tanh", TanhBackward0, save_output=True)
+
+
+class SigmoidBackward0(Node):
+    def apply(self, F, g):
+        return (F.sigmoid_backward(g, self.output(F)),)
+
+
+def _np_sigmoid(xd):
+    # 1 / (1 + exp(-x)) computed without overflow warnings and with one temporary
+    m = math_of(xd)
+    out = m.negative(xd)
+    m.exp(out, out=out)
+    m.add(out, 1, out=out)
+    return m.divide(1, out, out=out)
+
+
+def sigmoid(x):
+    """``1 / (1 + exp(-x))``."""
+    x = _float(as_tensor(x))
+    out = _np_sigmoid(x.data)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record(out, _new(SigmoidBackward0), x)
+    t.grad_fn.save_output(t)
+    return t
+
+
+class ReluBackward0(Node):
+    def apply(self, F, g):
+        return (F.relu_backward(g, self.output(F)),)
+
+
+def relu(x):
+    """``max(x, 0)``."""
+    xd = x.data
+    out = math_of(xd).maximum(xd, 0)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record(out, _new(ReluBackward0), x)
+    t.grad_fn.save_output(t)
+    return t
+
+
+class ClampBackward1(Node):
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.clamp_backward(g, x, self.lo, self.hi),)
+
+
+def clamp(x, min=None, max=None):  # noqa: A002
+    """Limit ``x`` to ``[min, max]``; the gradient passes where ``min <= x <= max``."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = x
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    xd = x.data
+    if xd.dtype.kind != "f" and (isinstance(min, float) or isinstance(max, float)):
+        x = _float(x)
+        xd = x.data
+    m = math_of(xd)
+    out = m.clip(xd, min, max)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(ClampBackward1)
+    node.lo = -np.inf if min is None else min
+    node.hi = np.inf if max is None else max
+    node.save(x)
+    return record(out, node, x)
+
+
+clip = clamp
+
+
+# ---- maximum / minimum / where ----------
+class MaximumBackward0(Node):
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        return (F.maximum_backward_a(g, a, b) if self.needs(0) else None,
+                F.maximum_backward_b(g, a, b) if self.needs(1) else None)
+
+
+def maximum(a, b):
+    """Elementwise maximum; at ties each side gets half the gradient."""
+    a, b = _both_tensors(a, b)
+    return _binary("maximum", MaximumBackward0, None, None, _np_maximum, a, b,
+                   save=("a", "b"))
+
+
+def _np_maximum(x, y):
+    return math_of(x).maximum(x, y)
+
+
+class MinimumBackward0(Node):
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        # min(a, b) = -max(-a, -b): the same tie rule, mirrored
+        return (F.maximum_backward_a(g, b, a) if self.needs(0) else None,
+                F.maximum_backward_b(g, b, a) if self.needs(1) else None)
+
+
+def minimum(a, b):
+    """Elementwise minimum; at ties each side gets half the gradient."""
+    a, b = _both_tensors(a, b)
+    return _binary("minimum", MinimumBackward0, None, None, _np_minimum, a, b,
+                   save=("a", "b"))
+
+
+def _np_minimum(x, y):
+    return math_of(x).minimum(x, y)
+
+
+def _both_tensors(a, b):
+    if not isinstance(a, Tensor):
+        a = as_tensor(a, b)
+    if not isinstance(b, Tensor):
+        b = as_tensor(b, a)
+    return a, b
+
+
+class WhereBackward0(Node):
+    def apply(self, F, g):
+        cond = self.cond if not F.tensor_mode else wrap(self.cond)
+        return (F.where(cond, g, 0) if self.needs(0) else None,
+                F.where(cond, 0, g) if self.needs(1) else None)
+
+
+def where(condition, a=None, b=None):
+    """``a`` where ``condition`` holds, else ``b`` (broadcasting all three)."""
+    if a is None and b is None:
+        from .index import nonzero
+        return nonzero(condition, as_tuple=True)
+    cond = as_tensor(condition)
+    if cond.data.dtype.kind != "b":
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                           f"tensor with dtype {cond.dtype!r}")
+    x, y = binary_operands(a, b, "where") if (isinstance(a, Tensor) or isinstance(b, Tensor)) \
+        else _both_tensors(as_tensor(a), as_tensor(b))
+    x, y = _both_tensors(x, y)
+    cd, xd, yd = cond.data, x.data, y.data
+    m = math_of(xd)
+    try:
+        out = m.where(cd, xd, yd)
+    except ValueError as exc:
+        raise RuntimeError(f"where: shapes {tuple(cd.shape)}, {tuple(xd.shape)} and "
+                           f"{tuple(yd.shape)} cannot be broadcast together ({exc})") from None
+    if not (mode.enabled and (x._rg or y._rg)):
+        return wrap(out)
+    node = _new(WhereBackward0)
+    node.cond = cd
+    if xd.shape != out.shape or yd.shape != out.shape:
+        node.shapes = (xd.shape, yd.shape)
+    return record(out, node, x, y)
+
+
+# ---- casts ----------
+class ToCopyBackward0(Node):
+    def apply(self, F, g):
+        return (F.astype(g, self.src_dtype),)
+
+
+def to_dtype(x: Tensor, dtype) -> Tensor:
+    """``x`` converted to ``dtype``; differentiable (the gradient comes back converted)."""
+    d = dtypes.to_dtype(dtype)
+    xd = x.data
+    if xd.dtype == d.np:
+        return x
+    out = xd.astype(d.np)
+    if not (mode.enabled and x._rg) or not d.is_floating_point:
+        return wrap(out)
+    node = _new(ToCopyBackward0)
+    node.src_dtype = xd.dtype
+    return record(out, node, x)
+
+
+# ---- comparisons and logic: results are bool and never tracked ----------
+def _compare(op, fwd):
+    def compare(a, b):
+        x, y = binary_operands(a, b, op)
+        xd = x.data if isinstance(x, Tensor) else x
+        yd = y.data if isinstance(y, Tensor) else y
+        try:
+            return wrap(fwd(xd, yd))
+        except ValueError as exc:
+            raise _broadcast_error(op, x, y, exc) from None
+    compare.__name__ = op
+    compare.__doc__ = f"Elementwise ``{op}``: a bool tensor, never tracked."
+    return compare
+
+
+eq = _compare("eq", lambda x, y: x == y)
+ne = _compare("ne", lambda x, y: x != y)
+lt = _compare("lt", lambda x, y: x < y)
+le = _compare("le", lambda x, y: x <= y)
+gt = _compare("gt", lambda x, y: x > y)
+ge = _compare("ge", lambda x, y: x >= y)
+logical_and = _compare("logical_and", lambda x, y: math_of(x if hasattr(x, "dtype") else y)
+                       .logical_and(x, y))
+logical_or = _compare("logical_or", lambda x, y: math_of(x if hasattr(x, "dtype") else y)
+                      .logical_or(x, y))
+logical_xor = _compare("logical_xor", lambda x, y: math_of(x if hasattr(x, "dtype") else y)
+                       .logical_xor(x, y))
+
+
+def _bitwise(op, fwd):
+    def bitwise(a, b):
+        x, y = binary_operands(a, b, op)
+        for v in (x, y):
+            if isinstance(v, Tensor) and v.data.dtype.kind == "f":
+                raise RuntimeError(f"{op} is not implemented for floating dtype "
+                                   f"{v.dtype!r}")
+        xd = x.data if isinstance(x, Tensor) else x
+        yd = y.data if isinstance(y, Tensor) else y
+        try:
+            return wrap(fwd(xd, yd))
+        except ValueError as exc:
+            raise _broadcast_error(op, x, y, exc) from None
+    bitwise.__name__ = op
+    return bitwise
+
+
+bitwise_and = _bitwise("bitwise_and", lambda x, y: x & y)
+bitwise_or = _bitwise("bitwise_or", lambda x, y: x | y)
+bitwise_xor = _bitwise("bitwise_xor", lambda x, y: x ^ y)
+
+
+def logical_not(x):
+    return wrap(math_of(x.data).logical_not(x.data))
+
+
+def bitwise_not(x):
+    if x.data.dtype.kind == "f":
+        raise RuntimeError(f"bitwise_not is not implemented for floating dtype {x.dtype!r}")
+    return wrap(~x.data)
+
+
+def isnan(x):
+    return wrap(math_of(x.data).isnan(x.data))
+
+
+def isfinite(x):
+    return wrap(math_of(x.data).isfinite(x.data))
+
+
+def isinf(x):
+    return wrap(math_of(x.data).isinf(x.data))

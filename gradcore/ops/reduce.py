@@ -1,0 +1,412 @@
+"""Reductions: sum, mean, prod, var, std, max, min, amax, amin, arg*, logsumexp, norm."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .. import dtypes
+from ..backend import math_of
+from . import pointwise as pw
+from ._core import Node, Tensor, mode, normalize_dim, normalize_dims, record, wrap
+
+_new = object.__new__
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def _dim_arg(dim, axis):
+    return axis if dim is None else dim
+
+
+def _keep_shape(shape, axes):
+    """``shape`` with the reduced ``axes`` (None: all) set to 1."""
+    if axes is None:
+        return (1,) * len(shape)
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _expand_back(F, g, shape, axes, keepdim):
+    """The gradient of a reduction, broadcast back over the reduced axes (no copy)."""
+    if not keepdim:
+        g = F.reshape(g, _keep_shape(shape, axes))
+    return F.broadcast_to(g, shape)
+
+
+# ---- sum / mean ----------
+class SumBackward0(Node):
+    def apply(self, F, g):
+        return (F.broadcast_to(F.reshape(g, (1,) * len(self.in_shape)), self.in_shape),)
+
+
+class SumBackward1(Node):
+    def apply(self, F, g):
+        return (_expand_back(F, g, self.in_shape, self.axes, self.keepdim),)
+
+
+def _accum_dtype(xd, dtype):
+    """NumPy dtype to accumulate in, and the result's dtype (PyTorch's rules)."""
+    if dtype is not None:
+        d = dtypes.to_dtype(dtype).np
+        return d, d
+    k = xd.dtype.kind
+    if k in "biu":
+        return np.dtype(np.int64), np.dtype(np.int64)
+    if xd.dtype == np.float16:  # half sums accumulate in float32, as PyTorch's do
+        return np.dtype(np.float32), xd.dtype
+    return xd.dtype, xd.dtype
+
+
+def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001
+    """Sum over ``dim`` (int or tuple; all dimensions when None)."""
+    dim = _dim_arg(dim, axis)
+    keepdim = keepdim if keepdims is None else keepdims
+    xd = x.data
+    axes = normalize_dims(dim, xd.ndim, "sum")
+    acc, res = _accum_dtype(xd, dtype)
+    out = xd.sum(axis=axes, dtype=acc, keepdims=keepdim)
+    if out.dtype != res:
+        out = out.astype(res)
+    if not (mode.enabled and x._rg) or res.kind != "f":
+        return wrap(out)
+    if axes is None and not keepdim:
+        node = _new(SumBackward0)
+    else:
+        node = _new(SumBackward1)
+        node.axes, node.keepdim = axes, keepdim
+    node.in_shape = xd.shape
+    return record(out, node, x)
+
+
+class MeanBackward0(Node):
+    def apply(self, F, g):
+        g = g * self.scale
+        return (F.broadcast_to(F.reshape(g, (1,) * len(self.in_shape)), self.in_shape),)
+
+
+class MeanBackward1(Node):
+    def apply(self, F, g):
+        return (_expand_back(F, g * self.scale, self.in_shape, self.axes, self.keepdim),)
+
+
+def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+    """Mean over ``dim`` (int or tuple; all dimensions when None)."""
+    dim = _dim_arg(dim, axis)
+    keepdim = keepdim if keepdims is None else keepdims
+    xd = x.data
+    if dtype is None and xd.dtype.kind != "f":
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either "
+                           f"a floating point or complex dtype. Got: {x.dtype!r}")
+    axes = normalize_dims(dim, xd.ndim, "mean")
+    acc, res = _accum_dtype(xd, dtype)
+    out = xd.mean(axis=axes, dtype=acc, keepdims=keepdim)
+    if out.dtype != res:
+        out = out.astype(res)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    n = xd.size if axes is None else int(np.prod([xd.shape[a] for a in axes]))
+    if axes is None and not keepdim:
+        node = _new(MeanBackward0)
+    else:
+        node = _new(MeanBackward1)
+        node.axes, node.keepdim = axes, keepdim
+    node.in_shape = xd.shape
+    node.scale = 1.0 / n if n else float("nan")
+    return record(out, node, x)
+
+
+# ---- prod ----------
+class ProdBackward(Node):
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        y = self.output(F)
+        axis = self.axis
+        if F.tensor_mode:
+            # differentiable composite: exact away from zeros
+            if axis is None:
+                return (g * y / x,)
+            if not self.keepdim:
+                g, y = F.expand_dims(g, axis), F.expand_dims(y, axis)
+            return (g * y / x,)
+        return (_prod_grad_exact(F, g, x, axis, self.keepdim),)
+
+    def name(self):
+        return "ProdBackward0" if self.axis is None else "ProdBackward1"
+
+
+def _prod_grad_exact(F, g, x, axis, keepdim):
+    """Product of all other elements, without dividing (exact when some are zero)."""
+    if axis is None:
+        flat = x.reshape(-1)
+        left = F.concatenate([F.ones(1, dtype=x.dtype), F.cumprod(flat[:-1])])
+        right = F.concatenate([F.cumprod(flat[::-1][:-1])[::-1], F.ones(1, dtype=x.dtype)])
+        return (left * right * g).reshape(x.shape)
+    n = x.shape[axis]
+    xm = F.moveaxis(x, axis, -1)
+    ones = F.ones(xm.shape[:-1] + (1,), dtype=x.dtype)
+    left = F.concatenate([ones, F.cumprod(xm[..., :n - 1], axis=-1)], axis=-1)
+    right = F.concatenate([F.cumprod(xm[..., ::-1][..., :n - 1], axis=-1)[..., ::-1], ones],
+                          axis=-1)
+    if not keepdim:
+        g = F.expand_dims(g, axis)
+    return F.moveaxis(left * right, -1, axis) * g
+
+
+def prod(x, dim=None, keepdim=False, *, dtype=None):
+    """Product over one ``dim`` (an int, as in PyTorch) or over everything."""
+    xd = x.data
+    if isinstance(dim, (tuple, list)):
+        raise TypeError("prod(): argument 'dim' must be int, not tuple")
+    axis = None if dim is None else normalize_dim(dim, xd.ndim, "prod")
+    acc, res = _accum_dtype(xd, dtype)
+    out = xd.prod(axis=axis, dtype=acc, keepdims=keepdim and axis is not None)
+    if out.dtype != res:
+        out = out.astype(res)
+    if not (mode.enabled and x._rg) or res.kind != "f":
+        return wrap(out)
+    node = _new(ProdBackward)
+    node.axis, node.keepdim = axis, keepdim
+    node.save(x)
+    t = record(out, node, x)
+    node.save_output(t)
+    return t
+
+
+# ---- var / std: composites (their derivative comes free) ----------
+def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
+        keepdims=None):
+    """Variance with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
+    dim = _dim_arg(dim, axis)
+    keepdim = keepdim if keepdims is None else keepdims
+    if isinstance(dim, bool):  # var(x, False): PyTorch's positional `unbiased`
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    xd = x.data
+    if xd.dtype.kind != "f":
+        raise RuntimeError(f"std and var only support floating point and complex dtypes, "
+                           f"got {x.dtype!r}")
+    axes = normalize_dims(dim, xd.ndim, "var")
+    n = xd.size if axes is None else int(np.prod([xd.shape[a] for a in axes]))
+    centered = x - mean(x, axes, keepdim=True)
+    return sum(centered * centered, axes, keepdim=keepdim) / max(n - correction, 0)
+
+
+def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
+        keepdims=None):
+    """Standard deviation: ``sqrt(var(...))`` with the same arguments."""
+    return pw.sqrt(var(x, dim, unbiased, keepdim, correction=correction, axis=axis,
+                       keepdims=keepdims))
+
+
+# ---- max / min ----------
+class MaxBackward1(Node):  # full reduction: ties share the gradient evenly
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        y = self.output(F)
+        mask = x == y
+        count = F.sum(mask, axis=None, keepdims=False, dtype=x.dtype)
+        return (F.where(mask, g / count, 0),)
+
+
+class AmaxBackward0(Node):
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        y = self.output(F)
+        if not self.keepdim:
+            y = F.reshape(y, _keep_shape(x.shape, self.axes))
+            g = F.reshape(g, y.shape)
+        mask = x == y
+        count = F.sum(mask, axis=self.axes, keepdims=True, dtype=x.dtype)
+        return (F.where(mask, g / count, 0),)
+
+
+class MaxBackward0(Node):  # with dim: the gradient goes to the returned index
+    def apply(self, F, g):
+        idx = self.indices
+        if not self.keepdim:
+            g = F.expand_dims(g, self.axis)
+        return (F.scatter_into_zeros(g, self.axis, idx, self.in_shape),)
+
+
+def _max_min(x, dim, keepdim, which):
+    xd = x.data
+    m = math_of(xd)
+    if dim is None:
+        if xd.size == 0:
+            raise RuntimeError(f"{which}(): Expected reduction dim to be specified for "
+                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               "argument.")
+        out = xd.max() if which == "max" else xd.min()
+        out = m.asarray(out)
+        if not (mode.enabled and x._rg):
+            return wrap(out)
+        node = _new(MaxBackward1)
+        node.save(x)
+        t = record(out, node, x)
+        node.save_output(t)
+        node.which = which
+        return t
+    if isinstance(dim, (tuple, list)):
+        raise TypeError(f"{which}(): argument 'dim' must be int, not tuple")
+    axis = normalize_dim(dim, xd.ndim, which)
+    if xd.ndim and xd.shape[axis] == 0:
+        raise IndexError(f"{which}(): Expected reduction dim {axis} to have non-zero size.")
+    idx = (m.argmax if which == "max" else m.argmin)(xd, axis=axis, keepdims=True) \
+        if xd.ndim else m.zeros((), dtype=np.int64)
+    idx = idx.astype(np.int64, copy=False)
+    vals = m.take_along_axis(xd, idx, axis=axis) if xd.ndim else xd.copy()
+    if not keepdim and xd.ndim:
+        vals = vals.squeeze(axis)
+        out_idx = idx.squeeze(axis)
+    else:
+        out_idx = idx
+    if not (mode.enabled and x._rg) or not xd.ndim:
+        return values_indices(wrap(vals), wrap(out_idx))
+    node = _new(MaxBackward0)
+    node.axis, node.keepdim, node.indices, node.in_shape = axis, keepdim, idx, xd.shape
+    node.which = which
+    return values_indices(record(vals, node, x), wrap(out_idx))
+
+
+MaxBackward0.name = lambda self: "MaxBackward0" if self.which == "max" else "MinBackward0"
+MaxBackward1.name = lambda self: "MaxBackward1" if self.which == "max" else "MinBackward1"
+
+
+def max(x, dim=None, keepdim=False, *, axis=None):  # noqa: A001
+    """The largest element (0-d), or ``(values, indices)`` along ``dim``.
+
+    ``x.max(other_tensor)`` is ``maximum(x, other)``, as in PyTorch.
+    """
+    if isinstance(dim, Tensor):
+        return pw.maximum(x, dim)
+    return _max_min(x, _dim_arg(dim, axis), keepdim, "max")
+
+
+def min(x, dim=None, keepdim=False, *, axis=None):  # noqa: A001
+    """The smallest element (0-d), or ``(values, indices)`` along ``dim``."""
+    if isinstance(dim, Tensor):
+        return pw.minimum(x, dim)
+    return _max_min(x, _dim_arg(dim, axis), keepdim, "min")
+
+
+def _amax_amin(x, dim, keepdim, which):
+    xd = x.data
+    axes = normalize_dims(dim, xd.ndim, which) if dim not in (None, (), []) else None
+    fn = xd.max if which == "amax" else xd.min
+    out = math_of(xd).asarray(fn(axis=axes, keepdims=keepdim))
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(AmaxBackward0)
+    node.axes, node.keepdim, node.which = axes, keepdim, which
+    node.save(x)
+    t = record(out, node, x)
+    node.save_output(t)
+    return t
+
+
+AmaxBackward0.name = lambda self: "AmaxBackward0" if self.which == "amax" else "AminBackward0"
+
+
+def amax(x, dim=(), keepdim=False, *, axis=None, keepdims=None):
+    """Maximum over ``dim`` (int or tuple); ties share the gradient evenly."""
+    return _amax_amin(x, _dim_arg(dim, axis) if axis is not None else dim,
+                      keepdim if keepdims is None else keepdims, "amax")
+
+
+def amin(x, dim=(), keepdim=False, *, axis=None, keepdims=None):
+    """Minimum over ``dim`` (int or tuple); ties share the gradient evenly."""
+    return _amax_amin(x, _dim_arg(dim, axis) if axis is not None else dim,
+                      keepdim if keepdims is None else keepdims, "amin")
+
+
+def _arg(x, dim, keepdim, which):
+    xd = x.data
+    m = math_of(xd)
+    fn = m.argmax if which == "argmax" else m.argmin
+    if dim is None:
+        out = fn(xd.reshape(-1))
+        out = m.asarray(out, dtype=np.int64)
+        if keepdim:
+            out = out.reshape((1,) * xd.ndim)
+        return wrap(out)
+    axis = normalize_dim(dim, xd.ndim, which)
+    return wrap(m.asarray(fn(xd, axis=axis, keepdims=keepdim), dtype=np.int64))
+
+
+def argmax(x, dim=None, keepdim=False, *, axis=None):
+    """Index of the largest element (flattened when ``dim`` is None)."""
+    return _arg(x, _dim_arg(dim, axis), keepdim, "argmax")
+
+
+def argmin(x, dim=None, keepdim=False, *, axis=None):
+    """Index of the smallest element (flattened when ``dim`` is None)."""
+    return _arg(x, _dim_arg(dim, axis), keepdim, "argmin")
+
+
+# ---- logsumexp / norm ----------
+def logsumexp(x, dim, keepdim=False):
+    """``log(sum(exp(x), dim))`` computed stably (composite)."""
+    x = pw._float(x)
+    axes = normalize_dims(dim, x.data.ndim, "logsumexp")
+    m = amax(x, axes, keepdim=True).detach()
+    m = pw.where(pw.isfinite(m), m, 0)
+    out = pw.log(sum(pw.exp(x - m), axes, keepdim=True)) + m
+    if not keepdim:
+        from .shape import squeeze
+        out = squeeze(out, axes) if axes is not None else out.reshape(())
+    return out
+
+
+class NormBackward1(Node):
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        y = self.output(F)
+        if not self.keepdim and self.axes is not None:
+            shape = _keep_shape(x.shape, self.axes)
+            y, g = F.reshape(y, shape), F.reshape(g, shape)
+        # d||x||/dx = x / ||x||, and 0 where the norm is 0 (PyTorch's subgradient)
+        safe = F.where(y == 0, 1, y)
+        return (F.where(y == 0, 0 * g, g / safe) * x,)
+
+
+def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
+    """Vector p-norm over ``dim`` (default 2, i.e. Frobenius over everything)."""
+    x = pw._float(x)
+    if dtype is not None:
+        x = x.to(dtype=dtype)
+    xd = x.data
+    axes = normalize_dims(dim, xd.ndim, "norm")
+    if p in ("fro", 2, 2.0, None):
+        out = math_of(xd).sqrt((xd * xd).sum(axis=axes, keepdims=keepdim))
+        if not (mode.enabled and x._rg):
+            return wrap(out)
+        node = _new(NormBackward1)
+        node.axes, node.keepdim = axes, keepdim
+        node.save(x)
+        t = record(out, node, x)
+        node.save_output(t)
+        return t
+    if p in (float("inf"), "inf"):
+        return amax(pw.abs(x), axes if axes is not None else (), keepdim=keepdim)
+    if p in (float("-inf"), "-inf"):
+        return amin(pw.abs(x), axes if axes is not None else (), keepdim=keepdim)
+    if p == 0:
+        return sum(pw.ne(x, 0).to(dtype=x.dtype), axes, keepdim=keepdim)
+    if p == 1:
+        return sum(pw.abs(x), axes, keepdim=keepdim)
+    return pw.pow(sum(pw.pow(pw.abs(x), p), axes, keepdim=keepdim), 1.0 / p)
+
+
+# ---- any / all ----------
+def any(x, dim=None, keepdim=False):  # noqa: A001
+    """Whether any element is true (bool tensor, never tracked)."""
+    axes = normalize_dims(dim, x.data.ndim, "any")
+    return wrap(math_of(x.data).asarray(x.data.astype(bool).any(axis=axes, keepdims=keepdim)))
+
+
+def all(x, dim=None, keepdim=False):  # noqa: A001
+    """Whether every element is true (bool tensor, never tracked)."""
+    axes = normalize_dims(dim, x.data.ndim, "all")
+    return wrap(math_of(x.data).asarray(x.data.astype(bool).all(axis=axes, keepdims=keepdim)))

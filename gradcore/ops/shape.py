@@ -1,0 +1,432 @@
+"""Shape ops: views and rearrangements (reshape, permute, expand, cat, split, ...)."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ..backend import math_of
+from ._core import Node, Tensor, mode, normalize_dim, normalize_dims, record, wrap  # noqa: F401
+
+_new = object.__new__
+
+
+def _shape_arg(shape):
+    """``(2, 3)``, ``[2, 3]`` or ``2, 3`` as a tuple of ints."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+def _view_of(out, x: Tensor, node_cls, **attrs) -> Tensor:
+    """Result of a view op: shares ``x``'s version counter, records ``node_cls``."""
+    if mode.enabled and x._rg:
+        node = _new(node_cls)
+        for k, v in attrs.items():
+            setattr(node, k, v)
+        t = record(out, node, x)
+    else:
+        t = wrap(out)
+    if out.base is not None or out is x.data:
+        t._vc = x._version_cell()
+        t._base = x if x._base is None else x._base
+    return t
+
+
+# ---- reshape family ----------
+class ViewBackward0(Node):
+    def apply(self, F, g):
+        return (F.reshape(g, self.in_shape),)
+
+
+def _infer_shape(shape, size, op, in_shape):
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError(f"{op}: only one dimension can be inferred")
+    known = int(np.prod([s for s in shape if s != -1])) if shape else 1
+    if neg:
+        if known == 0 or size % known:
+            raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size "
+                               f"{size} (input shape {tuple(in_shape)})")
+        shape[neg[0]] = size // known
+    elif known != size:
+        raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size {size} "
+                           f"(input shape {tuple(in_shape)})")
+    return tuple(shape)
+
+
+def reshape(x, *shape):
+    """The same elements in a new shape (a view when possible; ``-1`` is inferred)."""
+    xd = x.data
+    shape = _infer_shape(_shape_arg(shape), xd.size, "reshape", xd.shape)
+    return _view_of(xd.reshape(shape), x, ViewBackward0, in_shape=xd.shape)
+
+
+def view(x, *shape):
+    """Like :func:`reshape`, but raises when the result cannot share memory."""
+    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
+        return x.to(dtype=shape[0])  # view(dtype): a cast is the honest NumPy equivalent
+    xd = x.data
+    shape = _infer_shape(_shape_arg(shape), xd.size, "view", xd.shape)
+    try:
+        out = xd.view()
+        out.shape = shape  # NumPy raises instead of copying
+    except AttributeError:
+        raise RuntimeError(
+            f"view size is not compatible with input tensor's size and stride (input shape "
+            f"{tuple(xd.shape)}, requested {shape}): at least one dimension spans across "
+            "two contiguous subspaces. Use .reshape(...) instead.") from None
+    return _view_of(out, x, ViewBackward0, in_shape=xd.shape)
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    """Merge dimensions ``start_dim..end_dim`` into one."""
+    nd = x.data.ndim
+    if nd == 0:
+        return reshape(x, (1,))
+    s, e = normalize_dim(start_dim, nd, "flatten"), normalize_dim(end_dim, nd, "flatten")
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shp = x.data.shape
+    return reshape(x, shp[:s] + (-1 if 0 not in shp[s:e + 1] else 0,) + shp[e + 1:])
+
+
+def unflatten(x, dim, sizes):
+    """Split dimension ``dim`` into ``sizes``."""
+    shp = x.data.shape
+    d = normalize_dim(dim, len(shp), "unflatten")
+    sizes = tuple(sizes)
+    inner = _infer_shape(sizes, shp[d], "unflatten", shp)
+    return reshape(x, shp[:d] + inner + shp[d + 1:])
+
+
+class SqueezeBackward(Node):
+    def apply(self, F, g):
+        return (F.reshape(g, self.in_shape),)
+
+    def name(self):
+        return self._name
+
+
+def squeeze(x, dim=None):
+    """Drop dimensions of size 1 (only ``dim`` when given)."""
+    xd = x.data
+    if dim is None:
+        axes = tuple(i for i, n in enumerate(xd.shape) if n == 1)
+        name = "SqueezeBackward0"
+    else:
+        axes = tuple(a for a in normalize_dims(dim, xd.ndim, "squeeze") if xd.ndim and
+                     xd.shape[a] == 1)
+        name = "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else "SqueezeBackward2"
+    out = xd.squeeze(axis=axes) if axes else xd.view()
+    return _view_of(out, x, SqueezeBackward, in_shape=xd.shape, _name=name)
+
+
+class UnsqueezeBackward0(Node):
+    def apply(self, F, g):
+        return (F.reshape(g, self.in_shape),)
+
+
+def unsqueeze(x, dim):
+    """Insert a dimension of size 1 at ``dim``."""
+    xd = x.data
+    d = normalize_dim(dim, xd.ndim + 1, "unsqueeze")
+    return _view_of(np.expand_dims(xd, d) if type(xd) is np.ndarray
+                    else math_of(xd).expand_dims(xd, d), x, UnsqueezeBackward0,
+                    in_shape=xd.shape)
+
+
+# ---- transpose / permute ----------
+class TransposeBackward0(Node):
+    def apply(self, F, g):
+        return (F.swapaxes(g, self.d0, self.d1),)
+
+
+def transpose(x, dim0, dim1):
+    """Swap two dimensions (a view)."""
+    xd = x.data
+    d0, d1 = normalize_dim(dim0, xd.ndim, "transpose"), normalize_dim(dim1, xd.ndim, "transpose")
+    return _view_of(xd.swapaxes(d0, d1), x, TransposeBackward0, d0=d0, d1=d1)
+
+
+swapaxes = transpose
+swapdims = transpose
+
+
+class PermuteBackward0(Node):
+    def apply(self, F, g):
+        return (F.transpose(g, self.inverse),)
+
+
+def permute(x, *dims):
+    """Reorder dimensions (a view)."""
+    xd = x.data
+    dims = _shape_arg(dims)
+    if len(dims) != xd.ndim:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {xd.ndim} is not equal to len(dims) = {len(dims)}")
+    axes = tuple(normalize_dim(d, xd.ndim, "permute") for d in dims)
+    if len(set(axes)) != len(axes):
+        raise RuntimeError(f"permute(): duplicate dims are not allowed, got {list(dims)}")
+    inverse = tuple(int(i) for i in np.argsort(axes))
+    return _view_of(xd.transpose(axes), x, PermuteBackward0, inverse=inverse)
+
+
+def movedim(x, source, destination):
+    nd = x.data.ndim
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    src = [normalize_dim(s, nd, "movedim") for s in src]
+    dst = [normalize_dim(d, nd, "movedim") for d in dst]
+    order = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(x, *order)
+
+
+moveaxis = movedim
+
+
+# ---- expand / broadcast / repeat ----------
+class ExpandBackward0(Node):
+    def apply(self, F, g):
+        return (F.sum_to(g, self.in_shape),)
+
+
+def broadcast_to(x, *shape):
+    """A read-only broadcast view of ``x`` with ``shape``."""
+    xd = x.data
+    shape = _shape_arg(shape)
+    lead = len(shape) - xd.ndim
+    if lead < 0:
+        raise RuntimeError(f"expand: the number of sizes provided ({len(shape)}) must be "
+                           f"greater or equal to the number of dimensions in the tensor "
+                           f"({xd.ndim}); shape {tuple(xd.shape)} cannot expand to {shape}")
+    target = tuple(xd.shape[i - lead] if (s == -1 and i >= lead) else s
+                   for i, s in enumerate(shape))
+    try:
+        out = math_of(xd).broadcast_to(xd, target)
+    except ValueError:
+        raise RuntimeError(f"expand: shape {tuple(xd.shape)} cannot be broadcast to "
+                           f"{target}") from None
+    return _view_of(out, x, ExpandBackward0, in_shape=xd.shape)
+
+
+def expand(x, *sizes):
+    """PyTorch's name for :func:`broadcast_to` (``-1`` keeps a size)."""
+    return broadcast_to(x, *sizes)
+
+
+def expand_as(x, other):
+    return broadcast_to(x, other.shape)
+
+
+class RepeatBackward0(Node):
+    def apply(self, F, g):
+        shape, reps = self.in_shape, self.reps
+        lead = len(reps) - len(shape)
+        full = (1,) * lead + tuple(shape)
+        split = []
+        for r, n in zip(reps, full):
+            split += [r, n]
+        g = F.reshape(g, tuple(split))
+        g = F.sum(g, axis=tuple(range(0, 2 * len(full), 2)), keepdims=False)
+        return (F.reshape(g, shape),)
+
+
+def repeat(x, *repeats):
+    """Tile ``x``: ``repeat(2, 3)`` repeats twice along dim 0 and 3 times along dim 1."""
+    xd = x.data
+    reps = _shape_arg(repeats)
+    if len(reps) < xd.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           f"of dimensions of tensor (repeat dims {list(reps)}, tensor shape "
+                           f"{tuple(xd.shape)})")
+    out = math_of(xd).tile(xd, reps)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(RepeatBackward0)
+    node.in_shape, node.reps = xd.shape, reps
+    return record(out, node, x)
+
+
+def contiguous(x):
+    return x
+
+
+# ---- cat / stack / split ----------
+class CatBackward0(Node):
+    def apply(self, F, g):
+        axis = self.axis
+        pre = (slice(None),) * axis
+        grads, start = [], 0
+        for n in self.sizes:
+            grads.append(g[pre + (slice(start, start + n),)])
+            start += n
+        return tuple(grads)
+
+
+def _tensors_on_one_device(tensors, op):
+    from .. import dtypes
+    from ._core import binary_operands  # noqa: F401  (dtype promotion lives there)
+
+    if not tensors:
+        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    ts = [t if isinstance(t, Tensor) else None for t in tensors]
+    if builtins.any(t is None for t in ts):
+        raise TypeError(f"{op}(): expected a sequence of Tensors, got "
+                        f"{[type(t).__name__ for t in tensors]}")
+    devs = {t.device for t in ts}
+    if len(devs) > 1:
+        a, b = list(devs)[:2]
+        raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found at "
+                           f"least two devices, {a} and {b}!")
+    rt = ts[0].dtype
+    for t in ts[1:]:
+        rt = dtypes.promote_types(rt, t.dtype)
+    return [t.to(dtype=rt) for t in ts]
+
+
+def cat(tensors, dim=0):
+    """Join tensors along an existing dimension."""
+    ts = _tensors_on_one_device(list(tensors), "cat")
+    # PyTorch skips 1-D empty tensors in cat (legacy behaviour)
+    ts_nonempty = [t for t in ts if not (t.data.ndim == 1 and t.data.shape[0] == 0)] or ts[:1]
+    ref = ts_nonempty[0].data
+    axis = normalize_dim(dim, ref.ndim, "cat")
+    for t in ts_nonempty[1:]:
+        s = t.data.shape
+        if len(s) != ref.ndim or builtins.any(a != b for i, (a, b) in enumerate(zip(s, ref.shape))
+                                               if i != axis):
+            raise RuntimeError(f"cat: sizes of tensors must match except in dimension {axis}; "
+                               f"got shapes {tuple(ref.shape)} and {tuple(s)}")
+    out = math_of(ref).concatenate([t.data for t in ts_nonempty], axis=axis)
+    if not (mode.enabled and builtins.any(t._rg for t in ts_nonempty)):
+        return wrap(out)
+    node = _new(CatBackward0)
+    node.axis, node.sizes = axis, [t.data.shape[axis] for t in ts_nonempty]
+    return record(out, node, *ts_nonempty)
+
+
+concat = cat
+concatenate = cat
+
+
+class StackBackward0(Node):
+    def apply(self, F, g):
+        pre = (slice(None),) * self.axis
+        return tuple(g[pre + (i,)] for i in range(self.n))
+
+
+def stack(tensors, dim=0):
+    """Join same-shaped tensors along a new dimension."""
+    ts = _tensors_on_one_device(list(tensors), "stack")
+    s0 = ts[0].data.shape
+    for t in ts[1:]:
+        if t.data.shape != s0:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{tuple(s0)} at entry 0 and {tuple(t.data.shape)} at another "
+                               "entry")
+    axis = normalize_dim(dim, len(s0) + 1, "stack")
+    out = math_of(ts[0].data).stack([t.data for t in ts], axis=axis)
+    if not (mode.enabled and builtins.any(t._rg for t in ts)):
+        return wrap(out)
+    node = _new(StackBackward0)
+    node.axis, node.n = axis, len(ts)
+    return record(out, node, *ts)
+
+
+class SplitBackward0(Node):
+    """One node, several outputs: the pieces' gradients are joined back (zeros if unused)."""
+
+    def apply(self, F, grads):
+        parts = []
+        for g, shape in zip(grads, self.shapes_out):
+            parts.append(g if g is not None else F.zeros(shape, dtype=self.dtype))
+        return (F.concatenate(parts, axis=self.axis),)
+
+
+def split(x, split_size_or_sections, dim=0):
+    """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of listed sizes."""
+    xd = x.data
+    axis = normalize_dim(dim, xd.ndim, "split")
+    n = xd.shape[axis]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0 and n:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {n}")
+        sizes = [builtins.min(step, n - i) for i in range(0, n, step)] if n else [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if builtins.sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                               f"(input tensor's size at dimension {axis}), but got "
+                               f"split_sizes={sizes}")
+    pre = (slice(None),) * axis
+    pieces, start = [], 0
+    for s in sizes:
+        pieces.append(xd[pre + (slice(start, start + s),)])
+        start += s
+    if not (mode.enabled and x._rg):
+        outs = [wrap(p) for p in pieces]
+    else:
+        node = _new(SplitBackward0)
+        node.n_outputs, node.axis, node.dtype = len(pieces), axis, xd.dtype
+        node.shapes_out = [p.shape for p in pieces]
+        outs = []
+        for i, p in enumerate(pieces):
+            t = record(p, node, x) if i == 0 else _extra_output(p, node, i)
+            outs.append(t)
+    vc = x._version_cell()
+    for t in outs:
+        t._vc, t._base = vc, x if x._base is None else x._base
+    return tuple(outs)
+
+
+def _extra_output(data, node, nr):
+    t = wrap(data)
+    t.grad_fn, t._out_nr, t._rg = node, nr, True
+    return t
+
+
+def chunk(x, chunks, dim=0):
+    """``chunks`` nearly equal pieces along ``dim``."""
+    n = x.data.shape[normalize_dim(dim, x.data.ndim, "chunk")]
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    step = -(-n // chunks) if n else 1
+    return split(x, step, dim)
+
+
+def unbind(x, dim=0):
+    """The slices along ``dim``, each without that dimension."""
+    axis = normalize_dim(dim, x.data.ndim, "unbind")
+    return tuple(squeeze(p, axis) for p in split(x, 1, axis))
+
+
+# ---- the differentiable sum_to (used by the engine when create_graph=True) ----------
+class SumToBackward(Node):
+    def apply(self, F, g):
+        return (F.broadcast_to(g, self.in_shape),)
+
+    def name(self):
+        return "SumBackward1"
+
+
+def sum_to(x, shape):
+    """Sum ``x`` down to ``shape``: the one rule that undoes broadcasting."""
+    xd = x.data
+    shape = tuple(shape)
+    if xd.shape == shape:
+        return x
+    out = math_of(xd).sum_to(xd, shape)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(SumToBackward)
+    node.in_shape = xd.shape
+    return record(out, node, x)
+

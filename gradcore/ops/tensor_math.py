@@ -1,0 +1,116 @@
+"""The math the backward formulas run on when ``create_graph=True``: tensor ops.
+
+It mirrors the few NumPy-style names the formulas use (``F.reshape``, ``F.sum``,
+``F.where``, the fused kernels, ...) so that one formula serves both a plain backward
+(arrays) and a differentiable one (tensors).
+"""
+
+from __future__ import annotations
+
+from .. import fused
+from ..tensor import Tensor, _new, _wrap
+from . import index as _index
+from . import linalg as _linalg
+from . import pointwise as _pw
+from . import reduce as _red
+from . import shape as _shape
+
+tensor_mode = True
+wrap = _wrap
+
+
+def wrap_output(data, node, nr):
+    t = _new(Tensor)
+    t.data, t.grad_fn, t._out_nr, t._rg = data, node, nr, True
+    return t
+
+
+def reshape(x, shape):
+    return _shape.reshape(x, tuple(shape))
+
+
+def broadcast_to(x, shape):
+    return _shape.broadcast_to(x, tuple(shape))
+
+
+def expand_dims(x, axis):
+    return _shape.unsqueeze(x, axis)
+
+
+def swapaxes(x, a, b):
+    return _shape.transpose(x, a, b)
+
+
+def transpose(x, axes):
+    return _shape.permute(x, *axes)
+
+
+def moveaxis(x, src, dst):
+    return _shape.movedim(x, src, dst)
+
+
+def concatenate(xs, axis=0):
+    return _shape.cat(xs, axis)
+
+
+def sum(x, axis=None, keepdims=False, dtype=None):  # noqa: A001
+    if x.data.dtype.kind == "b" and dtype is not None:
+        x = x.to(dtype=dtype)
+        dtype = None
+    return _red.sum(x, axis, keepdims, dtype=dtype)
+
+
+def sum_to(x, shape):
+    return _shape.sum_to(x, shape)
+
+
+def where(c, a, b):
+    return _pw.where(c, a, b)
+
+
+def astype(x, dtype):
+    return _pw.to_dtype(x, dtype)
+
+
+def zeros(shape, dtype):
+    from ..backend import cpu
+    return _wrap(cpu.math.zeros(shape, dtype=dtype))
+
+
+def matmul(a, b):
+    return _linalg.matmul(a, b)
+
+
+exp, log, sqrt, sin, cos, tanh, sign = (_pw.exp, _pw.log, _pw.sqrt, _pw.sin, _pw.cos,
+                                       _pw.tanh, _pw.sign)
+pow = _pw.pow  # noqa: A001
+
+
+def scatter_into_zeros(g, axis, index, shape):
+    return _index.into_zeros(g, index, shape, kind="along", axis=axis)
+
+
+def index_add_into_zeros(g, index, shape):
+    return _index.into_zeros(g, index, shape, kind="add")
+
+
+def place_into_zeros(g, index, shape):
+    return _index.into_zeros(g, index, shape, kind="place")
+
+
+zero_at = _index.zero_at
+take_along_axis = _index.take_along_axis
+
+# The fused kernels as differentiable composites, built from the same expressions as
+# their NumPy twins and CUDA bodies: ``tensor_math.tanh_backward`` and so on.
+_composites = fused.composite({
+    "where": where, "exp": exp, "log": log, "sqrt": sqrt, "sin": sin, "cos": cos,
+    "tanh": tanh, "sign": sign, "pow": pow,
+})
+
+
+def __getattr__(name):
+    try:
+        return _composites[name]
+    except KeyError:
+        raise AttributeError(f"tensor_math has no {name!r}") from None

@@ -1,0 +1,387 @@
+"""The user-facing :class:`Tensor`: an array, and where its gradient comes from.
+
+The class is thin: it owns the array (``data``), the autograd bookkeeping and the
+conversions; every operation is a function in :mod:`gradcore.ops`, bound here as a
+method.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from . import backend, dtypes
+from ._format import tensor_repr
+from .autograd.graph import AccumulateGrad, run_backward
+
+__all__ = ["Tensor"]
+
+_new = object.__new__
+_ndarray = np.ndarray
+
+
+class Tensor:
+    """An n-dimensional array that can record the operations applied to it.
+
+    >>> import gradcore as gc
+    >>> x = gc.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+    >>> x.sum().backward()
+    >>> x.grad
+    tensor([[1., 1.],
+            [1., 1.]])
+    """
+
+    # Class-level defaults keep the per-op cost of a new tensor to a few attribute writes.
+    grad = None
+    grad_fn = None
+    _rg = False            # requires_grad
+    _out_nr = 0            # which output of grad_fn this tensor is
+    _vc = None             # version cell [int], shared with views; made when first needed
+    _accum_ref = None      # weakref to this leaf's AccumulateGrad node
+    _leaf_hooks = None     # {0: [hooks]} of a leaf
+    _base = None           # the tensor this one is a view of
+    __array_priority__ = 1000  # NumPy defers `ndarray * tensor` to Tensor.__rmul__
+
+    def __init__(self, *args, dtype=None, device=None, requires_grad=False):
+        # PyTorch's legacy constructor: Tensor([[1, 2]]) copies data as float32,
+        # Tensor(2, 3) makes an uninitialized (here: zero) tensor of that shape.
+        from .creation import tensor as _tensor
+
+        if len(args) == 1 and not isinstance(args[0], int):
+            src = _tensor(args[0], dtype=dtype or dtypes.float32, device=device)
+        else:
+            shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) \
+                else tuple(args)
+            dev = backend.device(device)
+            src = _wrap(dev.math.zeros(shape, dtype=(dtype and dtypes.to_dtype(dtype).np)
+                                       or np.float32))
+        self.data = src.data
+        if requires_grad:
+            self.requires_grad = True
+
+    # -- autograd state -----------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        flag = bool(flag)
+        if self.grad_fn is not None:
+            if not flag:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want "
+                    "to use a computed variable in a subgraph that doesn't require "
+                    "differentiation use var_no_grad = var.detach().")
+            return
+        if flag and not self.dtype.is_floating_point:
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients, "
+                               f"got {self.dtype!r}")
+        self._rg = flag
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def _version(self) -> int:
+        vc = self._vc
+        return 0 if vc is None else vc[0]
+
+    def _version_cell(self):
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = [0]
+        return vc
+
+    def _bump(self):
+        """Record an in-place change (saved copies of this tensor become stale)."""
+        vc = self._vc
+        if vc is None:
+            self._vc = [1]
+        else:
+            vc[0] += 1
+
+    def _accumulator(self) -> AccumulateGrad:
+        ref = self._accum_ref
+        node = ref() if ref is not None else None
+        if node is None:
+            node = AccumulateGrad(self)
+            if self._leaf_hooks is not None:
+                node._pre_hooks = self._leaf_hooks
+            self._accum_ref = weakref.ref(node)
+        return node
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` of this non-leaf tensor after backward (a no-op on leaves)."""
+        if self.grad_fn is None:
+            if not self._rg:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        self.grad_fn.retain(self._out_nr, self)
+
+    @property
+    def retains_grad(self) -> bool:
+        fn = self.grad_fn
+        return fn is not None and fn._retains is not None and self._out_nr in fn._retains
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when the gradient of this tensor is computed.
+
+        The hook may return a new gradient to use instead.  Returns a handle whose
+        ``remove()`` unregisters it.
+        """
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self.grad_fn is not None:
+            self.grad_fn.register_prehook(self._out_nr, hook)
+            hooks = self.grad_fn._pre_hooks[self._out_nr]
+        else:
+            if self._leaf_hooks is None:
+                self._leaf_hooks = {0: []}
+                ref = self._accum_ref
+                node = ref() if ref is not None else None
+                if node is not None:
+                    node._pre_hooks = self._leaf_hooks
+            hooks = self._leaf_hooks[0]
+            hooks.append(hook)
+        return _HookHandle(hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``.
+
+        ``gradient`` is required unless the tensor has one element.  The graph's saved
+        values are freed afterwards unless ``retain_graph=True``.
+        """
+        if retain_graph is None:
+            retain_graph = create_graph
+        if not self._rg:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have "
+                               "a grad_fn")
+        if gradient is None:
+            if self.data.size != 1:
+                raise RuntimeError(f"grad can be implicitly created only for scalar outputs, "
+                                   f"got a tensor of shape {tuple(self.shape)}")
+            g = backend.math_of(self.data).ones_like(self.data)
+            g = _wrap(g) if create_graph else g
+        else:
+            if not isinstance(gradient, Tensor):
+                from .creation import tensor as _tensor
+                gradient = _tensor(gradient, dtype=self.dtype, device=self.device)
+            if tuple(gradient.shape) != tuple(self.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of "
+                                   f"{tuple(gradient.shape)} and output[0] has a shape of "
+                                   f"{tuple(self.shape)}.")
+            if gradient.device != self.device:
+                raise RuntimeError(f"grad_output[0] is on {gradient.device} but output[0] is "
+                                   f"on {self.device}")
+            g = gradient if create_graph else gradient.data
+        node = self.grad_fn if self.grad_fn is not None else self._accumulator()
+        if inputs is not None:
+            from .autograd.functional import backward_to_inputs
+            backward_to_inputs(self, g, inputs, retain_graph, create_graph)
+            return
+        run_backward([(node, self._out_nr)], [g], retain_graph=retain_graph,
+                     create_graph=create_graph)
+
+    # -- description ----------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.data.shape
+        return self.data.shape[dim]
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    def dim(self) -> int:
+        return self.data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return int(self.data.size)
+
+    nelement = numel
+
+    @property
+    def dtype(self) -> dtypes.DType:
+        return dtypes.from_numpy_dtype(self.data.dtype)
+
+    @property
+    def device(self) -> backend.Device:
+        return backend.device_of(self.data)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def is_floating_point(self) -> bool:
+        return self.data.dtype.kind == "f"
+
+    def element_size(self) -> int:
+        return self.data.dtype.itemsize
+
+    def __len__(self):
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __repr__(self):
+        return tensor_repr(backend.to_host(self.data), self.dtype, self.device, self.grad_fn,
+                           self._rg)
+
+    __str__ = __repr__
+
+    # -- conversion -----------------------------------------------------------------------
+    def numpy(self, force: bool = False) -> np.ndarray:
+        """The data as a NumPy array (shares memory on the CPU, copies from a GPU)."""
+        if self._rg and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if self.device.type != "cpu" and not force:
+            raise TypeError(f"can't convert {self.device} tensor to numpy. Use "
+                            "Tensor.cpu() to copy the tensor to host memory first.")
+        return backend.to_host(self.data)
+
+    def item(self):
+        if self.data.size != 1:
+            raise RuntimeError(f"a Tensor with {self.data.size} elements cannot be converted "
+                               "to Scalar")
+        return self.data.reshape(()).item() if self.device.type == "cpu" \
+            else backend.to_host(self.data).item()
+
+    def tolist(self):
+        return backend.to_host(self.data).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        if self._rg:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        arr = backend.to_host(self.data)
+        if dtype is not None:
+            arr = arr.astype(dtype, copy=False)
+        return arr
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.data.__dlpack_device__()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.data.dtype.kind not in "iu" or self.data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to "
+                            "an index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.data.size} elements is "
+                               "ambiguous")
+        return bool(self.item())
+
+    def detach(self) -> Tensor:
+        """A tensor sharing this one's data, cut from the graph."""
+        t = _new(Tensor)
+        t.data = self.data
+        t._vc = self._version_cell()  # detach shares the version counter, as in PyTorch
+        return t
+
+    def detach_(self) -> Tensor:
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn = None
+        self._out_nr = 0
+        self._rg = False
+        return self
+
+    def __hash__(self):
+        return id(self)
+
+    def __iter__(self):
+        if self.data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.data.shape[0]))
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("gradcore tensors are not picklable; save them with gradcore.save")
+
+    def __deepcopy__(self, memo):
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol")
+        t = _wrap(self.data.copy())
+        t._rg = self._rg
+        if self.grad is not None:
+            t.grad = _wrap(self.grad.data.copy())
+        memo[id(self)] = t
+        return t
+
+    @property
+    def T(self) -> Tensor:
+        return self.permute(*reversed(range(self.data.ndim)))
+
+    @property
+    def mT(self) -> Tensor:
+        if self.data.ndim < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of "
+                               f"matrices. Got {self.data.ndim}-D tensor.")
+        return self.transpose(-2, -1)
+
+    @property
+    def H(self) -> Tensor:
+        return self.T
+
+    @property
+    def mH(self) -> Tensor:
+        return self.mT
+
+
+class _HookHandle:
+    def __init__(self, hooks, fn):
+        self._hooks = hooks
+        self._fn = fn
+
+    def remove(self):
+        try:
+            self._hooks.remove(self._fn)
+        except ValueError:
+            pass
+
+
+def _wrap(data) -> Tensor:
+    """A new untracked tensor holding ``data`` (no copy)."""
+    if type(data) is not _ndarray and isinstance(data, np.generic):
+        data = np.asarray(data)
+    t = _new(Tensor)
+    t.data = data
+    return t
+
+
+def _from_op(data) -> Tensor:
+    return _wrap(data)
+
+
+Tensor._from_op = staticmethod(_from_op)
+
+# Methods: every operation lives in gradcore.ops; see ops/__init__.py for the binding.
+from . import ops as _ops  # noqa: E402
+
+_ops.bind_methods(Tensor)
