@@ -7,6 +7,8 @@ from the out-of-place ops, so they record the same derivative rules.
 
 from __future__ import annotations
 
+import builtins
+
 from .. import dtypes
 from ..backend import math_of
 from . import (
@@ -129,12 +131,15 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
     """
     _check_inplace(x, op_name)
     xd = x.data
-    tracked = mode.enabled and (x._rg or any(isinstance(a, Tensor) and a._rg for a in args))
+    # builtins.any: this module's `any` is the tensor reduction
+    tracked = mode.enabled and (x._rg or builtins.any(isinstance(a, Tensor) and a._rg
+                                                      for a in args))
     if tracked:
         old = _alias(x)
         r = fn(old, *args, **kwargs)
         node = r.grad_fn
-        if node is not None and node.saved is not None and any(s is old for s in node.saved):
+        if node is not None and node.saved is not None and \
+                builtins.any(s is old for s in node.saved):
             old.data = xd.copy()  # the node needs the value from before the write
     else:
         with _no_grad():
