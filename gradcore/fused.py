@@ -39,6 +39,8 @@ class Kernel:
 
 def _tanh_backward_cpu(g, y):
     out = np.multiply(y, y)
+    if type(out) is not np.ndarray:  # 0-d inputs give NumPy scalars, which out= rejects
+        return g * (1 - out)
     np.subtract(1, out, out=out)
     np.multiply(out, g, out=out)
     return out
@@ -46,6 +48,8 @@ def _tanh_backward_cpu(g, y):
 
 def _sigmoid_backward_cpu(g, y):
     out = np.subtract(1, y)
+    if type(out) is not np.ndarray:
+        return g * (y * out)
     np.multiply(out, y, out=out)
     np.multiply(out, g, out=out)
     return out

@@ -345,7 +345,7 @@ class RsqrtBackward0(Node):
 def _np_rsqrt(xd):
     m = math_of(xd)
     out = m.sqrt(xd)
-    return m.divide(1, out, out=out) if m.owns(out) else 1 / out
+    return m.divide(1, out, out=out) if isinstance(out, m.ndarray) else 1 / out
 
 
 def rsqrt(x):
@@ -435,6 +435,8 @@ def _np_sigmoid(xd):
     # 1 / (1 + exp(-x)) computed without overflow warnings and with one temporary
     m = math_of(xd)
     out = m.negative(xd)
+    if not isinstance(out, m.ndarray):
+        out = m.asarray(out)
     m.exp(out, out=out)
     m.add(out, 1, out=out)
     return m.divide(1, out, out=out)

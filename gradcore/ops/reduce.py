@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections import namedtuple
 
 import numpy as np
@@ -190,7 +191,7 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
     axes = normalize_dims(dim, xd.ndim, "var")
     n = xd.size if axes is None else int(np.prod([xd.shape[a] for a in axes]))
     centered = x - mean(x, axes, keepdim=True)
-    return sum(centered * centered, axes, keepdim=keepdim) / max(n - correction, 0)
+    return sum(centered * centered, axes, keepdim=keepdim) / builtins.max(n - correction, 0)
 
 
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,

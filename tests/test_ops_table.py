@@ -1,0 +1,382 @@
+"""One table of ops drives the op tests.
+
+Each row: a name, the op written once over a module ``m`` (``gradcore`` or ``torch``,
+whose names agree), its NumPy reference, the input shapes (drawn by hypothesis, and
+broadcasting for binary ops), the input domain, and the tolerance.  Checks that read it:
+
+* forward against NumPy;
+* first derivatives against float64 central differences, by random projection
+  (``<u, J v>`` numerically against ``<J^T u, v>`` from backward), asymmetric inputs;
+* second derivatives the same way, of ``<grad, w>`` computed with ``create_graph=True``;
+* float32 and float16 forward and gradients against float64;
+* forward and gradients against PyTorch, where it is installed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from conftest import host, needs_torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import gradcore as gc
+
+
+@dataclass
+class Op:
+    name: str
+    fn: object                       # fn(m, *tensors) with m = gradcore or torch
+    ref: object                      # NumPy reference, fn(*arrays)
+    shapes: object = "unary"         # "unary", "binary" (broadcasting), or a list of tuples
+    domain: tuple = (-2.0, 2.0)      # input values drawn from this range ...
+    away: float = 0.0                # ... at least this far from zero
+    distinct: bool = False           # values well separated (max/min, sort-like ops)
+    order2: bool = True              # check second derivatives
+    atol: float = 1e-5
+    rtol: float = 1e-4
+    half: bool = True                # float32/float16 forward/gradients against float64
+    eps: float = 1e-6                # finite-difference step
+    extra: dict = field(default_factory=dict)
+
+
+def _softmax_np(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _lse_np(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    return (np.log(np.exp(x - m).sum(axis=axis, keepdims=True)) + m).squeeze(axis)
+
+
+IDX = np.array([0, 2, 0, 1])          # repeated indices: their gradients must accumulate
+M3 = [(3, 4), (2, 3, 4)]
+
+OPS = [
+    # pointwise unary
+    Op("neg", lambda m, x: -x, lambda x: -x),
+    Op("exp", lambda m, x: m.exp(x), np.exp),
+    Op("log", lambda m, x: m.log(x), np.log, domain=(0.2, 3.0)),
+    Op("log1p", lambda m, x: m.log1p(x), np.log1p, domain=(-0.5, 2.0)),
+    Op("expm1", lambda m, x: m.expm1(x), np.expm1),
+    Op("sqrt", lambda m, x: m.sqrt(x), np.sqrt, domain=(0.2, 3.0)),
+    Op("rsqrt", lambda m, x: m.rsqrt(x), lambda x: 1 / np.sqrt(x), domain=(0.3, 3.0)),
+    Op("square", lambda m, x: m.square(x), np.square),
+    Op("abs", lambda m, x: m.abs(x), np.abs, away=0.1),
+    Op("sign", lambda m, x: m.sign(x) * x, lambda x: np.sign(x) * x, away=0.1),
+    Op("sin", lambda m, x: m.sin(x), np.sin),
+    Op("cos", lambda m, x: m.cos(x), np.cos),
+    Op("tanh", lambda m, x: m.tanh(x), np.tanh),
+    Op("sigmoid", lambda m, x: m.sigmoid(x), lambda x: 1 / (1 + np.exp(-x))),
+    Op("relu", lambda m, x: m.relu(x) * x, lambda x: np.maximum(x, 0) * x, away=0.1),
+    Op("clamp", lambda m, x: m.clamp(x, -0.5, 0.7) * x, lambda x: np.clip(x, -0.5, 0.7) * x,
+       away=0.05, extra={"avoid": (-0.5, 0.7)}),
+    Op("reciprocal", lambda m, x: m.reciprocal(x), lambda x: 1 / x, away=0.3),
+    Op("pow_scalar", lambda m, x: x ** 3, lambda x: x ** 3),
+    Op("pow_frac", lambda m, x: m.pow(x, 2.5), lambda x: x ** 2.5, domain=(0.2, 2.0)),
+    Op("rpow", lambda m, x: 2.0 ** x, lambda x: 2.0 ** x),
+    Op("scalar_ops", lambda m, x: (1 - x) / 3 + 2 * x - x / 0.7,
+       lambda x: (1 - x) / 3 + 2 * x - x / 0.7),
+    Op("rdiv", lambda m, x: 1.5 / x, lambda x: 1.5 / x, away=0.3),
+    # pointwise binary, broadcasting
+    Op("add", lambda m, a, b: a + b, np.add, "binary"),
+    Op("sub", lambda m, a, b: a - b, np.subtract, "binary"),
+    Op("mul", lambda m, a, b: a * b, np.multiply, "binary"),
+    Op("div", lambda m, a, b: a / b, np.divide, "binary", away=0.3),
+    Op("pow", lambda m, a, b: m.pow(a, b), np.power, "binary", domain=(0.3, 2.0)),
+    Op("maximum", lambda m, a, b: m.maximum(a, b), np.maximum, "binary", distinct=True),
+    Op("minimum", lambda m, a, b: m.minimum(a, b), np.minimum, "binary", distinct=True),
+    Op("where", lambda m, a, b: m.where(a > 0, a, b), lambda a, b: np.where(a > 0, a, b),
+       "binary", away=0.1),
+    # reductions
+    Op("sum", lambda m, x: x.sum(), lambda x: x.sum()),
+    Op("sum_dim", lambda m, x: x.sum(1), lambda x: x.sum(1), M3),
+    Op("sum_dims_keep", lambda m, x: x.sum((0, -1), keepdim=True),
+       lambda x: x.sum((0, -1), keepdims=True), M3),
+    Op("mean", lambda m, x: x.mean(), lambda x: x.mean()),
+    Op("mean_dim", lambda m, x: x.mean(-1), lambda x: x.mean(-1), M3),
+    Op("prod", lambda m, x: x.prod(), lambda x: x.prod(), [(5,), (2, 3)], domain=(0.5, 1.5)),
+    Op("prod_dim", lambda m, x: x.prod(1), lambda x: x.prod(1), M3, domain=(0.5, 1.5)),
+    Op("var", lambda m, x: x.var(), lambda x: x.var(ddof=1), [(5,), (3, 4)]),
+    Op("var_dim", lambda m, x: x.var(1, correction=0), lambda x: x.var(1), M3),
+    Op("std", lambda m, x: x.std(0), lambda x: x.std(0, ddof=1), M3),
+    Op("max", lambda m, x: x.max(), lambda x: x.max(), [(5,), (3, 4)], distinct=True),
+    Op("max_dim", lambda m, x: x.max(1)[0], lambda x: x.max(1), M3, distinct=True),
+    Op("min_dim_keep", lambda m, x: x.min(1, keepdim=True)[0],
+       lambda x: x.min(1, keepdims=True), M3, distinct=True),
+    Op("min", lambda m, x: x.min(), lambda x: x.min(), [(5,), (3, 4)], distinct=True),
+    Op("amax", lambda m, x: m.amax(x, (0, 1)), lambda x: x.max((0, 1)), M3, distinct=True),
+    Op("amin", lambda m, x: m.amin(x, -1), lambda x: x.min(-1), M3, distinct=True),
+    Op("logsumexp", lambda m, x: m.logsumexp(x, 1), lambda x: _lse_np(x, 1), M3),
+    Op("norm", lambda m, x: x.norm(), lambda x: np.sqrt((x * x).sum()), [(5,), (3, 4)],
+       away=0.1),
+    Op("norm_dim", lambda m, x: m.norm(x, dim=1), lambda x: np.sqrt((x * x).sum(1)), M3,
+       away=0.1),
+    Op("softmax_composite", lambda m, x: m.exp(x - m.logsumexp(x, 1, keepdim=True)),
+       lambda x: _softmax_np(x, 1), M3),
+    # shapes
+    Op("reshape", lambda m, x: x.reshape(-1, 2) * 1.5, lambda x: x.reshape(-1, 2) * 1.5, M3),
+    Op("view", lambda m, x: x.view(2, -1), lambda x: x.reshape(2, -1), M3),
+    Op("flatten", lambda m, x: x.flatten(), lambda x: x.reshape(-1), M3),
+    Op("unflatten", lambda m, x: x.unflatten(-1, (2, 2)), lambda x: x.reshape(x.shape[:-1] +
+                                                                              (2, 2)), M3),
+    Op("squeeze", lambda m, x: x.squeeze(1), lambda x: x.squeeze(1), [(3, 1, 2)]),
+    Op("unsqueeze", lambda m, x: x.unsqueeze(1), lambda x: np.expand_dims(x, 1), M3),
+    Op("transpose", lambda m, x: x.transpose(0, -1), lambda x: x.swapaxes(0, -1), M3),
+    Op("permute", lambda m, x: x.permute(2, 0, 1), lambda x: x.transpose(2, 0, 1),
+       [(2, 3, 4)]),
+    Op("T", lambda m, x: x.T, lambda x: x.T, [(3, 4)]),
+    Op("mT", lambda m, x: x.mT, lambda x: x.swapaxes(-1, -2), M3),
+    Op("expand", lambda m, x: x.expand(2, 3, 4), lambda x: np.broadcast_to(x, (2, 3, 4)),
+       [(3, 1), (1, 4), (4,)]),
+    Op("broadcast_to", lambda m, x: m.broadcast_to(x, (3, 4)),
+       lambda x: np.broadcast_to(x, (3, 4)), [(4,), (3, 1)]),
+    Op("repeat", lambda m, x: x.repeat(2, 1, 3), lambda x: np.tile(x, (2, 1, 3)),
+       [(3, 4), (2,)]),
+    Op("split", lambda m, x: x.split(2, 1)[1] * 2 + x.split(2, 1)[0],
+       lambda x: x[:, 2:] * 2 + x[:, :2], [(3, 4), (2, 4, 3)]),
+    Op("split_unused_piece", lambda m, x: x.split([1, 3], -1)[1], lambda x: x[..., 1:], M3),
+    Op("chunk", lambda m, x: x.chunk(2, 0)[0], lambda x: x[:2], [(3, 4)]),
+    Op("cat", lambda m, a, b: m.cat([a, b * 2], 0), lambda a, b: np.concatenate([a, b * 2], 0),
+       [((2, 3), (4, 3)), ((1,), (3,))]),
+    Op("stack", lambda m, a, b: m.stack([a, b], 1), lambda a, b: np.stack([a, b], 1),
+       [((2, 3), (2, 3))]),
+    # indexing
+    Op("getitem_basic", lambda m, x: x[1:, ::2] * x[0, None, 1:3].sum(),
+       lambda x: x[1:, ::2] * x[0, None, 1:3].sum(), [(3, 4), (4, 5)]),
+    Op("getitem_int_array", lambda m, x: x[m.tensor(IDX) if m is gc else m.tensor(IDX)],
+       lambda x: x[IDX], [(3, 4), (3,)]),
+    Op("getitem_mask", lambda m, x: x[x > 0], lambda x: x[x > 0], [(3, 4)], away=0.1),
+    Op("gather", lambda m, x: m.gather(x, 1, m.tensor([[0, 0], [3, 1], [2, 2]])),
+       lambda x: np.take_along_axis(x, np.array([[0, 0], [3, 1], [2, 2]]), 1), [(3, 4)]),
+    Op("index_select", lambda m, x: m.index_select(x, 0, m.tensor(IDX)),
+       lambda x: x[IDX], [(3, 4)]),
+    Op("masked_fill", lambda m, x: x.masked_fill(x > 0.5, 0.25) * x,
+       lambda x: np.where(x > 0.5, 0.25, x) * x, away=0.05),
+    Op("scatter_add", lambda m, a, b: m.scatter_add(a, 0, m.tensor([[0, 1, 0, 1]]), b),
+       lambda a, b: _scatter_add_np(a, b), [((2, 4), (1, 4))]),
+    # linear algebra
+    Op("matmul_2d", lambda m, a, b: a @ b, np.matmul, [((3, 4), (4, 2))]),
+    Op("matmul_1d", lambda m, a, b: m.matmul(a, b), np.matmul,
+       [((4,), (4,)), ((4,), (4, 3)), ((2, 4), (4,)), ((2, 3, 4), (4,)), ((4,), (2, 4, 3))]),
+    Op("matmul_batched", lambda m, a, b: a @ b, np.matmul,
+       [((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((3, 4), (2, 4, 2))]),
+    Op("mm", lambda m, a, b: m.mm(a, b), np.matmul, [((2, 3), (3, 4))]),
+    Op("bmm", lambda m, a, b: m.bmm(a, b), np.matmul, [((2, 3, 4), (2, 4, 2))]),
+    Op("dot", lambda m, a, b: m.dot(a, b), np.dot, [((5,), (5,))]),
+    Op("outer", lambda m, a, b: m.outer(a, b), np.outer, [((3,), (4,))]),
+    # casts
+    Op("to_float64", lambda m, x: (x.float() * 2).double(),
+       lambda x: (x.astype(np.float32) * 2).astype(np.float64), half=False,
+       eps=1e-2, atol=1e-4, rtol=1e-3),
+]
+
+
+def _scatter_add_np(a, b):
+    out = a.copy()
+    idx = np.array([[0, 1, 0, 1]])
+    for j in range(idx.shape[1]):
+        out[idx[0, j], j] += b[0, j]
+    return out
+
+
+OPS_BY_NAME = {op.name: op for op in OPS}
+_shapes_unary = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4)
+_shapes_binary = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3,
+                                                   min_side=1, max_side=4)
+
+
+def _arity(op):
+    if op.shapes == "unary":
+        return 1
+    if op.shapes == "binary":
+        return 2
+    first = op.shapes[0]
+    return len(first) if isinstance(first[0], tuple) else 1
+
+
+def _shapes_strategy(op):
+    if op.shapes == "unary":
+        return _shapes_unary.map(lambda s: (s,))
+    if op.shapes == "binary":
+        return _shapes_binary.map(lambda r: r.input_shapes)
+    return st.sampled_from([s if isinstance(s[0], tuple) else (s,) for s in op.shapes])
+
+
+def _values(op, shape, rng):
+    lo, hi = op.domain
+    n = int(np.prod(shape)) if shape else 1
+    if op.distinct:
+        # well-separated values: no ties, so max/min/maximum are differentiable
+        vals = rng.permutation(n) * 0.37 + rng.uniform(-0.05, 0.05, n) - n * 0.18
+        return vals.reshape(shape).astype(np.float64)
+    x = rng.uniform(lo, hi, size=shape)
+    if op.away:
+        x = np.where(np.abs(x) < op.away, np.sign(x + 1e-12) * (op.away + np.abs(x)), x)
+    for edge in op.extra.get("avoid", ()):
+        x = np.where(np.abs(x - edge) < 0.05, x + 0.1, x)
+    return np.asarray(x, dtype=np.float64)
+
+
+def _inputs(op, shapes, seed):
+    rng = np.random.default_rng(seed)
+    arrays = [_values(op, s, rng) for s in shapes]
+    if op.name in ("maximum", "minimum") and len(arrays) == 2:
+        # interleave both inputs' values so that neither side always wins
+        arrays[1] = arrays[1] + 0.11
+    return arrays
+
+
+def _gc(arrays, dtype=gc.float64, requires_grad=True):
+    return [gc.tensor(a, dtype=dtype, requires_grad=requires_grad) for a in arrays]
+
+
+def _projected_grad_check(f, arrays, seed, eps=1e-6, atol=1e-5, rtol=1e-4):
+    """Compare <u, J v> by central differences with <J^T u, v> from backward."""
+    rng = np.random.default_rng(seed + 1)
+    xs = _gc(arrays)
+    out = f(*xs)
+    u = rng.standard_normal(out.shape)
+    vs = [rng.standard_normal(a.shape) for a in arrays]
+    out.backward(gc.tensor(u, dtype=gc.float64))
+    analytic = sum(float((host(x.grad) * v).sum()) for x, v in zip(xs, vs)
+                   if x.grad is not None)
+
+    def proj(sign):
+        # inputs require grad: f may itself differentiate (second-order checks)
+        ys = [gc.tensor(a + sign * eps * v, dtype=gc.float64, requires_grad=True)
+              for a, v in zip(arrays, vs)]
+        return float((host(f(*ys).detach()) * u).sum())
+
+    numeric = (proj(1) - proj(-1)) / (2 * eps)
+    assert abs(analytic - numeric) <= atol + rtol * abs(numeric), \
+        f"<J^T u, v> = {analytic!r} from backward, <u, J v> = {numeric!r} numerically"
+
+
+def _grad_of(f, w_seed):
+    """h(xs) = sum_i <d<f, u>/dx_i, w_i>, built with create_graph=True (for order 2)."""
+    def h(*xs):
+        rng = np.random.default_rng(w_seed)
+        out = f(*xs)
+        u = gc.tensor(rng.standard_normal(out.shape), dtype=gc.float64)
+        grads = gc.autograd.grad([out], list(xs), [u], create_graph=True, allow_unused=True)
+        total = None
+        for x, g in zip(xs, grads):
+            if g is None:
+                continue
+            w = gc.tensor(rng.standard_normal(x.shape), dtype=gc.float64)
+            term = (g * w).sum()
+            total = term if total is None else total + term
+        return total
+    return h
+
+
+_settings = settings(max_examples=12, deadline=None, derandomize=True,
+                     suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_forward_matches_numpy(op, device):
+    @_settings
+    @given(shapes=_shapes_strategy(op), seed=st.integers(0, 2**16))
+    def check(shapes, seed):
+        arrays = _inputs(op, shapes, seed)
+        out = op.fn(gc, *_gc(arrays, requires_grad=False))
+        np.testing.assert_allclose(host(out), op.ref(*arrays), rtol=1e-12, atol=1e-12)
+    check()
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_gradient_matches_finite_differences(op, device):
+    @_settings
+    @given(shapes=_shapes_strategy(op), seed=st.integers(0, 2**16))
+    def check(shapes, seed):
+        arrays = _inputs(op, shapes, seed)
+        _projected_grad_check(lambda *xs: op.fn(gc, *xs), arrays, seed, eps=op.eps,
+                              atol=op.atol, rtol=op.rtol)
+    check()
+
+
+@pytest.mark.parametrize("op", [op for op in OPS if op.order2], ids=lambda op: op.name)
+def test_second_derivative_matches_finite_differences(op, device):
+    @settings(max_examples=6, deadline=None, derandomize=True)
+    @given(shapes=_shapes_strategy(op), seed=st.integers(0, 2**16))
+    def check(shapes, seed):
+        arrays = _inputs(op, shapes, seed)
+        h = _grad_of(lambda *xs: op.fn(gc, *xs), seed + 7)
+        xs = _gc(arrays)
+        if h(*xs) is None or not h(*xs).requires_grad:
+            return  # the gradient is constant: its own gradient is zero and untracked
+        _projected_grad_check(h, arrays, seed, eps=op.eps, atol=op.atol * 10,
+                              rtol=op.rtol * 10)
+    check()
+
+
+@pytest.mark.parametrize("dtype,rtol", [(gc.float32, 2e-4), (gc.float16, 3e-2)],
+                         ids=["float32", "float16"])
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_low_precision_matches_float64(op, dtype, rtol, device):
+    if not op.half:
+        pytest.skip(f"{op.name} fixes its own dtypes on purpose")
+    shapes = _first_shapes(op)
+    arrays = _inputs(op, shapes, 3)
+    if dtype is gc.float16:
+        arrays = [a.astype(np.float16).astype(np.float64) for a in arrays]
+    ref_x = _gc(arrays)
+    ref = op.fn(gc, *ref_x)
+    u = np.random.default_rng(5).standard_normal(ref.shape)
+    ref.backward(gc.tensor(u, dtype=gc.float64))
+    lo_x = _gc(arrays, dtype=dtype)
+    lo = op.fn(gc, *lo_x)
+    assert lo.dtype == dtype
+    lo.backward(gc.tensor(u, dtype=dtype))
+    scale = max(1.0, float(np.abs(host(ref)).max(initial=0)))
+    np.testing.assert_allclose(host(lo).astype(np.float64), host(ref), rtol=rtol,
+                               atol=rtol * scale)
+    for a, b in zip(lo_x, ref_x):
+        if b.grad is None:
+            continue
+        assert a.grad.dtype == dtype
+        gscale = max(1.0, float(np.abs(host(b.grad)).max(initial=0)))
+        np.testing.assert_allclose(host(a.grad).astype(np.float64), host(b.grad), rtol=rtol,
+                                   atol=rtol * gscale * 4)
+
+
+def _first_shapes(op):
+    if op.shapes == "unary":
+        return ((2, 3),)
+    if op.shapes == "binary":
+        return ((2, 3), (3,))
+    s = op.shapes[0]
+    return s if isinstance(s[0], tuple) else (s,)
+
+
+@needs_torch
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_matches_pytorch(op):
+    import torch
+
+    shape_sets = (op.shapes if isinstance(op.shapes, list) else
+                  [((2, 3),), ((4, 1, 3),)] if op.shapes == "unary" else
+                  [((2, 3), (3,)), ((4, 1), (1, 3)), ((), (2, 2))])
+    for i, shapes in enumerate(shape_sets):
+        shapes = shapes if isinstance(shapes[0], tuple) or shapes == () else (shapes,)
+        if shapes and not isinstance(shapes[0], tuple):
+            shapes = (shapes,)
+        arrays = _inputs(op, shapes, 11 + i)
+        gx = _gc(arrays)
+        tx = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
+        gout, tout = op.fn(gc, *gx), op.fn(torch, *tx)
+        np.testing.assert_allclose(host(gout), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+        u = np.random.default_rng(i).standard_normal(tout.shape)
+        gout.backward(gc.tensor(u))
+        tout.backward(torch.tensor(u))
+        for a, b in zip(gx, tx):
+            if b.grad is None:
+                assert a.grad is None or np.all(host(a.grad) == 0)
+                continue
+            np.testing.assert_allclose(host(a.grad), b.grad.numpy(), rtol=1e-9, atol=1e-12)
