@@ -40,6 +40,7 @@ class FunctionCtx:
 
 
 class _FunctionNode(Node):
+    saved = ()  # not None: the engine then calls release(), which frees ctx's tensors
     def apply(self, F, grads):
         from ..tensor import Tensor, _wrap
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import weakref
 
+from .. import backend as _backend
 from ..backend import math_of
 from .grad_mode import state as _mode
 
@@ -102,6 +103,8 @@ class Node:
         self._pre_hooks.setdefault(nr, []).append(fn)
 
     def retain(self, nr, tensor):
+        if self._pre_hooks is None:
+            self._pre_hooks = {}  # the engine checks this one attribute for both
         if self._retains is None:
             self._retains = {}
         self._retains[nr] = weakref.ref(tensor)
@@ -217,8 +220,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     Nodes are visited in a reverse topological order built without recursion; each
     gradient buffer is dropped as soon as it has been consumed.
     """
-    from ..ops import tensor_math
-
+    tensor_math = _tensor_math()
     root_nodes = [n for n, _ in roots]
     deps, seen = _collect(root_nodes)
     captured = [None] * (len(capture) if capture else 0)
@@ -234,57 +236,80 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     anomaly = _mode.anomaly
     prev_mode = _mode.enabled
     _mode.enabled = bool(create_graph)
+    math_by_type = _backend._math_by_type
+    pop_ready, push_ready, pop_buffer = ready.pop, ready.append, buffers.pop
     try:
         while ready:
-            node = ready.pop()
-            grad = buffers.pop(node, None)
-            if grad is not None and (needed is None or node in needed):
-                if node._pre_hooks is not None or node._retains is not None:
-                    grad = _run_prehooks(node, grad)
-                if capture:
-                    _capture(capture, captured, node, grad)
-                if type(node) is AccumulateGrad:
-                    if accumulate:
-                        g = grad if node.n_outputs == 1 else grad[0]
-                        F = tensor_math if create_graph else math_of(g)
-                        if F.tensor_mode and not isinstance(g, tensor_math.Tensor):
-                            g = tensor_math.wrap(g)
-                        _leaf_accumulate(node.variable, g, F, create_graph)
-                    continue
-                grads = _apply(node, grad, create_graph, anomaly)
-                if not retain_graph:
+            node = pop_ready()
+            grad = pop_buffer(node, None)
+            if grad is None or (needed is not None and node not in needed):
+                # nothing flows through this node: its inputs still lose a dependency
+                if not retain_graph and node.next_functions:
                     node.release()
-                shapes = node.shapes
-                for i, (nxt, nr) in enumerate(node.next_functions):
-                    if nxt is None:
-                        continue
+                for nxt, _ in node.next_functions:
+                    if nxt is not None:
+                        d = deps[nxt] - 1
+                        deps[nxt] = d
+                        if d == 0:
+                            push_ready(nxt)
+                continue
+            if node._pre_hooks is not None:  # hooks or retain_grad
+                grad = _run_prehooks(node, grad)
+            if capture:
+                _capture(capture, captured, node, grad)
+            if type(node) is AccumulateGrad:
+                if accumulate:
+                    F = tensor_math if create_graph else math_of(grad)
+                    if create_graph and not isinstance(grad, tensor_math.Tensor):
+                        grad = tensor_math.wrap(grad)
+                    _leaf_accumulate(node.variable, grad, F, create_graph)
+                continue
+            if create_graph or node.n_outputs != 1:
+                grads = _apply(node, grad, create_graph, anomaly)
+            else:  # the hot path: one output, arrays
+                F = math_by_type.get(type(grad)) or math_of(grad)
+                grads = node.apply(F, grad)
+                if anomaly:
+                    _check_nan(node, grads, F)
+            if not retain_graph and (node.saved is not None or node.out is not None):
+                node.release()
+            shapes = node.shapes
+            i = 0
+            for nxt, nr in node.next_functions:
+                if nxt is not None:
                     g = grads[i]
                     if g is not None:
                         if shapes is not None and g.shape != shapes[i]:
                             g = _sum_to(g, shapes[i], create_graph)
-                        _add_to_buffer(buffers, nxt, nr, g)
+                        if nxt.n_outputs == 1:
+                            old = buffers.get(nxt)
+                            # never add in place: the old buffer may be aliased elsewhere
+                            buffers[nxt] = g if old is None else old + g
+                        else:
+                            _add_to_buffer(buffers, nxt, nr, g)
                     d = deps[nxt] - 1
                     deps[nxt] = d
                     if d == 0:
-                        ready.append(nxt)
-            else:
-                if not retain_graph and node.next_functions:
-                    node.release()
-                for nxt, _ in node.next_functions:
-                    if nxt is None:
-                        continue
-                    d = deps[nxt] - 1
-                    deps[nxt] = d
-                    if d == 0:
-                        ready.append(nxt)
+                        push_ready(nxt)
+                i += 1
     finally:
         _mode.enabled = prev_mode
     return captured
 
 
-def _apply(node, grad, create_graph, anomaly):
-    from ..ops import tensor_math
+_tm = None
 
+
+def _tensor_math():
+    global _tm
+    if _tm is None:
+        from ..ops import tensor_math
+        _tm = tensor_math
+    return _tm
+
+
+def _apply(node, grad, create_graph, anomaly):
+    tensor_math = _tensor_math()
     if create_graph:
         F = tensor_math
         if node.n_outputs == 1:
@@ -323,10 +348,8 @@ def _check_nan(node, grads, F):
 
 
 def _sum_to(g, shape, create_graph):
-    from ..ops import tensor_math
-
     if create_graph:
-        return tensor_math.sum_to(g, shape)
+        return _tensor_math().sum_to(g, shape)
     return math_of(g).sum_to(g, shape)
 
 
@@ -343,7 +366,7 @@ def _add_to_buffer(buffers, node, nr, g):
 
 
 def _run_prehooks(node, grad):
-    from ..ops import tensor_math
+    tensor_math = _tensor_math()
 
     single = node.n_outputs == 1
     grads = [grad] if single else list(grad)

@@ -44,6 +44,20 @@ def record(data, node: Node, *inputs: Tensor) -> Tensor:
     return out
 
 
+def record1(data, node: Node, x: Tensor) -> Tensor:
+    """:func:`record` for the common case of one input that requires grad."""
+    fn = x.grad_fn
+    node.next_functions = ((fn, x._out_nr),) if fn is not None else ((x._accumulator(), 0),)
+    out = _new(Tensor)
+    out.data = data
+    out.grad_fn = node
+    out._rg = True
+    if _mode.anomaly:
+        import traceback
+        node._trace = "".join(traceback.format_stack(limit=12)[:-2])
+    return out
+
+
 def needs_grad(*ts) -> bool:
     if not _mode.enabled:
         return False

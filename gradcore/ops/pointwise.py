@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from ..backend import math_of
-from ._core import Node, Tensor, as_tensor, binary_operands, mode, record, wrap
+from ._core import Node, Tensor, as_tensor, binary_operands, mode, record, record1, wrap
 
 _new = object.__new__
 
@@ -24,40 +24,72 @@ def _broadcast_error(op, a, b, exc):
                         f"({exc})")
 
 
-def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save=(), float_result=False):
-    """Shared body of the binary ops: promote, compute, record with what ``save`` names.
+def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save_inputs=False, save_out=False,
+            float_result=False):
+    """Shared body of the binary ops: promote, compute, record.
 
-    ``save`` lists what the formula needs: "a", "b" (inputs), "out".
+    ``cls_tt``/``cls_ts``/``cls_st`` are the backward nodes for tensor-tensor,
+    tensor-scalar and scalar-tensor; ``save_inputs`` and ``save_out`` say what the
+    derivative rule reads.  The first two branches are fast paths for the common
+    same-dtype cases; everything else goes through PyTorch's type promotion.
     """
+    if type(a) is Tensor:
+        ad = a.data
+        tb = type(b)
+        if tb is Tensor:
+            bd = b.data
+            if ad.dtype is bd.dtype and type(ad) is type(bd) and type(ad) is _ndarray and \
+                    (not float_result or ad.dtype.kind == "f"):
+                return _finish_tt(op, cls_tt, fwd, a, b, ad, bd, save_inputs, save_out)
+        elif (tb is float or tb is int) and ad.dtype.kind == "f":
+            return _finish_ts(op, cls_ts, fwd(ad, b), a, b, save_inputs, save_out)
     x, y = binary_operands(a, b, op, float_result)
-    tx = type(x) is Tensor
-    ty = type(y) is Tensor or isinstance(y, Tensor)
-    xd = x.data if tx else x
-    yd = y.data if ty else y
+    tx = isinstance(x, Tensor)
+    ty = isinstance(y, Tensor)
+    if tx and ty:
+        return _finish_tt(op, cls_tt, fwd, x, y, x.data, y.data, save_inputs, save_out)
+    try:
+        out = fwd(x.data, y) if tx else fwd(x, y.data)
+    except ValueError as exc:
+        raise _broadcast_error(op, x, y, exc) from None
+    if tx:
+        return _finish_ts(op, cls_ts, out, x, y, save_inputs, save_out)
+    return _finish_ts(op, cls_st, out, y, x, save_inputs, save_out)
+
+
+def _finish_tt(op, cls, fwd, x, y, xd, yd, save_inputs, save_out):
     try:
         out = fwd(xd, yd)
     except ValueError as exc:
         raise _broadcast_error(op, x, y, exc) from None
-    if not mode.enabled or not ((tx and x._rg) or (ty and y._rg)):
+    if not mode.enabled or not (x._rg or y._rg):
         return wrap(out)
-    if tx and ty:
-        node = _new(cls_tt)
-        if xd.shape != yd.shape:
-            node.shapes = (xd.shape, yd.shape)
-        saved = tuple(x if s == "a" else y for s in save if s != "out")
-        if saved:
-            node.save(*saved)
-        t = record(out, node, x, y)
-    else:
-        node = _new(cls_ts if tx else cls_st)
-        tensor, scalar = (x, y) if tx else (y, x)
-        node.scalar = scalar
-        if any(s in ("a", "b") for s in save):
-            node.save(tensor)
-        t = record(out, node, tensor)
-    if "out" in save:
+    node = _new(cls)
+    if xd.shape != yd.shape:
+        node.shapes = (xd.shape, yd.shape)
+    if save_inputs:
+        node.save(x, y)
+    t = record(out, node, x, y)
+    if save_out:
         node.save_output(t)
     return t
+
+
+def _finish_ts(op, cls, out, tensor, scalar, save_inputs, save_out):
+    if not (mode.enabled and tensor._rg):
+        return wrap(out)
+    node = _new(cls)
+    node.scalar = scalar
+    if save_inputs:
+        node.saved = (tensor,)
+        node.versions = (tensor._version,)
+    t = record1(out, node, tensor)
+    if save_out:
+        node.save_output(t)
+    return t
+
+
+_ndarray = np.ndarray
 
 
 # ---- add / sub ----------
@@ -145,7 +177,7 @@ class MulBackward1(Node):
 def mul(a, b):
     """``a * b`` with broadcasting."""
     return _binary("mul", MulBackward0, MulBackward1, MulBackward1, _np_mul, a, b,
-                   save=("a", "b"))
+                   save_inputs=True)
 
 
 def _np_mul(x, y):
@@ -184,7 +216,7 @@ def div(a, b, *, rounding_mode=None):
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
                          f"'floor' but found '{rounding_mode}'")
     return _binary("div", DivBackward0, DivBackward1, RdivBackward, _np_div, a, b,
-                   save=("a", "b"), float_result=True)
+                   save_inputs=True, float_result=True)
 
 
 def _np_div(x, y):
@@ -247,7 +279,7 @@ def pow(a, b):  # noqa: A001 - PyTorch's name
             isinstance(b, (int, float, np.number)) and a.data.dtype.kind in "iu" and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return _binary("pow", PowBackward1, PowBackward0, PowBackward2, _np_pow, a, b,
-                   save=("a", "b", "out"))
+                   save_inputs=True, save_out=True)
 
 
 def _np_pow(x, y):
@@ -278,8 +310,9 @@ def _unary(x, fn_name, cls, save_input=False, save_output=False, floating=True):
         return wrap(out)
     node = _new(cls)
     if save_input:
-        node.save(x)
-    t = record(out, node, x)
+        node.saved = (x,)
+        node.versions = (x._version,)
+    t = record1(out, node, x)
     if save_output:
         node.save_output(t)
     return t
@@ -516,7 +549,7 @@ def maximum(a, b):
     """Elementwise maximum; at ties each side gets half the gradient."""
     a, b = _both_tensors(a, b)
     return _binary("maximum", MaximumBackward0, None, None, _np_maximum, a, b,
-                   save=("a", "b"))
+                   save_inputs=True)
 
 
 def _np_maximum(x, y):
@@ -535,7 +568,7 @@ def minimum(a, b):
     """Elementwise minimum; at ties each side gets half the gradient."""
     a, b = _both_tensors(a, b)
     return _binary("minimum", MinimumBackward0, None, None, _np_minimum, a, b,
-                   save=("a", "b"))
+                   save_inputs=True)
 
 
 def _np_minimum(x, y):
