@@ -49,6 +49,8 @@ def record1(data, node: Node, x: Tensor) -> Tensor:
     fn = x.grad_fn
     node.next_functions = ((fn, x._out_nr),) if fn is not None else ((x._accumulator(), 0),)
     out = _new(Tensor)
+    if type(data) is not _ndarray and isinstance(data, np.generic):
+        data = np.asarray(data)  # NumPy returns scalars from 0-d arithmetic
     out.data = data
     out.grad_fn = node
     out._rg = True
