@@ -46,8 +46,9 @@ def _names(a, b):
         return "DotBackward0"
     if a.ndim == 2 and b.ndim == 1:
         return "MvBackward0"
-    if a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0]:
-        return "BmmBackward0"
+    if a.ndim == 1 and b.ndim == 2:
+        return "SqueezeBackward4"  # PyTorch: unsqueeze(0), mm, squeeze(0)
+    # batched: PyTorch's matmul ends in a view (bmm() itself names BmmBackward0)
     return "UnsafeViewBackward0"
 
 
@@ -98,7 +99,10 @@ def bmm(a, b):
     if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
         raise RuntimeError(f"bmm: expected 3-D tensors with the same batch size, got shapes "
                            f"{tuple(a.shape)} and {tuple(b.shape)}")
-    return matmul(a, b)
+    out = matmul(a, b)
+    if out.grad_fn is not None:
+        out.grad_fn._name = "BmmBackward0"
+    return out
 
 
 def dot(a, b):
