@@ -102,6 +102,9 @@ class AddBackward1(Node):
     def apply(self, F, g):
         return (g,)
 
+    def name(self):  # PyTorch wraps a Python scalar in a tensor: `x + 2` is AddBackward0
+        return "AddBackward0"
+
 
 def add(a, b, *, alpha=1):
     """``a + alpha * b`` with broadcasting."""
@@ -122,6 +125,9 @@ class SubBackward0(Node):
 class SubBackward1(Node):
     def apply(self, F, g):
         return (g,)
+
+    def name(self):  # `x - 2` prints SubBackward0 in PyTorch
+        return "SubBackward0"
 
 
 class RsubBackward1(Node):
@@ -173,6 +179,9 @@ class MulBackward1(Node):
     def apply(self, F, g):
         return (g * self.scalar,)
 
+    def name(self):  # `x * 2` prints MulBackward0 in PyTorch
+        return "MulBackward0"
+
 
 def mul(a, b):
     """``a * b`` with broadcasting."""
@@ -196,14 +205,17 @@ class DivBackward1(Node):
     def apply(self, F, g):
         return (g / self.scalar,)
 
+    def name(self):  # `x / 2` prints DivBackward0 in PyTorch
+        return "DivBackward0"
+
 
 class RdivBackward(Node):  # scalar / tensor
     def apply(self, F, g):
         (b,) = self.unpack(F)
         return (F.div_backward_b(g, self.scalar, b),)
 
-    def name(self):
-        return "DivBackward0"
+    def name(self):  # PyTorch computes `2 / x` as reciprocal(x) * 2
+        return "MulBackward0"
 
 
 def div(a, b, *, rounding_mode=None):

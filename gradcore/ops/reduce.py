@@ -371,6 +371,9 @@ class NormBackward1(Node):
         safe = F.where(y == 0, 1, y)
         return (F.where(y == 0, 0 * g, g / safe) * x,)
 
+    def name(self):  # PyTorch 2.x routes norm() to linalg.vector_norm
+        return "LinalgVectorNormBackward0"
+
 
 def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     """Vector p-norm over ``dim`` (default 2, i.e. Frobenius over everything)."""
