@@ -174,22 +174,27 @@ def _sole_reference(arr) -> bool:
 
 
 def _collect(roots):
-    """Dependency counts of every node reachable from ``roots`` (no recursion)."""
+    """Dependency counts of every node reachable from ``roots`` (no recursion).
+
+    Returns ``(deps, roots)``: how many edges lead into each reached node, and the set
+    of roots (together: every node reached).
+    """
     deps: dict[Node, int] = {}
     stack = [n for n in roots if n is not None]
-    seen = set(stack)
+    root_set = set(stack)
+    push, pop, get = stack.append, stack.pop, deps.get
     while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
+        for nxt, _ in pop().next_functions:
             if nxt is None:
                 continue
-            if nxt in seen:
-                deps[nxt] += 1
-            else:
+            d = get(nxt)
+            if d is None:
                 deps[nxt] = 1
-                seen.add(nxt)
-                stack.append(nxt)
-    return deps, seen
+                if nxt not in root_set:
+                    push(nxt)
+            else:
+                deps[nxt] = d + 1
+    return deps, root_set
 
 
 def _needed(roots, targets, seen):
@@ -222,11 +227,11 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     """
     tensor_math = _tensor_math()
     root_nodes = [n for n, _ in roots]
-    deps, seen = _collect(root_nodes)
+    deps, root_set = _collect(root_nodes)
     captured = [None] * (len(capture) if capture else 0)
     needed = None
     if capture is not None and not accumulate:
-        needed = _needed(root_nodes, [n for n, _ in capture], seen)
+        needed = _needed(root_nodes, [n for n, _ in capture], root_set.union(deps))
 
     buffers: dict[Node, object] = {}
     for (node, nr), g in zip(roots, root_grads):

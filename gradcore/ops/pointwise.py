@@ -108,6 +108,13 @@ class AddBackward1(Node):
 
 def add(a, b, *, alpha=1):
     """``a + alpha * b`` with broadcasting."""
+    if type(b) is float and type(a) is Tensor:  # fast path: float tensor + Python float
+        ad = a.data
+        if ad.dtype.kind == "f" and alpha == 1:
+            out = ad + b
+            if not (a._rg and mode.enabled):
+                return wrap(out)
+            return record1(out, _new(AddBackward1), a)
     if alpha != 1:
         b = mul(b, alpha)
     return _binary("add", AddBackward0, AddBackward1, AddBackward1, _np_add, a, b)
@@ -185,6 +192,15 @@ class MulBackward1(Node):
 
 def mul(a, b):
     """``a * b`` with broadcasting."""
+    if type(b) is float and type(a) is Tensor:  # fast path: float tensor * Python float
+        ad = a.data
+        if ad.dtype.kind == "f":
+            out = ad * b
+            if not (a._rg and mode.enabled):
+                return wrap(out)
+            node = _new(MulBackward1)
+            node.scalar = b
+            return record1(out, node, a)
     return _binary("mul", MulBackward0, MulBackward1, MulBackward1, _np_mul, a, b,
                    save_inputs=True)
 
@@ -468,7 +484,18 @@ class TanhBackward0(Node):
 
 def tanh(x):
     """Hyperbolic tangent."""
-    return _unary(x, "tanh", TanhBackward0, save_output=True)
+    xd = x.data
+    if type(xd) is not _ndarray or xd.dtype.kind != "f":
+        return _unary(x, "tanh", TanhBackward0, save_output=True)
+    out = _np_tanh(xd)  # fast path: a float array on the CPU
+    if not (x._rg and mode.enabled):
+        return wrap(out)
+    t = record1(out, _new(TanhBackward0), x)
+    t.grad_fn.save_output(t)
+    return t
+
+
+_np_tanh = np.tanh
 
 
 class SigmoidBackward0(Node):
