@@ -91,6 +91,15 @@ class set_grad_enabled(_Mode):
         state.enabled = self._prev
         return False
 
+    def __call__(self, fn):
+        state.enabled = self._prev  # decorating does not change the mode (as in PyTorch)
+        return super().__call__(fn)
+
+    @staticmethod
+    def _fresh(mode):
+        # each call of a decorated function sets the mode anew and records the mode before
+        return set_grad_enabled(mode._mode)
+
 
 def is_anomaly_enabled() -> bool:
     return state.anomaly
