@@ -155,7 +155,8 @@ class Function:
             if id(o) in ctx._non_differentiable or not o.dtype.is_floating_point:
                 results.append(o)
                 continue
-            if o.grad_fn is not None or o in inputs:
+            # `o in inputs` would compare with == (elementwise): test identity
+            if o.grad_fn is not None or any(o is t for t in inputs):
                 o = _wrap(o.data)  # the output of apply is always a fresh node output
             o.grad_fn, o._out_nr, o._rg = node, nr, True
             results.append(o)
