@@ -1,0 +1,68 @@
+"""pytest-benchmark setup for bench/: the workloads' import path, a warm-up, and a
+ratio summary.
+
+Each test in ``test_targets.py`` records its median in the ``medians`` fixture; at the
+end of the run the summary prints gradcore / NumPy-by-hand and torch / NumPy-by-hand
+per target next to the goal (``bench/report.py`` prints the same table without pytest).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))  # `import workloads` from this folder
+
+_MEDIANS: dict[tuple[str, str], float] = {}  # (target key, impl) -> median seconds
+SETTLE_S = 0.3  # pause before each benchmark's warm-up
+WARMUP_S = 0.5  # untimed calls of the step before pytest-benchmark calibrates
+
+
+@pytest.fixture
+def warm_up():
+    """Call ``warm_up(step)`` to pause, then run ``step`` untimed for WARMUP_S seconds.
+
+    The pause lets the thread pool of the library used last go idle: NumPy's OpenBLAS
+    workers and torch's OpenMP workers spin for a while after their last task, and on
+    a machine with few cores a benchmark that starts while the other library's pool
+    still spins runs up to 10x slower, measuring the contention instead of the code.
+    """
+    def run(step):
+        time.sleep(SETTLE_S)
+        t_end = time.perf_counter() + WARMUP_S
+        step()
+        while time.perf_counter() < t_end:
+            step()
+    return run
+
+
+@pytest.fixture
+def medians():
+    """Call ``medians(benchmark, key, impl)`` after a benchmark to feed the summary."""
+    def record(benchmark, key: str, impl: str) -> None:
+        # benchmark.stats is None under --benchmark-disable: nothing to record then
+        stats = getattr(getattr(benchmark, "stats", None), "stats", None)
+        median = getattr(stats, "median", None)
+        if median:
+            _MEDIANS[(key, impl)] = median
+    return record
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _MEDIANS:
+        return
+    from workloads import TARGETS
+
+    tr = terminalreporter
+    tr.section("ratios to NumPy by hand (medians of this run)")
+    tr.write_line(f"{'target':<46} {'gradcore':>9} {'torch':>9} {'goal':>6}")
+    for t in TARGETS:
+        base = _MEDIANS.get((t.key, "numpy"))
+        cells = []
+        for impl in ("gradcore", "torch"):
+            m = _MEDIANS.get((t.key, impl))
+            cells.append(f"{m / base:8.2f}x" if base and m else "n/a")
+        tr.write_line(f"{t.title:<46} {cells[0]:>9} {cells[1]:>9} {t.ratio:5.2f}x")
