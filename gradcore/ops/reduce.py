@@ -332,6 +332,8 @@ def _arg(x, dim, keepdim, which):
         if keepdim:
             out = out.reshape((1,) * xd.ndim)
         return wrap(out)
+    if isinstance(dim, (tuple, list)):
+        raise TypeError(f"{which}(): argument 'dim' must be int, not tuple")
     axis = normalize_dim(dim, xd.ndim, which)
     return wrap(m.asarray(fn(xd, axis=axis, keepdims=keepdim), dtype=np.int64))
 
