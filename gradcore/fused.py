@@ -55,6 +55,28 @@ def _sigmoid_backward_cpu(g, y):
     return out
 
 
+def _tanh_backward_inplace_cpu(g, y):
+    """``g *= 1 - y * y`` in place (the engine owns ``g``): one temporary, not three."""
+    tmp = np.multiply(y, y)
+    np.subtract(1, tmp, out=tmp)
+    np.multiply(g, tmp, out=g)
+    return g
+
+
+def _sigmoid_backward_inplace_cpu(g, y):
+    tmp = np.subtract(1, y)
+    np.multiply(tmp, y, out=tmp)
+    np.multiply(g, tmp, out=g)
+    return g
+
+
+# In-place variants for gradients the engine owns (``Node.apply_owned``): same math as
+# the kernel of the same name without the trailing underscore (tests compare them).
+INPLACE_CPU = {
+    "tanh_backward_": _tanh_backward_inplace_cpu,
+    "sigmoid_backward_": _sigmoid_backward_inplace_cpu,
+}
+
 KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("tanh_backward", ("g", "y"), "g * (1 - y * y)", cpu=_tanh_backward_cpu),
     Kernel("sigmoid_backward", ("g", "y"), "g * (y * (1 - y))", cpu=_sigmoid_backward_cpu),
@@ -85,6 +107,9 @@ def attach(math) -> None:
     for k in KERNELS.values():
         fn = k.cpu if (k.cpu is not None and math.xp is np) else k.compile(names)
         setattr(math, k.name, fn)
+    for name, fn in INPLACE_CPU.items():
+        # elsewhere (until the CUDA kernels land) the out-of-place kernel stands in
+        setattr(math, name, fn if math.xp is np else getattr(math, name[:-1]))
 
 
 def composite(namespace: dict) -> dict:

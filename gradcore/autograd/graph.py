@@ -48,6 +48,12 @@ class Node:
     _pre_hooks = None
     _retains = None
     n_outputs = 1
+    # True when apply() always returns new arrays that nothing else references: the
+    # engine may then update them in place (accumulation, apply_owned, .grad).
+    fresh_grads = False
+    # Optional apply_owned(F, grad): like apply, but free to overwrite ``grad``, which
+    # the engine passes only when it owns that array exclusively.
+    apply_owned = None
 
     def needs(self, i: int) -> bool:
         """Whether input ``i`` wants a gradient (formulas skip the others)."""
@@ -137,8 +143,13 @@ class AccumulateGrad(Node):
         raise RuntimeError("AccumulateGrad is handled by the engine")
 
 
-def _leaf_accumulate(leaf, grad, F, create_graph):
-    """Add ``grad`` (array, or Tensor in tensor mode) into ``leaf.grad``."""
+def _leaf_accumulate(leaf, grad, F, create_graph, owned=False):
+    """Add ``grad`` (array, or Tensor in tensor mode) into ``leaf.grad``.
+
+    ``owned``: the engine made this array and nobody else can see it, so ``.grad`` may
+    take it as is; otherwise it gets a copy (the array may be a read-only broadcast,
+    a view, or shared with another leaf).
+    """
     from ..tensor import _wrap
 
     old = leaf.grad
@@ -150,7 +161,7 @@ def _leaf_accumulate(leaf, grad, F, create_graph):
             leaf.grad = new
         return
     if old is None:
-        if not (F.owns(grad) and _sole_reference(grad)):
+        if not owned:
             grad = grad.copy()
         leaf.grad = _wrap(grad)
     elif old.grad_fn is None:
@@ -163,14 +174,6 @@ def _leaf_accumulate(leaf, grad, F, create_graph):
             leaf.grad = _wrap(od + grad)
     else:
         leaf.grad = _wrap(old.data + grad)
-
-
-def _sole_reference(arr) -> bool:
-    # The engine's local variable, this function's argument and getrefcount's own
-    # argument: anything beyond that means someone else can see the array.
-    import sys
-
-    return sys.getrefcount(arr) <= 4
 
 
 def _collect(roots):
@@ -236,6 +239,10 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     buffers: dict[Node, object] = {}
     for (node, nr), g in zip(roots, root_grads):
         _add_to_buffer(buffers, node, nr, g)
+    # ids of buffered arrays that only the engine can see (fresh results of fresh_grads
+    # nodes, sums and accumulations): those may be overwritten in place.  An id leaves
+    # the set as soon as its array leaves the buffers, so ids are never stale.
+    owned: set[int] = set()
     # roots may also be reachable from one another: only start with true sources.
     ready = [n for n in dict.fromkeys(root_nodes) if n not in deps]
     anomaly = _mode.anomaly
@@ -243,6 +250,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     _mode.enabled = bool(create_graph)
     math_by_type = _backend._math_by_type
     pop_ready, push_ready, pop_buffer = ready.pop, ready.append, buffers.pop
+    track_owned = not create_graph and not capture
     try:
         while ready:
             node = pop_ready()
@@ -258,8 +266,15 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                         if d == 0:
                             push_ready(nxt)
                 continue
+            is_owned = False
+            if owned:
+                gid = id(grad)
+                if gid in owned:
+                    owned.discard(gid)
+                    is_owned = True
             if node._pre_hooks is not None:  # hooks or retain_grad
                 grad = _run_prehooks(node, grad)
+                is_owned = False
             if capture:
                 _capture(capture, captured, node, grad)
             if type(node) is AccumulateGrad:
@@ -267,29 +282,43 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                     F = tensor_math if create_graph else math_of(grad)
                     if create_graph and not isinstance(grad, tensor_math.Tensor):
                         grad = tensor_math.wrap(grad)
-                    _leaf_accumulate(node.variable, grad, F, create_graph)
+                    _leaf_accumulate(node.variable, grad, F, create_graph, is_owned)
                 continue
             if create_graph or node.n_outputs != 1:
                 grads = _apply(node, grad, create_graph, anomaly)
             else:  # the hot path: one output, arrays
                 F = math_by_type.get(type(grad)) or math_of(grad)
-                grads = node.apply(F, grad)
+                if is_owned and node.apply_owned is not None:
+                    grads = node.apply_owned(F, grad)
+                else:
+                    grads = node.apply(F, grad)
                 if anomaly:
                     _check_nan(node, grads, F)
             if not retain_graph and (node.saved is not None or node.out is not None):
                 node.release()
             shapes = node.shapes
+            fresh = track_owned and node.fresh_grads
+            writable = F.writable if fresh else None
             i = 0
             for nxt, nr in node.next_functions:
                 if nxt is not None:
                     g = grads[i]
                     if g is not None:
+                        g_owned = fresh
                         if shapes is not None and g.shape != shapes[i]:
                             g = _sum_to(g, shapes[i], create_graph)
+                            g_owned = track_owned
+                        if g_owned and (id(g) in owned or not (writable or F.writable)(g)):
+                            g_owned = False  # the same array went to two edges, or a scalar
                         if nxt.n_outputs == 1:
                             old = buffers.get(nxt)
-                            # never add in place: the old buffer may be aliased elsewhere
-                            buffers[nxt] = g if old is None else old + g
+                            if old is None:
+                                buffers[nxt] = g
+                                if g_owned:
+                                    owned.add(id(g))
+                            else:
+                                buffers[nxt] = _accumulate(old, g, owned, g_owned,
+                                                           track_owned)
                         else:
                             _add_to_buffer(buffers, nxt, nr, g)
                     d = deps[nxt] - 1
@@ -300,6 +329,27 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     finally:
         _mode.enabled = prev_mode
     return captured
+
+
+def _accumulate(old, g, owned, g_owned, track_owned):
+    """``old + g`` for a gradient buffer, in place into an array the engine owns."""
+    if not track_owned:
+        return old + g  # tensors (create_graph): build the graph of the sum
+    oid = id(old)
+    same = old.shape == g.shape and old.dtype == g.dtype
+    if same and oid in owned:
+        old += g
+        return old
+    if same and g_owned:
+        g += old
+        owned.discard(oid)
+        owned.add(id(g))
+        return g
+    new = old + g
+    owned.discard(oid)
+    if math_of(new).writable(new):  # 0-d NumPy results are read-only scalars
+        owned.add(id(new))
+    return new
 
 
 _tm = None

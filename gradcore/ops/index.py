@@ -75,6 +75,8 @@ def _node_name(idx):
 
 
 class IndexBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         if self.basic:
             return (F.place_into_zeros(g, self.index, self.in_shape),)
@@ -200,6 +202,8 @@ def _check_index(index, op, x):
 
 
 class GatherBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (F.index_add_into_zeros(g, self.index, self.in_shape),)
 
@@ -248,6 +252,8 @@ def scatter_add(x, dim, index, src):
 
 
 class IndexSelectBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (F.index_add_into_zeros(g, self.index, self.in_shape),)
 
@@ -271,6 +277,8 @@ def index_select(x, dim, index):
 
 
 class MaskedFillBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         mask = self.mask if not F.tensor_mode else wrap(self.mask)
         return (F.where(mask, 0, g),)

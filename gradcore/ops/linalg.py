@@ -13,6 +13,8 @@ _new = object.__new__
 class MatmulBackward(Node):
     """``out = a @ b``; 1-D operands are treated as a row (a) or a column (b)."""
 
+    fresh_grads = True
+
     def apply(self, F, g):
         a, b = self.unpack(F)
         a1d, b1d = a.ndim == 1, b.ndim == 1

@@ -163,8 +163,13 @@ def rsub(a, b):
 
 
 class NegBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (-g,)
+
+    def apply_owned(self, F, g):
+        return (F.negative(g, out=g),)
 
 
 def neg(x):
@@ -175,19 +180,45 @@ def neg(x):
     return record(out, _new(NegBackward0), x)
 
 
+def _mul_into(F, g, other):
+    """``g * other`` written into ``g`` (owned by the engine) when the result has
+    ``g``'s shape and dtype; a new array otherwise."""
+    shape = getattr(other, "shape", ())
+    if (shape == g.shape or F.broadcast_shapes(g.shape, shape) == g.shape) and \
+            getattr(other, "dtype", g.dtype) == g.dtype:
+        return F.multiply(g, other, out=g)
+    return g * other
+
+
 # ---- mul / div ----------
 class MulBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         a, b = self.unpack(F)
         return (g * b if self.needs(0) else None), (g * a if self.needs(1) else None)
 
+    def apply_owned(self, F, g):
+        a, b = self.unpack(F)
+        ga = gb = None
+        if self.needs(0):
+            ga = g * b if self.needs(1) else _mul_into(F, g, b)
+        if self.needs(1):
+            gb = _mul_into(F, g, a)
+        return ga, gb
+
 
 class MulBackward1(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (g * self.scalar,)
 
     def name(self):  # `x * 2` prints MulBackward0 in PyTorch
         return "MulBackward0"
+
+    def apply_owned(self, F, g):
+        return (F.multiply(g, self.scalar, out=g),)
 
 
 def mul(a, b):
@@ -210,6 +241,8 @@ def _np_mul(x, y):
 
 
 class DivBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         a, b = self.unpack(F)
         ga = g / b if self.needs(0) else None
@@ -218,14 +251,21 @@ class DivBackward0(Node):
 
 
 class DivBackward1(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (g / self.scalar,)
 
     def name(self):  # `x / 2` prints DivBackward0 in PyTorch
         return "DivBackward0"
 
+    def apply_owned(self, F, g):
+        return (F.divide(g, self.scalar, out=g),)
+
 
 class RdivBackward(Node):  # scalar / tensor
+    fresh_grads = True
+
     def apply(self, F, g):
         (b,) = self.unpack(F)
         return (F.div_backward_b(g, self.scalar, b),)
@@ -279,12 +319,16 @@ def remainder(a, b):
 
 # ---- pow ----------
 class PowBackward0(Node):  # tensor ** scalar
+    fresh_grads = True
+
     def apply(self, F, g):
         (x,) = self.unpack(F)
         return (F.pow_backward(g, x, self.scalar),)
 
 
 class PowBackward1(Node):  # tensor ** tensor
+    fresh_grads = True
+
     def apply(self, F, g):
         a, b = self.unpack(F)
         ga = F.pow_backward(g, a, b) if self.needs(0) else None
@@ -296,6 +340,8 @@ class PowBackward1(Node):  # tensor ** tensor
 
 
 class PowBackward2(Node):  # scalar ** tensor
+    fresh_grads = True
+
     def apply(self, F, g):
         y = self.output(F)
         return (g * y * float(np.log(self.scalar)) if self.scalar != 0 else 0 * g,)
@@ -347,8 +393,13 @@ def _unary(x, fn_name, cls, save_input=False, save_output=False, floating=True):
 
 
 class ExpBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (g * self.output(F),)
+
+    def apply_owned(self, F, g):
+        return (F.multiply(g, self.output(F), out=g),)
 
 
 def exp(x):
@@ -357,6 +408,8 @@ def exp(x):
 
 
 class LogBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         (x,) = self.unpack(F)
         return (g / x,)
@@ -368,6 +421,8 @@ def log(x):
 
 
 class Log1PBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         (x,) = self.unpack(F)
         return (g / (x + 1),)
@@ -379,6 +434,8 @@ def log1p(x):
 
 
 class Expm1Backward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (g * (self.output(F) + 1),)
 
@@ -389,6 +446,8 @@ def expm1(x):
 
 
 class SqrtBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (F.sqrt_backward(g, self.output(F)),)
 
@@ -399,6 +458,8 @@ def sqrt(x):
 
 
 class RsqrtBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (F.rsqrt_backward(g, self.output(F)),)
 
@@ -421,6 +482,8 @@ def rsqrt(x):
 
 
 class ReciprocalBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (F.reciprocal_backward(g, self.output(F)),)
 
@@ -437,6 +500,8 @@ def reciprocal(x):
 
 
 class AbsBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         (x,) = self.unpack(F)
         return (F.abs_backward(g, x),)
@@ -448,6 +513,8 @@ def abs(x):  # noqa: A001
 
 
 class SignBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (0 * g,)
 
@@ -458,6 +525,8 @@ def sign(x):
 
 
 class SinBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         (x,) = self.unpack(F)
         return (g * F.cos(x),)
@@ -468,6 +537,8 @@ def sin(x):
 
 
 class CosBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         (x,) = self.unpack(F)
         return (-g * F.sin(x),)
@@ -478,8 +549,13 @@ def cos(x):
 
 
 class TanhBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (F.tanh_backward(g, self.output(F)),)
+
+    def apply_owned(self, F, g):
+        return (F.tanh_backward_(g, self.output(F)),)
 
 
 def tanh(x):
@@ -499,8 +575,13 @@ _np_tanh = np.tanh
 
 
 class SigmoidBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (F.sigmoid_backward(g, self.output(F)),)
+
+    def apply_owned(self, F, g):
+        return (F.sigmoid_backward_(g, self.output(F)),)
 
 
 def _np_sigmoid(xd):
@@ -526,8 +607,14 @@ def sigmoid(x):
 
 
 class ReluBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (F.relu_backward(g, self.output(F)),)
+
+    def apply_owned(self, F, g):
+        F.copyto(g, 0, where=self.output(F) <= 0)
+        return (g,)
 
 
 def relu(x):
@@ -542,6 +629,8 @@ def relu(x):
 
 
 class ClampBackward1(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         (x,) = self.unpack(F)
         return (F.clamp_backward(g, x, self.lo, self.hi),)
@@ -578,6 +667,8 @@ clip = clamp
 
 # ---- maximum / minimum / where ----------
 class MaximumBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         a, b = self.unpack(F)
         return (F.maximum_backward_a(g, a, b) if self.needs(0) else None,
@@ -596,6 +687,8 @@ def _np_maximum(x, y):
 
 
 class MinimumBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         a, b = self.unpack(F)
         # min(a, b) = -max(-a, -b): the same tie rule, mirrored
@@ -623,6 +716,8 @@ def _both_tensors(a, b):
 
 
 class WhereBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         cond = self.cond if not F.tensor_mode else wrap(self.cond)
         return (F.where(cond, g, 0) if self.needs(0) else None,
@@ -659,6 +754,8 @@ def where(condition, a=None, b=None):
 
 # ---- casts ----------
 class ToCopyBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         return (F.astype(g, self.src_dtype),)
 

@@ -119,6 +119,8 @@ def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
 
 # ---- prod ----------
 class ProdBackward(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         (x,) = self.unpack(F)
         y = self.output(F)
@@ -203,6 +205,8 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
 
 # ---- max / min ----------
 class MaxBackward1(Node):  # full reduction: ties share the gradient evenly
+    fresh_grads = True
+
     def apply(self, F, g):
         (x,) = self.unpack(F)
         y = self.output(F)
@@ -212,6 +216,8 @@ class MaxBackward1(Node):  # full reduction: ties share the gradient evenly
 
 
 class AmaxBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         (x,) = self.unpack(F)
         y = self.output(F)
@@ -224,6 +230,8 @@ class AmaxBackward0(Node):
 
 
 class MaxBackward0(Node):  # with dim: the gradient goes to the returned index
+    fresh_grads = True
+
     def apply(self, F, g):
         idx = self.indices
         if not self.keepdim:
@@ -363,6 +371,8 @@ def logsumexp(x, dim, keepdim=False):
 
 
 class NormBackward1(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         (x,) = self.unpack(F)
         y = self.output(F)

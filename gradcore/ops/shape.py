@@ -225,6 +225,8 @@ def expand_as(x, other):
 
 
 class RepeatBackward0(Node):
+    fresh_grads = True
+
     def apply(self, F, g):
         shape, reps = self.in_shape, self.reps
         lead = len(reps) - len(shape)
