@@ -30,6 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
+
 from workloads import IMPLS, TARGETS, TORCH_MISSING, torch, verified_step  # noqa: E402
 
 REPEAT_S = 0.02     # aim for this much time in one repeat of one implementation

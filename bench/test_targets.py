@@ -9,6 +9,7 @@ computation.
 from __future__ import annotations
 
 import pytest
+
 from workloads import IMPLS, TARGETS, TORCH_MISSING, torch, verified_step
 
 

@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from conftest import host, needs_torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import gradcore as gc
+
+from conftest import host, needs_torch
 
 
 @dataclass
