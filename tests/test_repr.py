@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import gradcore as gc
-from tests.conftest import needs_torch
+
+from conftest import needs_torch
 
 try:
     import torch

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import gradcore as gc
-from tests.conftest import host
+
+from conftest import host
 
 
 def _rand(shape, seed):
