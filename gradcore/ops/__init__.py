@@ -134,6 +134,10 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
     # builtins.any: this module's `any` is the tensor reduction
     tracked = mode.enabled and (x._rg or builtins.any(isinstance(a, Tensor) and a._rg
                                                       for a in args))
+    if not tracked and len(args) == 1 and not kwargs:
+        ufunc = _DIRECT_UFUNCS.get(fn)
+        if ufunc is not None and _write_direct(x, xd, ufunc, args[0]):
+            return x
     if tracked:
         old = _alias(x)
         r = fn(old, *args, **kwargs)
@@ -160,6 +164,33 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
         if r.grad_fn.out is not None:
             r.grad_fn.save_output(x)  # the saved output is x's value now
     return x
+
+
+# Untracked in-place arithmetic (an optimizer's `p -= lr * g`) runs as one ufunc
+# writing into x's memory, with no temporary and no copy back.
+_DIRECT_UFUNCS = {add: "add", sub: "subtract", mul: "multiply", div: "divide"}
+
+
+def _write_direct(x, xd, ufunc, other) -> bool:
+    """``xd = ufunc(xd, other)`` in place when no promotion or broadcast of ``x`` is
+    involved; False (nothing done) otherwise."""
+    if xd.dtype.kind != "f":
+        return False
+    if isinstance(other, Tensor):
+        od = other.data
+        if od.dtype != xd.dtype or type(od) is not type(xd) or od.ndim > xd.ndim:
+            return False
+        if od.shape != xd.shape[xd.ndim - od.ndim:] and od.shape != xd.shape:
+            return False
+        if other.device != x.device:
+            return False
+    elif isinstance(other, (float, int)) and not isinstance(other, bool):
+        od = other
+    else:
+        return False
+    getattr(math_of(xd), ufunc)(xd, od, out=xd)
+    x._bump()
+    return True
 
 
 def _can_cast(src, dst) -> bool:

@@ -177,9 +177,29 @@ def prod(x, dim=None, keepdim=False, *, dtype=None):
 
 
 # ---- var / std: composites (their derivative comes free) ----------
-def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
-        keepdims=None):
-    """Variance with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
+class VarBackward0(Node):
+    """d var / dx = 2 (x - mean) / (n - correction); std divides by 2 std as well."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        shape = _keep_shape(x.shape, self.axes)
+        if not self.keepdim:
+            g = F.reshape(g, shape)
+        centered = x - F.sum(x, axis=self.axes, keepdims=True) * (1.0 / self.n)
+        if self.is_std:
+            y = self.output(F)
+            if not self.keepdim:
+                y = F.reshape(y, shape)
+            return (centered * (g / (y * self.denom)),)
+        return (centered * (g * (2.0 / self.denom)),)
+
+    def name(self):
+        return "StdBackward0" if self.is_std else "VarBackward0"
+
+
+def _var_std(x, dim, unbiased, keepdim, correction, axis, keepdims, is_std):
     dim = _dim_arg(dim, axis)
     keepdim = keepdim if keepdims is None else keepdims
     if isinstance(dim, bool):  # var(x, False): PyTorch's positional `unbiased`
@@ -187,20 +207,44 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     xd = x.data
+    op = "std" if is_std else "var"
     if xd.dtype.kind != "f":
-        raise RuntimeError(f"std and var only support floating point and complex dtypes, "
-                           f"got {x.dtype!r}")
-    axes = normalize_dims(dim, xd.ndim, "var")
+        raise RuntimeError(f"{op}(): std and var only support floating point and complex "
+                           f"dtypes, got {x.dtype!r}")
+    axes = normalize_dims(dim, xd.ndim, op)
     n = xd.size if axes is None else int(np.prod([xd.shape[a] for a in axes]))
-    centered = x - mean(x, axes, keepdim=True)
-    return sum(centered * centered, axes, keepdim=keepdim) / builtins.max(n - correction, 0)
+    denom = builtins.max(n - correction, 0)
+    acc = np.float32 if xd.dtype == np.float16 else xd.dtype
+    m = math_of(xd)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = xd.var(axis=axes, dtype=acc, ddof=correction, keepdims=keepdim) if denom else \
+            m.full(_keep_shape(xd.shape, axes) if keepdim else
+                   tuple(s for i, s in enumerate(xd.shape) if axes is not None and i not in axes),
+                   np.nan, dtype=acc)
+        if is_std:
+            out = m.sqrt(out)
+    out = m.asarray(out).astype(xd.dtype, copy=False)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(VarBackward0)
+    node.axes, node.keepdim, node.n, node.denom, node.is_std = axes, keepdim, n, denom, is_std
+    node.save(x)
+    t = record(out, node, x)
+    if is_std:
+        node.save_output(t)
+    return t
+
+
+def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
+        keepdims=None):
+    """Variance with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
+    return _var_std(x, dim, unbiased, keepdim, correction, axis, keepdims, False)
 
 
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
         keepdims=None):
-    """Standard deviation: ``sqrt(var(...))`` with the same arguments."""
-    return pw.sqrt(var(x, dim, unbiased, keepdim, correction=correction, axis=axis,
-                       keepdims=keepdims))
+    """Standard deviation: the square root of :func:`var`, same arguments."""
+    return _var_std(x, dim, unbiased, keepdim, correction, axis, keepdims, True)
 
 
 # ---- max / min ----------
@@ -357,17 +401,48 @@ def argmin(x, dim=None, keepdim=False, *, axis=None):
 
 
 # ---- logsumexp / norm ----------
+class LogsumexpBackward0(Node):
+    """d logsumexp / dx = softmax(x) = exp(x - out)."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        y = self.output(F)
+        if not self.keepdim:
+            shape = _keep_shape(x.shape, self.axes)
+            y, g = F.reshape(y, shape), F.reshape(g, shape)
+        return (g * F.exp(x - y),)
+
+
 def logsumexp(x, dim, keepdim=False):
-    """``log(sum(exp(x), dim))`` computed stably (composite)."""
+    """``log(sum(exp(x), dim))``, computed without overflow."""
     x = pw._float(x)
-    axes = normalize_dims(dim, x.data.ndim, "logsumexp")
-    m = amax(x, axes, keepdim=True).detach()
-    m = pw.where(pw.isfinite(m), m, 0)
-    out = pw.log(sum(pw.exp(x - m), axes, keepdim=True)) + m
+    xd = x.data
+    axes = normalize_dims(dim, xd.ndim, "logsumexp")
+    m = math_of(xd)
+    shift = xd.max(axis=axes, keepdims=True) if xd.size else m.zeros(
+        _keep_shape(xd.shape, axes), dtype=xd.dtype)
+    shift = m.where(m.isfinite(shift), shift, 0)
+    e = xd - shift
+    m.exp(e, out=e) if isinstance(e, m.ndarray) else None
+    if not isinstance(e, m.ndarray):
+        e = m.exp(e)
+    acc = np.float32 if xd.dtype == np.float16 else xd.dtype
+    out = m.log(e.sum(axis=axes, keepdims=True, dtype=acc)).astype(xd.dtype, copy=False)
+    out += shift
     if not keepdim:
-        from .shape import squeeze
-        out = squeeze(out, axes) if axes is not None else out.reshape(())
-    return out
+        out = out.reshape(tuple(n for i, n in enumerate(xd.shape)
+                                if axes is not None and i not in axes))
+    out = m.asarray(out)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(LogsumexpBackward0)
+    node.axes, node.keepdim = axes, keepdim
+    node.save(x)
+    t = record(out, node, x)
+    node.save_output(t)
+    return t
 
 
 class NormBackward1(Node):
