@@ -242,17 +242,57 @@ class ArrayMath:
         return self.xp.asarray(data, dtype=dtype)
 
     def sum_to(self, grad, shape):
-        """Undo broadcasting: sum ``grad`` down to ``shape`` (the one shared rule)."""
+        """Undo broadcasting: sum ``grad`` down to ``shape`` (the one shared rule).
+
+        Axes along which ``grad`` is itself a broadcast (stride 0, e.g. the gradient of
+        a ``sum``) are not read element by element: their sum is one slice times the
+        length of the axis.
+        """
         if grad.shape == shape:
             return grad
         lead = grad.ndim - len(shape)
         axes = tuple(range(lead)) + tuple(
             i + lead for i, n in enumerate(shape) if n == 1 and grad.shape[i + lead] != 1
         )
+        strides = getattr(grad, "strides", None)
+        count = 1
+        if strides is not None and axes:
+            flat = tuple(a for a in axes if strides[a] == 0)
+            if flat:
+                for a in flat:
+                    count *= grad.shape[a]
+                grad = grad[tuple(slice(0, 1) if a in flat else slice(None)
+                                  for a in range(grad.ndim))]
+                axes = tuple(a for a in axes if a not in flat)
         out = grad.sum(axis=axes, keepdims=True) if axes else grad
-        if lead:
-            out = out.reshape(shape)
+        if count != 1:
+            out = out * count
+        elif out is grad:
+            out = grad.copy()
+        out = out.reshape(shape)
         return self.xp.asarray(out)
+
+    def mul_sum_to(self, g, other, shape):
+        """``sum_to(g * other, shape)`` without materialising ``g * other``.
+
+        The gradient of a broadcast operand of ``mul`` (a weight or scale vector): when
+        ``g`` is a broadcast constant (the gradient of ``sum``/``mean``) this is one
+        reduction of ``other``; otherwise one ``einsum`` pass with no temporary.
+        """
+        full = g.shape
+        if getattr(g, "strides", None) is not None and not any(g.strides) and g.size:
+            c = g.reshape(-1)[0]
+            o = other if getattr(other, "shape", ()) == full else self.xp.broadcast_to(other,
+                                                                                      full)
+            return self.sum_to(o, shape) * c
+        nd = len(full)
+        letters = "abcdefghijklmnopqrstuvwxyz"[:nd]
+        o_nd = getattr(other, "ndim", 0)
+        keep = nd - len(shape)
+        out_sub = "".join(letters[i] for i in range(keep, nd) if shape[i - keep] != 1 or
+                          full[i] == 1)
+        res = self.xp.einsum(f"{letters},{letters[nd - o_nd:]}->{out_sub}", g, other)
+        return self.xp.asarray(res).reshape(shape)
 
     def scatter_into_zeros(self, g, axis, index, shape):
         """Zeros of ``shape`` with ``g`` put at ``index`` along ``axis``."""

@@ -196,9 +196,15 @@ class MulBackward0(Node):
 
     def apply(self, F, g):
         a, b = self.unpack(F)
+        shapes = self.shapes
+        if shapes is not None:  # an operand was broadcast: reduce as we multiply
+            return ((F.mul_sum_to(g, b, shapes[0]) if self.needs(0) else None),
+                    (F.mul_sum_to(g, a, shapes[1]) if self.needs(1) else None))
         return (g * b if self.needs(0) else None), (g * a if self.needs(1) else None)
 
     def apply_owned(self, F, g):
+        if self.shapes is not None:
+            return self.apply(F, g)
         a, b = self.unpack(F)
         ga = gb = None
         if self.needs(0):

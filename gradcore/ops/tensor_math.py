@@ -64,6 +64,10 @@ def sum_to(x, shape):
     return _shape.sum_to(x, shape)
 
 
+def mul_sum_to(g, other, shape):
+    return _shape.sum_to(g * other, shape)
+
+
 def where(c, a, b):
     return _pw.where(c, a, b)
 
