@@ -322,12 +322,6 @@ class ArrayMath:
     def astype(arr, dtype):
         return arr.astype(dtype)
 
-    @staticmethod
-    def writable(arr) -> bool:
-        """Whether ``arr`` can be written in place (NumPy scalars and broadcasts cannot)."""
-        flags = getattr(arr, "flags", None)
-        return flags is not None and flags.writeable
-
     def owns(self, arr) -> bool:
         """True when ``arr`` is a writable array that views no other array."""
         return arr.base is None and arr.flags.writeable
@@ -340,10 +334,6 @@ class _NumpyMath(ArrayMath):
 
 
 class _CupyMath(ArrayMath):
-    @staticmethod
-    def writable(arr) -> bool:
-        return True
-
     def owns(self, arr) -> bool:
         return arr.base is None
 

@@ -255,80 +255,105 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
         while ready:
             node = pop_ready()
             grad = pop_buffer(node, None)
-            if grad is None or (needed is not None and node not in needed):
-                # nothing flows through this node: its inputs still lose a dependency
-                if not retain_graph and node.next_functions:
-                    node.release()
-                for nxt, _ in node.next_functions:
-                    if nxt is not None:
-                        d = deps[nxt] - 1
-                        deps[nxt] = d
-                        if d == 0:
-                            push_ready(nxt)
-                continue
             is_owned = False
-            if owned:
+            if owned and grad is not None:
                 gid = id(grad)
                 if gid in owned:
                     owned.discard(gid)
                     is_owned = True
-            if node._pre_hooks is not None:  # hooks or retain_grad
-                grad = _run_prehooks(node, grad)
-                is_owned = False
-            if capture:
-                _capture(capture, captured, node, grad)
-            if type(node) is AccumulateGrad:
-                if accumulate:
-                    F = tensor_math if create_graph else math_of(grad)
-                    if create_graph and not isinstance(grad, tensor_math.Tensor):
-                        grad = tensor_math.wrap(grad)
-                    _leaf_accumulate(node.variable, grad, F, create_graph, is_owned)
-                continue
-            if create_graph or node.n_outputs != 1:
-                grads = _apply(node, grad, create_graph, anomaly)
-            else:  # the hot path: one output, arrays
-                F = math_by_type.get(type(grad)) or math_of(grad)
-                if is_owned and node.apply_owned is not None:
-                    grads = node.apply_owned(F, grad)
-                else:
-                    grads = node.apply(F, grad)
-                if anomaly:
-                    _check_nan(node, grads, F)
-            if not retain_graph and (node.saved is not None or node.out is not None):
-                node.release()
-            shapes = node.shapes
-            fresh = track_owned and node.fresh_grads
-            writable = F.writable if fresh else None
-            i = 0
-            for nxt, nr in node.next_functions:
-                if nxt is not None:
-                    g = grads[i]
-                    if g is not None:
-                        g_owned = fresh
-                        if shapes is not None and g.shape != shapes[i]:
-                            g = _sum_to(g, shapes[i], create_graph)
-                            g_owned = track_owned
-                        if g_owned and (id(g) in owned or not (writable or F.writable)(g)):
-                            g_owned = False  # the same array went to two edges, or a scalar
-                        if nxt.n_outputs == 1:
-                            old = buffers.get(nxt)
-                            if old is None:
-                                buffers[nxt] = g
-                                if g_owned:
-                                    owned.add(id(g))
+            # Follow the graph from `node`; along a chain (one edge out, one edge into
+            # the next node) the gradient is handed on directly, without buffering.
+            while True:
+                if grad is None or (needed is not None and node not in needed):
+                    _pass_over(node, deps, push_ready, retain_graph)
+                    break
+                if node._pre_hooks is not None:  # hooks or retain_grad
+                    grad = _run_prehooks(node, grad)
+                    is_owned = False
+                if capture:
+                    _capture(capture, captured, node, grad)
+                if type(node) is AccumulateGrad:
+                    if accumulate:
+                        F = tensor_math if create_graph else math_of(grad)
+                        if create_graph and not isinstance(grad, tensor_math.Tensor):
+                            grad = tensor_math.wrap(grad)
+                        _leaf_accumulate(node.variable, grad, F, create_graph, is_owned)
+                    break
+                if create_graph or node.n_outputs != 1:
+                    grads = _apply(node, grad, create_graph, anomaly)
+                    F = None
+                else:  # the hot path: one output, arrays
+                    F = math_by_type.get(type(grad)) or math_of(grad)
+                    if is_owned and node.apply_owned is not None:
+                        grads = node.apply_owned(F, grad)
+                    else:
+                        grads = node.apply(F, grad)
+                    if anomaly:
+                        _check_nan(node, grads, F)
+                if not retain_graph and (node.saved is not None or node.out is not None):
+                    node.release()
+                shapes = node.shapes
+                fresh = track_owned and node.fresh_grads and F is not None
+                edges = node.next_functions
+                if len(edges) == 1:
+                    nxt, nr = edges[0]
+                    if nxt is not None and deps[nxt] == 1 and nxt.n_outputs == 1 and \
+                            nxt not in buffers:
+                        g = grads[0]
+                        g_owned = False
+                        if g is not None:
+                            g_owned = fresh and type(g) is F.ndarray
+                            if shapes is not None and g.shape != shapes[0]:
+                                g = _sum_to(g, shapes[0], create_graph)
+                                g_owned = track_owned and type(g) is F.ndarray
+                            if g_owned and id(g) in owned:
+                                g_owned = False
+                        deps[nxt] = 0
+                        node, grad, is_owned = nxt, g, g_owned
+                        continue
+                i = 0
+                for nxt, nr in edges:
+                    if nxt is not None:
+                        g = grads[i]
+                        if g is not None:
+                            g_owned = fresh and type(g) is F.ndarray
+                            if shapes is not None and g.shape != shapes[i]:
+                                g = _sum_to(g, shapes[i], create_graph)
+                                g_owned = track_owned and type(g) is (F or math_of(g)).ndarray
+                            if g_owned and id(g) in owned:
+                                g_owned = False  # the same array went to two edges
+                            if nxt.n_outputs == 1:
+                                old = buffers.get(nxt)
+                                if old is None:
+                                    buffers[nxt] = g
+                                    if g_owned:
+                                        owned.add(id(g))
+                                else:
+                                    buffers[nxt] = _accumulate(old, g, owned, g_owned,
+                                                               track_owned)
                             else:
-                                buffers[nxt] = _accumulate(old, g, owned, g_owned,
-                                                           track_owned)
-                        else:
-                            _add_to_buffer(buffers, nxt, nr, g)
-                    d = deps[nxt] - 1
-                    deps[nxt] = d
-                    if d == 0:
-                        push_ready(nxt)
-                i += 1
+                                _add_to_buffer(buffers, nxt, nr, g)
+                        d = deps[nxt] - 1
+                        deps[nxt] = d
+                        if d == 0:
+                            push_ready(nxt)
+                    i += 1
+                break
     finally:
         _mode.enabled = prev_mode
     return captured
+
+
+def _pass_over(node, deps, push_ready, retain_graph):
+    """A node that receives no gradient: its inputs still lose one dependency each."""
+    if not retain_graph and node.next_functions:
+        node.release()
+    for nxt, _ in node.next_functions:
+        if nxt is not None:
+            d = deps[nxt] - 1
+            deps[nxt] = d
+            if d == 0:
+                push_ready(nxt)
 
 
 def _accumulate(old, g, owned, g_owned, track_owned):
@@ -347,7 +372,7 @@ def _accumulate(old, g, owned, g_owned, track_owned):
         return g
     new = old + g
     owned.discard(oid)
-    if math_of(new).writable(new):  # 0-d NumPy results are read-only scalars
+    if type(new) is math_of(new).ndarray:  # 0-d NumPy results are scalars
         owned.add(id(new))
     return new
 
