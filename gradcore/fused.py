@@ -70,17 +70,28 @@ def _sigmoid_backward_inplace_cpu(g, y):
     return g
 
 
+def _relu_backward_cpu(g, y):
+    # g * (y > 0): a multiply by the mask is ~10x faster in NumPy than where() or a
+    # masked copy; it differs from where(y > 0, g, 0) only where g is inf or NaN.
+    return np.multiply(g, y > 0)
+
+
+def _relu_backward_inplace_cpu(g, y):
+    return np.multiply(g, y > 0, out=g)
+
+
 # In-place variants for gradients the engine owns (``Node.apply_owned``): same math as
 # the kernel of the same name without the trailing underscore (tests compare them).
 INPLACE_CPU = {
     "tanh_backward_": _tanh_backward_inplace_cpu,
     "sigmoid_backward_": _sigmoid_backward_inplace_cpu,
+    "relu_backward_": _relu_backward_inplace_cpu,
 }
 
 KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("tanh_backward", ("g", "y"), "g * (1 - y * y)", cpu=_tanh_backward_cpu),
     Kernel("sigmoid_backward", ("g", "y"), "g * (y * (1 - y))", cpu=_sigmoid_backward_cpu),
-    Kernel("relu_backward", ("g", "y"), "where(y > 0, g, 0)"),
+    Kernel("relu_backward", ("g", "y"), "where(y > 0, g, 0)", cpu=_relu_backward_cpu),
     Kernel("sqrt_backward", ("g", "y"), "g / (2 * y)"),
     Kernel("rsqrt_backward", ("g", "y"), "-0.5 * g * (y * y * y)"),
     Kernel("reciprocal_backward", ("g", "y"), "-g * (y * y)"),

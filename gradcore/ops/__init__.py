@@ -19,7 +19,7 @@ from . import (
     shape,
     tensor_math,  # noqa: F401  (the engine's math for create_graph=True)
 )
-from ._core import Tensor, as_tensor, mode, wrap
+from ._core import Tensor, as_tensor, mode, same_device, wrap
 from .index import _check_inplace, gather, index_select, masked_fill, nonzero, scatter_add
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .pointwise import (
@@ -182,7 +182,7 @@ def _write_direct(x, xd, ufunc, other) -> bool:
             return False
         if od.shape != xd.shape[xd.ndim - od.ndim:] and od.shape != xd.shape:
             return False
-        if other.device != x.device:
+        if not same_device(xd, od):
             return False
     elif isinstance(other, (float, int)) and not isinstance(other, bool):
         od = other

@@ -85,6 +85,13 @@ def as_tensor(x, like: Tensor | None = None) -> Tensor:
     return tensor(x, device=dev)
 
 
+def same_device(a, b) -> bool:
+    """Whether two arrays live on the same device (cheap for host arrays)."""
+    if type(a) is _ndarray and type(b) is _ndarray:
+        return True
+    return backend.device_of(a) == backend.device_of(b)
+
+
 def check_same_device(a, b, op: str):
     if type(a) is _ndarray and type(b) is _ndarray:
         return
