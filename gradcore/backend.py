@@ -246,31 +246,30 @@ class ArrayMath:
 
         Axes along which ``grad`` is itself a broadcast (stride 0, e.g. the gradient of
         a ``sum``) are not read element by element: their sum is one slice times the
-        length of the axis.
+        length of the axis.  The result is always a new array.
         """
-        if grad.shape == shape:
+        gshape = grad.shape
+        if gshape == shape:
             return grad
-        lead = grad.ndim - len(shape)
-        axes = tuple(range(lead)) + tuple(
-            i + lead for i, n in enumerate(shape) if n == 1 and grad.shape[i + lead] != 1
-        )
+        axes = _SUM_AXES.get((gshape, shape))
+        if axes is None:
+            axes = _SUM_AXES[(gshape, shape)] = _sum_axes(gshape, shape)
         strides = getattr(grad, "strides", None)
+        if strides is not None:
+            for a in axes:
+                if strides[a] == 0:
+                    return self._sum_to_broadcast(grad, shape, axes)
+        return self.xp.asarray(grad.sum(axis=axes)).reshape(shape)
+
+    def _sum_to_broadcast(self, grad, shape, axes):
+        flat = tuple(a for a in axes if grad.strides[a] == 0)
         count = 1
-        if strides is not None and axes:
-            flat = tuple(a for a in axes if strides[a] == 0)
-            if flat:
-                for a in flat:
-                    count *= grad.shape[a]
-                grad = grad[tuple(slice(0, 1) if a in flat else slice(None)
-                                  for a in range(grad.ndim))]
-                axes = tuple(a for a in axes if a not in flat)
-        out = grad.sum(axis=axes, keepdims=True) if axes else grad
-        if count != 1:
-            out = out * count
-        elif out is grad:
-            out = grad.copy()
-        out = out.reshape(shape)
-        return self.xp.asarray(out)
+        for a in flat:
+            count *= grad.shape[a]
+        grad = grad[tuple(slice(0, 1) if a in flat else slice(None) for a in range(grad.ndim))]
+        rest = tuple(a for a in axes if a not in flat)
+        out = grad.sum(axis=rest, keepdims=True) if rest else grad
+        return self.xp.asarray(out * count).reshape(shape)
 
     def mul_sum_to(self, g, other, shape):
         """``sum_to(g * other, shape)`` without materialising ``g * other``.
@@ -332,6 +331,15 @@ class _NumpyMath(ArrayMath):
         out = np.asarray(data, dtype=dtype)
         return out
 
+    @staticmethod
+    def broadcast_to(arr, shape):
+        """``np.broadcast_to`` (read-only), four times cheaper for one-element arrays."""
+        if arr.size == 1:
+            out = np.ndarray(shape, arr.dtype, arr, 0, (0,) * len(shape))
+            out.flags.writeable = False
+            return out
+        return np.broadcast_to(arr, shape)
+
 
 class _CupyMath(ArrayMath):
     def owns(self, arr) -> bool:
@@ -340,6 +348,23 @@ class _CupyMath(ArrayMath):
     def asarray(self, data, dtype=None):
         with self.xp.cuda.Device(self.device.index or 0):
             return self.xp.asarray(data, dtype=dtype)
+
+
+_SUM_AXES: dict[tuple, tuple] = {}
+
+
+def _sum_axes(gshape, shape) -> tuple:
+    """The axes of an array of ``gshape`` to sum so that it takes ``shape``."""
+    lead = len(gshape) - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"sum_to: cannot sum a gradient of shape {gshape} to the larger "
+                           f"shape {shape}")
+    for i, n in enumerate(shape):
+        if n != 1 and n != gshape[i + lead]:
+            raise RuntimeError(f"sum_to: a gradient of shape {gshape} does not broadcast "
+                               f"from shape {shape}")
+    return tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape)
+                                      if n == 1 and gshape[i + lead] != 1)
 
 
 _cpu_math_obj: ArrayMath | None = None

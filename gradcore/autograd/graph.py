@@ -150,8 +150,7 @@ def _leaf_accumulate(leaf, grad, F, create_graph, owned=False):
     take it as is; otherwise it gets a copy (the array may be a read-only broadcast,
     a view, or shared with another leaf).
     """
-    from ..tensor import _wrap
-
+    _wrap = _tensor_math().wrap
     old = leaf.grad
     if F.tensor_mode:
         if old is None:

@@ -3,11 +3,14 @@ dot, outer."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..backend import math_of
 from ._core import Node, Tensor, as_tensor, check_same_device, mode, record, wrap
 from .pointwise import _float
 
 _new = object.__new__
+_ndarray = np.ndarray
 
 
 class MatmulBackward(Node):
@@ -56,6 +59,20 @@ def _names(a, b):
 
 def matmul(a, b):
     """Matrix product with NumPy's/PyTorch's rules for 1-D and batched operands."""
+    if type(a) is Tensor and type(b) is Tensor:
+        ad, bd = a.data, b.data
+        # fast path: two host matrices of one float dtype with matching inner sizes
+        if ad.ndim == 2 and bd.ndim == 2 and type(ad) is _ndarray and type(bd) is _ndarray \
+                and ad.dtype is bd.dtype and ad.shape[1] == bd.shape[0] and \
+                ad.dtype.kind == "f":
+            out = ad @ bd
+            if not (mode.enabled and (a._rg or b._rg)):
+                return wrap(out)
+            node = _new(MatmulBackward)
+            node._name = "MmBackward0"
+            node.saved = (a, b)
+            node.versions = (a._version, b._version)
+            return record(out, node, a, b)
     a = a if isinstance(a, Tensor) else as_tensor(a, b)
     b = b if isinstance(b, Tensor) else as_tensor(b, a)
     ad, bd = a.data, b.data

@@ -101,12 +101,14 @@ def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
                            f"a floating point or complex dtype. Got: {x.dtype!r}")
     axes = normalize_dims(dim, xd.ndim, "mean")
     acc, res = _accum_dtype(xd, dtype)
-    out = xd.mean(axis=axes, dtype=acc, keepdims=keepdim)
+    n = xd.size if axes is None else int(np.prod([xd.shape[a] for a in axes]))
+    # sum, then scale: NumPy's mean() is the same arithmetic with more Python around it
+    out = xd.sum(axis=axes, dtype=acc, keepdims=keepdim)
+    out = out * (1.0 / n) if n else out * np.nan
     if out.dtype != res:
         out = out.astype(res)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    n = xd.size if axes is None else int(np.prod([xd.shape[a] for a in axes]))
     if axes is None and not keepdim:
         node = _new(MeanBackward0)
     else:
@@ -421,16 +423,23 @@ def logsumexp(x, dim, keepdim=False):
     xd = x.data
     axes = normalize_dims(dim, xd.ndim, "logsumexp")
     m = math_of(xd)
-    shift = xd.max(axis=axes, keepdims=True) if xd.size else m.zeros(
-        _keep_shape(xd.shape, axes), dtype=xd.dtype)
-    shift = m.where(m.isfinite(shift), shift, 0)
-    e = xd - shift
-    m.exp(e, out=e) if isinstance(e, m.ndarray) else None
-    if not isinstance(e, m.ndarray):
-        e = m.exp(e)
+    if xd.size == 0:
+        shift = m.zeros(_keep_shape(xd.shape, axes), dtype=xd.dtype)
+    else:
+        shift = xd.max(axis=axes, keepdims=True)
     acc = np.float32 if xd.dtype == np.float16 else xd.dtype
-    out = m.log(e.sum(axis=axes, keepdims=True, dtype=acc)).astype(xd.dtype, copy=False)
-    out += shift
+    if not xd.size or m.isfinite(shift).all():
+        e = m.exp(xd - shift)
+        out = m.log(e.sum(axis=axes, keepdims=True, dtype=acc)).astype(xd.dtype, copy=False)
+        out += shift
+    else:
+        # some row's largest value is infinite: shift the finite rows only, so that no
+        # infinity is subtracted from another (the infinite rows give inf, -inf or NaN)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            safe = m.where(m.isfinite(shift), shift, 0)
+            e = m.exp(xd - safe)
+            out = m.log(e.sum(axis=axes, keepdims=True, dtype=acc)).astype(xd.dtype)
+            out += safe
     if not keepdim:
         out = out.reshape(tuple(n for i, n in enumerate(xd.shape)
                                 if axes is not None and i not in axes))
