@@ -204,7 +204,13 @@ def _no_grad():
 
 
 def _inplace_method(name, fn):
+    ufunc = _DIRECT_UFUNCS.get(fn)
+
     def method(self, *args, **kwargs):
+        # an optimizer step under no_grad: straight into the tensor's memory
+        if ufunc is not None and not mode.enabled and len(args) == 1 and not kwargs and \
+                _write_direct(self, self.data, ufunc, args[0]):
+            return self
         return apply_inplace(self, name, fn, *args, **kwargs)
     method.__name__ = name
     method.__doc__ = f"In-place :func:`{fn.__name__}`."

@@ -23,21 +23,21 @@ class MatmulBackward(Node):
         a1d, b1d = a.ndim == 1, b.ndim == 1
         if a1d and b1d:  # dot product
             return (g * b if self.needs(0) else None), (g * a if self.needs(1) else None)
-        a2 = F.reshape(a, (1,) + a.shape) if a1d else a
-        b2 = F.reshape(b, b.shape + (1,)) if b1d else b
+        a2 = a.reshape((1,) + a.shape) if a1d else a
+        b2 = b.reshape(b.shape + (1,)) if b1d else b
         if a1d:
             g = F.expand_dims(g, -2)
         if b1d:
             g = F.expand_dims(g, -1)
         ga = gb = None
         if self.needs(0):
-            ga = F.matmul(g, F.swapaxes(b2, -1, -2))
+            ga = g @ b2.swapaxes(-1, -2)
             if a1d:
-                ga = F.reshape(ga, ga.shape[:-2] + ga.shape[-1:])
+                ga = ga.reshape(ga.shape[:-2] + ga.shape[-1:])
         if self.needs(1):
-            gb = F.matmul(F.swapaxes(a2, -1, -2), g)
+            gb = a2.swapaxes(-1, -2) @ g
             if b1d:
-                gb = F.reshape(gb, gb.shape[:-1])
+                gb = gb.reshape(gb.shape[:-1])
         return ga, gb
 
     def name(self):

@@ -31,14 +31,14 @@ def _keep_shape(shape, axes):
 def _expand_back(F, g, shape, axes, keepdim):
     """The gradient of a reduction, broadcast back over the reduced axes (no copy)."""
     if not keepdim:
-        g = F.reshape(g, _keep_shape(shape, axes))
+        g = g.reshape(_keep_shape(shape, axes))
     return F.broadcast_to(g, shape)
 
 
 # ---- sum / mean ----------
 class SumBackward0(Node):
     def apply(self, F, g):
-        return (F.broadcast_to(F.reshape(g, (1,) * len(self.in_shape)), self.in_shape),)
+        return (F.broadcast_to(g.reshape((1,) * len(self.in_shape)), self.in_shape),)
 
 
 class SumBackward1(Node):
@@ -83,7 +83,7 @@ def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  #
 class MeanBackward0(Node):
     def apply(self, F, g):
         g = g * self.scale
-        return (F.broadcast_to(F.reshape(g, (1,) * len(self.in_shape)), self.in_shape),)
+        return (F.broadcast_to(g.reshape((1,) * len(self.in_shape)), self.in_shape),)
 
 
 class MeanBackward1(Node):
@@ -188,12 +188,12 @@ class VarBackward0(Node):
         (x,) = self.unpack(F)
         shape = _keep_shape(x.shape, self.axes)
         if not self.keepdim:
-            g = F.reshape(g, shape)
+            g = g.reshape(shape)
         centered = x - F.sum(x, axis=self.axes, keepdims=True) * (1.0 / self.n)
         if self.is_std:
             y = self.output(F)
             if not self.keepdim:
-                y = F.reshape(y, shape)
+                y = y.reshape(shape)
             return (centered * (g / (y * self.denom)),)
         return (centered * (g * (2.0 / self.denom)),)
 
@@ -268,8 +268,8 @@ class AmaxBackward0(Node):
         (x,) = self.unpack(F)
         y = self.output(F)
         if not self.keepdim:
-            y = F.reshape(y, _keep_shape(x.shape, self.axes))
-            g = F.reshape(g, y.shape)
+            y = y.reshape(_keep_shape(x.shape, self.axes))
+            g = g.reshape(y.shape)
         mask = x == y
         count = F.sum(mask, axis=self.axes, keepdims=True, dtype=x.dtype)
         return (F.where(mask, g / count, 0),)
@@ -413,7 +413,7 @@ class LogsumexpBackward0(Node):
         y = self.output(F)
         if not self.keepdim:
             shape = _keep_shape(x.shape, self.axes)
-            y, g = F.reshape(y, shape), F.reshape(g, shape)
+            y, g = y.reshape(shape), g.reshape(shape)
         return (g * F.exp(x - y),)
 
 
@@ -462,7 +462,7 @@ class NormBackward1(Node):
         y = self.output(F)
         if not self.keepdim and self.axes is not None:
             shape = _keep_shape(x.shape, self.axes)
-            y, g = F.reshape(y, shape), F.reshape(g, shape)
+            y, g = y.reshape(shape), g.reshape(shape)
         # d||x||/dx = x / ||x||, and 0 where the norm is 0 (PyTorch's subgradient)
         safe = F.where(y == 0, 1, y)
         return (F.where(y == 0, 0 * g, g / safe) * x,)

@@ -37,7 +37,7 @@ def _view_of(out, x: Tensor, node_cls, **attrs) -> Tensor:
 # ---- reshape family ----------
 class ViewBackward0(Node):
     def apply(self, F, g):
-        return (F.reshape(g, self.in_shape),)
+        return (g.reshape(self.in_shape),)
 
 
 def _infer_shape(shape, size, op, in_shape):
@@ -104,7 +104,7 @@ def unflatten(x, dim, sizes):
 
 class SqueezeBackward(Node):
     def apply(self, F, g):
-        return (F.reshape(g, self.in_shape),)
+        return (g.reshape(self.in_shape),)
 
     def name(self):
         return self._name
@@ -126,7 +126,7 @@ def squeeze(x, dim=None):
 
 class UnsqueezeBackward0(Node):
     def apply(self, F, g):
-        return (F.reshape(g, self.in_shape),)
+        return (g.reshape(self.in_shape),)
 
 
 def unsqueeze(x, dim):
@@ -141,7 +141,7 @@ def unsqueeze(x, dim):
 # ---- transpose / permute ----------
 class TransposeBackward0(Node):
     def apply(self, F, g):
-        return (F.swapaxes(g, self.d0, self.d1),)
+        return (g.swapaxes(self.d0, self.d1),)
 
 
 def transpose(x, dim0, dim1):
@@ -234,9 +234,9 @@ class RepeatBackward0(Node):
         split = []
         for r, n in zip(reps, full):
             split += [r, n]
-        g = F.reshape(g, tuple(split))
+        g = g.reshape(tuple(split))
         g = F.sum(g, axis=tuple(range(0, 2 * len(full), 2)), keepdims=False)
-        return (F.reshape(g, shape),)
+        return (g.reshape(shape),)
 
 
 def repeat(x, *repeats):

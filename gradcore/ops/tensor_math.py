@@ -1,8 +1,10 @@
 """The math the backward formulas run on when ``create_graph=True``: tensor ops.
 
-It mirrors the few NumPy-style names the formulas use (``F.reshape``, ``F.sum``,
-``F.where``, the fused kernels, ...) so that one formula serves both a plain backward
-(arrays) and a differentiable one (tensors).
+It mirrors the few NumPy-style names the formulas use (``F.sum``, ``F.where``,
+``F.broadcast_to``, the fused kernels, ...) so that one formula serves both a plain
+backward (arrays) and a differentiable one (tensors).  Where arrays and tensors share
+a method (``g.reshape(shape)``, ``a.swapaxes(-1, -2)``, ``g @ b``), formulas call it
+directly: a method call is cheaper than NumPy's Python-level wrappers.
 """
 
 from __future__ import annotations
