@@ -31,7 +31,10 @@ def edge(t: Tensor):
 
 def record(data, node: Node, *inputs: Tensor) -> Tensor:
     """Wrap ``data`` as the output of ``node``, whose inputs are ``inputs``."""
-    node.next_functions = tuple([edge(t) for t in inputs])
+    if len(inputs) == 2:
+        node.next_functions = (edge(inputs[0]), edge(inputs[1]))
+    else:
+        node.next_functions = tuple([edge(t) for t in inputs])
     out = _new(Tensor)
     if type(data) is not _ndarray and isinstance(data, np.generic):
         data = np.asarray(data)

@@ -88,6 +88,12 @@ class IndexBackward0(Node):
 
 def getitem(x, idx):
     """``x[idx]``: ints, slices (with steps), None, ..., integer tensors and bool masks."""
+    if type(idx) is tuple and len(idx) == 2 and type(idx[0]) is Tensor and \
+            type(idx[1]) is Tensor:
+        # fast path: x[rows, cols] with two integer index tensors (picking class scores)
+        i0, i1 = idx[0].data, idx[1].data
+        if i0.dtype.kind in "iu" and i1.dtype.kind in "iu" and x.data.ndim == 2:
+            return _gather_rows_cols(x, (i0, i1))
     index = _convert_index(idx, x)
     xd = x.data
     try:
@@ -109,6 +115,21 @@ def getitem(x, idx):
     if basic:
         t._vc, t._base = x._version_cell(), x if x._base is None else x._base
     return t
+
+
+def _gather_rows_cols(x, index):
+    xd = x.data
+    try:
+        out = xd[index]
+    except IndexError as exc:
+        raise IndexError(f"index out of bounds for a tensor of shape {tuple(xd.shape)} "
+                         f"({exc})") from None
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(IndexBackward0)
+    node.basic, node.index, node.in_shape, node._name = False, index, xd.shape, \
+        "IndexBackward0"
+    return record(out, node, x)
 
 
 def _check_inplace(x: Tensor, op: str):
