@@ -12,6 +12,7 @@ import builtins
 from .. import dtypes
 from ..backend import math_of
 from . import (
+    _elide,
     index,
     linalg,
     pointwise,
@@ -242,7 +243,7 @@ def _r(fn):
     def reflected(self, other):
         return fn(other, self)
     reflected.__name__ = f"__r{fn.__name__}__"
-    return reflected
+    return _elide.op_function(reflected)
 
 
 def _to(self, *args, **kwargs):

@@ -12,7 +12,9 @@ import numpy as np
 
 from .. import dtypes
 from ..backend import math_of
+from . import _elide
 from ._core import Node, Tensor, as_tensor, binary_operands, mode, record, record1, wrap
+from ._elide import MIN_BYTES, is_temporary, op_function
 
 _new = object.__new__
 
@@ -42,7 +44,13 @@ def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save_inputs=False, save_out=F
                     (not float_result or ad.dtype.kind == "f"):
                 return _finish_tt(op, cls_tt, fwd, a, b, ad, bd, save_inputs, save_out)
         elif (tb is float or tb is int) and ad.dtype.kind == "f":
-            return _finish_ts(op, cls_ts, fwd(ad, b), a, b, save_inputs, save_out)
+            if ad.nbytes >= MIN_BYTES and not save_inputs and fwd in _UFUNCS and \
+                    is_temporary(a, ad):
+                out = getattr(math_of(ad), _UFUNCS[fwd])(ad, b, out=ad)
+                _elide.note()
+            else:
+                out = fwd(ad, b)
+            return _finish_ts(op, cls_ts, out, a, b, save_inputs, save_out)
     x, y = binary_operands(a, b, op, float_result)
     tx = isinstance(x, Tensor)
     ty = isinstance(y, Tensor)
@@ -58,10 +66,15 @@ def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save_inputs=False, save_out=F
 
 
 def _finish_tt(op, cls, fwd, x, y, xd, yd, save_inputs, save_out):
-    try:
-        out = fwd(xd, yd)
-    except ValueError as exc:
-        raise _broadcast_error(op, x, y, exc) from None
+    out = None
+    if not save_inputs and (xd.nbytes >= MIN_BYTES or yd.nbytes >= MIN_BYTES) and \
+            fwd in _UFUNCS:
+        out = _into_temporary(fwd, x, y, xd, yd)
+    if out is None:
+        try:
+            out = fwd(xd, yd)
+        except ValueError as exc:
+            raise _broadcast_error(op, x, y, exc) from None
     if not mode.enabled or not (x._rg or y._rg):
         return wrap(out)
     node = _new(cls)
@@ -73,6 +86,26 @@ def _finish_tt(op, cls, fwd, x, y, xd, yd, save_inputs, save_out):
     if save_out:
         node.save_output(t)
     return t
+
+
+@op_function
+def _into_temporary(fwd, x, y, xd, yd):
+    """``fwd(xd, yd)`` written into whichever operand is a temporary of the result's
+    shape (see :mod:`._elide`), or None."""
+    shape = xd.shape if xd.shape == yd.shape else None
+    if shape is None:
+        try:
+            shape = math_of(xd).broadcast_shapes(xd.shape, yd.shape)
+        except ValueError:
+            return None  # the caller raises the broadcasting error
+    ufunc = getattr(math_of(xd), _UFUNCS[fwd])
+    if xd.shape == shape and is_temporary(x, xd):
+        _elide.note()
+        return ufunc(xd, yd, out=xd)
+    if yd.shape == shape and is_temporary(y, yd):
+        _elide.note()
+        return ufunc(xd, yd, out=yd)
+    return None
 
 
 def _finish_ts(op, cls, out, tensor, scalar, save_inputs, save_out):
@@ -174,7 +207,12 @@ class NegBackward0(Node):
 
 def neg(x):
     """``-x``."""
-    out = -x.data
+    xd = x.data
+    if xd.nbytes >= MIN_BYTES and xd.dtype.kind in "fi" and is_temporary(x, xd):
+        out = math_of(xd).negative(xd, out=xd)
+        _elide.note()
+    else:
+        out = -xd
     if not (mode.enabled and x._rg):
         return wrap(out)
     return record(out, _new(NegBackward0), x)
@@ -232,7 +270,11 @@ def mul(a, b):
     if type(b) is float and type(a) is Tensor:  # fast path: float tensor * Python float
         ad = a.data
         if ad.dtype.kind == "f":
-            out = ad * b
+            if ad.nbytes >= MIN_BYTES and is_temporary(a, ad):
+                out = math_of(ad).multiply(ad, b, out=ad)
+                _elide.note()
+            else:
+                out = ad * b
             if not (a._rg and mode.enabled):
                 return wrap(out)
             node = _new(MulBackward1)
@@ -385,7 +427,12 @@ def _unary(x, fn_name, cls, save_input=False, save_output=False, floating=True):
     if floating and x.data.dtype.kind != "f":
         x = _float(x)
     xd = x.data
-    out = getattr(math_of(xd), fn_name)(xd)
+    if not save_input and xd.nbytes >= MIN_BYTES and xd.dtype.kind == "f" and \
+            is_temporary(x, xd):
+        out = getattr(math_of(xd), fn_name)(xd, out=xd)
+        _elide.note()
+    else:
+        out = getattr(math_of(xd), fn_name)(xd)
     if not (mode.enabled and x._rg):
         return wrap(out)
     node = _new(cls)
@@ -569,7 +616,11 @@ def tanh(x):
     xd = x.data
     if type(xd) is not _ndarray or xd.dtype.kind != "f":
         return _unary(x, "tanh", TanhBackward0, save_output=True)
-    out = _np_tanh(xd)  # fast path: a float array on the CPU
+    if xd.nbytes >= MIN_BYTES and is_temporary(x, xd):
+        out = _np_tanh(xd, out=xd)
+        _elide.note()
+    else:
+        out = _np_tanh(xd)  # fast path: a float array on the CPU
     if not (x._rg and mode.enabled):
         return wrap(out)
     t = record1(out, _new(TanhBackward0), x)
@@ -625,7 +676,11 @@ class ReluBackward0(Node):
 def relu(x):
     """``max(x, 0)``."""
     xd = x.data
-    out = math_of(xd).maximum(xd, 0)
+    if xd.nbytes >= MIN_BYTES and xd.dtype.kind == "f" and is_temporary(x, xd):
+        out = math_of(xd).maximum(xd, 0, out=xd)
+        _elide.note()
+    else:
+        out = math_of(xd).maximum(xd, 0)
     if not (mode.enabled and x._rg):
         return wrap(out)
     t = record(out, _new(ReluBackward0), x)
@@ -850,3 +905,13 @@ def isfinite(x):
 
 def isinf(x):
     return wrap(math_of(x.data).isinf(x.data))
+
+
+# The ufunc behind each elementwise forward, for writing into a temporary operand.
+_UFUNCS = {_np_add: "add", _np_sub: "subtract", _np_mul: "multiply", _np_div: "divide"}
+
+# The functions between a caller and the temporary check: their references to the
+# operands are the expected ones (see _elide.is_temporary).
+for _fn in (add, sub, mul, div, _binary, _finish_tt, tanh, relu, _unary, neg, exp, sqrt,
+            expm1, sign):
+    op_function(_fn)
