@@ -70,6 +70,21 @@ def _sigmoid_backward_inplace_cpu(g, y):
     return g
 
 
+def _tanh_backward_consume_cpu(g, y):
+    """``g *= 1 - y * y`` using ``y``'s memory for the temporary (``y`` is dead after)."""
+    np.multiply(y, y, out=y)
+    np.subtract(1, y, out=y)
+    np.multiply(g, y, out=g)
+    return g
+
+
+def _sigmoid_backward_consume_cpu(g, y):
+    np.multiply(g, y, out=g)
+    np.subtract(1, y, out=y)
+    np.multiply(g, y, out=g)
+    return g
+
+
 def _relu_backward_cpu(g, y):
     # g * (y > 0): a multiply by the mask is ~10x faster in NumPy than where() or a
     # masked copy; it differs from where(y > 0, g, 0) only where g is inf or NaN.
@@ -86,6 +101,9 @@ INPLACE_CPU = {
     "tanh_backward_": _tanh_backward_inplace_cpu,
     "sigmoid_backward_": _sigmoid_backward_inplace_cpu,
     "relu_backward_": _relu_backward_inplace_cpu,
+    # ... and variants that may also overwrite the saved output ``y`` (its last use)
+    "tanh_backward__": _tanh_backward_consume_cpu,
+    "sigmoid_backward__": _sigmoid_backward_consume_cpu,
 }
 
 KERNELS: dict[str, Kernel] = {k.name: k for k in [
@@ -120,7 +138,7 @@ def attach(math) -> None:
         setattr(math, k.name, fn)
     for name, fn in INPLACE_CPU.items():
         # elsewhere (until the CUDA kernels land) the out-of-place kernel stands in
-        setattr(math, name, fn if math.xp is np else getattr(math, name[:-1]))
+        setattr(math, name, fn if math.xp is np else getattr(math, name.rstrip("_")))
 
 
 def composite(namespace: dict) -> dict:

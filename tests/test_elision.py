@@ -140,3 +140,27 @@ def test_small_tensors_are_left_alone():
     small = gc.tensor(np.ones(16, np.float32))
     _, n = _elisions(lambda: (small * 2.0) - 1.0)
     assert n == 0
+
+
+def test_backward_reuses_a_saved_output_only_when_it_is_dead(x):
+    w = gc.tensor(np.full(N, 0.5, np.float32), requires_grad=True)
+    loss = (gc.tanh(x * w) * 3.0).sum()
+    _, n = _elisions(loss.backward)
+    assert n == 1  # tanh's saved output was free: its memory held 1 - y**2
+    t = np.tanh(host(x) * 0.5)
+    np.testing.assert_allclose(host(w.grad), 3 * (1 - t * t) * host(x), rtol=1e-5,
+                               atol=1e-6)
+
+    w.grad = None
+    h = gc.tanh(x * w)          # the user keeps the output ...
+    keep = host(h).copy()
+    (h * 3.0).sum().backward()
+    np.testing.assert_array_equal(host(h), keep)  # ... so backward leaves it alone
+    w.grad = None
+    h2 = gc.tanh(x * w)
+    loss = (h2 * 3.0).sum()
+    del h2
+    loss.backward(retain_graph=True)  # saved values stay: the output must too
+    first = host(w.grad).copy()
+    loss.backward()
+    np.testing.assert_allclose(host(w.grad), 2 * first, rtol=1e-6)

@@ -12,6 +12,7 @@ __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
 class _State(threading.local):
     enabled = True   # class attributes are each new thread's defaults
     anomaly = False
+    releasing = False  # inside a backward that frees saved values as it goes
 
 
 state = _State()

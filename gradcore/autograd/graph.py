@@ -245,8 +245,9 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     # roots may also be reachable from one another: only start with true sources.
     ready = [n for n in dict.fromkeys(root_nodes) if n not in deps]
     anomaly = _mode.anomaly
-    prev_mode = _mode.enabled
+    prev_mode, prev_releasing = _mode.enabled, _mode.releasing
     _mode.enabled = bool(create_graph)
+    _mode.releasing = not retain_graph and not create_graph
     math_by_type = _backend._math_by_type
     pop_ready, push_ready, pop_buffer = ready.pop, ready.append, buffers.pop
     track_owned = not create_graph and not capture
@@ -339,7 +340,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                     i += 1
                 break
     finally:
-        _mode.enabled = prev_mode
+        _mode.enabled, _mode.releasing = prev_mode, prev_releasing
     return captured
 
 

@@ -89,6 +89,22 @@ def is_temporary(t, arr) -> bool:
     return n_tensor == want_tensor
 
 
+def consumable(saved_output) -> bool:
+    """Whether a backward step may overwrite the output its node saved.
+
+    True in a backward that frees saved values (no ``retain_graph``) when the node's
+    saved tuple is the array's only holder besides the caller's local: the output
+    tensor itself is gone, and nothing else will read these values again.
+    """
+    from ..autograd.grad_mode import state
+
+    return (ENABLED and state.releasing and saved_output.nbytes >= MIN_BYTES
+            and saved_output.base is None and _writeable(saved_output)
+            # the node's saved tuple, the caller's local, this function's argument and
+            # getrefcount's argument
+            and sys.getrefcount(saved_output) == 4)
+
+
 def _current_opcode(frame):
     """The instruction ``frame`` is executing (f_lasti may point into its inline cache)."""
     code = frame.f_code.co_code

@@ -14,7 +14,7 @@ from .. import dtypes
 from ..backend import math_of
 from . import _elide
 from ._core import Node, Tensor, as_tensor, binary_operands, mode, record, record1, wrap
-from ._elide import MIN_BYTES, is_temporary, op_function
+from ._elide import MIN_BYTES, consumable, is_temporary, op_function
 
 _new = object.__new__
 
@@ -608,7 +608,11 @@ class TanhBackward0(Node):
         return (F.tanh_backward(g, self.output(F)),)
 
     def apply_owned(self, F, g):
-        return (F.tanh_backward_(g, self.output(F)),)
+        y = self.output(F)
+        if consumable(y):
+            _elide.note()
+            return (F.tanh_backward__(g, y),)
+        return (F.tanh_backward_(g, y),)
 
 
 def tanh(x):
@@ -638,7 +642,11 @@ class SigmoidBackward0(Node):
         return (F.sigmoid_backward(g, self.output(F)),)
 
     def apply_owned(self, F, g):
-        return (F.sigmoid_backward_(g, self.output(F)),)
+        y = self.output(F)
+        if consumable(y):
+            _elide.note()
+            return (F.sigmoid_backward__(g, y),)
+        return (F.sigmoid_backward_(g, y),)
 
 
 def _np_sigmoid(xd):
