@@ -71,7 +71,9 @@ class Node:
         self.versions = tuple(t._version for t in tensors)
 
     def save_output(self, tensor):
-        vc = tensor._version_cell()
+        vc = tensor._vc
+        if vc is None:  # a fresh output (the usual case): start its version counter
+            vc = tensor._vc = [0]
         self.out = (tensor.data, vc, vc[0], tensor._out_nr)
 
     def unpack(self, F):

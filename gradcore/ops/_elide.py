@@ -31,6 +31,8 @@ import dis
 import os
 import sys
 
+from ..autograd.grad_mode import state as _state
+
 MIN_BYTES = 256 * 1024  # NumPy's own threshold for eliding temporaries
 
 ENABLED = (
@@ -96,9 +98,7 @@ def consumable(saved_output) -> bool:
     saved tuple is the array's only holder besides the caller's local: the output
     tensor itself is gone, and nothing else will read these values again.
     """
-    from ..autograd.grad_mode import state
-
-    return (ENABLED and state.releasing and saved_output.nbytes >= MIN_BYTES
+    return (ENABLED and saved_output.nbytes >= MIN_BYTES and _state.releasing
             and saved_output.base is None and _writeable(saved_output)
             # the node's saved tuple, the caller's local, this function's argument and
             # getrefcount's argument

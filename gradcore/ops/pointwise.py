@@ -609,7 +609,7 @@ class TanhBackward0(Node):
 
     def apply_owned(self, F, g):
         y = self.output(F)
-        if consumable(y):
+        if y.nbytes >= MIN_BYTES and consumable(y):
             _elide.note()
             return (F.tanh_backward__(g, y),)
         return (F.tanh_backward_(g, y),)
@@ -643,7 +643,7 @@ class SigmoidBackward0(Node):
 
     def apply_owned(self, F, g):
         y = self.output(F)
-        if consumable(y):
+        if y.nbytes >= MIN_BYTES and consumable(y):
             _elide.note()
             return (F.sigmoid_backward__(g, y),)
         return (F.sigmoid_backward_(g, y),)
