@@ -317,6 +317,32 @@ class ArrayMath:
         out[index] = 0
         return out
 
+    def address(self, arr) -> int:
+        """The address of ``arr``'s first element."""
+        return int(arr.__array_interface__["data"][0])
+
+    def positions_in(self, view, base) -> tuple:
+        """Where each element of ``view`` lies in ``base`` (``view`` looks into
+        ``base``'s memory): a tuple of ``view``-shaped index arrays into ``base``."""
+        xp = self.xp
+
+        def byte_offsets(arr, start):
+            off = xp.full(arr.shape, start, dtype=np.int64)
+            for k, (n, stride) in enumerate(zip(arr.shape, arr.strides)):
+                shape = [1] * arr.ndim
+                shape[k] = n
+                off = off + (xp.arange(n, dtype=np.int64) * stride).reshape(shape)
+            return off
+
+        wanted = byte_offsets(view, self.address(view) - self.address(base))
+        if base.flags.c_contiguous:
+            flat = wanted // base.itemsize
+        else:
+            have = byte_offsets(base, 0).reshape(-1)
+            order = xp.argsort(have)
+            flat = order[xp.searchsorted(have[order], wanted)]
+        return tuple(xp.unravel_index(flat, base.shape))
+
     @staticmethod
     def astype(arr, dtype):
         return arr.astype(dtype)
@@ -342,6 +368,9 @@ class _NumpyMath(ArrayMath):
 
 
 class _CupyMath(ArrayMath):
+    def address(self, arr) -> int:
+        return int(arr.data.ptr)
+
     def owns(self, arr) -> bool:
         return arr.base is None
 

@@ -612,10 +612,6 @@ def test_modifying_through_setitem_or_detach_raises(device):
             b.sum().backward()
 
 
-@pytest.mark.xfail(reason="gradcore refuses in-place ops on a view of a tensor that is part "
-                   "of a graph ('clone() the view first', ops/index.py) where PyTorch records "
-                   "them (CopySlices) and then fails in backward naming the op",
-                   raises=RuntimeError, strict=True)
 def test_modifying_through_a_view_raises_in_backward(device):
     x = _t([1.0, 2.0, 3.0], requires_grad=True)
     a = x * 1

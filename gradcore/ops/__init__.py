@@ -21,7 +21,15 @@ from . import (
     tensor_math,  # noqa: F401  (the engine's math for create_graph=True)
 )
 from ._core import Tensor, as_tensor, mode, same_device, wrap
-from .index import _check_inplace, gather, index_select, masked_fill, nonzero, scatter_add
+from .index import (
+    _check_inplace,
+    gather,
+    index_select,
+    masked_fill,
+    nonzero,
+    scatter_add,
+    view_needs_rebase,
+)
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .pointwise import (
     abs,
@@ -131,6 +139,15 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
     share ``x``'s memory see their version change and backward then raises.
     """
     _check_inplace(x, op_name)
+    if view_needs_rebase(x, *args):
+        # compute out of place from the view's current value, then write through the base
+        old = _alias(x)
+        old.data = x.data.copy()
+        r = fn(old, *args, **kwargs)
+        if tuple(r.shape) != tuple(x.shape):
+            raise RuntimeError(f"{op_name}: output with shape {list(x.shape)} doesn't match "
+                               f"the broadcast shape {list(r.shape)}")
+        return index.inplace_on_view(x, None, r)
     xd = x.data
     # builtins.any: this module's `any` is the tensor reduction
     tracked = mode.enabled and (x._rg or builtins.any(isinstance(a, Tensor) and a._rg

@@ -139,12 +139,40 @@ def _check_inplace(x: Tensor, op: str):
         raise RuntimeError(f"a leaf Variable that requires grad is being used in an in-place "
                            f"operation ({op}).")
     base = x._base
-    if base is not None and (base._rg or x._rg):
-        if base.grad_fn is None and base._rg:
-            raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in "
-                               f"an in-place operation ({op}).")
-        raise RuntimeError(f"in-place {op} on a view of a tensor that is part of a graph is "
-                           "not supported by gradcore; clone() the view first")
+    if base is not None and base.grad_fn is None and base._rg:
+        raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in "
+                           f"an in-place operation ({op}).")
+
+
+def view_needs_rebase(x: Tensor, *others) -> bool:
+    """Whether an in-place op on ``x`` must be recorded on the tensor ``x`` views."""
+    base = x._base
+    if base is None or not mode.enabled:
+        return False
+    return base._rg or x._rg or builtins.any(isinstance(o, Tensor) and o._rg for o in others)
+
+
+def inplace_on_view(v: Tensor, index, value) -> Tensor:
+    """``v[index] = value`` for a view ``v`` whose base is in a graph (or joins one).
+
+    The write is recorded on the base, as PyTorch's CopySlices does: the base's
+    gradient skips the overwritten region, whose gradient flows to ``value``; ``v``
+    then reads the new base through the same positions.
+    """
+    base = v._base
+    everywhere = math_of(base.data).positions_in(v.data, base.data)
+    positions = everywhere
+    if index is not None:
+        sub = _convert_index(index, v)
+        positions = tuple(p[sub] for p in everywhere)
+    setitem(base, positions, value)
+    base.grad_fn.copy_slices = True
+    node = _new(IndexBackward0)
+    node.basic, node.index, node.in_shape = False, everywhere, base.data.shape
+    node._name = "AsStridedBackward0"
+    node.next_functions = (edge(base),)
+    v.grad_fn, v._out_nr, v._rg = node, 0, True
+    return v
 
 
 class IndexPutBackward0(Node):
@@ -156,13 +184,17 @@ class IndexPutBackward0(Node):
         return gx, gv
 
     def name(self):
-        return "CopySlices" if self.basic else "IndexPutBackward0"
+        return "CopySlices" if self.basic or getattr(self, "copy_slices", False) \
+            else "IndexPutBackward0"
 
 
 def setitem(x, idx, value):
     """``x[idx] = value`` in place; tracked like PyTorch's (the old value's gradient is
     zero where it was overwritten)."""
     _check_inplace(x, "setitem")
+    if view_needs_rebase(x, value):
+        inplace_on_view(x, idx, value)
+        return
     index = _convert_index(idx, x)
     xd = x.data
     v = value if isinstance(value, Tensor) else None
