@@ -1,0 +1,32 @@
+"""The examples in docstrings and in README.md run and print what they say."""
+
+import doctest
+import importlib
+import pathlib
+import pkgutil
+import re
+
+import pytest
+
+import gradcore
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MODULES = sorted(m.name for m in pkgutil.walk_packages(gradcore.__path__, "gradcore."))
+
+
+@pytest.mark.parametrize("name", ["gradcore"] + MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
+
+
+def test_readme_quick_start_runs(capsys):
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks, "README.md has no python example"
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "tensor([[ 6., 15., 24., 33.]," in out
+    assert "tensor([6.])" in out
