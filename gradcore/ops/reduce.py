@@ -158,8 +158,9 @@ def _prod_grad_exact(F, g, x, axis, keepdim):
     return F.moveaxis(left * right, -1, axis) * g
 
 
-def prod(x, dim=None, keepdim=False, *, dtype=None):
+def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Product over one ``dim`` (an int, as in PyTorch) or over everything."""
+    dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
     xd = x.data
     if isinstance(dim, (tuple, list)):
         raise TypeError("prod(): argument 'dim' must be int, not tuple")
@@ -329,18 +330,20 @@ MaxBackward0.name = lambda self: "MaxBackward0" if self.which == "max" else "Min
 MaxBackward1.name = lambda self: "MaxBackward1" if self.which == "max" else "MinBackward1"
 
 
-def max(x, dim=None, keepdim=False, *, axis=None):  # noqa: A001
+def max(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """The largest element (0-d), or ``(values, indices)`` along ``dim``.
 
     ``x.max(other_tensor)`` is ``maximum(x, other)``, as in PyTorch.
     """
+    keepdim = keepdim if keepdims is None else keepdims
     if isinstance(dim, Tensor):
         return pw.maximum(x, dim)
     return _max_min(x, _dim_arg(dim, axis), keepdim, "max")
 
 
-def min(x, dim=None, keepdim=False, *, axis=None):  # noqa: A001
+def min(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """The smallest element (0-d), or ``(values, indices)`` along ``dim``."""
+    keepdim = keepdim if keepdims is None else keepdims
     if isinstance(dim, Tensor):
         return pw.minimum(x, dim)
     return _max_min(x, _dim_arg(dim, axis), keepdim, "min")
@@ -366,13 +369,13 @@ AmaxBackward0.name = lambda self: "AmaxBackward0" if self.which == "amax" else "
 
 def amax(x, dim=(), keepdim=False, *, axis=None, keepdims=None):
     """Maximum over ``dim`` (int or tuple); ties share the gradient evenly."""
-    return _amax_amin(x, _dim_arg(dim, axis) if axis is not None else dim,
+    return _amax_amin(x, axis if axis is not None else dim,
                       keepdim if keepdims is None else keepdims, "amax")
 
 
 def amin(x, dim=(), keepdim=False, *, axis=None, keepdims=None):
     """Minimum over ``dim`` (int or tuple); ties share the gradient evenly."""
-    return _amax_amin(x, _dim_arg(dim, axis) if axis is not None else dim,
+    return _amax_amin(x, axis if axis is not None else dim,
                       keepdim if keepdims is None else keepdims, "amin")
 
 
@@ -392,14 +395,14 @@ def _arg(x, dim, keepdim, which):
     return wrap(m.asarray(fn(xd, axis=axis, keepdims=keepdim), dtype=np.int64))
 
 
-def argmax(x, dim=None, keepdim=False, *, axis=None):
+def argmax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Index of the largest element (flattened when ``dim`` is None)."""
-    return _arg(x, _dim_arg(dim, axis), keepdim, "argmax")
+    return _arg(x, _dim_arg(dim, axis), keepdim if keepdims is None else keepdims, "argmax")
 
 
-def argmin(x, dim=None, keepdim=False, *, axis=None):
+def argmin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Index of the smallest element (flattened when ``dim`` is None)."""
-    return _arg(x, _dim_arg(dim, axis), keepdim, "argmin")
+    return _arg(x, _dim_arg(dim, axis), keepdim if keepdims is None else keepdims, "argmin")
 
 
 # ---- logsumexp / norm ----------
@@ -417,8 +420,11 @@ class LogsumexpBackward0(Node):
         return (g * F.exp(x - y),)
 
 
-def logsumexp(x, dim, keepdim=False):
+def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """``log(sum(exp(x), dim))``, computed without overflow."""
+    dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
+    if dim is None:
+        raise TypeError("logsumexp() missing required argument 'dim'")
     x = pw._float(x)
     xd = x.data
     axes = normalize_dims(dim, xd.ndim, "logsumexp")
@@ -471,8 +477,9 @@ class NormBackward1(Node):
         return "LinalgVectorNormBackward0"
 
 
-def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
+def norm(x, p="fro", dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
     """Vector p-norm over ``dim`` (default 2, i.e. Frobenius over everything)."""
+    dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
     x = pw._float(x)
     if dtype is not None:
         x = x.to(dtype=dtype)
@@ -500,13 +507,15 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
 
 
 # ---- any / all ----------
-def any(x, dim=None, keepdim=False):  # noqa: A001
+def any(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """Whether any element is true (bool tensor, never tracked)."""
+    dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
     axes = normalize_dims(dim, x.data.ndim, "any")
     return wrap(math_of(x.data).asarray(x.data.astype(bool).any(axis=axes, keepdims=keepdim)))
 
 
-def all(x, dim=None, keepdim=False):  # noqa: A001
+def all(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """Whether every element is true (bool tensor, never tracked)."""
+    dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
     axes = normalize_dims(dim, x.data.ndim, "all")
     return wrap(math_of(x.data).asarray(x.data.astype(bool).all(axis=axes, keepdims=keepdim)))
