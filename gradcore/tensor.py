@@ -13,6 +13,7 @@ import numpy as np
 
 from . import backend, dtypes
 from ._format import tensor_repr
+from .autograd.functional import _root_grads
 from .autograd.graph import AccumulateGrad, run_backward
 
 __all__ = ["Tensor"]
@@ -161,27 +162,7 @@ class Tensor:
         """
         if retain_graph is None:
             retain_graph = create_graph
-        if not self._rg:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have "
-                               "a grad_fn")
-        if gradient is None:
-            if self.data.size != 1:
-                raise RuntimeError(f"grad can be implicitly created only for scalar outputs, "
-                                   f"got a tensor of shape {tuple(self.shape)}")
-            g = backend.math_of(self.data).ones_like(self.data)
-            g = _wrap(g) if create_graph else g
-        else:
-            if not isinstance(gradient, Tensor):
-                from .creation import tensor as _tensor
-                gradient = _tensor(gradient, dtype=self.dtype, device=self.device)
-            if tuple(gradient.shape) != tuple(self.shape):
-                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of "
-                                   f"{tuple(gradient.shape)} and output[0] has a shape of "
-                                   f"{tuple(self.shape)}.")
-            if gradient.device != self.device:
-                raise RuntimeError(f"grad_output[0] is on {gradient.device} but output[0] is "
-                                   f"on {self.device}")
-            g = gradient if create_graph else gradient.data
+        (g,) = _root_grads([self], [gradient], create_graph)
         node = self.grad_fn if self.grad_fn is not None else self._accumulator()
         if inputs is not None:
             from .autograd.functional import backward_to_inputs

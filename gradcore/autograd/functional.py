@@ -12,6 +12,11 @@ def _as_list(x):
 
 
 def _root_grads(outputs, grad_outputs, create_graph):
+    """The gradients that start a backward pass: arrays, or tensors for create_graph.
+
+    A missing one is ones (scalar outputs only); a given one must match its output's
+    shape and device.
+    """
     from ..backend import math_of
     from ..tensor import Tensor, _wrap
 
@@ -23,18 +28,21 @@ def _root_grads(outputs, grad_outputs, create_graph):
         if g is None:
             if out.data.size != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs, "
-                                   f"got output {i} of shape {tuple(out.shape)}")
+                                   f"got a tensor of shape {tuple(out.shape)}")
             arr = math_of(out.data).ones_like(out.data)
             grads.append(_wrap(arr) if create_graph else arr)
-        else:
-            if not isinstance(g, Tensor):
-                from ..creation import tensor
-                g = tensor(g, dtype=out.dtype, device=out.device)
-            if tuple(g.shape) != tuple(out.shape):
-                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
-                                   f"{tuple(g.shape)} and output[{i}] has a shape of "
-                                   f"{tuple(out.shape)}.")
-            grads.append(g if create_graph else g.data)
+            continue
+        if not isinstance(g, Tensor):
+            from ..creation import tensor
+            g = tensor(g, dtype=out.dtype, device=out.device)
+        if tuple(g.shape) != tuple(out.shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                               f"{tuple(g.shape)} and output[{i}] has a shape of "
+                               f"{tuple(out.shape)}.")
+        if g.device != out.device:
+            raise RuntimeError(f"grad_output[{i}] is on {g.device} but output[{i}] is on "
+                               f"{out.device}")
+        grads.append(g if create_graph else g.data)
     return grads
 
 
