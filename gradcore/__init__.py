@@ -53,6 +53,8 @@ from .ops import (
     clip,
     concat,
     cos,
+    diag,
+    diagonal,
     div,
     divide,
     dot,

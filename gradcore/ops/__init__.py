@@ -30,7 +30,7 @@ from .index import (
     scatter_add,
     view_needs_rebase,
 )
-from .linalg import bmm, dot, matmul, mm, mv, outer
+from .linalg import bmm, diag, diagonal, dot, matmul, mm, mv, outer
 from .pointwise import (
     abs,
     add,
@@ -341,6 +341,7 @@ def bind_methods(T) -> None:
         "nonzero": nonzero,
         # linear algebra
         "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot, "outer": outer, "mv": mv,
+        "diag": diag, "diagonal": diagonal,
         # conversion
         "to": _to, "clone": _clone,
         "float": lambda self: pointwise.to_dtype(self, dtypes.float32),

@@ -318,10 +318,11 @@ def index_select(x, dim, index):
         raise RuntimeError(f"index_select(): Index is supposed to be a vector of integers, got "
                            f"shape {tuple(index.shape)} and dtype {index.dtype!r}")
     xd = x.data
+    if xd.ndim == 0:  # a scalar behaves as a one-element vector, as in PyTorch
+        return index_select(x.reshape(1), 0, index).reshape(())
     axis = normalize_dim(dim, xd.ndim, "index_select")
     tup = (slice(None),) * axis + (index.data.reshape(-1),)
-    out = xd[tup] if xd.ndim else xd[index.data.reshape(-1)] if False else xd.reshape(1)[
-        index.data.reshape(-1)].reshape(())
+    out = xd[tup]
     if not (mode.enabled and x._rg):
         return wrap(out)
     node = _new(IndexSelectBackward0)

@@ -148,4 +148,65 @@ def mv(a, b):
     return matmul(a, b)
 
 
-__all__ = ["matmul", "mm", "bmm", "dot", "outer", "mv", "_float"]
+__all__ = ["matmul", "mm", "bmm", "dot", "outer", "mv", "diag", "diagonal", "_float"]
+
+
+# ---- diag / diagonal ----------
+def _diagonal_positions(m, shape, offset):
+    """Row and column indices of diagonal ``offset`` of a matrix of ``shape``."""
+    rows, cols = shape
+    n = max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
+    i = m.arange(n)
+    return (i, i + offset) if offset >= 0 else (i - offset, i)
+
+
+class DiagEmbedBackward0(Node):  # vector -> matrix
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (g[self.index],)
+
+
+class DiagonalBackward0(Node):  # matrix -> vector
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (F.place_into_zeros(g, self.index, self.in_shape),)
+
+
+def diagonal(x, offset=0):
+    """The ``offset``-th diagonal of a matrix, as a vector (a copy)."""
+    xd = x.data
+    if xd.ndim != 2:
+        raise RuntimeError(f"diagonal: expected a 2-D tensor, got shape {tuple(xd.shape)}")
+    m = math_of(xd)
+    index = _diagonal_positions(m, xd.shape, offset)
+    out = xd[index]
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(DiagonalBackward0)
+    node.index, node.in_shape = index, xd.shape
+    return record(out, node, x)
+
+
+_diagonal_of = diagonal  # `diag`'s argument is named like the function, as in PyTorch
+
+
+def diag(x, diagonal=0):
+    """A square matrix with vector ``x`` on diagonal ``diagonal``; or, for a matrix,
+    that diagonal as a vector (as ``torch.diag``)."""
+    xd = x.data
+    if xd.ndim == 2:
+        return _diagonal_of(x, diagonal)
+    if xd.ndim != 1:
+        raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got shape {tuple(xd.shape)}")
+    m = math_of(xd)
+    size = xd.shape[0] + abs(diagonal)
+    index = _diagonal_positions(m, (size, size), diagonal)
+    out = m.zeros((size, size), dtype=xd.dtype)
+    out[index] = xd
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(DiagEmbedBackward0)
+    node.index = index
+    return record(out, node, x)

@@ -273,7 +273,6 @@ class CatBackward0(Node):
 
 def _tensors_on_one_device(tensors, op):
     from .. import dtypes
-    from ._core import binary_operands  # noqa: F401  (dtype promotion lives there)
 
     if not tensors:
         raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
