@@ -466,3 +466,25 @@ def test_mixing_devices_names_both():  # pragma: no cover - runs only with a GPU
                gc.ones(2, 2, device="cuda"), lambda: gc.cat([a, b])):
         with _raises(RuntimeError, "cpu", "cuda"):
             fn()
+
+
+def test_type_promotion_matches_pytorch_for_every_pair():
+    """Every pair of dtypes, tensor or 0-d, and tensor-scalar, as PyTorch promotes."""
+    import itertools
+
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    names = ["float16", "float32", "float64", "int32", "int64", "bool"]
+    for da, db in itertools.product(names, names):
+        for sa, sb in [((2,), (2,)), ((2,), ()), ((), (2,)), ((), ())]:
+            for op in ["add", "mul", "div", "maximum"]:
+                a, b = np.ones(sa, dtype=da), np.ones(sb, dtype=db)
+                expected = getattr(torch, op)(torch.tensor(a), torch.tensor(b)).dtype
+                got = getattr(gc, op)(gc.tensor(a), gc.tensor(b)).dtype
+                assert got.name == str(expected).replace("torch.", ""), (op, da, sa, db, sb)
+    for da in names:
+        for scalar in (2, 2.5, True):
+            for op in ["add", "mul", "div"]:
+                t = torch.ones(2, dtype=getattr(torch, da))
+                expected = getattr(torch, op)(t, scalar).dtype
+                got = getattr(gc, op)(gc.ones(2, dtype=da), scalar).dtype
+                assert got.name == str(expected).replace("torch.", ""), (op, da, scalar)

@@ -154,7 +154,7 @@ def binary_operands(a, b, op: str, float_result: bool = False):
         s_cat, s = 2, float(s)
     t_cat = 2 if kind == "f" else (0 if kind == "b" else 1)
     if s_cat > t_cat:
-        t = t.to(dtype=dtypes.default_float if s_cat == 2 else dtypes.int64)
+        t = t.to(dtype=dtypes.default_float if s_cat == 2 or float_result else dtypes.int64)
     elif float_result and kind != "f":
         t = t.to(dtype=dtypes.default_float)
     return (t, s) if ta is not None else (s, t)
