@@ -8,7 +8,7 @@
 tensor([6.])
 """
 
-from . import autograd, backend, dtypes
+from . import autograd, backend, dtypes, nn
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, get_default_device, set_default_device
 from .backend import device as device
@@ -126,7 +126,7 @@ from .ops import (
     var,
     where,
 )
-from .tensor import Tensor
+from .tensor import Parameter, Tensor
 
 bool = bool_  # noqa: A001  (gc.bool, as torch.bool)
 half, double, long = float16, float64, int64

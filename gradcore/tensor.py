@@ -339,6 +339,42 @@ class Tensor:
         return self.mT
 
 
+class Parameter(Tensor):
+    """A tensor that is a module's parameter: a leaf that requires grad by default.
+
+    ``Parameter(t)`` shares ``t``'s memory, as in PyTorch; operations on parameters
+    return plain tensors.
+
+    >>> import gradcore as gc
+    >>> w = gc.nn.Parameter(gc.zeros(2))
+    >>> w.requires_grad, w.is_leaf
+    (True, True)
+    """
+
+    def __init__(self, data=None, requires_grad=True):
+        if data is None:
+            data = _wrap(np.empty((0,), dtype=np.float32))
+        if not isinstance(data, Tensor):
+            from .creation import tensor as _tensor
+            data = _tensor(data)
+        self.data = data.data
+        self._vc = data._version_cell()  # the same memory, the same version counter
+        if requires_grad:
+            self.requires_grad = True
+
+    def __repr__(self):
+        return "Parameter containing:\n" + Tensor.__repr__(self)
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo):
+        p = Parameter(_wrap(self.data.copy()), requires_grad=self._rg)
+        if self.grad is not None:
+            p.grad = _wrap(self.grad.data.copy())
+        memo[id(self)] = p
+        return p
+
+
 class _HookHandle:
     def __init__(self, hooks, fn):
         self._hooks = hooks

@@ -7,13 +7,16 @@ import numpy as np
 from .. import backend, dtypes
 from ..autograd.grad_mode import state as _mode
 from ..autograd.graph import Node
-from ..tensor import Tensor, _new, _wrap
+from ..tensor import Parameter, Tensor, _new, _wrap
 
 __all__ = ["Node", "Tensor", "record", "edge", "needs_grad", "binary_operands", "as_tensor",
            "wrap", "mode", "check_same_device", "normalize_dims", "normalize_dim"]
 
 mode = _mode
 wrap = _wrap
+# The classes whose instances take the ops' fast paths (`type(x) in TENSOR_TYPES`);
+# other subclasses of Tensor take the general path.
+TENSOR_TYPES = frozenset({Tensor, Parameter})
 _NO_EDGE = (None, 0)
 _ndarray = np.ndarray
 _scalar_types = (int, float, bool, np.number, np.bool_)

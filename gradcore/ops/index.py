@@ -10,7 +10,7 @@ import builtins
 import numpy as np
 
 from ..backend import math_of
-from ._core import Node, Tensor, as_tensor, edge, mode, normalize_dim, record, wrap
+from ._core import TENSOR_TYPES, Node, Tensor, as_tensor, edge, mode, normalize_dim, record, wrap
 
 _new = object.__new__
 _BASIC = (int, slice, type(None), type(Ellipsis))
@@ -88,8 +88,8 @@ class IndexBackward0(Node):
 
 def getitem(x, idx):
     """``x[idx]``: ints, slices (with steps), None, ..., integer tensors and bool masks."""
-    if type(idx) is tuple and len(idx) == 2 and type(idx[0]) is Tensor and \
-            type(idx[1]) is Tensor:
+    if type(idx) is tuple and len(idx) == 2 and type(idx[0]) in TENSOR_TYPES and \
+            type(idx[1]) in TENSOR_TYPES:
         # fast path: x[rows, cols] with two integer index tensors (picking class scores)
         i0, i1 = idx[0].data, idx[1].data
         if i0.dtype.kind in "iu" and i1.dtype.kind in "iu" and x.data.ndim == 2:

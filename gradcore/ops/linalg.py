@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import math_of
-from ._core import Node, Tensor, as_tensor, check_same_device, mode, record, wrap
+from ._core import TENSOR_TYPES, Node, Tensor, as_tensor, check_same_device, mode, record, wrap
 from .pointwise import _float
 
 _new = object.__new__
@@ -59,7 +59,7 @@ def _names(a, b):
 
 def matmul(a, b):
     """Matrix product with NumPy's/PyTorch's rules for 1-D and batched operands."""
-    if type(a) is Tensor and type(b) is Tensor:
+    if type(a) in TENSOR_TYPES and type(b) in TENSOR_TYPES:
         ad, bd = a.data, b.data
         # fast path: two host matrices of one float dtype with matching inner sizes
         if ad.ndim == 2 and bd.ndim == 2 and type(ad) is _ndarray and type(bd) is _ndarray \

@@ -13,7 +13,17 @@ import numpy as np
 from .. import dtypes
 from ..backend import math_of
 from . import _elide
-from ._core import Node, Tensor, as_tensor, binary_operands, mode, record, record1, wrap
+from ._core import (
+    TENSOR_TYPES,
+    Node,
+    Tensor,
+    as_tensor,
+    binary_operands,
+    mode,
+    record,
+    record1,
+    wrap,
+)
 from ._elide import MIN_BYTES, consumable, is_temporary, op_function
 
 _new = object.__new__
@@ -35,10 +45,10 @@ def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save_inputs=False, save_out=F
     derivative rule reads.  The first two branches are fast paths for the common
     same-dtype cases; everything else goes through PyTorch's type promotion.
     """
-    if type(a) is Tensor:
+    if type(a) in TENSOR_TYPES:
         ad = a.data
         tb = type(b)
-        if tb is Tensor:
+        if tb in TENSOR_TYPES:
             bd = b.data
             if ad.dtype is bd.dtype and type(ad) is type(bd) and type(ad) is _ndarray and \
                     (not float_result or ad.dtype.kind == "f"):
@@ -141,7 +151,7 @@ class AddBackward1(Node):
 
 def add(a, b, *, alpha=1):
     """``a + alpha * b`` with broadcasting."""
-    if type(b) is float and type(a) is Tensor:  # fast path: float tensor + Python float
+    if type(b) is float and type(a) in TENSOR_TYPES:  # fast path: tensor + float
         ad = a.data
         if ad.dtype.kind == "f" and alpha == 1:
             out = ad + b
@@ -267,7 +277,7 @@ class MulBackward1(Node):
 
 def mul(a, b):
     """``a * b`` with broadcasting."""
-    if type(b) is float and type(a) is Tensor:  # fast path: float tensor * Python float
+    if type(b) is float and type(a) in TENSOR_TYPES:  # fast path: tensor * float
         ad = a.data
         if ad.dtype.kind == "f":
             if ad.nbytes >= MIN_BYTES and is_temporary(a, ad):
