@@ -13,6 +13,7 @@ from .. import dtypes
 from ..backend import math_of
 from . import (
     _elide,
+    activation,
     index,
     linalg,
     pointwise,
@@ -21,6 +22,7 @@ from . import (
     tensor_math,  # noqa: F401  (the engine's math for create_graph=True)
 )
 from ._core import Tensor, as_tensor, mode, same_device, wrap
+from .activation import erf, gelu, layer_norm, log_softmax, softmax
 from .index import (
     _check_inplace,
     gather,
@@ -325,6 +327,8 @@ def bind_methods(T) -> None:
         "sum": sum, "mean": mean, "prod": prod, "var": var, "std": std, "max": max, "min": min,
         "amax": amax, "amin": amin, "argmax": argmax, "argmin": argmin,
         "logsumexp": logsumexp, "norm": norm, "any": any, "all": all,
+        # activations
+        "softmax": softmax, "log_softmax": log_softmax, "erf": erf,
         # shape
         "reshape": reshape, "view": view, "flatten": flatten, "unflatten": unflatten,
         "squeeze": squeeze, "unsqueeze": unsqueeze, "transpose": transpose,
@@ -363,7 +367,7 @@ def bind_methods(T) -> None:
                      ("pow_", pow), ("clamp_", clamp), ("clip_", clamp), ("neg_", neg),
                      ("exp_", exp), ("log_", log), ("sqrt_", sqrt), ("tanh_", tanh),
                      ("sigmoid_", sigmoid), ("relu_", relu), ("abs_", abs),
-                     ("square_", square), ("reciprocal_", reciprocal),
+                     ("square_", square), ("reciprocal_", reciprocal), ("erf_", erf),
                      ("__iadd__", add), ("__isub__", sub), ("__imul__", mul),
                      ("__itruediv__", div), ("__ipow__", pow)]:
         methods[name] = _inplace_method(name, fn)

@@ -1,0 +1,743 @@
+"""Primitives of neural networks with their own backward nodes.
+
+softmax, log_softmax, erf, gelu, layer_norm, linear, embedding and the losses
+(nll_loss, mse_loss, binary_cross_entropy_with_logits).  Written from smaller ops they
+would record five to ten nodes each; as primitives they record one, with PyTorch's
+name and derivative formula (``SoftmaxBackward0``: ``g*y - y*sum(g*y)``), and run
+their forward in a few array passes.
+
+Each op is one stanza, as in :mod:`.pointwise`: the node (its ``apply(F, g)`` written
+once over ``F``: arrays for a plain backward, tensors when ``create_graph=True``, so
+that second derivatives come from the same formula) followed by the forward.  float16
+inputs compute in float32 and round the result back, as PyTorch's CPU kernels do.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..backend import math_of
+from . import pointwise as _pw
+from ._core import (
+    Node,
+    Tensor,
+    as_tensor,
+    binary_operands,
+    check_same_device,
+    mode,
+    normalize_dim,
+    record,
+    record1,
+    wrap,
+)
+
+__all__ = ["softmax", "log_softmax", "erf", "gelu", "layer_norm", "linear", "embedding",
+           "nll_loss", "mse_loss", "binary_cross_entropy_with_logits"]
+
+_new = object.__new__
+_ndarray = np.ndarray
+_f16 = np.dtype(np.float16)
+_f32 = np.dtype(np.float32)
+
+_SQRT1_2 = 0.7071067811865476            # 1 / sqrt(2)
+_TWO_OVER_SQRT_PI = 1.1283791670955126   # 2 / sqrt(pi): erf'(0)
+_INV_SQRT_2PI = 0.3989422804014327       # 1 / sqrt(2 pi): the normal density at 0
+_GELU_BETA = 0.7978845608028654          # sqrt(2 / pi)
+_GELU_KAPPA = 0.044715
+
+
+def _up(a):
+    """float16 arrays as float32 (the type PyTorch computes half ops in)."""
+    return a.astype(_f32) if a.dtype == _f16 else a
+
+
+def _fresh(F, a):
+    """``a`` as an array that may be updated in place (NumPy gives scalars for 0-d)."""
+    return a if type(a) is F.ndarray else F.asarray(a)
+
+
+def _floating(x: Tensor, op: str, dtype=None) -> Tensor:
+    if not isinstance(x, Tensor):
+        x = as_tensor(x)
+    if dtype is not None:
+        x = x.to(dtype=dtype)
+    if x.data.dtype.kind != "f":
+        raise RuntimeError(f"{op}(): expected a floating point input, got {x.dtype!r} "
+                           f"(pass dtype= to compute in a floating point type)")
+    return x
+
+
+# ---- softmax / log_softmax ----------
+class SoftmaxBackward0(Node):
+    """``g * y - y * sum(g * y, dim)``."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        y = self.output(F)
+        axis = self.axis
+        if F.tensor_mode:
+            gy = g * y
+            return (gy - y * F.sum(gy, axis=axis, keepdims=True),)
+        dt = y.dtype
+        y, g = _up(y), _up(g)
+        gy = _fresh(F, g * y)
+        gy -= y * gy.sum(axis=axis, keepdims=True)
+        return (gy.astype(dt, copy=False),)
+
+    def apply_owned(self, F, g):
+        y = self.output(F)
+        if y.dtype == _f16 or g.dtype != y.dtype:
+            return self.apply(F, g)
+        F.multiply(g, y, out=g)
+        g -= y * g.sum(axis=self.axis, keepdims=True)
+        return (g,)
+
+
+def _softmax_fwd(xd, axis, log):
+    w = _up(xd)
+    if w.size == 0:
+        return xd.copy()
+    m = math_of(xd)
+    out = _fresh(m, w - w.max(axis=axis, keepdims=True))
+    if log:
+        out -= m.log(m.exp(out).sum(axis=axis, keepdims=True))
+    else:
+        m.exp(out, out=out)
+        out /= out.sum(axis=axis, keepdims=True)
+    return out.astype(xd.dtype, copy=False)
+
+
+def _softmax_op(x, dim, dtype, log, cls, op):
+    x = _floating(x, op, dtype)
+    xd = x.data
+    axis = normalize_dim(dim, xd.ndim, op) if xd.ndim else None
+    out = _softmax_fwd(xd, axis, log)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(cls)
+    node.axis = axis
+    t = record1(out, node, x)
+    node.save_output(t)
+    return t
+
+
+def softmax(x, dim, dtype=None):
+    """``exp(x) / sum(exp(x), dim)``, computed without overflow; one node."""
+    return _softmax_op(x, dim, dtype, False, SoftmaxBackward0, "softmax")
+
+
+class LogSoftmaxBackward0(Node):
+    """``g - exp(y) * sum(g, dim)``."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        y = self.output(F)
+        axis = self.axis
+        if F.tensor_mode:
+            return (g - F.exp(y) * F.sum(g, axis=axis, keepdims=True),)
+        dt = y.dtype
+        y, g = _up(y), _up(g)
+        e = _fresh(F, F.exp(y))
+        e *= g.sum(axis=axis, keepdims=True)
+        return (F.subtract(g, e, out=e).astype(dt, copy=False),)
+
+    def apply_owned(self, F, g):
+        y = self.output(F)
+        if y.dtype == _f16 or g.dtype != y.dtype:
+            return self.apply(F, g)
+        e = _fresh(F, F.exp(y))
+        e *= g.sum(axis=self.axis, keepdims=True)
+        g -= e
+        return (g,)
+
+
+def log_softmax(x, dim, dtype=None):
+    """``x - logsumexp(x, dim)``; one node."""
+    return _softmax_op(x, dim, dtype, True, LogSoftmaxBackward0, "log_softmax")
+
+
+# ---- erf / gelu ----------
+class ErfBackward0(Node):
+    """``g * 2 / sqrt(pi) * exp(-x * x)``."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        if F.tensor_mode:
+            return (g * (F.exp(-(x * x)) * _TWO_OVER_SQRT_PI),)
+        dt = x.dtype
+        x = _up(x)
+        t = _fresh(F, x * x)
+        F.negative(t, out=t)
+        F.exp(t, out=t)
+        t *= _TWO_OVER_SQRT_PI
+        t *= g
+        return (t.astype(dt, copy=False),)
+
+
+def erf(x):
+    """The error function ``2 / sqrt(pi) * integral of exp(-t*t) from 0 to x``."""
+    if not isinstance(x, Tensor):
+        x = as_tensor(x)
+    x = _pw._float(x)
+    xd = x.data
+    out = math_of(xd).erf(xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(ErfBackward0)
+    node.save(x)
+    return record1(out, node, x)
+
+
+def _erf_of(F, x):
+    return erf(x) if F.tensor_mode else F.erf(x)
+
+
+class GeluBackward0(Node):
+    """PyTorch's formulas: ``cdf(x) + x * pdf(x)`` exactly, or the derivative of the
+    tanh approximation."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        tm = F.tensor_mode
+        dt = x.dtype
+        if not tm:
+            x, g = _up(x), _up(g)
+        if self.approximate == "tanh":
+            x_sq = x * x
+            inner = (x + x_sq * x * _GELU_KAPPA) * _GELU_BETA
+            th = F.tanh(inner)
+            left_derivative = (th + 1) * 0.5
+            right_derivative = 1 - th * th
+            inner_derivative = (x_sq * (3 * _GELU_KAPPA) + 1) * _GELU_BETA
+            d = left_derivative + x * 0.5 * right_derivative * inner_derivative
+        else:
+            cdf = (_erf_of(F, x * _SQRT1_2) + 1) * 0.5
+            pdf = F.exp(x * x * -0.5) * _INV_SQRT_2PI
+            d = cdf + x * pdf
+        out = g * d
+        return (out if tm else _fresh(F, out).astype(dt, copy=False),)
+
+
+def gelu(x, approximate="none"):
+    """``x * Phi(x)`` (``approximate='none'``) or PyTorch's tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got "
+                           f"{approximate!r}")
+    x = _floating(x, "gelu")
+    xd = x.data
+    m = math_of(xd)
+    w = _up(xd)
+    if approximate == "tanh":
+        inner = _fresh(m, w * w)
+        inner *= w
+        inner *= _GELU_KAPPA
+        inner += w
+        inner *= _GELU_BETA
+        m.tanh(inner, out=inner)
+    else:
+        inner = _fresh(m, m.erf(w * _SQRT1_2))
+    inner += 1
+    inner *= w
+    inner *= 0.5
+    out = inner.astype(xd.dtype, copy=False)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(GeluBackward0)
+    node.approximate = approximate
+    node.save(x)
+    return record1(out, node, x)
+
+
+# ---- layer_norm ----------
+class NativeLayerNormBackward0(Node):
+    """``dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat))`` with ``gh = g * w``;
+    ``dw = sum(g * xhat)``, ``db = sum(g)`` over the leading dimensions."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        saved = self.unpack(F)
+        x = saved[0]
+        w = saved[1] if self.has_weight else None
+        axes, inv_n = self.axes, self.inv_n
+        if F.tensor_mode:  # recompute the statistics from x, differentiably
+            mu = F.sum(x, axis=axes, keepdims=True) * inv_n
+            xc = x - mu
+            var = F.sum(xc * xc, axis=axes, keepdims=True) * inv_n
+            rstd = 1 / F.sqrt(var + self.eps)
+            xhat = xc * rstd
+        else:
+            dt = x.dtype
+            x, g = _up(x), _up(g)
+            rstd = self.rstd
+            xhat = _fresh(F, x - self.mean)
+            xhat *= rstd
+            if w is not None:
+                w = _up(w)
+        grads = []
+        if self.needs(0):
+            gh = g * w if w is not None else g
+            a = F.sum(gh, axis=axes, keepdims=True) * inv_n
+            b = F.sum(gh * xhat, axis=axes, keepdims=True) * inv_n
+            if F.tensor_mode:
+                gx = (gh - a - xhat * b) * rstd
+            else:
+                gx = _fresh(F, gh - a)
+                gx -= xhat * b
+                gx *= rstd
+                gx = gx.astype(dt, copy=False)
+            grads.append(gx)
+        else:
+            grads.append(None)
+        if self.has_weight:
+            grads.append(self._param_grad(F, g * xhat, g) if self.needs(1) else None)
+        if self.has_bias:
+            grads.append(self._param_grad(F, g, g) if self.needs(1 + self.has_weight)
+                         else None)
+        return tuple(grads)
+
+    def _param_grad(self, F, v, g):
+        s = F.sum(v, axis=self.lead, keepdims=False) if self.lead else v
+        if F.tensor_mode:
+            return s
+        s = _fresh(F, s)
+        if s is g:
+            s = s.copy()
+        return s.astype(self.param_dtype, copy=False)
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalize over the trailing ``normalized_shape`` dimensions (biased variance),
+    then scale by ``weight`` and shift by ``bias``; one node."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    ns = tuple(int(n) for n in normalized_shape)
+    x = _floating(x, "layer_norm")
+    xd = x.data
+    k = len(ns)
+    if k == 0 or xd.ndim < k or tuple(xd.shape[xd.ndim - k:]) != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*, {', '.join(str(n) for n in ns)}], but got input of size"
+                           f"{list(xd.shape)}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None:
+            if tuple(p.shape) != ns:
+                raise RuntimeError(f"layer_norm: expected {name} of shape {list(ns)}, got "
+                                   f"{list(p.shape)}")
+            check_same_device(xd, p.data, "layer_norm")
+    axes = tuple(range(xd.ndim - k, xd.ndim))
+    lead = tuple(range(xd.ndim - k))
+    n = int(np.prod(ns))
+    inv_n = 1.0 / n if n else float("nan")
+    m = math_of(xd)
+    w = _up(xd)
+    mean = w.sum(axis=axes, keepdims=True) * inv_n
+    xc = _fresh(m, w - mean)
+    var = m.square(xc).sum(axis=axes, keepdims=True) * inv_n
+    rstd = 1.0 / m.sqrt(var + eps)
+    xc *= rstd
+    if weight is not None:
+        xc *= _up(weight.data)
+    if bias is not None:
+        xc += _up(bias.data)
+    out = xc.astype(xd.dtype, copy=False)
+    inputs = [x] + [p for p in (weight, bias) if p is not None]
+    if not (mode.enabled and any(t._rg for t in inputs)):
+        return wrap(out)
+    node = _new(NativeLayerNormBackward0)
+    node.axes, node.lead, node.inv_n, node.eps = axes, lead, inv_n, eps
+    node.has_weight, node.has_bias = weight is not None, bias is not None
+    node.mean, node.rstd = mean, rstd
+    node.param_dtype = (weight if weight is not None else bias if bias is not None
+                        else x).data.dtype
+    node.save(*([x, weight] if weight is not None else [x]))
+    return record(out, node, *inputs)
+
+
+# ---- linear ----------
+class LinearBackward(Node):
+    """``out = x @ w.T + b`` over any leading dimensions of ``x``:
+    ``dx = g @ w``, ``dw = g.T @ x``, ``db = sum(g)`` (2-D views of ``x`` and ``g``)."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        x, w = self.unpack(F)
+        out_f, in_f = w.shape
+        g2 = g.reshape((-1, out_f)) if g.ndim != 2 else g
+        gx = gw = gb = None
+        if self.needs(0):
+            gx = g2 @ w
+            if x.ndim != 2:
+                gx = gx.reshape(x.shape)
+        if self.needs(1):
+            x2 = x.reshape((-1, in_f)) if x.ndim != 2 else x
+            gw = g2.swapaxes(-1, -2) @ x2
+        if self.has_bias:
+            if self.needs(2):
+                gb = F.sum(g2, axis=0)
+                if not F.tensor_mode:
+                    gb = _fresh(F, gb)
+            return gx, gw, gb
+        return gx, gw
+
+    def name(self):
+        return self._name
+
+
+def linear(x, weight, bias=None):
+    """``x @ weight.T + bias`` (weight: ``(out_features, in_features)``); one node."""
+    xd, wd = x.data, weight.data
+    bd = None if bias is None else bias.data
+    if wd.ndim == 2 and xd.ndim >= 1 and xd.shape[-1] == wd.shape[1] and \
+            xd.dtype == wd.dtype and xd.dtype.kind == "f" and type(xd) is type(wd) and \
+            (bd is None or (bd.shape == (wd.shape[0],) and bd.dtype == xd.dtype and
+                            type(bd) is type(xd))):
+        if type(xd) is not _ndarray:
+            check_same_device(xd, wd, "linear")
+            if bd is not None:
+                check_same_device(xd, bd, "linear")
+        x2 = xd if xd.ndim == 2 else xd.reshape(-1, wd.shape[1])
+        out = x2 @ wd.T
+        if bd is not None:
+            out += bd
+        if xd.ndim != 2:
+            out = out.reshape(xd.shape[:-1] + (wd.shape[0],))
+        if not (mode.enabled and (x._rg or weight._rg or (bias is not None and bias._rg))):
+            return wrap(out)
+        node = _new(LinearBackward)
+        node.has_bias = bias is not None
+        node._name = ("LinearBackward0" if xd.ndim != 2 else
+                      "AddmmBackward0" if bias is not None else "MmBackward0")
+        node.saved = (x, weight)
+        node.versions = (x._version, weight._version)
+        if bias is None:
+            return record(out, node, x, weight)
+        return record(out, node, x, weight, bias)
+    # anything else (mixed dtypes, a 1-D weight, ...): matmul's rules and errors
+    from .linalg import matmul
+    out = matmul(x, weight.transpose(0, 1) if weight.ndim == 2 else weight)
+    return out if bias is None else _pw.add(out, bias)
+
+
+# ---- embedding ----------
+class EmbeddingBackward0(Node):
+    """The rows of ``g`` added into zeros at their indices (repeats accumulate); the
+    padding row gets none."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        scale = self.scale
+        if scale is not None:
+            g = g * (wrap(scale) if F.tensor_mode else scale)
+        gw = F.index_add_into_zeros(g, self.index, self.weight_shape)
+        if self.padding_idx is not None:
+            if F.tensor_mode:
+                gw = F.zero_at(gw, self.padding_idx)
+            else:
+                gw[self.padding_idx] = 0
+        return (gw,)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """The rows of ``weight`` at the (integer) ``input`` indices."""
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported")
+    idx_t = input if isinstance(input, Tensor) else as_tensor(input)
+    idx = idx_t.data
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {idx_t.dtype!r} "
+                           f"instead (while checking arguments for embedding)")
+    wd = weight.data
+    if wd.ndim != 2:
+        raise RuntimeError(f"'weight' must be 2-D, got shape {list(wd.shape)}")
+    check_same_device(wd, idx, "embedding")
+    num = wd.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = padding_idx % num
+    m = math_of(wd)
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= num):
+        raise IndexError("index out of range in self")
+    if max_norm is not None:
+        _embedding_renorm(weight, idx, max_norm, norm_type)
+        wd = weight.data
+    out = wd[idx]
+    if not (mode.enabled and weight._rg):
+        return wrap(out)
+    node = _new(EmbeddingBackward0)
+    node.index, node.weight_shape, node.padding_idx = idx, wd.shape, padding_idx
+    node.scale = None
+    if scale_grad_by_freq:
+        counts = m.bincount(idx.reshape(-1), minlength=num)
+        node.scale = (1.0 / counts[idx]).astype(wd.dtype)[..., None]
+    return record1(out, node, weight)
+
+
+def _embedding_renorm(weight, idx, max_norm, norm_type):
+    """Rows of ``weight`` used by ``idx`` with a norm above ``max_norm`` scaled down to it,
+    in place and untracked (PyTorch's ``embedding_renorm_``)."""
+    wd = weight.data
+    m = math_of(wd)
+    rows = m.unique(idx.reshape(-1))
+    sub = wd[rows]
+    norms = (m.abs(sub) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+    scale = m.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(wd.dtype)
+    wd[rows] = sub * scale[:, None]
+    weight._bump()
+
+
+# ---- losses ----------
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_reduction(reduction):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+class NllLossBackward0(Node):
+    """``-weight[t] * g`` (divided by the total weight for ``mean``) at each target's
+    class; zeros elsewhere and at ignored targets."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        coef, axis = self.coef, self.axis
+        if F.tensor_mode:
+            vals = g * wrap(coef)
+        else:
+            vals = _fresh(F, g * coef)
+        index = self.target
+        if self.two_d and not F.tensor_mode:
+            out = F.zeros(self.in_shape, dtype=vals.dtype)
+            out[F.arange(index.shape[0]), index] = vals
+            return (out,)
+        index = index[(slice(None),) * axis + (None,)]
+        return (F.scatter_into_zeros(F.expand_dims(vals, axis), axis, index, self.in_shape),)
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """The negative log likelihood of integer class targets, ``-input[n, target[n]]``
+    (times ``weight[target[n]]``), over the class dimension 1 (0 for a 1-D input);
+    ``mean`` divides by the total weight of the targets that are not ``ignore_index``.
+    """
+    check_reduction(reduction)
+    x = _floating(input, "nll_loss")
+    t = target if isinstance(target, Tensor) else as_tensor(target)
+    xd, td = x.data, t.data
+    if td.dtype.kind not in "iu":
+        raise RuntimeError(f"nll_loss: expected an integer (Long) target, but found "
+                           f"{t.dtype!r}")
+    if xd.ndim == 0:
+        raise ValueError("nll_loss: the input must have at least one dimension (classes)")
+    axis = 0 if xd.ndim == 1 else 1
+    want = xd.shape[:axis] + xd.shape[axis + 1:]
+    if tuple(td.shape) != want:
+        if xd.ndim >= 2 and (td.ndim == 0 or td.shape[0] != xd.shape[0]):
+            raise ValueError(f"Expected input batch_size ({xd.shape[0]}) to match target "
+                             f"batch_size ({td.shape[0] if td.ndim else 0}).")
+        raise RuntimeError(f"nll_loss: expected target of shape {list(want)} for an input "
+                           f"of shape {list(xd.shape)}, got {list(td.shape)}")
+    check_same_device(xd, td, "nll_loss")
+    m = math_of(xd)
+    C = xd.shape[axis]
+    valid = td != ignore_index
+    all_valid = bool(valid.all())
+    tsafe = td if all_valid else m.where(valid, td, 0)
+    tsafe = tsafe.astype(np.int64, copy=False)
+    if tsafe.size:
+        bad = (tsafe < 0) | (tsafe >= C)
+        if bad.any():
+            raise IndexError(f"Target {int(tsafe[bad].reshape(-1)[0])} is out of bounds.")
+    w = _up(xd)
+    if xd.ndim == 2:
+        picked = w[m.arange(xd.shape[0]), tsafe]
+    elif xd.ndim == 1:
+        picked = w[tsafe]
+    else:
+        picked = m.take_along_axis(w, m.expand_dims(tsafe, 1), axis=1).squeeze(1)
+    acc = w.dtype
+    if weight is not None:
+        wt = _up(weight.data).astype(acc, copy=False)[tsafe]
+        if not all_valid:
+            wt = m.where(valid, wt, 0)
+    else:
+        wt = None if all_valid else valid.astype(acc)
+    losses = _fresh(m, picked * wt) if wt is not None else _fresh(m, picked)
+    if losses is picked and xd.ndim == 1:
+        losses = losses.copy()  # picked may view the input
+    m.negative(losses, out=losses)
+    if not all_valid:  # ignored targets lose 0 (even where the input is -inf)
+        losses[~valid] = 0
+    if reduction == "none":
+        out = losses
+        coef = -wt if wt is not None else m.full(td.shape, -1.0, dtype=acc)
+    else:
+        out = losses.sum(dtype=acc)
+        coef = -wt if wt is not None else m.full(td.shape, -1.0, dtype=acc)
+        if reduction == "mean":
+            total = wt.sum(dtype=acc) if wt is not None else acc.type(td.size)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out = out / total
+                coef = coef / total if float(total) != 0 else m.zeros_like(coef)
+    out = m.asarray(out).astype(xd.dtype, copy=False)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(NllLossBackward0)
+    node.coef = m.asarray(coef).astype(xd.dtype, copy=False)
+    node.target, node.axis, node.in_shape = tsafe, axis, xd.shape
+    node.two_d = xd.ndim == 2
+    return record1(out, node, x)
+
+
+class MseLossBackward0(Node):
+    """``2 * (x - y) * g`` (divided by the element count for ``mean``); minus that for
+    the target."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        x, y = self.unpack(F)
+        if F.tensor_mode:
+            gd = (x - y) * (g * self.scale)
+        else:
+            dt = x.dtype
+            gd = _fresh(F, _up(x) - _up(y))
+            gd *= _up(g) * self.scale
+            gd = gd.astype(dt, copy=False)
+        return (gd if self.needs(0) else None), (-gd if self.needs(1) else None)
+
+
+def mse_loss(input, target, reduction="mean"):
+    """The mean (or sum, or elementwise) squared difference; one node."""
+    check_reduction(reduction)
+    if isinstance(input, Tensor) and isinstance(target, Tensor) and \
+            tuple(input.shape) != tuple(target.shape):
+        warnings.warn(f"Using a target size ({tuple(target.shape)}) that is different to the "
+                      f"input size ({tuple(input.shape)}). This will likely lead to incorrect "
+                      f"results due to broadcasting. Please ensure they have the same size.",
+                      stacklevel=3)
+    x, y = binary_operands(input, target, "mse_loss", float_result=True)
+    x = x if isinstance(x, Tensor) else as_tensor(x, y)
+    y = y if isinstance(y, Tensor) else as_tensor(y, x)
+    xd, yd = x.data, y.data
+    m = math_of(xd)
+    d = _fresh(m, _up(xd) - _up(yd))
+    d *= d
+    n = d.size
+    if reduction == "none":
+        out, scale = d, 2.0
+    else:
+        out = d.sum()
+        scale = 2.0
+        if reduction == "mean":
+            out = out * (1.0 / n) if n else out * np.nan
+            scale = 2.0 / n if n else float("nan")
+    out = m.asarray(out).astype(xd.dtype, copy=False)
+    if not (mode.enabled and (x._rg or y._rg)):
+        return wrap(out)
+    node = _new(MseLossBackward0)
+    node.scale = scale
+    if xd.shape != yd.shape:
+        node.shapes = (xd.shape, yd.shape)
+    node.save(x, y)
+    return record(out, node, x, y)
+
+
+def _log_sigmoid(F, x):
+    """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))`` without overflow."""
+    if F.tensor_mode:
+        return _pw.neg(_pw.relu(_pw.neg(x))) - _pw.log1p(_pw.exp(_pw.neg(_pw.abs(x))))
+    out = F.minimum(x, 0)
+    out = _fresh(F, out - F.log1p(F.exp(-F.abs(x))))
+    return out
+
+
+class BinaryCrossEntropyWithLogitsBackward0(Node):
+    """``dx = (sigmoid(x) * (pw * y + 1 - y) - pw * y) * g`` (``sigmoid(x) - y`` without
+    ``pos_weight``), ``dy = (log_sigmoid(-x) - pw * log_sigmoid(x)) * g`` (``-x``)."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        x, y = self.unpack(F)
+        pw = self.pos_weight
+        tm = F.tensor_mode
+        if tm:
+            sig = _pw.sigmoid(x)
+            pw = wrap(pw) if pw is not None else None
+        else:
+            dt = x.dtype
+            x, y, g = _up(x), _up(y), _up(g)
+            sig = _pw._np_sigmoid(x)
+            if pw is not None:
+                pw = _up(pw)
+        gx = gy = None
+        if self.needs(0):
+            gx = (sig - y) * g if pw is None else (sig * (pw * y + 1 - y) - pw * y) * g
+        if self.needs(1):
+            if pw is None:
+                gy = -x * g
+            else:
+                gy = (_log_sigmoid(F, -x) - pw * _log_sigmoid(F, x)) * g
+        if not tm:
+            gx = None if gx is None else _fresh(F, gx).astype(dt, copy=False)
+            gy = None if gy is None else _fresh(F, gy).astype(dt, copy=False)
+        return gx, gy
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",
+                                     pos_weight=None):
+    """``-[pw * y * log(sigmoid(x)) + (1 - y) * log(1 - sigmoid(x))]``, computed
+    stably as ``(1 - y) * x - (1 + (pw - 1) * y) * log_sigmoid(x)``."""
+    check_reduction(reduction)
+    x = _floating(input, "binary_cross_entropy_with_logits")
+    y = target if isinstance(target, Tensor) else as_tensor(target, x)
+    if tuple(y.shape) != tuple(x.shape):
+        raise ValueError(f"Target size ({tuple(y.shape)}) must be the same as input size "
+                         f"({tuple(x.shape)})")
+    if y.dtype != x.dtype:
+        y = y.to(dtype=x.dtype)
+    xd, yd = x.data, y.data
+    check_same_device(xd, yd, "binary_cross_entropy_with_logits")
+    m = math_of(xd)
+    w, yw = _up(xd), _up(yd)
+    pwd = None
+    if pos_weight is not None:
+        pwd = (pos_weight.data if isinstance(pos_weight, Tensor) else
+               m.asarray(pos_weight)).astype(xd.dtype, copy=False)
+        if m.broadcast_shapes(pwd.shape, xd.shape) != xd.shape:
+            raise RuntimeError(f"binary_cross_entropy_with_logits: pos_weight of shape "
+                               f"{tuple(pwd.shape)} does not broadcast to the input's shape "
+                               f"{tuple(xd.shape)}")
+    ls = _log_sigmoid(m, w)
+    if pwd is not None:
+        ls *= (_up(pwd) - 1) * yw + 1
+    loss = _fresh(m, (1 - yw) * w)
+    loss -= ls
+    out = wrap(loss.astype(xd.dtype, copy=False))
+    if mode.enabled and (x._rg or y._rg):
+        node = _new(BinaryCrossEntropyWithLogitsBackward0)
+        node.pos_weight = pwd
+        node.save(x, y)
+        out = record(out.data, node, x, y)
+    if weight is not None:
+        out = _pw.mul(out, weight)
+    if reduction == "none":
+        return out
+    from .reduce import mean, sum
+    return mean(out) if reduction == "mean" else sum(out)
+
