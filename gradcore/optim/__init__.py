@@ -1,0 +1,19 @@
+"""Optimizers and learning-rate schedules, as ``torch.optim``.
+
+>>> import gradcore as gc
+>>> w = gc.nn.Parameter(gc.tensor([3.0]))
+>>> opt = gc.optim.SGD([w], lr=0.25)
+>>> for _ in range(3):
+...     opt.zero_grad()
+...     (w * w).sum().backward()   # gradient 2w: each step halves w
+...     opt.step()
+>>> w.item()
+0.375
+"""
+
+from . import lr_scheduler
+from .adam import Adam, AdamW
+from .optimizer import Optimizer
+from .sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]

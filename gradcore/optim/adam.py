@@ -1,0 +1,95 @@
+"""Adam and AdamW, with PyTorch's defaults and update rules (``torch.optim.Adam/AdamW``)."""
+
+from __future__ import annotations
+
+from ..autograd import no_grad
+from ..backend import math_of
+from ..creation import zeros_like
+from .optimizer import Optimizer
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba), optionally AMSGrad, L2 or (``decoupled_weight_decay``) AdamW decay.
+
+    State per parameter, as in PyTorch: ``step`` (an int here, a 0-d tensor in
+    PyTorch), ``exp_avg``, ``exp_avg_sq`` and, with ``amsgrad``, ``max_exp_avg_sq``.
+
+    >>> import gradcore as gc
+    >>> w = gc.nn.Parameter(gc.tensor([1.0, -1.0]))
+    >>> opt = gc.optim.Adam([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()  # the first step moves every weight by lr against its gradient's sign
+    >>> w
+    Parameter containing:
+    tensor([ 0.9000, -0.9000], requires_grad=True)
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
+                 maximize: bool = False, decoupled_weight_decay: bool = False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = self._evaluate(closure)
+        with no_grad():
+            for group in self.param_groups:
+                beta1, beta2 = group["betas"]
+                amsgrad = group["amsgrad"]
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if not state:
+                        state["step"] = 0
+                        state["exp_avg"] = zeros_like(p)
+                        state["exp_avg_sq"] = zeros_like(p)
+                        if amsgrad:
+                            state["max_exp_avg_sq"] = zeros_like(p)
+                    elif amsgrad and "max_exp_avg_sq" not in state:
+                        raise RuntimeError(
+                            "amsgrad=True but the optimizer state of a parameter has no "
+                            "'max_exp_avg_sq' (was it loaded from a state dict saved with "
+                            "amsgrad=False?)")
+                    state["step"] += 1
+                    vmax = state["max_exp_avg_sq"].data if amsgrad else None
+                    math_of(p.data).adam_update(
+                        p.data, p.grad.data, state["exp_avg"].data, state["exp_avg_sq"].data,
+                        vmax, step=state["step"], lr=group["lr"], beta1=beta1, beta2=beta2,
+                        eps=group["eps"], weight_decay=group["weight_decay"],
+                        amsgrad=amsgrad, maximize=group["maximize"],
+                        decoupled_weight_decay=group["decoupled_weight_decay"])
+                    p._bump()
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter): PyTorch's ``AdamW``.
+
+    Before each update, ``p *= 1 - lr * weight_decay``; default ``weight_decay=1e-2``.
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        super().load_state_dict(state_dict)
+        for group in self.param_groups:  # AdamW always decouples, as in PyTorch
+            group["decoupled_weight_decay"] = True

@@ -1,0 +1,242 @@
+"""The optimizer base class: parameter groups, per-parameter state, state dicts.
+
+Subclasses implement ``step``; their arithmetic lives in :mod:`gradcore.fused_optim`
+(one update function per optimizer, attached to each device's array namespace).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from itertools import chain
+
+from ..autograd import enable_grad
+from ..tensor import Tensor
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    """Marks a hyper-parameter that has no default (``lr`` of an optimizer that asks)."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+class Optimizer:
+    """Base class of all optimizers, as ``torch.optim.Optimizer``.
+
+    ``params`` is an iterable of tensors, of ``(name, tensor)`` pairs, or of dicts that
+    each hold ``"params"`` and per-group options overriding ``defaults``.
+
+    >>> import gradcore as gc
+    >>> w = gc.nn.Parameter(gc.ones(2))
+    >>> opt = gc.optim.SGD([w], lr=0.5)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([0., 0.], requires_grad=True)
+    """
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = defaults
+        self.state: defaultdict = defaultdict(dict)  # parameter -> its state dict
+        self.param_groups: list[dict] = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable "
+                            "of Tensors or dicts, but got a Tensor")
+        if isinstance(params, (set, frozenset)):
+            raise TypeError("optimizer parameters need to be organized in ordered "
+                            "collections, but the ordering of tensors in sets will change "
+                            "between runs. Please use a list instead.")
+        param_groups = list(params)
+        if not param_groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(dict(group))
+
+    # -- parameter groups -----------------------------------------------------------
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group of parameters (a dict with ``"params"`` and optional options)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError("optimizer parameters need to be organized in ordered "
+                            "collections, but the ordering of tensors in sets will change "
+                            "between runs. Please use a list instead.")
+        else:
+            params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        if names:
+            if len(names) != len(params):
+                raise ValueError("all optimizer params should be with/without names. Some "
+                                 "param names are missing")
+            params = [p[1] for p in params]
+            param_group["param_names"] = names
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params "
+                                f"is {type(p).__module__}.{type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        param_group["params"] = params
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            param_group.setdefault(name, default)
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        for g in self.param_groups:
+            if ("param_names" in g) != ("param_names" in param_group):
+                raise ValueError("all optimizer param groups should be with/without names")
+        self.param_groups.append(param_group)
+
+    # -- the step ---------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all parameters: to ``None`` (default) or to zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if g.grad_fn is not None:  # a gradient built with create_graph=True
+                        g = p.grad = g.detach()
+                    else:
+                        g.requires_grad = False
+                    g.data[...] = 0
+                    g._bump()
+
+    def step(self, closure=None):
+        """Update the parameters once; ``closure`` re-evaluates and returns the loss."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _evaluate(closure):
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    # -- state dicts ------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """The optimizer's state, in PyTorch's layout.
+
+        ``{"state": {index: {name: value}}, "param_groups": [{option: value, ...,
+        "params": [index, ...]}]}``: parameters are numbered in the order of the groups;
+        buffers are the optimizer's own tensors (not copies, as in PyTorch: save the
+        dict or copy it before stepping further), counters are Python numbers.
+        """
+        index_of: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index_of.setdefault(id(p), len(index_of))
+            packed["params"] = [index_of[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {}
+        for p, s in self.state.items():
+            key = index_of[id(p)] if isinstance(p, Tensor) else p
+            state[key] = dict(s)
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Load a state made by :meth:`state_dict` (possibly through ``gc.save``/``gc.load``).
+
+        Buffers are copied onto each parameter's device and floating dtype, so the
+        source dict is never aliased.  Raises ``ValueError`` naming the mismatch when the
+        state dict does not fit this optimizer.
+        """
+        if not isinstance(state_dict, dict) or "state" not in state_dict \
+                or "param_groups" not in state_dict:
+            raise ValueError("an optimizer state dict is a dict with keys 'state' and "
+                             f"'param_groups', got {_describe(state_dict)}")
+        saved_groups = state_dict["param_groups"]
+        groups = self.param_groups
+        name = type(self).__name__
+        if len(saved_groups) != len(groups):
+            raise ValueError(f"loaded state dict has {len(saved_groups)} parameter group(s) "
+                             f"but this {name} has {len(groups)}")
+        for i, (saved, group) in enumerate(zip(saved_groups, groups)):
+            n_saved, n_have = len(saved["params"]), len(group["params"])
+            if n_saved != n_have:
+                raise ValueError(f"loaded state dict contains a parameter group that doesn't "
+                                 f"match the size of optimizer's group: parameter group {i} "
+                                 f"holds {n_saved} parameter(s) in the state dict but "
+                                 f"{n_have} in this {name}")
+            missing = [k for k in self.defaults if k not in saved]
+            if missing:
+                raise ValueError(f"loaded state dict's parameter group {i} lacks the "
+                                 f"option(s) {missing} of {name}: was it saved from another "
+                                 "kind of optimizer?")
+
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+        new_state: defaultdict = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            param = id_map.get(key)
+            if param is None:
+                new_state[key] = copy.deepcopy(value)
+                continue
+            if not isinstance(value, dict):
+                raise ValueError(f"loaded state dict's state for parameter {key} is "
+                                 f"{_describe(value)}, not a dict")
+            new_state[param] = {k: _cast_state(param, key, k, v) for k, v in value.items()}
+
+        self.state = new_state
+        new_groups = []
+        for saved, group in zip(saved_groups, groups):
+            new_group = {k: copy.deepcopy(v) for k, v in saved.items() if k != "params"}
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in saved:
+                new_group["param_names"] = group["param_names"]
+            new_groups.append(new_group)
+        self.param_groups = new_groups
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(k for k in group if k != "params"):
+                lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+def _cast_state(param: Tensor, index, key: str, value):
+    """A copy of a saved state value, made ready for ``param`` (its device and dtype)."""
+    if not isinstance(value, Tensor):
+        return copy.deepcopy(value)
+    if key == "step":  # PyTorch keeps step counts in 0-d tensors; here they are ints
+        return int(value.item())
+    if value.ndim and tuple(value.shape) != tuple(param.shape):
+        raise ValueError(f"loaded state dict's '{key}' for parameter {index} has shape "
+                         f"{tuple(value.shape)} but the parameter has shape "
+                         f"{tuple(param.shape)}")
+    dtype = param.dtype if param.dtype.is_floating_point else value.dtype
+    value = value.detach()
+    if value.device == param.device and value.dtype == dtype:
+        return value.clone()  # never alias the caller's state dict
+    return value.to(device=param.device, dtype=dtype)
+
+
+def _describe(obj) -> str:
+    if isinstance(obj, dict):
+        return f"a dict with keys {sorted(map(str, obj))}"
+    return f"a {type(obj).__name__}"
