@@ -8,7 +8,7 @@
 tensor([6.])
 """
 
-from . import autograd, backend, dtypes, nn
+from . import autograd, backend, dtypes, nn, optim
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, get_default_device, set_default_device
 from .backend import device as device
@@ -36,6 +36,7 @@ from .creation import (
     zeros_like,
 )
 from .dtypes import DType, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
+from .io import load, save
 from .ops import (
     abs,
     add,

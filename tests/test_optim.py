@@ -1,0 +1,485 @@
+"""Optimizers and schedulers against PyTorch: same weights after 20 steps, same rates,
+exact resumption from state dicts (through gc.save / gc.load), clear errors."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import gradcore as gc
+import gradcore.optim as optim
+from gradcore.fused_optim import adam_scalars
+
+from conftest import host, needs_torch
+
+STEPS = 20
+# Agreement with PyTorch "to the rounding of the dtype": PyTorch's CPU kernels fuse
+# multiply-adds and its sqrt is not correctly rounded, so a few ulps differ per step.
+TOL = {"float32": dict(rtol=2e-5, atol=2e-6), "float64": dict(rtol=1e-12, atol=1e-13)}
+
+CASES = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3)),
+    ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.05)),
+    ("SGD", dict(lr=0.1, weight_decay=0.05)),
+    ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True)),
+    ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.01)),
+    ("SGD", dict(lr=0.05, momentum=0.5, maximize=True, weight_decay=0.01)),
+    ("Adam", dict()),
+    ("Adam", dict(lr=0.02)),
+    ("Adam", dict(lr=0.02, weight_decay=0.1)),
+    ("Adam", dict(lr=0.02, amsgrad=True)),
+    ("Adam", dict(lr=0.02, betas=(0.3, 0.5), eps=1e-6, maximize=True)),  # lerp's other branch
+    ("AdamW", dict()),
+    ("AdamW", dict(lr=0.02, weight_decay=0.1)),
+    ("AdamW", dict(lr=0.02, amsgrad=True)),
+    ("AdamW", dict(lr=0.02, amsgrad=True, weight_decay=0.3, betas=(0.8, 0.9), maximize=True)),
+]
+
+
+def _ids(case):
+    name, kw = case
+    return name + "(" + ",".join(f"{k}={v}" for k, v in kw.items()) + ")"
+
+
+def _problem(dtype, seed=0):
+    """Initial weights and data of a small tanh layer fit by mean squared error."""
+    rng = np.random.default_rng(seed)
+    return dict(w=rng.standard_normal((4, 3)).astype(dtype),
+                b=rng.standard_normal(3).astype(dtype),
+                x=rng.standard_normal((16, 4)).astype(dtype),
+                y=rng.standard_normal((16, 3)).astype(dtype))
+
+
+def _gc_params(pb):
+    return gc.nn.Parameter(gc.tensor(pb["w"])), gc.nn.Parameter(gc.tensor(pb["b"]))
+
+
+def _gc_loss(w, b, x, y):
+    return ((gc.tanh(x @ w + b) - y) ** 2).mean()
+
+
+def _gc_run(opt, w, b, pb, steps, sched=None):
+    x, y = gc.tensor(pb["x"]), gc.tensor(pb["y"])
+    for _ in range(steps):
+        opt.zero_grad()
+        _gc_loss(w, b, x, y).backward()
+        opt.step()
+        if sched is not None:
+            sched.step()
+
+
+def _torch_weights(name, kw, pb, steps, groups=False):
+    import torch
+    w = torch.nn.Parameter(torch.from_numpy(pb["w"].copy()))
+    b = torch.nn.Parameter(torch.from_numpy(pb["b"].copy()))
+    x, y = torch.from_numpy(pb["x"]), torch.from_numpy(pb["y"])
+    params = [{"params": [w], "lr": 0.03}, {"params": [b]}] if groups else [w, b]
+    opt = getattr(torch.optim, name)(params, **kw)
+    for _ in range(steps):
+        opt.zero_grad()
+        ((torch.tanh(x @ w + b) - y) ** 2).mean().backward()
+        opt.step()
+    return w.detach().numpy(), b.detach().numpy()
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", CASES, ids=[_ids(c) for c in CASES])
+def test_twenty_steps_match_pytorch(case, dtype, device):
+    name, kw = case
+    pb = _problem(dtype)
+    w, b = _gc_params(pb)
+    _gc_run(getattr(optim, name)([w, b], **kw), w, b, pb, STEPS)
+    tw, tb = _torch_weights(name, kw, pb, STEPS)
+    assert host(w).dtype == np.dtype(dtype)
+    assert not np.allclose(host(w), pb["w"], rtol=1e-3, atol=1e-4), "the weights did not move"
+    np.testing.assert_allclose(host(w), tw, **TOL[dtype])
+    np.testing.assert_allclose(host(b), tb, **TOL[dtype])
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9)),
+                                     ("Adam", dict(lr=0.02)), ("AdamW", dict(amsgrad=True))])
+def test_param_groups_with_their_own_options_match_pytorch(name, kw, device):
+    pb = _problem("float64", seed=1)
+    w, b = _gc_params(pb)
+    opt = getattr(optim, name)([{"params": [w], "lr": 0.03}, {"params": [b]}], **kw)
+    assert opt.param_groups[0]["lr"] == 0.03
+    assert opt.param_groups[1]["lr"] == kw.get("lr", 1e-3)
+    _gc_run(opt, w, b, pb, STEPS)
+    tw, tb = _torch_weights(name, kw, pb, STEPS, groups=True)
+    np.testing.assert_allclose(host(w), tw, **TOL["float64"])
+    np.testing.assert_allclose(host(b), tb, **TOL["float64"])
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", {}),
+                                     ("AdamW", dict(amsgrad=True))])
+def test_state_dict_layout_matches_pytorch(name, kw):
+    import torch
+    pb = _problem("float32")
+    w, b = _gc_params(pb)
+    opt = getattr(optim, name)([w, b], **kw)
+    _gc_run(opt, w, b, pb, 3)
+    tw = torch.nn.Parameter(torch.from_numpy(pb["w"].copy()))
+    tb = torch.nn.Parameter(torch.from_numpy(pb["b"].copy()))
+    topt = getattr(torch.optim, name)([tw, tb], **kw)
+    ((tw.sum() + tb.sum()) ** 2).backward()
+    topt.step()
+    sd, tsd = opt.state_dict(), topt.state_dict()
+    assert list(sd) == ["state", "param_groups"]
+    assert sorted(sd["state"]) == sorted(tsd["state"]) == [0, 1]
+    assert list(sd["state"][0]) == list(tsd["state"][0])
+    if name != "SGD":
+        assert sd["state"][0]["step"] == 3 and isinstance(sd["state"][0]["step"], int)
+    ours, theirs = sd["param_groups"][0], tsd["param_groups"][0]
+    assert ours["params"] == theirs["params"] == [0, 1]
+    for key, value in ours.items():  # every option we keep, PyTorch keeps with this value
+        assert theirs[key] == value, key
+
+
+@pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True,
+                                                  weight_decay=0.01)),
+                                     ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.5)),
+                                     ("Adam", dict(lr=0.02, amsgrad=True, weight_decay=0.1)),
+                                     ("AdamW", dict(lr=0.02))])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_resume_from_a_saved_state_dict_is_exact(name, kw, dtype, tmp_path, device):
+    pb = _problem(dtype, seed=2)
+    # 20 steps straight, with a schedule
+    w, b = _gc_params(pb)
+    opt = getattr(optim, name)([w, b], **kw)
+    sched = optim.lr_scheduler.StepLR(opt, step_size=4, gamma=0.7)
+    _gc_run(opt, w, b, pb, STEPS, sched)
+
+    # 10 steps, a checkpoint on disk, then a fresh model, optimizer and schedule
+    w1, b1 = _gc_params(pb)
+    opt1 = getattr(optim, name)([w1, b1], **kw)
+    sched1 = optim.lr_scheduler.StepLR(opt1, step_size=4, gamma=0.7)
+    _gc_run(opt1, w1, b1, pb, STEPS // 2, sched1)
+    path = tmp_path / "ckpt.safetensors"
+    gc.save({"model": {"w": w1, "b": b1}, "optim": opt1.state_dict(),
+             "sched": sched1.state_dict()}, path)
+    del w1, b1, opt1, sched1
+
+    ckpt = gc.load(path)
+    w2 = gc.nn.Parameter(ckpt["model"]["w"])
+    b2 = gc.nn.Parameter(ckpt["model"]["b"])
+    opt2 = getattr(optim, name)([w2, b2], lr=123.0)  # options come from the state dict
+    sched2 = optim.lr_scheduler.StepLR(opt2, step_size=1, gamma=0.5)
+    opt2.load_state_dict(ckpt["optim"])
+    sched2.load_state_dict(ckpt["sched"])
+    _gc_run(opt2, w2, b2, pb, STEPS - STEPS // 2, sched2)
+
+    np.testing.assert_array_equal(host(w2), host(w))
+    np.testing.assert_array_equal(host(b2), host(b))
+    assert sched2.get_last_lr() == sched.get_last_lr()
+    assert opt2.param_groups[0]["lr"] == opt.param_groups[0]["lr"]
+    for s_straight, s_resumed in zip(opt.state_dict()["state"].values(),
+                                     opt2.state_dict()["state"].values()):
+        assert s_straight.keys() == s_resumed.keys()
+        for k in s_straight:
+            a, r = s_straight[k], s_resumed[k]
+            if isinstance(a, gc.Tensor):
+                np.testing.assert_array_equal(host(r), host(a))
+            else:
+                assert type(r) is type(a) and r == a
+
+
+def test_loaded_state_is_a_copy_not_an_alias():
+    pb = _problem("float32")
+    w, b = _gc_params(pb)
+    opt = optim.SGD([w, b], lr=0.1, momentum=0.9)
+    _gc_run(opt, w, b, pb, 2)
+    sd = opt.state_dict()
+    before = host(sd["state"][0]["momentum_buffer"]).copy()
+    opt2 = optim.SGD([w, b], lr=0.1, momentum=0.9)
+    opt2.load_state_dict(sd)
+    _gc_run(opt2, w, b, pb, 1)
+    np.testing.assert_array_equal(host(sd["state"][0]["momentum_buffer"]), before)
+    assert not np.array_equal(host(opt2.state[w]["momentum_buffer"]), before)
+
+
+def test_mismatched_state_dicts_give_clear_errors(tmp_path):
+    pb = _problem("float32")
+    w, b = _gc_params(pb)
+    adam = optim.Adam([w, b], lr=0.01)
+    _gc_run(adam, w, b, pb, 1)
+    gc.save(adam.state_dict(), tmp_path / "adam.safetensors")
+    sd = gc.load(tmp_path / "adam.safetensors")
+
+    with pytest.raises(ValueError, match="parameter group 0 holds 2 parameter.* but 1"):
+        optim.Adam([gc.nn.Parameter(gc.zeros(3))]).load_state_dict(sd)
+    with pytest.raises(ValueError, match="1 parameter group.* has 2"):
+        optim.Adam([{"params": [w]}, {"params": [b]}]).load_state_dict(sd)
+    with pytest.raises(ValueError, match=r"lacks the option\(s\) \['momentum'"):
+        optim.SGD([w, b], lr=0.1).load_state_dict(sd)
+    wrong = [gc.nn.Parameter(gc.zeros(3, 4)), gc.nn.Parameter(gc.zeros(3))]
+    with pytest.raises(ValueError, match=r"'exp_avg' for parameter 0 has shape \(4, 3\) but "
+                                         r"the parameter has shape \(3, 4\)"):
+        optim.Adam(wrong).load_state_dict(sd)
+    with pytest.raises(ValueError, match="keys 'state' and 'param_groups'"):
+        optim.Adam([w, b]).load_state_dict({"w": gc.zeros(2)})
+    # a failed load leaves the optimizer as it was
+    fresh = optim.Adam([w, b], lr=0.5)
+    with pytest.raises(ValueError):
+        fresh.load_state_dict({**sd, "param_groups": sd["param_groups"] * 2})
+    assert fresh.param_groups[0]["lr"] == 0.5 and not fresh.state
+
+
+def test_state_dict_numbers_parameters_across_groups_and_skips_gradless_ones():
+    a, b, c = (gc.nn.Parameter(gc.ones(2)) for _ in range(3))
+    opt = optim.SGD([{"params": [a, b]}, {"params": [c], "momentum": 0.5}], lr=0.1,
+                    momentum=0.9)
+    (a.sum() + c.sum()).backward()   # b gets no gradient: no state, not moved
+    opt.step()
+    sd = opt.state_dict()
+    assert [g["params"] for g in sd["param_groups"]] == [[0, 1], [2]]
+    assert sorted(sd["state"]) == [0, 2]
+    assert sd["param_groups"][1]["momentum"] == 0.5
+    np.testing.assert_array_equal(host(b), [1, 1])
+    np.testing.assert_allclose(host(a), [0.9, 0.9])
+
+
+def test_zero_grad_sets_to_none_or_zeros_in_place(device):
+    w = gc.nn.Parameter(gc.ones(3))
+    opt = optim.SGD([w], lr=0.1)
+    (w * 2).sum().backward()
+    g = w.grad
+    opt.zero_grad(set_to_none=False)
+    assert w.grad is g
+    np.testing.assert_array_equal(host(w.grad), [0, 0, 0])
+    opt.zero_grad()
+    assert w.grad is None
+
+
+def test_step_takes_a_closure_and_returns_its_loss():
+    w = gc.nn.Parameter(gc.tensor([2.0]))
+    opt = optim.SGD([w], lr=0.25)
+    calls = []
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        calls.append(loss.item())
+        return loss
+
+    with gc.no_grad():  # the closure still records its graph, as in PyTorch
+        loss = opt.step(closure)
+    assert calls == [4.0] and loss.item() == 4.0
+    assert w.item() == 1.0
+
+
+def test_step_bumps_the_version_so_stale_saved_tensors_are_caught():
+    w = gc.nn.Parameter(gc.tensor([1.0, 2.0]))
+    opt = optim.SGD([w], lr=0.1)
+    (w * w).sum().backward()
+    y = (w * w).sum()
+    opt.step()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_constructor_errors():
+    w = gc.nn.Parameter(gc.ones(2))
+    with pytest.raises(TypeError, match="iterable of Tensors or dicts"):
+        optim.SGD(w, lr=0.1)
+    with pytest.raises(ValueError, match="empty parameter list"):
+        optim.Adam([])
+    with pytest.raises(ValueError, match="Nesterov momentum requires a momentum and zero "
+                                         "dampening"):
+        optim.SGD([w], lr=0.1, nesterov=True)
+    with pytest.raises(ValueError, match="Invalid learning rate"):
+        optim.SGD([w], lr=-1)
+    with pytest.raises(ValueError, match="Invalid beta parameter at index 1"):
+        optim.Adam([w], betas=(0.9, 1.0))
+    with pytest.raises(ValueError, match="can't optimize a non-leaf"):
+        optim.SGD([w * 2], lr=0.1)
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        optim.SGD([{"params": [w]}, {"params": [w]}], lr=0.1)
+    with pytest.raises(TypeError, match="can only optimize Tensors"):
+        optim.SGD([np.ones(2)], lr=0.1)
+
+
+def test_defaults_are_pytorchs():
+    w = gc.nn.Parameter(gc.ones(2))
+    g = optim.Adam([w]).param_groups[0]
+    assert (g["lr"], g["betas"], g["eps"], g["weight_decay"], g["amsgrad"]) == \
+        (1e-3, (0.9, 0.999), 1e-8, 0, False)
+    g = optim.AdamW([w]).param_groups[0]
+    assert (g["lr"], g["betas"], g["eps"], g["weight_decay"], g["amsgrad"]) == \
+        (1e-3, (0.9, 0.999), 1e-8, 1e-2, False)
+    assert g["decoupled_weight_decay"] is True
+    g = optim.SGD([w]).param_groups[0]
+    assert (g["lr"], g["momentum"], g["dampening"], g["weight_decay"], g["nesterov"]) == \
+        (1e-3, 0, 0, 0, False)
+
+
+def test_adam_bias_correction_scalars_follow_pytorchs_order():
+    # step_size = lr / (1 - beta1 ** t); bias_correction2 ** 0.5, all in Python floats
+    for t in (1, 2, 7, 1000):
+        step_size, bc2_sqrt = adam_scalars(t, 1e-3, 0.9, 0.999)
+        assert step_size == 1e-3 / (1 - 0.9 ** t)
+        assert bc2_sqrt == (1 - 0.999 ** t) ** 0.5
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_updates_match_a_plain_numpy_formula_and_work_in_place(dtype):
+    """The kernels' NumPy twins against the per-element formula of fused_optim's
+    docstring, on a 0-d, a non-multiple-of-8 and a 2-D parameter; grads are read-only."""
+    m = gc.backend.cpu.math
+    rng = np.random.default_rng(5)
+    for shape in [(), (13,), (5, 7)]:
+        p0 = rng.standard_normal(shape).astype(dtype)
+        g = rng.standard_normal(shape).astype(dtype)
+        g.flags.writeable = False
+        buf0 = rng.standard_normal(shape).astype(dtype)
+        p, buf = p0.copy(), buf0.copy()
+        m.sgd_update(p, g, buf, lr=0.1, momentum=0.9, dampening=0.2, weight_decay=0.01)
+        d = g + 0.01 * p0
+        want_buf = 0.9 * buf0 + 0.8 * d
+        np.testing.assert_allclose(buf, want_buf, rtol=1e-6)
+        np.testing.assert_allclose(p, p0 - 0.1 * want_buf, rtol=1e-6)
+
+        p, buf = p0.copy(), np.empty_like(p0)
+        m.sgd_update(p, g, buf, lr=0.1, momentum=0.9, nesterov=True, first_step=True)
+        np.testing.assert_array_equal(buf, g)
+        np.testing.assert_allclose(p, p0 - 0.1 * (g + 0.9 * g), rtol=1e-6)
+
+        mom, sq = rng.random(shape).astype(dtype), rng.random(shape).astype(dtype)
+        vmax = np.array(sq + dtype(0.5), dtype=dtype)
+        p, m1, v1, vm1 = p0.copy(), mom.copy(), sq.copy(), vmax.copy()
+        m.adam_update(p, g, m1, v1, vm1, step=3, lr=0.01, beta1=0.9, beta2=0.99, eps=1e-8,
+                      weight_decay=0.1, amsgrad=True, decoupled_weight_decay=True)
+        want_m = 0.9 * mom + 0.1 * g
+        want_v = 0.99 * sq + 0.01 * g * g
+        want_vmax = np.maximum(vmax, want_v)
+        step_size, bc2 = 0.01 / (1 - 0.9 ** 3), (1 - 0.99 ** 3) ** 0.5
+        want_p = p0 * (1 - 0.01 * 0.1) - step_size * want_m / (np.sqrt(want_vmax) / bc2 + 1e-8)
+        for got, want in [(m1, want_m), (v1, want_v), (vm1, want_vmax), (p, want_p)]:
+            assert got.shape == shape and got.dtype == dtype
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_optimizers_call_the_fused_update_of_the_parameters_namespace(monkeypatch):
+    """The seam issue 4 swaps a CUDA kernel into: one call per parameter per step."""
+    m = gc.backend.cpu.math
+    calls = []
+    for name in ("sgd_update", "adam_update"):
+        real = getattr(m, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            calls.append(_name)
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(m, name, spy)
+    pb = _problem("float32")
+    for cls, kw, kernel in [(optim.SGD, dict(lr=0.1, momentum=0.9), "sgd_update"),
+                            (optim.Adam, {}, "adam_update"), (optim.AdamW, {}, "adam_update")]:
+        calls.clear()
+        w, b = _gc_params(pb)
+        _gc_run(cls([w, b], **kw), w, b, pb, 3)
+        assert calls == [kernel] * 6
+
+
+# ---- learning-rate schedules ------------------------------------------------------------
+def _gc_lrs(make, epochs, lrs=(0.1, 0.02)):
+    params = [gc.nn.Parameter(gc.ones(1)) for _ in lrs]
+    opt = optim.SGD([{"params": [p], "lr": lr} for p, lr in zip(params, lrs)])
+    sched = make(optim.lr_scheduler, opt)
+    out = []
+    for _ in range(epochs):
+        out.append(list(sched.get_last_lr()))
+        opt.step()
+        sched.step()
+    return out, opt, sched
+
+
+def _torch_lrs(make, epochs, lrs=(0.1, 0.02)):
+    import torch
+    params = [torch.nn.Parameter(torch.ones(1)) for _ in lrs]
+    opt = torch.optim.SGD([{"params": [p], "lr": lr} for p, lr in zip(params, lrs)])
+    sched = make(torch.optim.lr_scheduler, opt)
+    out = []
+    for _ in range(epochs):
+        out.append(list(sched.get_last_lr()))
+        opt.step()
+        sched.step()
+    return out
+
+
+SCHEDULES = {
+    "StepLR(3, 0.5)": lambda m, o: m.StepLR(o, step_size=3, gamma=0.5),
+    "StepLR(1)": lambda m, o: m.StepLR(o, step_size=1),
+    "Cosine(7)": lambda m, o: m.CosineAnnealingLR(o, T_max=7),
+    "Cosine(5, 0.01)": lambda m, o: m.CosineAnnealingLR(o, T_max=5, eta_min=0.01),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", list(SCHEDULES))
+def test_schedules_equal_pytorchs_exactly(name):
+    make = SCHEDULES[name]
+    ours, _, _ = _gc_lrs(make, 30)   # beyond T_max: the cosine's restart branch too
+    assert ours == _torch_lrs(make, 30)
+    assert len({tuple(x) for x in ours}) > 3
+
+
+def test_schedules_known_values():
+    ours, opt, sched = _gc_lrs(SCHEDULES["StepLR(3, 0.5)"], 7)
+    assert [x[0] for x in ours] == pytest.approx([0.1] * 3 + [0.05] * 3 + [0.025])
+    assert opt.param_groups[1]["initial_lr"] == 0.02
+    ours, _, _ = _gc_lrs(lambda m, o: m.CosineAnnealingLR(o, T_max=4), 5, lrs=(1.0,))
+    closed = [(1 + math.cos(math.pi * t / 4)) / 2 for t in range(5)]
+    assert [x[0] for x in ours] == pytest.approx(closed, abs=1e-15)
+
+
+@needs_torch
+def test_schedule_step_with_an_epoch_uses_the_closed_form_like_pytorch():
+    def run(m, opt_mod, make_params):
+        opt = opt_mod.SGD(make_params(), lr=0.3)
+        sched = m.CosineAnnealingLR(opt, T_max=10, eta_min=0.001)
+        out = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for epoch in (3, 4, 9, 2):
+                sched.step(epoch)
+                out.append(sched.get_last_lr()[0])
+        return out
+
+    import torch
+    ours = run(optim.lr_scheduler, optim, lambda: [gc.nn.Parameter(gc.ones(1))])
+    theirs = run(torch.optim.lr_scheduler, torch.optim,
+                 lambda: [torch.nn.Parameter(torch.ones(1))])
+    assert ours == theirs
+
+
+def test_scheduler_state_dict_round_trips_through_gc_save(tmp_path):
+    make = SCHEDULES["Cosine(5, 0.01)"]
+    straight, _, _ = _gc_lrs(make, 12)
+    _, opt, sched = _gc_lrs(make, 6)
+    gc.save({"optim": opt.state_dict(), "sched": sched.state_dict()}, tmp_path / "s")
+    ckpt = gc.load(tmp_path / "s")
+    assert "optimizer" not in ckpt["sched"] and ckpt["sched"]["last_epoch"] == 6
+    params = [gc.nn.Parameter(gc.ones(1)) for _ in range(2)]
+    opt2 = optim.SGD([{"params": [p], "lr": 9.0} for p in params])
+    opt2.load_state_dict(ckpt["optim"])
+    sched2 = optim.lr_scheduler.CosineAnnealingLR(opt2, T_max=5, eta_min=0.01)
+    sched2.load_state_dict(ckpt["sched"])
+    rest = []
+    for _ in range(6):
+        rest.append(list(sched2.get_last_lr()))
+        opt2.step()
+        sched2.step()
+    assert rest == straight[6:]
+
+
+def test_scheduler_errors():
+    with pytest.raises(TypeError, match="is not an Optimizer"):
+        optim.lr_scheduler.StepLR(object(), step_size=1)
+    opt = optim.SGD([gc.nn.Parameter(gc.ones(1))], lr=0.1)
+    with pytest.raises(KeyError, match="initial_lr"):
+        optim.lr_scheduler.StepLR(opt, step_size=1, last_epoch=3)
