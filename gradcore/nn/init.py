@@ -1,0 +1,170 @@
+"""``gradcore.nn.init``: PyTorch's initializers, in place and untracked.
+
+Each fills its tensor from gradcore's random generator (``gc.manual_seed`` makes the
+values reproducible; they are not PyTorch's stream of numbers, only its
+distributions), writes into the tensor's memory without recording anything (like
+PyTorch's, which run under ``no_grad``) and returns the tensor.
+
+>>> import gradcore as gc
+>>> w = gc.nn.init.kaiming_uniform_(gc.empty(4, 9), a=5 ** 0.5)
+>>> bool((w.abs() <= 1 / 3).all())
+True
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import creation
+from ..tensor import Tensor
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
+           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+           "trunc_normal_"]
+
+
+def _write(tensor: Tensor, host) -> Tensor:
+    """Copy the host array ``host`` into ``tensor``'s memory, untracked."""
+    d = tensor.data
+    if type(d) is np.ndarray:
+        d[...] = host
+    else:
+        d[...] = tensor.device.asarray(np.ascontiguousarray(host, dtype=d.dtype))
+    tensor._bump()
+    return tensor
+
+
+def _no_op_for_empty(tensor) -> bool:
+    if 0 in tuple(tensor.shape):
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return True
+    return False
+
+
+def calculate_gain(nonlinearity, param=None):
+    """The recommended gain for ``nonlinearity`` (PyTorch's table)."""
+    linear_fns = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                  "conv_transpose2d", "conv_transpose3d"]
+    if nonlinearity in linear_fns or nonlinearity == "sigmoid":
+        return 1
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            negative_slope = 0.01
+        elif (not isinstance(param, bool) and isinstance(param, int)) or \
+                isinstance(param, float):
+            negative_slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + negative_slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    dimensions = tensor.ndim
+    if dimensions < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than "
+                         "2 dimensions")
+    num_input_fmaps = tensor.shape[1]
+    num_output_fmaps = tensor.shape[0]
+    receptive_field_size = 1
+    for s in tensor.shape[2:]:
+        receptive_field_size *= s
+    return num_input_fmaps * receptive_field_size, num_output_fmaps * receptive_field_size
+
+
+def _calculate_correct_fan(tensor, mode):
+    mode = mode.lower()
+    valid_modes = ["fan_in", "fan_out"]
+    if mode not in valid_modes:
+        raise ValueError(f"Mode {mode} not supported, please use one of {valid_modes}")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    """Fill with samples of U(a, b)."""
+    rng = generator if generator is not None else creation.seed_generator()
+    return _write(tensor, rng.uniform(a, b, size=tuple(tensor.shape)))
+
+
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    """Fill with samples of N(mean, std**2)."""
+    rng = generator if generator is not None else creation.seed_generator()
+    return _write(tensor, rng.normal(mean, std, size=tuple(tensor.shape)))
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Fill with samples of N(mean, std**2) redrawn until they lie in [a, b]."""
+    rng = generator if generator is not None else creation.seed_generator()
+    shape = tuple(tensor.shape)
+    out = rng.normal(mean, std, size=shape)
+    bad = (out < a) | (out > b)
+    while bad.any():
+        out[bad] = rng.normal(mean, std, size=int(bad.sum()))
+        bad = (out < a) | (out > b)
+    return _write(tensor, out)
+
+
+def constant_(tensor, val):
+    """Fill with ``val``."""
+    return _write(tensor, val)
+
+
+def zeros_(tensor):
+    return _write(tensor, 0)
+
+
+def ones_(tensor):
+    return _write(tensor, 1)
+
+
+def eye_(tensor):
+    """The identity matrix (2-D tensors only)."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _write(tensor, np.eye(*tensor.shape))
+
+
+def xavier_uniform_(tensor, gain=1.0, generator=None):
+    """U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))`` (Glorot)."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    a = math.sqrt(3.0) * std
+    return uniform_(tensor, -a, a, generator)
+
+
+def xavier_normal_(tensor, gain=1.0, generator=None):
+    """N(0, std**2) with ``std = gain * sqrt(2 / (fan_in + fan_out))`` (Glorot)."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return normal_(tensor, 0.0, std, generator)
+
+
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """U(-bound, bound) with ``bound = gain * sqrt(3 / fan)`` (He)."""
+    if _no_op_for_empty(tensor):
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    gain = calculate_gain(nonlinearity, a)
+    std = gain / math.sqrt(fan)
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """N(0, std**2) with ``std = gain / sqrt(fan)`` (He)."""
+    if _no_op_for_empty(tensor):
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    gain = calculate_gain(nonlinearity, a)
+    std = gain / math.sqrt(fan)
+    return normal_(tensor, 0.0, std, generator)
