@@ -32,8 +32,20 @@ gpu-bench: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gradcore tests bench
 
+# The main job: train an MLP on handwritten digits on the best available device, then
+# compare CPU and GPU backward time. With a GPU (nvidia-smi lists one) the matching CuPy
+# wheel is installed first.
 demo: $(STAMP)
-	$(PY) -m gradcore.demo
+	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+	  major=$$(nvidia-smi | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\).*/\1/p' | head -n 1); \
+	  extra=cuda12; if [ "$${major:-12}" -ge 13 ]; then extra=cuda13; fi; \
+	  echo "GPU found (CUDA $$major): installing gradcore[examples,$$extra]"; \
+	  $(PY) -m pip install --quiet -e ".[examples,$$extra]"; \
+	else \
+	  $(PY) -m pip install --quiet -e '.[examples]'; \
+	fi
+	$(PY) -m gradcore train
+	$(PY) -m gradcore compare
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .benchmarks .hypothesis .ruff_cache

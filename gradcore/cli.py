@@ -179,8 +179,9 @@ def train(args) -> int:
                 loss_sum = batch_loss if loss_sum is None else loss_sum + batch_loss
                 seen += len(yb)
                 if bar is not None:
-                    rate = seen / max(time.perf_counter() - t0, 1e-9)
-                    bar.set_postfix(loss=f"{loss.item():.4f}", rate=f"{rate:,.0f}/s")
+                    if (i // args.batch_size) % 10 == 0:  # .item() waits for the device
+                        rate = seen / max(time.perf_counter() - t0, 1e-9)
+                        bar.set_postfix(loss=f"{loss.item():.4f}", rate=f"{rate:,.0f}/s")
                     bar.update(len(yb))
             if bar is not None:
                 bar.close()

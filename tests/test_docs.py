@@ -31,3 +31,13 @@ def test_readme_quick_start_runs(capsys):
     out = capsys.readouterr().out
     assert "tensor([[ 6., 15., 24., 33.]," in out
     assert "tensor([6.])" in out
+
+
+def test_guide_examples_run_in_order(capsys):
+    """docs/guide.md: its python blocks form one session and run as written."""
+    text = (ROOT / "docs" / "guide.md").read_text()
+    namespace = {}
+    for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
+        exec(compile(block, "docs/guide.md", "exec"), namespace)
+    out = capsys.readouterr().out
+    assert "Sequential(" in out and "300 True" in out
