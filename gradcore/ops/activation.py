@@ -101,13 +101,21 @@ def _softmax_fwd(xd, axis, log):
     if w.size == 0:
         return xd.copy()
     m = math_of(xd)
-    out = _fresh(m, w - w.max(axis=axis, keepdims=True))
+    mx = w.max(axis=axis, keepdims=True)
+    if not m.isfinite(mx).all():  # a row of -inf (or holding +inf) gives NaN, quietly
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return _softmax_shifted(m, w - mx, axis, log).astype(xd.dtype, copy=False)
+    return _softmax_shifted(m, w - mx, axis, log).astype(xd.dtype, copy=False)
+
+
+def _softmax_shifted(m, out, axis, log):
+    out = _fresh(m, out)
     if log:
         out -= m.log(m.exp(out).sum(axis=axis, keepdims=True))
     else:
         m.exp(out, out=out)
         out /= out.sum(axis=axis, keepdims=True)
-    return out.astype(xd.dtype, copy=False)
+    return out
 
 
 def _softmax_op(x, dim, dtype, log, cls, op):
