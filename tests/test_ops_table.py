@@ -14,6 +14,7 @@ broadcasting for binary ops), the input domain, and the tolerance.  Checks that 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,6 +53,10 @@ def _softmax_np(x, axis):
 def _lse_np(x, axis):
     m = x.max(axis=axis, keepdims=True)
     return (np.log(np.exp(x - m).sum(axis=axis, keepdims=True)) + m).squeeze(axis)
+
+
+def _erf_np(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
 
 
 IDX = np.array([0, 2, 0, 1])          # repeated indices: their gradients must accumulate
@@ -119,6 +124,19 @@ OPS = [
        away=0.1),
     Op("softmax_composite", lambda m, x: m.exp(x - m.logsumexp(x, 1, keepdim=True)),
        lambda x: _softmax_np(x, 1), M3),
+    # activations with their own backward nodes (gradcore.ops.activation)
+    Op("softmax", lambda m, x: x.softmax(1), lambda x: _softmax_np(x, 1), M3),
+    Op("softmax_last", lambda m, x: x.softmax(-1) * x, lambda x: _softmax_np(x, -1) * x, M3),
+    Op("log_softmax", lambda m, x: x.log_softmax(-1),
+       lambda x: x - _lse_np(x, -1)[..., None], M3),
+    Op("log_softmax_dim0", lambda m, x: x.log_softmax(0) * x,
+       lambda x: (x - _lse_np(x, 0)[None]) * x, M3),
+    Op("erf", lambda m, x: (x * 1.5).erf(), lambda x: _erf_np(x * 1.5)),
+    Op("gelu", lambda m, x: m.nn.functional.gelu(x * 1.5),
+       lambda x: 0.75 * x * (1 + _erf_np(x * 1.5 / np.sqrt(2)))),
+    Op("gelu_tanh", lambda m, x: m.nn.functional.gelu(x * 1.5, approximate="tanh"),
+       lambda x: 0.75 * x * (1 + np.tanh(np.sqrt(2 / np.pi) *
+                                         (1.5 * x + 0.044715 * (1.5 * x) ** 3)))),
     # shapes
     Op("reshape", lambda m, x: x.reshape(-1, 2) * 1.5, lambda x: x.reshape(-1, 2) * 1.5, M3),
     Op("view", lambda m, x: x.view(2, -1), lambda x: x.reshape(2, -1), M3),
