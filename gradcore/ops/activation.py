@@ -211,6 +211,7 @@ class GeluBackward0(Node):
     tanh approximation."""
 
     fresh_grads = True
+    cdf = None  # Phi(x) from the forward of the exact form (arrays only)
 
     def apply(self, F, g):
         (x,) = self.unpack(F)
@@ -227,11 +228,17 @@ class GeluBackward0(Node):
             inner_derivative = (x_sq * (3 * _GELU_KAPPA) + 1) * _GELU_BETA
             d = left_derivative + x * 0.5 * right_derivative * inner_derivative
         else:
-            cdf = (_erf_of(F, x * _SQRT1_2) + 1) * 0.5
+            cdf = self.cdf
+            if tm or cdf is None:
+                cdf = (_erf_of(F, x * _SQRT1_2) + 1) * 0.5
             pdf = F.exp(x * x * -0.5) * _INV_SQRT_2PI
             d = cdf + x * pdf
         out = g * d
         return (out if tm else _fresh(F, out).astype(dt, copy=False),)
+
+    def release(self):
+        Node.release(self)
+        self.cdf = None
 
 
 def gelu(x, approximate="none"):
@@ -253,13 +260,16 @@ def gelu(x, approximate="none"):
     else:
         inner = _fresh(m, m.erf(w * _SQRT1_2))
     inner += 1
-    inner *= w
     inner *= 0.5
+    track = mode.enabled and x._rg
+    # the exact form keeps Phi(x) for its backward (an erf costs more than the copy)
+    cdf = inner.copy() if track and approximate == "none" else None
+    inner *= w
     out = inner.astype(xd.dtype, copy=False)
-    if not (mode.enabled and x._rg):
+    if not track:
         return wrap(out)
     node = _new(GeluBackward0)
-    node.approximate = approximate
+    node.approximate, node.cdf = approximate, cdf
     node.save(x)
     return record1(out, node, x)
 
