@@ -146,9 +146,7 @@ def one_hot(tensor, num_classes=-1):
             raise RuntimeError("Class values must be non-negative.")
         if int(td.max()) >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    out = m.zeros(td.shape + (num_classes,), dtype=np.int64)
-    m.put_along_axis(out, td.astype(np.int64)[..., None], 1, axis=-1)
-    return wrap(out)
+    return wrap((td[..., None] == m.arange(num_classes)).astype(np.int64))
 
 
 # ---- losses ----------

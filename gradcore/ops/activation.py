@@ -557,8 +557,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     t = target if isinstance(target, Tensor) else as_tensor(target)
     xd, td = x.data, t.data
     if td.dtype.kind not in "iu":
-        raise RuntimeError(f"nll_loss: expected an integer (Long) target, but found "
-                           f"{t.dtype!r}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte (any integer type), "
+                           f"but got {t.dtype!r}")
     if xd.ndim == 0:
         raise ValueError("nll_loss: the input must have at least one dimension (classes)")
     axis = 0 if xd.ndim == 1 else 1
@@ -594,18 +594,16 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
             wt = m.where(valid, wt, 0)
     else:
         wt = None if all_valid else valid.astype(acc)
+    # (fancy indexing copies: the losses never share the input's memory)
     losses = _fresh(m, picked * wt) if wt is not None else _fresh(m, picked)
-    if losses is picked and xd.ndim == 1:
-        losses = losses.copy()  # picked may view the input
     m.negative(losses, out=losses)
     if not all_valid:  # ignored targets lose 0 (even where the input is -inf)
         losses[~valid] = 0
+    coef = -wt if wt is not None else m.full(td.shape, -1.0, dtype=acc)
     if reduction == "none":
         out = losses
-        coef = -wt if wt is not None else m.full(td.shape, -1.0, dtype=acc)
     else:
         out = losses.sum(dtype=acc)
-        coef = -wt if wt is not None else m.full(td.shape, -1.0, dtype=acc)
         if reduction == "mean":
             total = wt.sum(dtype=acc) if wt is not None else acc.type(td.size)
             with np.errstate(invalid="ignore", divide="ignore"):
