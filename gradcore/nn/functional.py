@@ -214,7 +214,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             total = weight.data[t.data[keep]].sum()
         else:
             total = keep.sum()
-        ret = smooth.sum() / float(total)
+        with np.errstate(invalid="ignore", divide="ignore"):  # every target ignored: NaN
+            ret = smooth.sum() / float(total)
     elif reduction == "sum":
         ret = smooth.sum()
     else:
@@ -237,7 +238,8 @@ def _soft_targets(logp, t, weight, wshape, class_dim, n_classes, reduction, labe
     if reduction == "sum":
         return -prod.sum()
     batch = logp.numel() // n_classes if n_classes else 0
-    return -prod.sum() / float(batch)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return -prod.sum() / float(batch)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
