@@ -887,3 +887,23 @@ def test_backward_of_non_scalar_needs_gradient(device):
         y.backward()
     y.backward(_t([1.0, -1.0]))
     np.testing.assert_array_equal(host(x.grad), [2., -2.])
+
+
+def test_gradgradcheck_checks_second_derivatives(device):
+    x = gc.tensor([0.3, -1.2, 2.0], dtype=gc.float64, requires_grad=True)
+    assert gc.autograd.gradgradcheck(lambda t: (t * t * t).sum(), [x])
+    assert gc.autograd.gradgradcheck(lambda t: t.tanh() * t, [x])
+
+    class WrongSecondDerivative(gc.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t * t
+
+        @staticmethod
+        def backward(ctx, g):
+            (t,) = ctx.saved_tensors
+            return g * 2 * t.detach()  # right first derivative, but cut from the graph
+
+    with pytest.raises(gc.autograd.GradcheckError, match="Jacobian mismatch"):
+        gc.autograd.gradgradcheck(lambda t: WrongSecondDerivative.apply(t), [x])

@@ -15,18 +15,24 @@ def _host(t):
 
 
 def numerical_jacobian(fn, inputs, eps=1e-6):
-    """d(outputs)/d(inputs) by central differences: one (n_out, n_in) matrix per input."""
-    from ..autograd.grad_mode import no_grad
+    """d(outputs)/d(inputs) by central differences: one (n_out, n_in) matrix per input.
+
+    The perturbed inputs require grad like the originals (with grad mode on), so that
+    ``fn`` may differentiate itself: gradgradcheck's ``fn`` calls ``autograd.grad``.
+    """
     from ..tensor import _wrap
 
     base = [_host(t) for t in inputs]
     dev = [t.device for t in inputs]
+    wants_grad = [t.requires_grad for t in inputs]
 
     def run(arrays):
-        with no_grad():
-            ts = [_wrap(d.asarray(a)) if d.type != "cpu" else _wrap(a) for a, d in
-                  zip(arrays, dev)]
-            out = fn(*ts)
+        ts = []
+        for a, d, rg in zip(arrays, dev, wants_grad):
+            t = _wrap(d.asarray(a.copy()) if d.type != "cpu" else a.copy())
+            t.requires_grad = rg
+            ts.append(t)
+        out = fn(*ts)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         return np.concatenate([_host(o).reshape(-1) for o in outs])
 
