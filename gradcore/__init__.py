@@ -8,6 +8,8 @@
 tensor([6.])
 """
 
+import warnings as _warnings
+
 from . import autograd, backend, dtypes, nn, optim
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, get_default_device, set_default_device
@@ -173,3 +175,10 @@ def clone(t):
 
 def detach(t):
     return t.detach()
+
+
+# Like PyTorch, gradcore computes inf and NaN silently: NumPy's floating-point warnings
+# raised inside gradcore's own modules (1/0, inf*0, exp overflow) are not shown. User
+# code calling NumPy directly keeps its warnings.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"gradcore(\.|$)",
+                         message=r".*(divide by zero|invalid value|overflow) encountered")

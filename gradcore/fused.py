@@ -34,7 +34,9 @@ class Kernel:
     def compile(self, namespace: dict):
         """The expression as a Python function of ``params`` over ``namespace``."""
         src = f"lambda {', '.join(self.params)}: {self.expr}"
-        return eval(compile(src, f"<kernel {self.name}>", "eval"), dict(namespace))
+        # __name__ attributes NumPy's floating-point warnings to gradcore (see __init__)
+        scope = dict(namespace, __name__=__name__)
+        return eval(compile(src, f"<kernel {self.name}>", "eval"), scope)
 
 
 def _tanh_backward_cpu(g, y):

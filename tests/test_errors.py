@@ -488,3 +488,19 @@ def test_type_promotion_matches_pytorch_for_every_pair():
                 expected = getattr(torch, op)(t, scalar).dtype
                 got = getattr(gc, op)(gc.ones(2, dtype=da), scalar).dtype
                 assert got.name == str(expected).replace("torch.", ""), (op, da, scalar)
+
+
+def test_inf_and_nan_arithmetic_is_silent_like_pytorch():
+    """A user's script sees no NumPy RuntimeWarning from gradcore's inf/NaN arithmetic
+    (run in a fresh interpreter: pytest shows every warning on purpose)."""
+    script = (
+        "import gradcore as gc\n"
+        "x = gc.tensor([1.0, 0.0, -2.0], requires_grad=True)\n"
+        "y = (x / 0.0) * 0 + gc.tensor([1000.0]).exp() + x.log()\n"
+        "y.sum().backward()\n"
+        "import numpy as np\n"
+        "assert np.isnan(x.grad.numpy()).all()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "RuntimeWarning" not in done.stderr
