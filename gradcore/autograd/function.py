@@ -24,13 +24,15 @@ class FunctionCtx:
     @property
     def saved_tensors(self):
         from .graph import _raise_modified
-        if self._saved is None:
+        # once the node exists it holds them (node.saved), so that backward frees them
+        saved = self._node.saved if getattr(self, "_node", None) is not None else self._saved
+        if saved is None:
             from .graph import _FREED
             raise RuntimeError(_FREED)
-        for t, v in zip(self._saved, self._versions):
+        for t, v in zip(saved, self._versions):
             if t is not None and t._version != v:
                 _raise_modified(self._node, t, v)
-        return self._saved
+        return saved
 
     def mark_non_differentiable(self, *tensors):
         self._non_differentiable.update(id(t) for t in tensors)
@@ -40,7 +42,6 @@ class FunctionCtx:
 
 
 class _FunctionNode(Node):
-    saved = ()  # not None: the engine then calls release(), which frees ctx's tensors
     def apply(self, F, grads):
         from ..tensor import Tensor, _wrap
 
@@ -85,9 +86,6 @@ class _FunctionNode(Node):
                                        f"compatible with {list(shape)}") from None
             out.append(g if F.tensor_mode else g.data)
         return tuple(out)
-
-    def release(self):
-        self.ctx._saved = None
 
     def name(self):
         return f"{self.fn_cls.__name__}Backward"
@@ -138,6 +136,7 @@ class Function:
         outs = (outputs,) if single else outputs
         node = _FunctionNode()
         node.fn_cls, node.ctx = cls, ctx
+        node.saved, ctx._saved = ctx._saved, None  # the engine frees node.saved
         ctx._node = node
         inputs = [args[i] for i in tensor_slots]
         node.input_slots = tensor_slots

@@ -17,6 +17,10 @@ class _State(threading.local):
 
 state = _State()
 
+# How many detect_anomaly blocks are open in any thread: a cheap global test that lets
+# every op skip the thread-local one (and the traceback) in the usual case.
+anomaly_blocks = [0]
+
 
 def is_grad_enabled() -> bool:
     """Whether operations are being recorded for backward in this thread."""
@@ -119,9 +123,11 @@ class detect_anomaly:
     def __enter__(self):
         self._prev = state.anomaly
         state.anomaly = self.check_nan
+        anomaly_blocks[0] += 1
 
     def __exit__(self, *exc):
         state.anomaly = self._prev
+        anomaly_blocks[0] -= 1
         return False
 
     def __call__(self, fn):

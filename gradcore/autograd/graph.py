@@ -292,8 +292,8 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                         grads = node.apply(F, grad)
                     if anomaly:
                         _check_nan(node, grads, F)
-                if not retain_graph and (node.saved is not None or node.out is not None):
-                    node.release()
+                if not retain_graph:  # what the node saved goes as soon as it is used
+                    node.saved = node.out = None
                 shapes = node.shapes
                 fresh = track_owned and node.fresh_grads and F is not None
                 edges = node.next_functions

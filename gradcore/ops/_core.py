@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend, dtypes
+from ..autograd.grad_mode import anomaly_blocks as _anomaly_blocks
 from ..autograd.grad_mode import state as _mode
 from ..autograd.graph import Node
 from ..tensor import Parameter, Tensor, _new, _wrap
@@ -44,7 +45,7 @@ def record(data, node: Node, *inputs: Tensor) -> Tensor:
     out.data = data
     out.grad_fn = node
     out._rg = True
-    if _mode.anomaly:
+    if _anomaly_blocks[0] and _mode.anomaly:
         import traceback
         node._trace = "".join(traceback.format_stack(limit=12)[:-2])
     return out
@@ -60,7 +61,7 @@ def record1(data, node: Node, x: Tensor) -> Tensor:
     out.data = data
     out.grad_fn = node
     out._rg = True
-    if _mode.anomaly:
+    if _anomaly_blocks[0] and _mode.anomaly:
         import traceback
         node._trace = "".join(traceback.format_stack(limit=12)[:-2])
     return out

@@ -211,7 +211,8 @@ class GeluBackward0(Node):
     tanh approximation."""
 
     fresh_grads = True
-    cdf = None  # Phi(x) from the forward of the exact form (arrays only)
+    # `out` holds (Phi(x),) from the forward of the exact form (arrays only): the engine
+    # frees it with the other saved values
 
     def apply(self, F, g):
         (x,) = self.unpack(F)
@@ -228,17 +229,13 @@ class GeluBackward0(Node):
             inner_derivative = (x_sq * (3 * _GELU_KAPPA) + 1) * _GELU_BETA
             d = left_derivative + x * 0.5 * right_derivative * inner_derivative
         else:
-            cdf = self.cdf
+            cdf = self.out[0] if self.out is not None else None
             if tm or cdf is None:
                 cdf = (_erf_of(F, x * _SQRT1_2) + 1) * 0.5
             pdf = F.exp(x * x * -0.5) * _INV_SQRT_2PI
             d = cdf + x * pdf
         out = g * d
         return (out if tm else _fresh(F, out).astype(dt, copy=False),)
-
-    def release(self):
-        Node.release(self)
-        self.cdf = None
 
 
 def gelu(x, approximate="none"):
@@ -269,7 +266,9 @@ def gelu(x, approximate="none"):
     if not track:
         return wrap(out)
     node = _new(GeluBackward0)
-    node.approximate, node.cdf = approximate, cdf
+    node.approximate = approximate
+    if cdf is not None:
+        node.out = (cdf,)
     node.save(x)
     return record1(out, node, x)
 
