@@ -300,7 +300,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                 if len(edges) == 1:
                     nxt, nr = edges[0]
                     if nxt is not None and deps[nxt] == 1 and nxt.n_outputs == 1 and \
-                            nxt not in buffers:
+                            nxt not in buffers:  # (no other edge delivered to it yet)
                         g = grads[0]
                         g_owned = False
                         if g is not None:
@@ -308,7 +308,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                             if shapes is not None and g.shape != shapes[0]:
                                 g = _sum_to(g, shapes[0], create_graph)
                                 g_owned = track_owned and type(g) is F.ndarray
-                            if g_owned and id(g) in owned:
+                            if g_owned and owned and id(g) in owned:
                                 g_owned = False
                         deps[nxt] = 0
                         node, grad, is_owned = nxt, g, g_owned
