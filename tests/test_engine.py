@@ -907,3 +907,29 @@ def test_gradgradcheck_checks_second_derivatives(device):
 
     with pytest.raises(gc.autograd.GradcheckError, match="Jacobian mismatch"):
         gc.autograd.gradgradcheck(lambda t: WrongSecondDerivative.apply(t), [x])
+
+
+def test_every_node_is_numbered_after_the_nodes_of_its_inputs(device):
+    """The engine's order (highest sequence number first) relies on this for every op."""
+    import test_ops_table as table
+
+    for op in table.OPS:
+        shapes = table._first_shapes(op)
+        xs = [gc.tensor(a, requires_grad=True) for a in table._inputs(op, shapes, 1)]
+        out = op.fn(gc, *xs)
+        x = gc.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y[0] = x[1] * 3                                   # setitem
+        y[1:].mul_(x[:1])                                 # in place on a view
+        for root in (out.grad_fn, y.grad_fn):
+            stack, seen = [root], set()
+            while stack:
+                node = stack.pop()
+                if node is None or node in seen:
+                    continue
+                seen.add(node)
+                assert node.seq != 0, f"{op.name}: {node.name()} has no sequence number"
+                for nxt, _ in node.next_functions:
+                    if nxt is not None:
+                        assert nxt.seq < node.seq, (op.name, node.name(), nxt.name())
+                        stack.append(nxt)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .grad_mode import no_grad
 from .grad_mode import state as _mode
-from .graph import Node
+from .graph import Node, new_seq
 
 
 class FunctionCtx:
@@ -142,6 +142,7 @@ class Function:
         node.input_slots = tensor_slots
         node.in_shapes = [t.shape for t in inputs]
         node.next_functions = tuple(edge(t) for t in inputs)
+        node.seq = new_seq()
         node.n_outputs = len(outs)
         node.out_meta = [(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else ((), None,
                                                                                      None)

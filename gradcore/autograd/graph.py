@@ -10,7 +10,9 @@ build a differentiable graph.  The engine knows nothing about individual ops.
 
 from __future__ import annotations
 
+import itertools
 import weakref
+from heapq import heapify, heappop, heappush
 
 from .. import backend as _backend
 from ..backend import math_of
@@ -40,6 +42,7 @@ class Node:
     """
 
     # Class-level defaults: ops create nodes with object.__new__ and set only what they use.
+    seq = 0  # creation order, set when the node is wired to its inputs (see new_seq)
     next_functions = ()
     saved = None
     versions = ()
@@ -135,11 +138,16 @@ def _raise_modified(node, tensor, saved_version, now=None):
         "gradcore.autograd.detect_anomaly() to find the forward call.")
 
 
+_sequence = itertools.count(1)
+new_seq = _sequence.__next__  # a node's sequence number: later than its inputs' nodes
+
+
 class AccumulateGrad(Node):
     """Sink of a leaf tensor that requires grad: adds what arrives into ``.grad``."""
 
     def __init__(self, variable):
         self.variable = variable
+        self.seq = -new_seq()  # leaves run last (below every op's node)
 
     def apply(self, F, grad):  # never called: the engine accumulates itself
         raise RuntimeError("AccumulateGrad is handled by the engine")
@@ -226,48 +234,53 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
 
     ``capture`` maps (node, output_nr) to a slot index: the gradient arriving there is
     returned in that slot instead of (or besides) being accumulated (autograd.grad).
-    Nodes are visited in a reverse topological order built without recursion; each
-    gradient buffer is dropped as soon as it has been consumed.
+
+    Order: every node has a sequence number from its creation, and an op's node is
+    created after the nodes of its inputs, so running nodes from the highest number
+    down is a reverse topological order.  Nodes with a pending gradient wait in a heap;
+    the one with the highest number cannot receive anything more (everything that
+    could feed it has a higher number and already ran).  No pass over the graph is
+    needed first, and along a chain the gradient goes straight to the next node.
+    Each gradient buffer is dropped as soon as it has been consumed.
     """
     tensor_math = _tensor_math()
     root_nodes = [n for n, _ in roots]
-    deps, root_set = _collect(root_nodes)
     captured = [None] * (len(capture) if capture else 0)
     needed = None
     if capture is not None and not accumulate:
+        deps, root_set = _collect(root_nodes)
         needed = _needed(root_nodes, [n for n, _ in capture], root_set.union(deps))
 
     buffers: dict[Node, object] = {}
     for (node, nr), g in zip(roots, root_grads):
         _add_to_buffer(buffers, node, nr, g)
+    heap = [(-n.seq, n) for n in dict.fromkeys(root_nodes)]
+    heapify(heap)
     # ids of buffered arrays that only the engine can see (fresh results of fresh_grads
     # nodes, sums and accumulations): those may be overwritten in place.  An id leaves
     # the set as soon as its array leaves the buffers, so ids are never stale.
     owned: set[int] = set()
-    # roots may also be reachable from one another: only start with true sources.
-    ready = [n for n in dict.fromkeys(root_nodes) if n not in deps]
     anomaly = _mode.anomaly
     prev_mode, prev_releasing = _mode.enabled, _mode.releasing
     _mode.enabled = bool(create_graph)
     _mode.releasing = not retain_graph and not create_graph
     math_by_type = _backend._math_by_type
-    pop_ready, push_ready, pop_buffer = ready.pop, ready.append, buffers.pop
+    pop_buffer = buffers.pop
     track_owned = not create_graph and not capture
     try:
-        while ready:
-            node = pop_ready()
-            grad = pop_buffer(node, None)
+        while heap:
+            node = heappop(heap)[1]
+            grad = pop_buffer(node)
             is_owned = False
-            if owned and grad is not None:
+            if owned:
                 gid = id(grad)
                 if gid in owned:
                     owned.discard(gid)
                     is_owned = True
-            # Follow the graph from `node`; along a chain (one edge out, one edge into
-            # the next node) the gradient is handed on directly, without buffering.
+            # Follow the graph from `node`; along a chain the gradient is handed on
+            # directly, without the buffer dict and the heap.
             while True:
-                if grad is None or (needed is not None and node not in needed):
-                    _pass_over(node, deps, push_ready, retain_graph)
+                if needed is not None and node not in needed:
                     break
                 if node._pre_hooks is not None:  # hooks or retain_grad
                     grad = _run_prehooks(node, grad)
@@ -298,64 +311,48 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                 fresh = track_owned and node.fresh_grads and F is not None
                 edges = node.next_functions
                 if len(edges) == 1:
-                    nxt, nr = edges[0]
-                    if nxt is not None and deps[nxt] == 1 and nxt.n_outputs == 1 and \
-                            nxt not in buffers:  # (no other edge delivered to it yet)
-                        g = grads[0]
-                        g_owned = False
-                        if g is not None:
-                            g_owned = fresh and type(g) is F.ndarray
-                            if shapes is not None and g.shape != shapes[0]:
-                                g = _sum_to(g, shapes[0], create_graph)
-                                g_owned = track_owned and type(g) is F.ndarray
-                            if g_owned and owned and id(g) in owned:
-                                g_owned = False
-                        deps[nxt] = 0
+                    nxt = edges[0][0]
+                    g = grads[0]
+                    if nxt is not None and g is not None and nxt.n_outputs == 1 and \
+                            nxt not in buffers and (not heap or nxt.seq > -heap[0][0]):
+                        # nxt would be next off the heap anyway: hand the gradient over
+                        g_owned = fresh and type(g) is F.ndarray
+                        if shapes is not None and g.shape != shapes[0]:
+                            g = _sum_to(g, shapes[0], create_graph)
+                            g_owned = track_owned and type(g) is F.ndarray
+                        if g_owned and owned and id(g) in owned:
+                            g_owned = False
                         node, grad, is_owned = nxt, g, g_owned
                         continue
                 i = 0
                 for nxt, nr in edges:
-                    if nxt is not None:
-                        g = grads[i]
-                        if g is not None:
-                            g_owned = fresh and type(g) is F.ndarray
-                            if shapes is not None and g.shape != shapes[i]:
-                                g = _sum_to(g, shapes[i], create_graph)
-                                g_owned = track_owned and type(g) is (F or math_of(g)).ndarray
-                            if g_owned and id(g) in owned:
-                                g_owned = False  # the same array went to two edges
-                            if nxt.n_outputs == 1:
-                                old = buffers.get(nxt)
-                                if old is None:
-                                    buffers[nxt] = g
-                                    if g_owned:
-                                        owned.add(id(g))
-                                else:
-                                    buffers[nxt] = _accumulate(old, g, owned, g_owned,
-                                                               track_owned)
-                            else:
-                                _add_to_buffer(buffers, nxt, nr, g)
-                        d = deps[nxt] - 1
-                        deps[nxt] = d
-                        if d == 0:
-                            push_ready(nxt)
+                    g = grads[i]
                     i += 1
+                    if nxt is None or g is None:
+                        continue
+                    g_owned = fresh and type(g) is F.ndarray
+                    if shapes is not None and g.shape != shapes[i - 1]:
+                        g = _sum_to(g, shapes[i - 1], create_graph)
+                        g_owned = track_owned and type(g) is (F or math_of(g)).ndarray
+                    if g_owned and id(g) in owned:
+                        g_owned = False  # the same array went to two edges
+                    if nxt.n_outputs == 1:
+                        old = buffers.get(nxt)
+                        if old is None:
+                            buffers[nxt] = g
+                            heappush(heap, (-nxt.seq, nxt))
+                            if g_owned:
+                                owned.add(id(g))
+                        else:
+                            buffers[nxt] = _accumulate(old, g, owned, g_owned, track_owned)
+                    else:
+                        if nxt not in buffers:
+                            heappush(heap, (-nxt.seq, nxt))
+                        _add_to_buffer(buffers, nxt, nr, g)
                 break
     finally:
         _mode.enabled, _mode.releasing = prev_mode, prev_releasing
     return captured
-
-
-def _pass_over(node, deps, push_ready, retain_graph):
-    """A node that receives no gradient: its inputs still lose one dependency each."""
-    if not retain_graph and node.next_functions:
-        node.release()
-    for nxt, _ in node.next_functions:
-        if nxt is not None:
-            d = deps[nxt] - 1
-            deps[nxt] = d
-            if d == 0:
-                push_ready(nxt)
 
 
 def _accumulate(old, g, owned, g_owned, track_owned):

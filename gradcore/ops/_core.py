@@ -7,7 +7,7 @@ import numpy as np
 from .. import backend, dtypes
 from ..autograd.grad_mode import anomaly_blocks as _anomaly_blocks
 from ..autograd.grad_mode import state as _mode
-from ..autograd.graph import Node
+from ..autograd.graph import Node, new_seq
 from ..tensor import Parameter, Tensor, _new, _wrap
 
 __all__ = ["Node", "Tensor", "record", "edge", "needs_grad", "binary_operands", "as_tensor",
@@ -39,6 +39,7 @@ def record(data, node: Node, *inputs: Tensor) -> Tensor:
         node.next_functions = (edge(inputs[0]), edge(inputs[1]))
     else:
         node.next_functions = tuple([edge(t) for t in inputs])
+    node.seq = new_seq()
     out = _new(Tensor)
     if type(data) is not _ndarray and isinstance(data, np.generic):
         data = np.asarray(data)
@@ -55,6 +56,7 @@ def record1(data, node: Node, x: Tensor) -> Tensor:
     """:func:`record` for the common case of one input that requires grad."""
     fn = x.grad_fn
     node.next_functions = ((fn, x._out_nr),) if fn is not None else ((x._accumulator(), 0),)
+    node.seq = new_seq()
     out = _new(Tensor)
     if type(data) is not _ndarray and isinstance(data, np.generic):
         data = np.asarray(data)  # NumPy returns scalars from 0-d arithmetic

@@ -9,6 +9,7 @@ import builtins
 
 import numpy as np
 
+from ..autograd.graph import new_seq
 from ..backend import math_of
 from ._core import TENSOR_TYPES, Node, Tensor, as_tensor, edge, mode, normalize_dim, record, wrap
 
@@ -171,6 +172,7 @@ def inplace_on_view(v: Tensor, index, value) -> Tensor:
     node.basic, node.index, node.in_shape = False, everywhere, base.data.shape
     node._name = "AsStridedBackward0"
     node.next_functions = (edge(base),)
+    node.seq = new_seq()
     v.grad_fn, v._out_nr, v._rg = node, 0, True
     return v
 
@@ -213,6 +215,7 @@ def setitem(x, idx, value):
         region_shape = xd[index].shape
         inputs = (x, v) if v is not None else (x,)
         node.next_functions = tuple(edge(t) for t in inputs)
+        node.seq = new_seq()
         if v is not None and tuple(v.shape) != region_shape:
             node.shapes = (xd.shape, v.data.shape)
     try:
