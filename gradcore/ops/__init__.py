@@ -304,8 +304,10 @@ def bind_methods(T) -> None:
         "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow, "neg": neg,
         "subtract": sub, "multiply": mul, "divide": div, "true_divide": div,
         "floor_divide": floor_divide, "remainder": remainder,
-        "__add__": add, "__radd__": _r(add), "__sub__": sub, "__rsub__": _r(sub),
-        "__mul__": mul, "__rmul__": _r(mul), "__truediv__": div, "__rtruediv__": _r(div),
+        # s + t and s * t are t + s and t * s (IEEE addition and multiplication commute),
+        # which takes the ops' tensor-first fast paths
+        "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": _r(sub),
+        "__mul__": mul, "__rmul__": mul, "__truediv__": div, "__rtruediv__": _r(div),
         "__pow__": pow, "__rpow__": _r(pow), "__floordiv__": floor_divide,
         "__rfloordiv__": _r(floor_divide), "__mod__": remainder, "__rmod__": _r(remainder),
         "__neg__": neg, "__pos__": lambda self: self, "__abs__": abs,
