@@ -47,8 +47,7 @@ def record(data, node: Node, *inputs: Tensor) -> Tensor:
     out.grad_fn = node
     out._rg = True
     if _anomaly_blocks[0] and _mode.anomaly:
-        import traceback
-        node._trace = "".join(traceback.format_stack(limit=12)[:-2])
+        _remember_forward(node)
     return out
 
 
@@ -64,9 +63,15 @@ def record1(data, node: Node, x: Tensor) -> Tensor:
     out.grad_fn = node
     out._rg = True
     if _anomaly_blocks[0] and _mode.anomaly:
-        import traceback
-        node._trace = "".join(traceback.format_stack(limit=12)[:-2])
+        _remember_forward(node)
     return out
+
+
+def _remember_forward(node: Node) -> None:
+    """Under detect_anomaly: keep where the forward op was called, for the NaN report."""
+    import traceback
+
+    node._trace = "".join(traceback.format_stack(limit=14)[:-3])
 
 
 def needs_grad(*ts) -> bool:
