@@ -260,7 +260,10 @@ class ArrayMath:
             for a in axes:
                 if strides[a] == 0:
                     return self._sum_to_broadcast(grad, shape, axes)
-        return self.xp.asarray(grad.sum(axis=axes)).reshape(shape)
+        out = grad.sum(axis=axes)
+        if type(out) is not self.ndarray:  # NumPy gives a scalar for a full reduction
+            out = self.xp.asarray(out)
+        return out if out.shape == shape else out.reshape(shape)
 
     def _sum_to_broadcast(self, grad, shape, axes):
         flat = tuple(a for a in axes if grad.strides[a] == 0)
