@@ -1,0 +1,68 @@
+// gradcore_cuda.cuh: device helpers used by the generated fused kernels
+// (kernels/pointwise_backward.cu). Hand-written; see docs/kernels.md.
+//
+// The kernel expressions of gradcore/fused.py call where, sign, exp, log, sqrt, sin,
+// cos, tanh and pow. They are evaluated in the compute type C (float for __half and
+// float, double for double), so every helper has a float and a double overload and
+// none of them promotes float to double. The same file compiles with nvcc, with NVRTC
+// (CuPy RawModule) and, with GRADCORE_HOST_BUILD defined, with a host C++ compiler
+// (host_emulation.h supplies the CUDA keywords and index variables).
+#pragma once
+
+#ifdef GRADCORE_HOST_BUILD
+#include "host_emulation.h"
+#else
+#include <cuda_fp16.h>
+#endif
+
+namespace gradcore {
+
+// The type the arithmetic runs in for a storage type T.
+template <typename T> struct compute_type;
+template <> struct compute_type<float> { typedef float type; };
+template <> struct compute_type<double> { typedef double type; };
+#ifndef GRADCORE_NO_FLOAT16
+template <> struct compute_type<__half> { typedef float type; };
+#endif
+
+// Loading an element as its compute type, and storing a computed value as T.
+__device__ __forceinline__ float load(float x) { return x; }
+__device__ __forceinline__ double load(double x) { return x; }
+template <typename T>
+__device__ __forceinline__ T store(typename compute_type<T>::type v) { return (T)v; }
+#ifndef GRADCORE_NO_FLOAT16
+__device__ __forceinline__ float load(__half x) { return __half2float(x); }
+template <>
+__device__ __forceinline__ __half store<__half>(float v) { return __float2half_rn(v); }
+#endif
+
+// where(cond, a, b): NumPy's where on one element (both branches are evaluated, as in
+// NumPy; the expressions have no side effects).
+__device__ __forceinline__ float where(bool c, float a, float b) { return c ? a : b; }
+__device__ __forceinline__ double where(bool c, double a, double b) { return c ? a : b; }
+
+// sign: NumPy's sign, including sign(0) == 0 and sign(NaN) == NaN.
+__device__ __forceinline__ float sign(float x) {
+    return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : (x == 0.0f ? 0.0f : x));
+}
+__device__ __forceinline__ double sign(double x) {
+    return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : (x == 0.0 ? 0.0 : x));
+}
+
+// The transcendental functions, single precision for float (no silent promotion).
+__device__ __forceinline__ float exp(float x) { return ::expf(x); }
+__device__ __forceinline__ double exp(double x) { return ::exp(x); }
+__device__ __forceinline__ float log(float x) { return ::logf(x); }
+__device__ __forceinline__ double log(double x) { return ::log(x); }
+__device__ __forceinline__ float sqrt(float x) { return ::sqrtf(x); }
+__device__ __forceinline__ double sqrt(double x) { return ::sqrt(x); }
+__device__ __forceinline__ float sin(float x) { return ::sinf(x); }
+__device__ __forceinline__ double sin(double x) { return ::sin(x); }
+__device__ __forceinline__ float cos(float x) { return ::cosf(x); }
+__device__ __forceinline__ double cos(double x) { return ::cos(x); }
+__device__ __forceinline__ float tanh(float x) { return ::tanhf(x); }
+__device__ __forceinline__ double tanh(double x) { return ::tanh(x); }
+__device__ __forceinline__ float pow(float x, float y) { return ::powf(x, y); }
+__device__ __forceinline__ double pow(double x, double y) { return ::pow(x, y); }
+
+}  // namespace gradcore
