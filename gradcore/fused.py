@@ -41,7 +41,8 @@ class Kernel:
 
 def _tanh_backward_cpu(g, y):
     out = np.multiply(y, y)
-    if type(out) is not np.ndarray:  # 0-d inputs give NumPy scalars, which out= rejects
+    # 0-d inputs give NumPy scalars, which out= rejects; a broadcast g needs a new array
+    if type(out) is not np.ndarray or np.shape(g) != out.shape:
         return g * (1 - out)
     np.subtract(1, out, out=out)
     np.multiply(out, g, out=out)
@@ -50,7 +51,7 @@ def _tanh_backward_cpu(g, y):
 
 def _sigmoid_backward_cpu(g, y):
     out = np.subtract(1, y)
-    if type(out) is not np.ndarray:
+    if type(out) is not np.ndarray or np.shape(g) != out.shape:
         return g * (y * out)
     np.multiply(out, y, out=out)
     np.multiply(out, g, out=out)
