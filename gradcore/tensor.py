@@ -7,8 +7,6 @@ method.
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from . import backend, dtypes
@@ -39,7 +37,7 @@ class Tensor:
     _rg = False            # requires_grad
     _out_nr = 0            # which output of grad_fn this tensor is
     _vc = None             # version cell [int], shared with views; made when first needed
-    _accum_ref = None      # weakref to this leaf's AccumulateGrad node
+    _accum = None          # this leaf's AccumulateGrad node (made when first needed)
     _leaf_hooks = None     # {0: [hooks]} of a leaf
     _base = None           # the tensor this one is a view of
     __array_priority__ = 1000  # NumPy defers `ndarray * tensor` to Tensor.__rmul__
@@ -109,13 +107,13 @@ class Tensor:
             vc[0] += 1
 
     def _accumulator(self) -> AccumulateGrad:
-        ref = self._accum_ref
-        node = ref() if ref is not None else None
+        # Made once and kept (a parameter feeds a graph every step); the node refers
+        # back to this tensor weakly, so no reference cycle keeps either alive.
+        node = self._accum
         if node is None:
-            node = AccumulateGrad(self)
+            node = self._accum = AccumulateGrad(self)
             if self._leaf_hooks is not None:
                 node._pre_hooks = self._leaf_hooks
-            self._accum_ref = weakref.ref(node)
         return node
 
     def retain_grad(self) -> None:
@@ -146,10 +144,8 @@ class Tensor:
         else:
             if self._leaf_hooks is None:
                 self._leaf_hooks = {0: []}
-                ref = self._accum_ref
-                node = ref() if ref is not None else None
-                if node is not None:
-                    node._pre_hooks = self._leaf_hooks
+                if self._accum is not None:
+                    self._accum._pre_hooks = self._leaf_hooks
             hooks = self._leaf_hooks[0]
             hooks.append(hook)
         return _HookHandle(hooks, hook)

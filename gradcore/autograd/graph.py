@@ -89,7 +89,9 @@ class Node:
                 _raise_modified(self, t, v)
         if F.tensor_mode:
             return saved
-        return tuple(t.data for t in saved)
+        if len(saved) == 2:  # the common case, without a generator
+            return saved[0].data, saved[1].data
+        return tuple([t.data for t in saved])
 
     def output(self, F):
         """The saved output of this op (array, or a tensor whose grad_fn is this node)."""
@@ -146,8 +148,13 @@ class AccumulateGrad(Node):
     """Sink of a leaf tensor that requires grad: adds what arrives into ``.grad``."""
 
     def __init__(self, variable):
-        self.variable = variable
+        self._variable = weakref.ref(variable)  # the leaf holds this node, not vice versa
         self.seq = -new_seq()  # leaves run last (below every op's node)
+
+    @property
+    def variable(self):
+        """The leaf tensor (None once it is gone: then no gradient is wanted)."""
+        return self._variable()
 
     def apply(self, F, grad):  # never called: the engine accumulates itself
         raise RuntimeError("AccumulateGrad is handled by the engine")
@@ -292,7 +299,9 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                         F = tensor_math if create_graph else math_of(grad)
                         if create_graph and not isinstance(grad, tensor_math.Tensor):
                             grad = tensor_math.wrap(grad)
-                        _leaf_accumulate(node.variable, grad, F, create_graph, is_owned)
+                        leaf = node.variable
+                        if leaf is not None:
+                            _leaf_accumulate(leaf, grad, F, create_graph, is_owned)
                     break
                 if create_graph or node.n_outputs != 1:
                     grads = _apply(node, grad, create_graph, anomaly)
