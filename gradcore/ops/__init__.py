@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import builtins
 
+import numpy as np
+
 from .. import dtypes
 from ..backend import math_of
 from . import (
@@ -191,9 +193,20 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
 _DIRECT_UFUNCS = {add: "add", sub: "subtract", mul: "multiply", div: "divide"}
 
 
+_ndarray = np.ndarray
+_NP_UFUNCS = {name: getattr(np, name) for name in ("add", "subtract", "multiply", "divide")}
+
+
 def _write_direct(x, xd, ufunc, other) -> bool:
     """``xd = ufunc(xd, other)`` in place when no promotion or broadcast of ``x`` is
     involved; False (nothing done) otherwise."""
+    if isinstance(other, Tensor):
+        od = other.data
+        if od.shape == xd.shape and od.dtype is xd.dtype and type(od) is _ndarray and \
+                type(xd) is _ndarray and xd.dtype.kind == "f":
+            _NP_UFUNCS[ufunc](xd, od, out=xd)  # the common case: same shape, host arrays
+            x._bump()
+            return True
     if xd.dtype.kind != "f":
         return False
     if isinstance(other, Tensor):
