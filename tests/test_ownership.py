@@ -81,3 +81,30 @@ def test_broadcast_gradient_from_sum_is_copied_into_grad(device):
     x.sum().backward()          # the gradient is a read-only broadcast of one
     x.grad.data[0, 0] = 7.0     # .grad must be an ordinary writable array
     np.testing.assert_array_equal(host(x.grad), [[7.0, 1.0], [1.0, 1.0]])
+
+
+def test_gradient_passed_through_add_and_sub_stays_correct(device):
+    rng = np.random.default_rng(0)
+    xv, wv, bv = rng.normal(size=(4, 3)), rng.normal(size=(3, 5)), rng.normal(size=5)
+    x = gc.tensor(xv)
+    w = gc.tensor(wv, requires_grad=True)
+    b = gc.tensor(bv, requires_grad=True)
+    h = (x @ w + b).relu()          # add passes its gradient to the matmul, sums it for b
+    (h - 0.5 * h.sum(1, keepdim=True) + h).tanh().sum().backward()
+    # the same computation by hand
+    z = xv @ wv + bv
+    hv = np.maximum(z, 0)
+    u = hv - 0.5 * hv.sum(1, keepdims=True) + hv
+    gu = 1 - np.tanh(u) ** 2
+    gh = 2 * gu - 0.5 * gu.sum(1, keepdims=True)
+    gz = gh * (z > 0)
+    np.testing.assert_allclose(host(w.grad), xv.T @ gz, rtol=1e-12)
+    np.testing.assert_allclose(host(b.grad), gz.sum(0), rtol=1e-12)
+
+
+def test_tensor_added_to_itself_gets_both_gradients(device):
+    x = gc.tensor([0.1, -0.2], dtype=gc.float64, requires_grad=True)
+    h = x * 3.0
+    (h + h).tanh().sum().backward()
+    t = np.tanh(6 * np.array([0.1, -0.2]))
+    np.testing.assert_allclose(host(x.grad), 6 * (1 - t * t), rtol=1e-12)

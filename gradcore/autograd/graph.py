@@ -54,6 +54,9 @@ class Node:
     # True when apply() always returns new arrays that nothing else references: the
     # engine may then update them in place (accumulation, apply_owned, .grad).
     fresh_grads = False
+    # Indices of the outputs that are the incoming gradient itself (add's, sub's first):
+    # an owned gradient stays owned along the one edge that keeps it unreduced.
+    passes = ()
     # Optional apply_owned(F, grad): like apply, but free to overwrite ``grad``, which
     # the engine passes only when it owns that array exclusively.
     apply_owned = None
@@ -318,6 +321,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                     node.saved = node.out = None
                 shapes = node.shapes
                 fresh = track_owned and node.fresh_grads and F is not None
+                passes = node.passes  # outputs that are `grad` itself: not fresh
                 edges = node.next_functions
                 if len(edges) == 1:
                     nxt = edges[0][0]
@@ -325,7 +329,9 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                     if nxt is not None and g is not None and nxt.n_outputs == 1 and \
                             nxt not in buffers and (not heap or nxt.seq > -heap[0][0]):
                         # nxt would be next off the heap anyway: hand the gradient over
-                        g_owned = fresh and type(g) is F.ndarray
+                        # (still owned when the node passed its owned gradient through)
+                        g_owned = (is_owned if passes else fresh) and F is not None and \
+                            type(g) is F.ndarray
                         if shapes is not None and g.shape != shapes[0]:
                             g = _sum_to(g, shapes[0], create_graph)
                             g_owned = track_owned and type(g) is F.ndarray
@@ -333,16 +339,24 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                             g_owned = False
                         node, grad, is_owned = nxt, g, g_owned
                         continue
-                i = 0
-                for nxt, nr in edges:
+                # Prepare every edge's gradient before delivering any: a delivery may
+                # add into an owned gradient in place, which another edge still reads.
+                prepared = []
+                keepers = 0
+                for i, (nxt, nr) in enumerate(edges):
                     g = grads[i]
-                    i += 1
                     if nxt is None or g is None:
                         continue
-                    g_owned = fresh and type(g) is F.ndarray
-                    if shapes is not None and g.shape != shapes[i - 1]:
-                        g = _sum_to(g, shapes[i - 1], create_graph)
+                    g_owned = fresh and i not in passes and type(g) is F.ndarray
+                    if shapes is not None and g.shape != shapes[i]:
+                        g = _sum_to(g, shapes[i], create_graph)
                         g_owned = track_owned and type(g) is (F or math_of(g)).ndarray
+                    elif i in passes:
+                        keepers += 1  # this edge gets the node's own (owned) gradient
+                    prepared.append((nxt, nr, g, g_owned, i in passes))
+                for nxt, nr, g, g_owned, passed in prepared:
+                    if passed and keepers == 1 and is_owned and g is grad:
+                        g_owned = True  # the one edge that keeps the owned gradient
                     if g_owned and id(g) in owned:
                         g_owned = False  # the same array went to two edges
                     if nxt.n_outputs == 1:

@@ -137,11 +137,15 @@ _ndarray = np.ndarray
 
 # ---- add / sub ----------
 class AddBackward0(Node):
+    passes = (0, 1)
+
     def apply(self, F, g):
         return g, g
 
 
 class AddBackward1(Node):
+    passes = (0,)
+
     def apply(self, F, g):
         return (g,)
 
@@ -168,11 +172,16 @@ def _np_add(x, y):
 
 
 class SubBackward0(Node):
+    fresh_grads = True  # -g, the second output, is new
+    passes = (0,)
+
     def apply(self, F, g):
         return g, -g
 
 
 class SubBackward1(Node):
+    passes = (0,)
+
     def apply(self, F, g):
         return (g,)
 
