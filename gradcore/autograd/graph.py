@@ -57,6 +57,7 @@ class Node:
     # Indices of the outputs that are the incoming gradient itself (add's, sub's first):
     # an owned gradient stays owned along the one edge that keeps it unreduced.
     passes = ()
+    is_sink = False  # True for AccumulateGrad
     # Optional apply_owned(F, grad): like apply, but free to overwrite ``grad``, which
     # the engine passes only when it owns that array exclusively.
     apply_owned = None
@@ -149,6 +150,8 @@ new_seq = _sequence.__next__  # a node's sequence number: later than its inputs'
 
 class AccumulateGrad(Node):
     """Sink of a leaf tensor that requires grad: adds what arrives into ``.grad``."""
+
+    is_sink = True
 
     def __init__(self, variable):
         self._variable = weakref.ref(variable)  # the leaf holds this node, not vice versa
@@ -277,6 +280,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     math_by_type = _backend._math_by_type
     pop_buffer = buffers.pop
     track_owned = not create_graph and not capture
+    f_type = F = None
     try:
         while heap:
             node = heappop(heap)[1]
@@ -297,20 +301,23 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                     is_owned = False
                 if capture:
                     _capture(capture, captured, node, grad)
-                if type(node) is AccumulateGrad:
+                if node.is_sink:  # an AccumulateGrad: the gradient lands in a leaf
                     if accumulate:
-                        F = tensor_math if create_graph else math_of(grad)
+                        Fs = tensor_math if create_graph else math_of(grad)
                         if create_graph and not isinstance(grad, tensor_math.Tensor):
                             grad = tensor_math.wrap(grad)
                         leaf = node.variable
                         if leaf is not None:
-                            _leaf_accumulate(leaf, grad, F, create_graph, is_owned)
+                            _leaf_accumulate(leaf, grad, Fs, create_graph, is_owned)
                     break
                 if create_graph or node.n_outputs != 1:
                     grads = _apply(node, grad, create_graph, anomaly)
-                    F = None
+                    NF = None  # the node's array namespace: none for tensors
                 else:  # the hot path: one output, arrays
-                    F = math_by_type.get(type(grad)) or math_of(grad)
+                    if type(grad) is not f_type:  # the array namespace, found once a type
+                        f_type = type(grad)
+                        F = math_by_type.get(f_type) or math_of(grad)
+                    NF = F
                     if is_owned and node.apply_owned is not None:
                         grads = node.apply_owned(F, grad)
                     else:
@@ -320,21 +327,22 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                 if not retain_graph:  # what the node saved goes as soon as it is used
                     node.saved = node.out = None
                 shapes = node.shapes
-                fresh = track_owned and node.fresh_grads and F is not None
+                fresh = track_owned and node.fresh_grads and NF is not None
                 passes = node.passes  # outputs that are `grad` itself: not fresh
                 edges = node.next_functions
                 if len(edges) == 1:
                     nxt = edges[0][0]
                     g = grads[0]
                     if nxt is not None and g is not None and nxt.n_outputs == 1 and \
-                            nxt not in buffers and (not heap or nxt.seq > -heap[0][0]):
+                            not (buffers and nxt in buffers) and \
+                            (not heap or nxt.seq > -heap[0][0]):
                         # nxt would be next off the heap anyway: hand the gradient over
                         # (still owned when the node passed its owned gradient through)
-                        g_owned = (is_owned if passes else fresh) and F is not None and \
-                            type(g) is F.ndarray
+                        g_owned = (is_owned if passes else fresh) and NF is not None and \
+                            type(g) is NF.ndarray
                         if shapes is not None and g.shape != shapes[0]:
                             g = _sum_to(g, shapes[0], create_graph)
-                            g_owned = track_owned and type(g) is F.ndarray
+                            g_owned = track_owned and type(g) is NF.ndarray
                         if g_owned and owned and id(g) in owned:
                             g_owned = False
                         node, grad, is_owned = nxt, g, g_owned
@@ -347,10 +355,10 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                     g = grads[i]
                     if nxt is None or g is None:
                         continue
-                    g_owned = fresh and i not in passes and type(g) is F.ndarray
+                    g_owned = fresh and i not in passes and type(g) is NF.ndarray
                     if shapes is not None and g.shape != shapes[i]:
                         g = _sum_to(g, shapes[i], create_graph)
-                        g_owned = track_owned and type(g) is (F or math_of(g)).ndarray
+                        g_owned = track_owned and type(g) is (NF or math_of(g)).ndarray
                     elif i in passes:
                         keepers += 1  # this edge gets the node's own (owned) gradient
                     prepared.append((nxt, nr, g, g_owned, i in passes))
