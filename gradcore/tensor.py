@@ -392,11 +392,6 @@ def _wrap(data) -> Tensor:
     return t
 
 
-def _from_op(data) -> Tensor:
-    return _wrap(data)
-
-
-Tensor._from_op = staticmethod(_from_op)
 
 # Methods: every operation lives in gradcore.ops; see ops/__init__.py for the binding.
 from . import ops as _ops  # noqa: E402

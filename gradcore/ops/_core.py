@@ -10,7 +10,7 @@ from ..autograd.grad_mode import state as _mode
 from ..autograd.graph import Node, new_seq
 from ..tensor import Parameter, Tensor, _new, _wrap
 
-__all__ = ["Node", "Tensor", "record", "edge", "needs_grad", "binary_operands", "as_tensor",
+__all__ = ["Node", "Tensor", "record", "edge", "binary_operands", "as_tensor",
            "wrap", "mode", "check_same_device", "normalize_dims", "normalize_dim"]
 
 mode = _mode
@@ -72,15 +72,6 @@ def _remember_forward(node: Node) -> None:
     import traceback
 
     node._trace = "".join(traceback.format_stack(limit=14)[:-3])
-
-
-def needs_grad(*ts) -> bool:
-    if not _mode.enabled:
-        return False
-    for t in ts:
-        if t._rg:
-            return True
-    return False
 
 
 def as_tensor(x, like: Tensor | None = None) -> Tensor:
