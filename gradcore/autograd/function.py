@@ -42,6 +42,8 @@ class FunctionCtx:
 
 
 class _FunctionNode(Node):
+    fixed_outputs = False  # as many outputs as forward returned
+
     def apply(self, F, grads):
         from ..tensor import Tensor, _wrap
 

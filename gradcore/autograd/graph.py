@@ -58,6 +58,14 @@ class Node:
     # an owned gradient stays owned along the one edge that keeps it unreduced.
     passes = ()
     is_sink = False  # True for AccumulateGrad
+    fixed_outputs = True  # False where instances set their own n_outputs
+
+    def __init_subclass__(cls, **kwargs):
+        # What the engine asks of every node, read once per class: one attribute
+        # lookup on the hot path instead of five. (These are class-body settings.)
+        super().__init_subclass__(**kwargs)
+        cls._kind = (cls.is_sink, cls.fixed_outputs and cls.n_outputs == 1,
+                     cls.apply_owned is not None, cls.fresh_grads, cls.passes)
     # Optional apply_owned(F, grad): like apply, but free to overwrite ``grad``, which
     # the engine passes only when it owns that array exclusively.
     apply_owned = None
@@ -301,7 +309,8 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                     is_owned = False
                 if capture:
                     _capture(capture, captured, node, grad)
-                if node.is_sink:  # an AccumulateGrad: the gradient lands in a leaf
+                sink, single, has_owned_apply, fresh_grads, passes = node._kind
+                if sink:  # an AccumulateGrad: the gradient lands in a leaf
                     if accumulate:
                         Fs = tensor_math if create_graph else math_of(grad)
                         if create_graph and not isinstance(grad, tensor_math.Tensor):
@@ -310,7 +319,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                         if leaf is not None:
                             _leaf_accumulate(leaf, grad, Fs, create_graph, is_owned)
                     break
-                if create_graph or node.n_outputs != 1:
+                if create_graph or not single:
                     grads = _apply(node, grad, create_graph, anomaly)
                     NF = None  # the node's array namespace: none for tensors
                 else:  # the hot path: one output, arrays
@@ -318,7 +327,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                         f_type = type(grad)
                         F = math_by_type.get(f_type) or math_of(grad)
                     NF = F
-                    if is_owned and node.apply_owned is not None:
+                    if is_owned and has_owned_apply:
                         grads = node.apply_owned(F, grad)
                     else:
                         grads = node.apply(F, grad)
@@ -327,8 +336,8 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                 if not retain_graph:  # what the node saved goes as soon as it is used
                     node.saved = node.out = None
                 shapes = node.shapes
-                fresh = track_owned and node.fresh_grads and NF is not None
-                passes = node.passes  # outputs that are `grad` itself: not fresh
+                fresh = track_owned and fresh_grads and NF is not None
+                # `passes`: the outputs that are `grad` itself, not fresh arrays
                 edges = node.next_functions
                 if len(edges) == 1:
                     nxt = edges[0][0]

@@ -343,6 +343,8 @@ def stack(tensors, dim=0):
 class SplitBackward0(Node):
     """One node, several outputs: the pieces' gradients are joined back (zeros if unused)."""
 
+    fixed_outputs = False  # one output per piece
+
     def apply(self, F, grads):
         parts = []
         for g, shape in zip(grads, self.shapes_out):
