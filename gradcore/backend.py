@@ -160,6 +160,22 @@ def _probe_cuda():
         return _cuda_probe
 
 
+def _use_cuda_module_for_tests(module) -> None:
+    """TEST ONLY, not part of the API: serve CUDA with ``module`` (the CuPy stand-in
+    kept under ``tests/``), or with ``None`` forget it and probe the real CuPy again.
+
+    Only the test suite calls this (``tests/conftest.py``, device ``cuda-standin``);
+    nothing reads ``GRADCORE_DEVICE`` or any other setting to reach it.
+    """
+    global _cuda_probe
+    with _cuda_lock:
+        _cuda_probe = None if module is None else (module, None)
+        _cuda_maths.clear()
+        for dev in _devices.values():
+            if dev.type == "cuda":
+                dev._math = None
+
+
 def cuda_is_available() -> bool:
     """True when CuPy imports and at least one GPU is usable."""
     return _probe_cuda()[0] is not None

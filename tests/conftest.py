@@ -1,12 +1,16 @@
 """Shared fixtures: every test that takes ``device`` runs once per device under test.
 
 ``GRADCORE_TEST_DEVICES`` (comma-separated, default ``cpu``) picks the devices:
-``make gpu-test`` sets it to ``cuda``.
+``make gpu-test`` sets it to ``cuda``; ``cuda-standin`` runs the test as device
+``cuda`` served by the CuPy stand-in of ``tests/cupy_standin`` (the CUDA code path,
+on the CPU, with every host synchronization counted).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -17,9 +21,49 @@ DEVICES = [d.strip() for d in os.environ.get("GRADCORE_TEST_DEVICES", "cpu").spl
            if d.strip()]
 
 
+STANDIN = "cuda-standin"
+
+
 def pytest_generate_tests(metafunc):
     if "device" in metafunc.fixturenames:
-        metafunc.parametrize("device", DEVICES, scope="session")
+        metafunc.parametrize("device", DEVICES, scope="session", indirect=True)
+
+
+@pytest.fixture(scope="session")
+def device(request):
+    """The device under test, as gradcore spells it (``cuda-standin`` runs as ``cuda``:
+    the stand-in is installed for each such test by ``_default_device``)."""
+    return "cuda" if request.param == STANDIN else request.param
+
+
+@contextlib.contextmanager
+def cuda_standin():
+    """Serve ``cuda`` with the CuPy stand-in (and its fake ``cupyx``) inside the block."""
+    import cupy_standin  # noqa: PLC0415  (tests/ is on sys.path: pytest's rootdir)
+
+    gc.get_default_device()  # resolve the default from GRADCORE_DEVICE first
+    fakes = cupy_standin.cupyx_modules()
+    saved = {name: sys.modules.get(name) for name in fakes}
+    sys.modules.update(fakes)
+    gc.backend._use_cuda_module_for_tests(cupy_standin)
+    try:
+        yield cupy_standin
+    finally:
+        gc.backend._use_cuda_module_for_tests(None)
+        for name, mod in saved.items():
+            if mod is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = mod
+
+
+@pytest.fixture
+def standin():
+    """The CuPy stand-in serving ``cuda`` for this test (the default device stays)."""
+    prev = gc.get_default_device()
+    with cuda_standin() as module:
+        yield module
+    gc.set_default_device(prev)
 
 
 @pytest.fixture(autouse=True)
@@ -27,13 +71,15 @@ def _default_device(request):
     """Tests that take ``device`` also make it the default for new tensors."""
     if "device" in request.fixturenames:
         dev = request.getfixturevalue("device")
-        if dev.startswith("cuda") and not gc.cuda.is_available():
-            pytest.fail(f"GRADCORE_TEST_DEVICES asks for {dev}, but CUDA is unusable: "
-                        f"{gc.cuda.unavailable_reason()}")
-        prev = gc.get_default_device()
-        gc.set_default_device(dev)
-        yield
-        gc.set_default_device(prev)
+        standin = request.node.callspec.params.get("device") == STANDIN
+        with cuda_standin() if standin else contextlib.nullcontext():
+            if dev.startswith("cuda") and not gc.cuda.is_available():
+                pytest.fail(f"GRADCORE_TEST_DEVICES asks for {dev}, but CUDA is unusable: "
+                            f"{gc.cuda.unavailable_reason()}")
+            prev = gc.get_default_device()
+            gc.set_default_device(dev)
+            yield
+            gc.set_default_device(prev)
     else:
         yield
 

@@ -1,0 +1,676 @@
+"""A CuPy stand-in for the tests: the CUDA code path of gradcore, run on the CPU.
+
+Never shipped and never selectable by users: only ``tests/conftest.py`` installs it
+(through ``gradcore.backend._use_cuda_module_for_tests``), for the test device
+``cuda-standin``.  It mimics the subset of CuPy's API that gradcore calls, and where
+CuPy is stricter than NumPy it is strict too:
+
+* arrays refuse implicit conversion to NumPy (``np.asarray(a)`` raises ``TypeError``
+  like CuPy), and NumPy functions or ufuncs applied to them raise instead of silently
+  computing on the host (stricter than CuPy, which dispatches some of them itself);
+* CuPy functions and operators refuse NumPy arrays as operands (``TypeError``, as
+  CuPy does); ``asarray``/``array`` (host to device) accept them;
+* every host synchronization is counted in :func:`host_syncs`: ``.get()``,
+  ``.item()``, ``.tolist()``, ``float()``, ``int()``, ``bool()``, ``len()`` of a
+  mask result, stream synchronization, and the operations for which CuPy itself must
+  read a value back to size their result (boolean-mask indexing, ``nonzero``,
+  ``flatnonzero``, ``argwhere``, ``unique``, ``bincount``);
+* there is no ``ufunc.at`` other than on the ufuncs CuPy supports it for, no
+  ``flags.writeable``, and reductions return 0-d arrays, never scalars.
+
+The values are computed by NumPy, so results match the CPU path bit for bit wherever
+the same NumPy calls are made.
+"""
+
+from __future__ import annotations
+
+import builtins as _b
+import operator as _op
+import weakref as _weakref
+
+import numpy as _np
+
+__version__ = "14.0.0-standin"
+
+# ----------------------------------------------------------------------------------
+# host synchronizations
+_syncs = 0
+_sync_log: list[str] | None = None
+
+
+def host_syncs() -> int:
+    """How many host synchronizations happened since the last :func:`reset_syncs`."""
+    return _syncs
+
+
+def reset_syncs(log: bool = False) -> None:
+    """Zero the counter; with ``log``, also record what synchronized (``sync_log()``)."""
+    global _syncs, _sync_log
+    _syncs = 0
+    _sync_log = [] if log else None
+
+
+def sync_log() -> list[str]:
+    return list(_sync_log or ())
+
+
+def _sync(what: str) -> None:
+    global _syncs
+    _syncs += 1
+    if _sync_log is not None:
+        import traceback  # noqa: PLC0415
+
+        frames = [f for f in traceback.extract_stack()[:-2]
+                  if "cupy_standin" not in f.filename]
+        where = frames[-1] if frames else None
+        _sync_log.append(f"{what} at {where.filename}:{where.lineno}" if where else what)
+
+
+# ----------------------------------------------------------------------------------
+# wrapping
+_wrappers: _weakref.WeakValueDictionary = _weakref.WeakValueDictionary()
+
+
+def _is_host_array(x) -> bool:
+    return isinstance(x, _np.ndarray)
+
+
+def _unwrap(x, where="argument"):
+    t = type(x)
+    if t is ndarray:
+        return x._a
+    if t is tuple or t is list:
+        return t(_unwrap(v, where) for v in x)
+    if isinstance(x, _np.ndarray):
+        raise TypeError(f"Unsupported type {type(x)} (a NumPy array as a CuPy {where}; "
+                        "move it with cupy.asarray first)")
+    return x
+
+
+def _unwrap_index(x):
+    t = type(x)
+    if t is ndarray:
+        return x._a
+    if t is tuple:
+        return tuple(_unwrap_index(v) for v in x)
+    return x  # CuPy accepts lists and NumPy arrays as indices (it copies them over)
+
+
+def _wrap(r):
+    if isinstance(r, _np.ndarray):
+        return ndarray._new(r)
+    if isinstance(r, _np.generic):
+        return ndarray._new(_np.asarray(r))  # CuPy returns 0-d arrays, not scalars
+    if type(r) is tuple:
+        return tuple(_wrap(v) for v in r)
+    if type(r) is list:
+        return [_wrap(v) for v in r]
+    return r
+
+
+def _call(fn, args, kwargs, where="argument"):
+    args = _unwrap(args, where)
+    kwargs = {k: _unwrap(v, where) for k, v in kwargs.items()}
+    return _wrap(fn(*args, **kwargs))
+
+
+# ----------------------------------------------------------------------------------
+# ndarray
+class _Flags:
+    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+
+    def __init__(self, a):
+        self.c_contiguous = _b.bool(a.flags.c_contiguous)
+        self.f_contiguous = _b.bool(a.flags.f_contiguous)
+        self.owndata = a.base is None
+
+    def __getitem__(self, key):
+        return {"C_CONTIGUOUS": self.c_contiguous, "F_CONTIGUOUS": self.f_contiguous,
+                "OWNDATA": self.owndata}[key]
+
+    def __repr__(self):
+        return (f"  C_CONTIGUOUS : {self.c_contiguous}\n  F_CONTIGUOUS : "
+                f"{self.f_contiguous}\n  OWNDATA : {self.owndata}")
+
+
+class _MemoryPointer:
+    __slots__ = ("ptr", "device_id")
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+        self.device_id = 0
+
+
+class _DeviceRef:
+    __slots__ = ("id",)
+
+    def __init__(self, id_=0):
+        self.id = id_
+
+    def __repr__(self):
+        return f"<CUDA Device {self.id}>"
+
+
+_METHODS = {  # ndarray methods computed by NumPy, results wrapped
+    "reshape", "transpose", "swapaxes", "astype", "copy", "sum", "max", "min", "mean",
+    "argmax", "argmin", "prod", "var", "std", "all", "any", "ravel", "flatten", "take",
+    "squeeze", "clip", "view", "cumsum", "cumprod", "dot", "repeat", "sort", "argsort",
+    "conj", "round", "diagonal", "trace", "fill", "put", "partition", "argpartition",
+}
+
+
+class ndarray:  # noqa: N801  (CuPy's name)
+    """A device array: a NumPy array that will not leave the device implicitly."""
+
+    __slots__ = ("_a", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
+        if memptr is not None:
+            raise NotImplementedError("the stand-in does not support memptr")
+        self._a = _np.empty(shape, dtype=dtype, order=order)
+        _wrappers[id(self._a)] = self
+
+    @classmethod
+    def _new(cls, a):
+        w = _wrappers.get(id(a))
+        if w is not None and w._a is a:
+            return w
+        w = object.__new__(cls)
+        w._a = a
+        _wrappers[id(a)] = w
+        return w
+
+    # -- attributes ---------------------------------------------------------------
+    @property
+    def shape(self):
+        return self._a.shape
+
+    @shape.setter
+    def shape(self, newshape):  # CuPy reshapes in place without copying, or raises
+        try:
+            self._a.shape = newshape
+        except AttributeError:
+            raise AttributeError("incompatible shape") from None
+
+    dtype = property(lambda self: self._a.dtype)
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+    strides = property(lambda self: self._a.strides)
+    itemsize = property(lambda self: self._a.itemsize)
+    nbytes = property(lambda self: self._a.nbytes)
+    flags = property(lambda self: _Flags(self._a))
+    T = property(lambda self: ndarray._new(self._a.T))
+    mT = property(lambda self: ndarray._new(_np.swapaxes(self._a, -1, -2)))
+    real = property(lambda self: ndarray._new(self._a.real))
+    imag = property(lambda self: ndarray._new(self._a.imag))
+    device = property(lambda self: _DeviceRef(0))
+
+    @property
+    def base(self):
+        b = self._a.base
+        if not isinstance(b, _np.ndarray):
+            return None
+        while isinstance(b.base, _np.ndarray):
+            b = b.base
+        return ndarray._new(b)
+
+    @property
+    def data(self):
+        return _MemoryPointer(self._a.__array_interface__["data"][0])
+
+    @property
+    def __cuda_array_interface__(self):
+        a = self._a
+        return {"shape": a.shape, "typestr": a.dtype.str,
+                "data": (a.__array_interface__["data"][0], False),
+                "strides": None if a.flags.c_contiguous else a.strides, "version": 3}
+
+    def __getattr__(self, name):
+        if name in _METHODS:
+            meth = getattr(self._a, name)
+
+            def method(*args, **kwargs):
+                return _call(meth, args, kwargs)
+
+            method.__name__ = name
+            return method
+        raise AttributeError(f"'cupy.ndarray' object has no attribute {name!r}")
+
+    # -- leaving the device: explicit only, and counted ---------------------------
+    def get(self, stream=None, order="C", out=None, blocking=True):
+        _sync("get()")
+        out_a = _np.array(self._a, order=order)
+        if out is not None:
+            out[...] = out_a
+            return out
+        return out_a
+
+    def item(self):
+        _sync("item()")
+        return self._a.item()
+
+    def tolist(self):
+        _sync("tolist()")
+        return self._a.tolist()
+
+    def __float__(self):
+        _sync("float()")
+        return float(self._a)
+
+    def __int__(self):
+        _sync("int()")
+        return int(self._a)
+
+    def __index__(self):
+        _sync("index")
+        return _op.index(self._a)
+
+    def __bool__(self):
+        _sync("bool()")
+        return _b.bool(self._a.__bool__())
+
+    def __complex__(self):
+        _sync("complex()")
+        return complex(self._a)
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed. "
+                        "Please use `.get()` to construct a NumPy array explicitly.")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        raise TypeError(f"cupy stand-in: NumPy ufunc {ufunc.__name__}.{method} applied to "
+                        "a device array (use the array module of the device)")
+
+    def __array_function__(self, func, types, args, kwargs):
+        raise TypeError(f"cupy stand-in: NumPy function {func.__name__} applied to a "
+                        "device array (use the array module of the device)")
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __repr__(self):
+        return "stand-in " + repr(self._a).replace("array", "cupy.array", 1)
+
+    __str__ = __repr__
+
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA, device 0
+
+    def __dlpack__(self, stream=None, **kwargs):
+        raise BufferError("the CuPy stand-in cannot export DLPack capsules (its memory "
+                          "is host memory pretending to be device memory)")
+
+    # -- indexing -----------------------------------------------------------------
+    def __getitem__(self, key):
+        k = _unwrap_index(key)
+        if _has_bool_mask(k):
+            _sync("boolean-mask indexing")
+        return _wrap(self._a[k])
+
+    def __setitem__(self, key, value):
+        k = _unwrap_index(key)
+        self._a[k] = _unwrap(value, "value")
+
+    def __copy__(self):
+        return ndarray._new(self._a.copy())
+
+    def __deepcopy__(self, memo):
+        return ndarray._new(self._a.copy())
+
+    def __reduce__(self):
+        raise TypeError("the CuPy stand-in does not pickle")
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'cupy.ndarray'")
+
+
+def _has_bool_mask(k):
+    if type(k) is tuple:
+        return _b.any(_has_bool_mask(v) for v in k)
+    return isinstance(k, _np.ndarray) and k.dtype == _np.bool_ and k.ndim > 0
+
+
+def _binop(fn):
+    def method(self, other):
+        if isinstance(other, _np.ndarray):
+            raise TypeError(f"Unsupported type {type(other)}")
+        if not isinstance(other, (ndarray, int, float, complex, bool, _np.generic)):
+            return NotImplemented
+        return _wrap(fn(self._a, _unwrap(other)))
+    return method
+
+
+def _rbinop(fn):
+    def method(self, other):
+        if isinstance(other, _np.ndarray):
+            raise TypeError(f"Unsupported type {type(other)}")
+        if not isinstance(other, (int, float, complex, bool, _np.generic)):
+            return NotImplemented
+        return _wrap(fn(other, self._a))
+    return method
+
+
+def _ibinop(fn):
+    def method(self, other):
+        if isinstance(other, _np.ndarray):
+            raise TypeError(f"Unsupported type {type(other)}")
+        fn(self._a, _unwrap(other))
+        return self
+    return method
+
+
+for _name, _fn in {"add": _op.add, "sub": _op.sub, "mul": _op.mul,
+                   "truediv": _op.truediv, "floordiv": _op.floordiv, "mod": _op.mod,
+                   "pow": _op.pow, "matmul": _op.matmul, "and": _op.and_, "or": _op.or_,
+                   "xor": _op.xor, "lshift": _op.lshift, "rshift": _op.rshift}.items():
+    setattr(ndarray, f"__{_name}__", _binop(_fn))
+    setattr(ndarray, f"__r{_name}__", _rbinop(_fn))
+for _name, _fn in {"iadd": _op.iadd, "isub": _op.isub, "imul": _op.imul,
+                   "itruediv": _op.itruediv, "ifloordiv": _op.ifloordiv, "imod": _op.imod,
+                   "ipow": _op.ipow, "iand": _op.iand, "ior": _op.ior,
+                   "ixor": _op.ixor}.items():
+    setattr(ndarray, f"__{_name}__", _ibinop(_fn))
+for _name, _fn in {"eq": _op.eq, "ne": _op.ne, "lt": _op.lt, "le": _op.le, "gt": _op.gt,
+                   "ge": _op.ge}.items():
+    setattr(ndarray, f"__{_name}__", _binop(_fn))
+for _name, _fn in {"neg": _op.neg, "pos": _op.pos, "abs": _b.abs, "invert": _op.invert}.items():
+    setattr(ndarray, f"__{_name}__", (lambda f: lambda self: _wrap(f(self._a)))(_fn))
+ndarray.__rmatmul__ = _rbinop(_op.matmul)
+ndarray.__module__ = "cupy"  # what gradcore's device_of looks at (CuPy's is "cupy")
+
+
+# ----------------------------------------------------------------------------------
+# ufuncs
+class ufunc:  # noqa: N801
+    """A NumPy ufunc behind CuPy's interface (``at`` only where CuPy has it)."""
+
+    _AT = {"add", "subtract", "maximum", "minimum", "bitwise_and", "bitwise_or",
+           "bitwise_xor"}
+
+    def __init__(self, np_ufunc):
+        self._u = np_ufunc
+        self.__name__ = np_ufunc.__name__
+        self.nin, self.nout, self.nargs = np_ufunc.nin, np_ufunc.nout, np_ufunc.nargs
+
+    def __call__(self, *args, **kwargs):
+        return _call(self._u, args, kwargs)
+
+    def reduce(self, *args, **kwargs):
+        return _call(self._u.reduce, args, kwargs)
+
+    def accumulate(self, *args, **kwargs):
+        return _call(self._u.accumulate, args, kwargs)
+
+    def outer(self, *args, **kwargs):
+        return _call(self._u.outer, args, kwargs)
+
+    def at(self, a, indices, b=None):
+        if self.__name__ not in self._AT:
+            raise NotImplementedError(f"cupy.{self.__name__}.at is not supported")
+        if type(a) is not ndarray:
+            raise TypeError("ufunc.at needs a cupy.ndarray")
+        idx = _unwrap_index(indices)
+        if b is None:
+            self._u.at(a._a, idx)
+        else:
+            self._u.at(a._a, idx, _unwrap(b))
+
+    def __repr__(self):
+        return f"<ufunc '{self.__name__}'>"
+
+
+_UFUNCS = (
+    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "negative",
+    "positive", "power", "float_power", "remainder", "mod", "fmod", "absolute", "abs",
+    "fabs", "rint", "sign", "exp", "exp2", "log", "log2", "log10", "expm1", "log1p",
+    "sqrt", "cbrt", "square", "reciprocal", "logaddexp", "logaddexp2", "sin", "cos",
+    "tan", "arcsin", "arccos", "arctan", "arctan2", "hypot", "sinh", "cosh", "tanh",
+    "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg", "degrees", "radians",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "bitwise_not", "left_shift",
+    "right_shift", "greater", "greater_equal", "less", "less_equal", "not_equal", "equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "maximum", "minimum",
+    "fmax", "fmin", "isfinite", "isinf", "isnan", "signbit", "copysign", "nextafter",
+    "ldexp", "floor", "ceil", "trunc", "heaviside", "conjugate", "conj",
+)
+for _name in _UFUNCS:
+    globals()[_name] = ufunc(getattr(_np, _name))
+
+
+# ----------------------------------------------------------------------------------
+# functions
+def _plain(name, np_name=None, syncs=False):
+    fn = getattr(_np, np_name or name)
+
+    def f(*args, **kwargs):
+        out = _call(fn, args, kwargs)
+        if syncs:  # CuPy reads a size back to the host to shape the result
+            _sync(name)
+        return out
+
+    f.__name__ = name
+    return f
+
+
+_FUNCS = (
+    # creation
+    "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
+    "full_like", "arange", "linspace", "logspace", "eye", "identity", "tri", "tril",
+    "triu", "diag", "diagflat", "meshgrid", "indices",
+    # shape
+    "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "rollaxis", "expand_dims",
+    "squeeze", "broadcast_to", "broadcast_arrays", "atleast_1d", "atleast_2d",
+    "atleast_3d", "concatenate", "stack", "vstack", "hstack", "dstack", "column_stack",
+    "split", "array_split", "tile", "repeat", "flip", "fliplr", "flipud", "roll",
+    "rot90", "pad",
+    # indexing
+    "take", "take_along_axis", "put_along_axis", "choose", "where", "diagonal",
+    "triu_indices", "tril_indices", "unravel_index", "ravel_multi_index", "put",
+    "compress", "select", "searchsorted", "extract", "place", "putmask", "copyto",
+    # math / reductions
+    "sum", "prod", "cumsum", "cumprod", "mean", "var", "std", "average", "median",
+    "max", "min", "amax", "amin", "nanmax", "nanmin", "nansum", "nanmean", "argmax",
+    "argmin", "nanargmax", "nanargmin", "all", "any", "clip", "around", "round",
+    "dot", "vdot", "inner", "outer", "matmul", "tensordot", "einsum", "kron", "cross",
+    "trace", "sort", "argsort", "partition", "argpartition", "lexsort", "count_nonzero",
+    "allclose", "isclose", "array_equal", "diff", "convolve", "histogram", "fix", "real",
+    "imag", "angle", "sinc", "i0", "isreal", "iscomplex", "nan_to_num", "interp",
+    "cov", "corrcoef", "ptp", "percentile", "quantile",
+    # dtypes and shapes (no arrays involved)
+    "result_type", "can_cast", "promote_types", "min_scalar_type", "common_type",
+    "shape", "ndim", "size", "isscalar", "broadcast_shapes",
+)
+for _name in _FUNCS:
+    globals()[_name] = _plain(_name)
+for _name in ("nonzero", "flatnonzero", "argwhere", "unique", "bincount"):
+    globals()[_name] = _plain(_name, syncs=True)
+
+for _name in ("float16", "float32", "float64", "complex64", "complex128", "int8", "int16",
+              "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool_", "intp",
+              "uintp", "dtype", "finfo", "iinfo", "pi", "e", "inf", "nan", "newaxis",
+              "integer", "floating", "signedinteger", "unsignedinteger", "number",
+              "complexfloating", "generic", "euler_gamma"):
+    globals()[_name] = getattr(_np, _name)
+globals()["bool"] = _np.bool_
+
+
+def asarray(a, dtype=None, order=None, *, blocking=False):
+    """Host data to the device (not a host synchronization), or an array as is."""
+    if type(a) is ndarray:
+        return a if dtype is None or a.dtype == _np.dtype(dtype) else a.astype(dtype)
+    if isinstance(a, (list, tuple)) and _b.any(type(v) is ndarray for v in _flat(a)):
+        return ndarray._new(_np.stack([asarray(v, dtype)._a for v in a]))
+    if hasattr(a, "__array_interface__") or hasattr(a, "__array__") or \
+            isinstance(a, (list, tuple, int, float, complex, bool, _np.generic)):
+        out = _np.array(a, dtype=dtype, order=order or "K", copy=True)
+        return ndarray._new(out)
+    raise TypeError(f"Unsupported type {type(a)}")
+
+
+def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, *, blocking=False):
+    out = asarray(obj, dtype)
+    if copy and out is obj:
+        out = out.copy()
+    while out.ndim < ndmin:
+        out = out.reshape((1,) + out.shape)
+    return out
+
+
+ascontiguousarray = (lambda a, dtype=None: _call(_np.ascontiguousarray, (a,),
+                                                 {"dtype": dtype}))
+
+
+def asnumpy(a, stream=None, order="C", out=None, *, blocking=True):
+    if type(a) is ndarray:
+        return a.get(order=order, out=out)
+    return _np.asarray(a, order=order)
+
+
+def get_array_module(*args):
+    import sys  # noqa: PLC0415
+
+    if _b.any(type(a) is ndarray for a in args):
+        return sys.modules[__name__]
+    return _np
+
+
+def from_dlpack(x, *, device=None, copy=None):
+    if type(x) is ndarray:
+        return x
+    dev = x.__dlpack_device__() if hasattr(x, "__dlpack_device__") else None
+    if dev is None or dev[0] not in (2, 3):  # CuPy imports CUDA (managed) memory only
+        raise RuntimeError("Unsupported device type in DLPack tensor: CuPy imports "
+                           "CUDA device memory only (the stand-in imports none)")
+    raise BufferError("the CuPy stand-in cannot import DLPack capsules")
+
+
+def _flat(seq):
+    for v in seq:
+        if isinstance(v, (list, tuple)):
+            yield from _flat(v)
+        else:
+            yield v
+
+
+# ----------------------------------------------------------------------------------
+# cupy.cuda
+class _Runtime:
+    @staticmethod
+    def getDeviceCount():  # noqa: N802
+        return 1
+
+    @staticmethod
+    def getDevice():  # noqa: N802
+        return 0
+
+    @staticmethod
+    def getDeviceProperties(i):  # noqa: N802
+        return {"name": b"CuPy stand-in (NumPy)", "totalGlobalMem": 0, "major": 9,
+                "minor": 0}
+
+    @staticmethod
+    def runtimeGetVersion():  # noqa: N802
+        return 13000
+
+    @staticmethod
+    def deviceSynchronize():  # noqa: N802
+        _sync("deviceSynchronize()")
+
+
+class _Stream:
+    null = None
+
+    def synchronize(self):
+        _sync("stream.synchronize()")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _Device:
+    def __init__(self, device=None):
+        self.id = int(device or 0)
+        if self.id != 0:
+            raise RuntimeError(f"CUDARuntimeError: cudaErrorInvalidDevice (device {self.id})")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def use(self):
+        pass
+
+    def synchronize(self):
+        _sync("Device.synchronize()")
+
+    @property
+    def compute_capability(self):
+        return "90"
+
+    def __repr__(self):
+        return f"<CUDA Device {self.id}>"
+
+
+class _Cuda:
+    runtime = _Runtime()
+    Device = _Device
+    Stream = _Stream
+
+    def __init__(self):
+        self._stream = _Stream()
+
+    def get_current_stream(self):
+        return self._stream
+
+    def is_available(self):
+        return True
+
+
+cuda = _Cuda()
+
+
+# ----------------------------------------------------------------------------------
+# cupyx (installed as the modules ``cupyx``, ``cupyx.scipy``, ``cupyx.scipy.special``
+# while the stand-in is in use: see tests/conftest.py)
+def _erf(x):
+    """``cupyx.scipy.special.erf``: computed by the C library, element by element."""
+    import math  # noqa: PLC0415
+
+    a = _unwrap(x)
+    if not isinstance(a, _np.ndarray):
+        a = _np.asarray(a)
+    dtype = a.dtype if a.dtype.kind == "f" else _np.dtype(_np.float64)
+    if dtype == _np.float16:
+        raise TypeError("cupyx.scipy.special.erf: no float16 loop (like CuPy's)")
+    flat = [math.erf(v) for v in a.reshape(-1).tolist()]
+    return ndarray._new(_np.array(flat, dtype=dtype).reshape(a.shape))
+
+
+def scatter_add(a, slices, value):
+    add.at(a, slices, value)  # noqa: F821  (defined above by the ufunc loop)
+
+
+def cupyx_modules() -> dict:
+    """The fake ``cupyx`` modules, by name, for ``sys.modules``."""
+    import types  # noqa: PLC0415
+
+    cupyx = types.ModuleType("cupyx")
+    scipy = types.ModuleType("cupyx.scipy")
+    special = types.ModuleType("cupyx.scipy.special")
+    special.erf = _erf
+    scipy.special = special
+    cupyx.scipy = scipy
+    cupyx.scatter_add = scatter_add
+    return {"cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special}
