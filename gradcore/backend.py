@@ -492,6 +492,9 @@ class _NumpyMath(ArrayMath):
 
 
 class _CupyMath(ArrayMath):
+    # shape arithmetic, no arrays: NumPy's, whichever CuPy version is installed
+    broadcast_shapes = staticmethod(np.broadcast_shapes)
+
     def address(self, arr) -> int:
         return int(arr.data.ptr)
 

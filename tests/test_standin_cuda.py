@@ -236,3 +236,21 @@ def test_the_standin_refuses_implicit_conversion(standin):
     standin.reset_syncs()
     float(arr[0]), bool(arr[1] == 0), arr.get(), arr.sum().item()
     assert standin.host_syncs() == 4
+
+
+def test_pos_weight_of_bce_with_logits_matches_cpu(standin):
+    _compare(standin, lambda x, y, p: F.binary_cross_entropy_with_logits(x, y, pos_weight=p),
+             _r(3, 5), (_r(3, 5, seed=1) > 0).astype(np.float64), np.abs(_r(5, seed=2)),
+             rtol=1e-12)
+
+
+@pytest.mark.xfail(strict=True, raises=RuntimeError,
+                   reason="tensor_math.zeros (gradcore/ops/tensor_math.py:81) makes its zeros "
+                   "on the CPU, so SplitBackward0 with create_graph=True (the unused piece's "
+                   "gradient) mixes devices in cat")
+def test_double_backward_of_split_with_an_unused_piece(standin):
+    x = gc.tensor(_r(4, 3), device="cuda", requires_grad=True)
+    a, _ = x.split(2)
+    (g,) = gc.autograd.grad((a * a).sum(), x, create_graph=True)
+    (g * g).sum().backward()
+    np.testing.assert_allclose(host(x.grad)[:2], 8 * _r(4, 3)[:2])

@@ -485,7 +485,7 @@ _FUNCS = (
     "cov", "corrcoef", "ptp", "percentile", "quantile",
     # dtypes and shapes (no arrays involved)
     "result_type", "can_cast", "promote_types", "min_scalar_type", "common_type",
-    "shape", "ndim", "size", "isscalar", "broadcast_shapes",
+    "shape", "ndim", "size", "isscalar",
 )
 for _name in _FUNCS:
     globals()[_name] = _plain(_name)
