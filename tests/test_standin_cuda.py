@@ -244,10 +244,6 @@ def test_pos_weight_of_bce_with_logits_matches_cpu(standin):
              rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="tensor_math.zeros (gradcore/ops/tensor_math.py:81) makes its zeros "
-                   "on the CPU, so SplitBackward0 with create_graph=True (the unused piece's "
-                   "gradient) mixes devices in cat")
 def test_double_backward_of_split_with_an_unused_piece(standin):
     x = gc.tensor(_r(4, 3), device="cuda", requires_grad=True)
     a, _ = x.split(2)

@@ -346,9 +346,11 @@ class SplitBackward0(Node):
     fixed_outputs = False  # one output per piece
 
     def apply(self, F, grads):
+        ref = next(g for g in grads if g is not None)  # zeros go on its device
         parts = []
         for g, shape in zip(grads, self.shapes_out):
-            parts.append(g if g is not None else F.zeros(shape, dtype=self.dtype))
+            parts.append(g if g is not None else F.zeros_like(ref, shape=shape,
+                                                               dtype=self.dtype))
         return (F.concatenate(parts, axis=self.axis),)
 
 

@@ -78,9 +78,11 @@ def astype(x, dtype):
     return _pw.to_dtype(x, dtype)
 
 
-def zeros(shape, dtype):
-    from ..backend import cpu
-    return _wrap(cpu.math.zeros(shape, dtype=dtype))
+def zeros_like(ref, shape=None, dtype=None):
+    """Zeros on ``ref``'s device (of ``shape`` and ``dtype`` when given)."""
+    from ..backend import math_of
+    d = ref.data
+    return _wrap(math_of(d).zeros_like(d, dtype=dtype, shape=shape))
 
 
 def matmul(a, b):
