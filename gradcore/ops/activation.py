@@ -102,9 +102,8 @@ def _softmax_fwd(xd, axis, log):
         return xd.copy()
     m = math_of(xd)
     mx = w.max(axis=axis, keepdims=True)
-    if not m.isfinite(mx).all():  # a row of -inf (or holding +inf) gives NaN, quietly
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return _softmax_shifted(m, w - mx, axis, log).astype(xd.dtype, copy=False)
+    # a row of -inf, or one holding +inf, gives NaN as in PyTorch (inf - inf); no test
+    # of the values here, which on a GPU would wait for them
     return _softmax_shifted(m, w - mx, axis, log).astype(xd.dtype, copy=False)
 
 
@@ -486,7 +485,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx = padding_idx % num
     m = math_of(wd)
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= num):
+    # checked on the host only: on a GPU it would wait for the values
+    if idx.size and m.device.type == "cpu" and (int(idx.min()) < 0 or int(idx.max()) >= num):
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm(weight, idx, max_norm, norm_type)
@@ -572,10 +572,12 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     m = math_of(xd)
     C = xd.shape[axis]
     valid = td != ignore_index
-    all_valid = bool(valid.all())
+    on_host = m.device.type == "cpu"
+    # Tests of the values are made on the host only: on a GPU they would wait for them.
+    all_valid = on_host and bool(valid.all())
     tsafe = td if all_valid else m.where(valid, td, 0)
     tsafe = tsafe.astype(np.int64, copy=False)
-    if tsafe.size:
+    if tsafe.size and on_host:
         bad = (tsafe < 0) | (tsafe >= C)
         if bad.any():
             raise IndexError(f"Target {int(tsafe[bad].reshape(-1)[0])} is out of bounds.")
@@ -597,7 +599,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     losses = _fresh(m, picked * wt) if wt is not None else _fresh(m, picked)
     m.negative(losses, out=losses)
     if not all_valid:  # ignored targets lose 0 (even where the input is -inf)
-        losses[~valid] = 0
+        losses = m.where(valid, losses, 0)
     coef = -wt if wt is not None else m.full(td.shape, -1.0, dtype=acc)
     if reduction == "none":
         out = losses
@@ -607,7 +609,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
             total = wt.sum(dtype=acc) if wt is not None else acc.type(td.size)
             with np.errstate(invalid="ignore", divide="ignore"):
                 out = out / total
-                coef = coef / total if float(total) != 0 else m.zeros_like(coef)
+                # no targets counted: no gradient (and no reading `total` back)
+                coef = m.where(total != 0, coef / total, 0).astype(acc, copy=False)
     out = m.asarray(out).astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
         return wrap(out)

@@ -434,18 +434,13 @@ def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     else:
         shift = xd.max(axis=axes, keepdims=True)
     acc = np.float32 if xd.dtype == np.float16 else xd.dtype
-    if not xd.size or m.isfinite(shift).all():
-        e = m.exp(xd - shift)
-        out = m.log(e.sum(axis=axes, keepdims=True, dtype=acc)).astype(xd.dtype, copy=False)
-        out += shift
-    else:
-        # some row's largest value is infinite: shift the finite rows only, so that no
-        # infinity is subtracted from another (the infinite rows give inf, -inf or NaN)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            safe = m.where(m.isfinite(shift), shift, 0)
-            e = m.exp(xd - safe)
-            out = m.log(e.sum(axis=axes, keepdims=True, dtype=acc)).astype(xd.dtype)
-            out += safe
+    # rows whose largest value is infinite are shifted by 0, so that no infinity is
+    # subtracted from another (they give inf, -inf or NaN as in PyTorch); done for every
+    # row: testing the values first would wait for them on a GPU
+    shift = m.where(m.isfinite(shift), shift, 0)
+    e = m.exp(xd - shift)
+    out = m.log(e.sum(axis=axes, keepdims=True, dtype=acc)).astype(xd.dtype, copy=False)
+    out += shift
     if not keepdim:
         out = out.reshape(tuple(n for i, n in enumerate(xd.shape)
                                 if axes is not None and i not in axes))
