@@ -1,9 +1,10 @@
 """Shared fixtures: every test that takes ``device`` runs once per device under test.
 
-``GRADCORE_TEST_DEVICES`` (comma-separated, default ``cpu``) picks the devices:
-``make gpu-test`` sets it to ``cuda``; ``cuda-standin`` runs the test as device
-``cuda`` served by the CuPy stand-in of ``tests/cupy_standin`` (the CUDA code path,
-on the CPU, with every host synchronization counted).
+``GRADCORE_TEST_DEVICES`` (comma-separated) picks the devices. The default,
+``cpu,cuda-standin``, runs every such test on the CPU and again as device ``cuda``
+served by the CuPy stand-in of ``tests/cupy_standin`` (the CUDA code path, on the CPU,
+with every host synchronization counted): that is how CI, which has no GPU, runs the
+CUDA path. ``make gpu-test`` sets it to ``cuda``, a real GPU.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import pytest
 
 import gradcore as gc
 
-DEVICES = [d.strip() for d in os.environ.get("GRADCORE_TEST_DEVICES", "cpu").split(",")
+DEVICES = [d.strip() for d in
+           os.environ.get("GRADCORE_TEST_DEVICES", "cpu,cuda-standin").split(",")
            if d.strip()]
 
 
@@ -26,7 +28,11 @@ STANDIN = "cuda-standin"
 
 def pytest_generate_tests(metafunc):
     if "device" in metafunc.fixturenames:
-        metafunc.parametrize("device", DEVICES, scope="session", indirect=True)
+        # a module may narrow the devices (TEST_DEVICES), e.g. to compare CPU printouts
+        wanted = getattr(metafunc.module, "TEST_DEVICES", None)
+        devices = DEVICES if wanted is None else \
+            ([d for d in DEVICES if d in wanted] or list(wanted))
+        metafunc.parametrize("device", devices, scope="session", indirect=True)
 
 
 @pytest.fixture(scope="session")

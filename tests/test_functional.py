@@ -399,6 +399,9 @@ def test_softmax_of_infinities_and_empty_and_0d(device):
 
 # ---- errors ----------
 def test_loss_errors_name_the_problem(device):
+    if device != "cpu":
+        pytest.skip("target ranges are checked on the host only: on a GPU the check would "
+                    "wait for the device (PyTorch asserts inside its kernel instead)")
     x = gc.randn(3, 4)
     with pytest.raises(IndexError, match="Target 4 is out of bounds"):
         F.cross_entropy(x, gc.tensor([0, 4, 1]))

@@ -165,7 +165,7 @@ def test_resume_from_a_saved_state_dict_is_exact(name, kw, dtype, tmp_path, devi
              "sched": sched1.state_dict()}, path)
     del w1, b1, opt1, sched1
 
-    ckpt = gc.load(path)
+    ckpt = gc.load(path, map_location=device)  # checkpoints load on the CPU by default
     w2 = gc.nn.Parameter(ckpt["model"]["w"])
     b2 = gc.nn.Parameter(ckpt["model"]["b"])
     opt2 = getattr(optim, name)([w2, b2], lr=123.0)  # options come from the state dict
