@@ -116,8 +116,8 @@ def tensor_repr(values: np.ndarray, dtype, device, grad_fn, requires_grad) -> st
     prefix = "tensor("
     indent = len(prefix)
     suffixes = []
-    if device.type != "cpu":
-        suffixes.append(f"device='{device}'")
+    if device.type != "cpu":  # PyTorch names the index: device='cuda:0'
+        suffixes.append(f"device='{device.type}:{device.index or 0}'")
     if values.size == 0:
         if values.ndim != 1:
             suffixes.append(f"size={tuple(values.shape)}")

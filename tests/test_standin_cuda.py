@@ -247,3 +247,8 @@ def test_double_backward_of_split_with_an_unused_piece(standin):
     (g,) = gc.autograd.grad((a * a).sum(), x, create_graph=True)
     (g * g).sum().backward()
     np.testing.assert_allclose(host(x.grad)[:2], 8 * _r(4, 3)[:2])
+
+
+def test_repr_names_the_device_like_pytorch(standin):
+    t = gc.tensor([1.0, 2.0], device="cuda")
+    assert repr(t) == "tensor([1., 2.], device='cuda:0')"
