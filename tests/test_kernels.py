@@ -214,7 +214,7 @@ def _inputs(name, dtype, shape, layout, rng):
 
 def _check(name, dtype, layout, lib, seed):
     if not kc.host_supports(dtype, lib):
-        pytest.skip(f"the host compiler has no _Float16, so the {dtype} kernels are not "
+        pytest.skip(reason=f"the host compiler has no _Float16, so the {dtype} kernels are not "
                     "in the host build")
     rng = np.random.default_rng(seed)
     twin = getattr(cpu.math, name)
