@@ -136,8 +136,19 @@ def attach(math) -> None:
     """Give an array namespace its kernels (the NumPy twins, for now, on every device)."""
     names = {k: getattr(math.xp, k) for k in _NUMPY_NAMES if k != "pow"}
     names["pow"] = math.xp.power
+    device_kernels = None
+    if math.xp is not np:
+        from . import kernels_cuda  # the generated CUDA kernels, opt-in for now
+
+        if kernels_cuda.device_kernels_enabled():
+            device_kernels = kernels_cuda
     for k in KERNELS.values():
-        fn = k.cpu if (k.cpu is not None and math.xp is np) else k.compile(names)
+        if device_kernels is not None:
+            fn = device_kernels.device_kernel(math, k)
+        elif k.cpu is not None and math.xp is np:
+            fn = k.cpu
+        else:
+            fn = k.compile(names)
         setattr(math, k.name, fn)
     for name, fn in INPLACE_CPU.items():
         # elsewhere (until the CUDA kernels land) the out-of-place kernel stands in

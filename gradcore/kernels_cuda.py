@@ -421,3 +421,54 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ----------------------------------------------------------------------------------
+# on the device (CuPy): opt-in until a GPU session has validated it
+
+
+def device_kernels_enabled() -> bool:
+    """Whether CUDA devices run the generated kernels (``GRADCORE_CUDA_KERNELS=1``)
+    rather than the expressions over CuPy's ufuncs. Off by default: this path has run
+    through the CuPy stand-in of the tests, never on a GPU yet."""
+    return os.environ.get("GRADCORE_CUDA_KERNELS", "0") == "1"
+
+
+_modules: dict[int, object] = {}
+
+
+def _module(math):
+    """The generated source compiled for ``math``'s device (once per process)."""
+    mod = _modules.get(id(math))
+    if mod is None:
+        folder = kernels_dir()
+        code = (folder / GENERATED).read_text()
+        mod = _modules[id(math)] = math.xp.RawModule(
+            code=code, options=("-std=c++17", f"-I{folder}"))
+    return mod
+
+
+def device_kernel(math, k: Kernel):
+    """Kernel ``k`` as a function of device arrays (or Python scalars) on ``math``'s
+    device: the inputs are broadcast to one shape and made contiguous in the first
+    array's dtype, and one launch writes a new output array."""
+    xp = math.xp
+
+    def run(*args):
+        ref = next(a for a in args if hasattr(a, "dtype"))
+        dtype = ref.dtype
+        if dtype.name not in DTYPES:
+            raise TypeError(f"{k.name}: no kernel for dtype {dtype}")
+        arrays = xp.broadcast_arrays(*(xp.asarray(a, dtype=dtype) for a in args))
+        ins = [xp.ascontiguousarray(a) for a in arrays]
+        out = xp.empty(ins[0].shape, dtype=dtype)
+        n = out.size
+        if n:
+            block = 256
+            grid = min(-(-n // block), 65535)
+            fn = _module(math).get_function(_entry_name(k, dtype.name))
+            fn((grid,), (block,), (*ins, out, np.int64(n)))
+        return out
+
+    run.__name__ = k.name
+    return run

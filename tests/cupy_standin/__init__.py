@@ -674,3 +674,43 @@ def cupyx_modules() -> dict:
     cupyx.scipy = scipy
     cupyx.scatter_add = scatter_add
     return {"cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special}
+
+
+# ---- raw kernels: the CUDA source runs through gradcore's host build -------------------
+class RawModule:
+    """Like ``cupy.RawModule``: ``get_function(name)`` gives a kernel that runs the very
+    source it was given, compiled for the host (``gradcore.kernels_cuda``'s host build
+    of ``kernels/pointwise_backward.cu``; the code passed in must be that file)."""
+
+    def __init__(self, code=None, options=(), name_expressions=None, **kwargs):
+        from gradcore import kernels_cuda as kc
+
+        expected = (kc.kernels_dir() / kc.GENERATED).read_text()
+        if code != expected:
+            raise RuntimeError("the stand-in can only run kernels/pointwise_backward.cu")
+        self.options = tuple(options)
+
+    def get_function(self, name):
+        return _HostKernel(name)
+
+
+class _HostKernel:
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, grid, block, args, shared_mem=0, stream=None):
+        import ctypes
+
+        from gradcore import kernels_cuda as kc
+
+        *ins, out, n = args
+        for a in (*ins, out):
+            if type(a) is not ndarray or not a._a.flags.c_contiguous:
+                raise TypeError(f"{self.name}: kernel arguments must be contiguous device "
+                                "arrays")
+        fn = getattr(kc.host_library(), f"{self.name}_launch")
+        fn.restype = None
+        fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_longlong,
+                       ctypes.c_int, ctypes.c_int]
+        ptrs = (ctypes.c_void_p * len(ins))(*[a._a.ctypes.data for a in ins])
+        fn(ptrs, out._a.ctypes.data, int(n), int(grid[0]), int(block[0]))
