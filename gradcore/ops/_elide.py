@@ -65,7 +65,9 @@ def is_temporary(t, arr) -> bool:
     if not ENABLED or arr.nbytes < MIN_BYTES or arr.base is not None or \
             not _writeable(arr):
         return False
-    # Count first: looking at frames' locals below adds references of its own.
+    # Count first: looking at frames' locals below adds references of its own (on
+    # 3.11-3.12 a snapshot dict that lives as long as the frame, so a second check in
+    # the same op sees more references and safely says no).
     n_tensor = sys.getrefcount(t)
     n_array = sys.getrefcount(arr)
     # Both are held by this frame's argument and getrefcount's argument; the array
@@ -84,8 +86,8 @@ def is_temporary(t, arr) -> bool:
     opcode = _current_opcode(frame)
     if opcode == _BINARY_OP:
         want_tensor += 1  # the operand still sits on the caller's stack
-    elif opcode != _CALL:
-        return False  # arguments moved into the callee: nothing left on the stack
+    elif opcode != _CALL:  # (a CALL moved its arguments into the callee's frame)
+        return False  # anything else: unknown ways of holding references
     # A caller that keeps `t` in a variable, a container, a closure or a C structure
     # holds one more reference than counted here, and the answer is no.
     return n_tensor == want_tensor
