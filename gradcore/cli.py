@@ -1,5 +1,6 @@
 """The ``gradcore`` command: ``gradcore train`` (an MLP on handwritten digits) and
-``gradcore compare`` (CPU against GPU backward time).
+``gradcore compare`` (CPU against GPU backward time) and ``gradcore bench`` (CPU-against-GPU
+sweeps, ``gradcore/benchmark.py``).
 
 ``python -m gradcore`` is the same command.
 """
@@ -79,7 +80,31 @@ def _parser():
     c.add_argument("--batch-size", type=_positive_int, default=256)
     c.add_argument("--width", type=_positive_int, default=512)
     c.add_argument("--repeat", type=_positive_int, default=20)
+    b = sub.add_parser("bench", help="time suites of backward passes over sizes, CPU and GPU")
+    b.add_argument("--suite", choices=["mlp", "pointwise", "broadcast", "step", "all"],
+                   default="all")
+    b.add_argument("--sizes", type=_widths, default=None,
+                   help="sizes, comma separated (default: each suite's own sweep)")
+    b.add_argument("--devices", type=_devices, default=["cpu", "cuda"],
+                   help="comma separated: cpu, cuda, cuda:N (default: cpu,cuda)")
+    b.add_argument("--repeat", type=_positive_int, default=10)
+    b.add_argument("--compare-torch", action="store_true", help="also time PyTorch on the CPU")
+    b.add_argument("--json", default=None, metavar="PATH", help="write the results to PATH")
+    b.add_argument("--plot", default=None, metavar="PATH", help="write a PNG to PATH")
+    b.add_argument("--no-progress", action="store_true", help="no progress lines")
     return p
+
+
+def _devices(text):
+    names = [d.strip() for d in text.split(",") if d.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected devices like cpu,cuda, got {text!r}")
+    for name in names:
+        try:
+            gc.device(name)
+        except (ValueError, TypeError) as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return list(dict.fromkeys(names))
 
 
 # ---- data ------------------------------------------------------------------------------------
@@ -246,11 +271,54 @@ def compare(args) -> int:
     return 0
 
 
+# ---- bench -----------------------------------------------------------------------------------
+def bench(args) -> int:
+    from . import benchmark
+
+    suites = (list(benchmark.SUITES.values()) if args.suite == "all"
+              else [benchmark.SUITES[args.suite]])
+    devices = [gc.device(d) for d in args.devices if gc.device(d).type == "cpu"]
+    if any(gc.device(d).type == "cuda" for d in args.devices):
+        if gc.cuda.is_available():
+            devices += [gc.device(d) for d in args.devices if gc.device(d).type == "cuda"]
+        else:
+            print(f"no GPU found ({gc.cuda.unavailable_reason()}): running the CPU side only")
+            devices = devices or [gc.device("cpu")]
+    compare_torch = args.compare_torch
+    if compare_torch:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            print("--compare-torch: PyTorch is not installed (pip install torch): skipped")
+            compare_torch = False
+    results = benchmark.run(suites, devices, args.sizes, args.repeat, compare_torch,
+                            progress=not args.no_progress)
+    print(f"median of {args.repeat} runs after {benchmark.WARMUP} warm-up runs")
+    for suite in suites:
+        print(f"  {suite.name}: {suite.what}")
+    print(benchmark.format_table(results, suites))
+    machine = benchmark.machine_description(devices, compare_torch)
+    if args.json:
+        settings = {"suites": [s.name for s in suites], "sizes": args.sizes,
+                    "devices": [str(d) for d in devices], "repeat": args.repeat,
+                    "warmup": benchmark.WARMUP, "compare_torch": compare_torch}
+        benchmark.write_json(args.json, results, suites, machine, settings)
+        print(f"wrote {args.json}")
+    if args.plot:
+        if benchmark.plot(args.plot, results, suites, machine):
+            print(f"wrote {args.plot}")
+        else:
+            print(benchmark.PLOT_MISSING)
+    return 0
+
+
 def main(argv=None) -> int:
     try:
         args = _parser().parse_args(argv)
         if args.command == "train":
             return train(args)
+        if args.command == "bench":
+            return bench(args)
         return compare(args)
     except OptionError as exc:
         print(str(exc).splitlines()[0], file=sys.stderr)

@@ -1,0 +1,503 @@
+"""``gradcore bench``: CPU-against-GPU sweeps of backward passes and training steps.
+
+Suites (each a sweep over one size):
+
+- ``mlp``: the backward pass of an MLP ``w-w-w-10`` (cross-entropy) on a batch of
+  ``w/2``; sizes are the hidden width ``w``.
+- ``pointwise``: the backward pass of a chain of 100 pointwise ops (``x*1.0001``,
+  ``x+0.001``, ``tanh``, in turn) summed; sizes are the number of elements.
+- ``broadcast``: the backward pass of ``(x[B,N]*w[N]+b[N]).sum()`` with ``B = 256``
+  (the gradients of ``w`` and ``b`` are unbroadcasting reductions); sizes are ``N``.
+- ``step``: a full training step (forward, backward, Adam) of an MLP ``784-w-w-10`` on a
+  batch of 256; sizes are ``w``.
+
+Forward passes of the backward suites run untimed before each timed backward. Each
+measurement runs ``WARMUP`` untimed calls, then ``repeat`` timed ones, and reports their
+median. On CUDA the device is synchronized before and after each timed call.
+``compare_torch`` adds the same workloads written in PyTorch, on the CPU, timed after
+gradcore's (a pause in between, so that idle thread pools stop spinning).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+import gradcore as gc
+
+__all__ = ["SUITES", "run", "crossover", "format_table", "machine_description", "plot"]
+
+WARMUP = 2
+SETTLE_S = 0.3     # pause before the torch phase
+BROADCAST_ROWS = 256
+STEP_BATCH = 256
+CHAIN_LENGTH = 100
+
+
+# ---- device-specific: the only place that knows the CUDA array module's API ----------------
+def _synchronize(dev) -> None:
+    """Wait for the device's work to finish (a no-op on the CPU)."""
+    if dev.type == "cuda":
+        dev.xp.cuda.get_current_stream().synchronize()
+
+
+def _gpu_description(dev) -> dict:
+    """Name, driver and CuPy version of a usable CUDA device (what can be read)."""
+    xp = dev.xp
+    info = {"device": str(dev), "cupy_version": getattr(xp, "__version__", None)}
+    runtime = xp.cuda.runtime
+    try:
+        name = runtime.getDeviceProperties(dev.index or 0)["name"]
+        info["name"] = name.decode() if isinstance(name, bytes) else str(name)
+    except Exception as exc:  # noqa: BLE001 - a description must not stop the run
+        info["name"] = f"unknown ({exc})"
+    for key, call in (("driver_version", "driverGetVersion"),
+                      ("runtime_version", "runtimeGetVersion")):
+        try:
+            info[key] = int(getattr(runtime, call)())
+        except Exception:  # noqa: BLE001
+            info[key] = None
+    return info
+
+
+# ---- workloads ------------------------------------------------------------------------------
+# Each builder takes (device, size) and returns (prepare, timed): prepare() runs untimed and
+# returns the state timed(state) needs. The torch builders take (size) only: torch runs on
+# the CPU.
+def _mlp(n_in, hidden, n_out, nn):
+    layers = []
+    for width in hidden:
+        layers += [nn.Linear(n_in, width), nn.ReLU()]
+        n_in = width
+    layers.append(nn.Linear(n_in, n_out))
+    return nn.Sequential(*layers)
+
+
+def _mlp_gc(dev, w):
+    gc.manual_seed(0)
+    model = _mlp(w, [w, w], 10, gc.nn).to(dev)
+    batch = max(1, w // 2)
+    x = gc.randn(batch, w, device=dev)
+    y = gc.randint(0, 10, (batch,), device=dev)
+    loss_fn = gc.nn.CrossEntropyLoss()
+
+    def prepare():
+        model.zero_grad()
+        return loss_fn(model(x), y)
+
+    return prepare, lambda loss: loss.backward()
+
+
+def _mlp_torch(w):
+    import torch
+
+    torch.manual_seed(0)
+    model = _mlp(w, [w, w], 10, torch.nn)
+    batch = max(1, w // 2)
+    x = torch.randn(batch, w)
+    y = torch.randint(0, 10, (batch,))
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def prepare():
+        model.zero_grad()
+        return loss_fn(model(x), y)
+
+    return prepare, lambda loss: loss.backward()
+
+
+def _chain(x, tanh):
+    h = x
+    for i in range(CHAIN_LENGTH):
+        kind = i % 3
+        h = h * 1.0001 if kind == 0 else h + 0.001 if kind == 1 else tanh(h)
+    return h.sum()
+
+
+def _pointwise_gc(dev, n):
+    gc.manual_seed(0)
+    x = gc.randn(n, device=dev, requires_grad=True)
+
+    def prepare():
+        x.grad = None
+        return _chain(x, gc.tanh)
+
+    return prepare, lambda loss: loss.backward()
+
+
+def _pointwise_torch(n):
+    import torch
+
+    torch.manual_seed(0)
+    x = torch.randn(n, requires_grad=True)
+
+    def prepare():
+        x.grad = None
+        return _chain(x, torch.tanh)
+
+    return prepare, lambda loss: loss.backward()
+
+
+def _broadcast_gc(dev, n):
+    gc.manual_seed(0)
+    x = gc.randn(BROADCAST_ROWS, n, device=dev)
+    w = gc.randn(n, device=dev, requires_grad=True)
+    b = gc.randn(n, device=dev, requires_grad=True)
+
+    def prepare():
+        w.grad = b.grad = None
+        return (x * w + b).sum()
+
+    return prepare, lambda loss: loss.backward()
+
+
+def _broadcast_torch(n):
+    import torch
+
+    torch.manual_seed(0)
+    x = torch.randn(BROADCAST_ROWS, n)
+    w = torch.randn(n, requires_grad=True)
+    b = torch.randn(n, requires_grad=True)
+
+    def prepare():
+        w.grad = b.grad = None
+        return (x * w + b).sum()
+
+    return prepare, lambda loss: loss.backward()
+
+
+def _step_gc(dev, w):
+    gc.manual_seed(0)
+    model = _mlp(784, [w, w], 10, gc.nn).to(dev)
+    opt = gc.optim.Adam(model.parameters(), lr=1e-3)
+    x = gc.randn(STEP_BATCH, 784, device=dev)
+    y = gc.randint(0, 10, (STEP_BATCH,), device=dev)
+    loss_fn = gc.nn.CrossEntropyLoss()
+
+    def step(_):
+        loss = loss_fn(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    return lambda: None, step
+
+
+def _step_torch(w):
+    import torch
+
+    torch.manual_seed(0)
+    model = _mlp(784, [w, w], 10, torch.nn)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(STEP_BATCH, 784)
+    y = torch.randint(0, 10, (STEP_BATCH,))
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step(_):
+        loss = loss_fn(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    return lambda: None, step
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    what: str                      # one line: what is timed, and what a size means
+    sizes: tuple[int, ...]         # the default sweep
+    build: Callable
+    build_torch: Callable
+
+
+SUITES = {s.name: s for s in (
+    Suite("mlp", "backward of an MLP w-w-w-10, batch w/2 (size: w)",
+          (64, 128, 256, 512, 1024, 2048), _mlp_gc, _mlp_torch),
+    Suite("pointwise", f"backward of a {CHAIN_LENGTH}-op chain of *, +, tanh (size: elements)",
+          (1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216),
+          _pointwise_gc, _pointwise_torch),
+    Suite("broadcast", f"backward of (x[{BROADCAST_ROWS},N]*w[N]+b[N]).sum() (size: N)",
+          (64, 256, 1024, 4096, 16384, 65536), _broadcast_gc, _broadcast_torch),
+    Suite("step", f"Adam training step of an MLP 784-w-w-10, batch {STEP_BATCH} (size: w)",
+          (64, 128, 256, 512, 1024), _step_gc, _step_torch),
+)}
+
+
+# ---- timing ---------------------------------------------------------------------------------
+def _measure(prepare, timed, sync, repeat: int) -> list[float]:
+    times = []
+    for i in range(WARMUP + repeat):
+        state = prepare()
+        sync()
+        t0 = time.perf_counter()
+        timed(state)
+        sync()
+        if i >= WARMUP:
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+class _Progress:
+    """One line per measurement on stderr, or a tqdm bar when tqdm is installed."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.done, self.bar = total, 0, None
+        self.enabled = enabled
+        if enabled:
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                pass
+            else:
+                self.bar = tqdm(total=total, unit="run", leave=False, dynamic_ncols=True)
+
+    def start(self, label: str) -> None:
+        if self.bar is not None:
+            self.bar.set_description(label)
+
+    def finish(self, label: str, median: float) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        elif self.enabled:
+            print(f"[{self.done}/{self.total}] {label}: {format_time(median)}",
+                  file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run(suites, devices, sizes=None, repeat: int = 10, compare_torch: bool = False,
+        progress: bool = True) -> list[dict]:
+    """Time every suite at every size on every device (gradcore), then with torch on the
+    CPU when asked. Returns one dict per measurement."""
+    plan = [(s, size) for s in suites for size in (sizes or s.sizes)]
+    impls = [("gradcore", dev) for dev in devices] + ([("torch", gc.device("cpu"))]
+                                                       if compare_torch else [])
+    bar = _Progress(len(plan) * len(impls), progress)
+    results = []
+    try:
+        for impl, dev in impls:
+            if impl == "torch":
+                time.sleep(SETTLE_S)
+            for suite, size in plan:
+                label = f"{suite.name} {size} {impl if impl == 'torch' else dev}"
+                bar.start(label)
+                if impl == "torch":
+                    prepare, timed = suite.build_torch(size)
+                    sync = lambda: None
+                else:
+                    prepare, timed = suite.build(dev, size)
+                    sync = lambda: _synchronize(dev)
+                times = _measure(prepare, timed, sync, repeat)
+                median = statistics.median(times)
+                results.append({"suite": suite.name, "size": size, "impl": impl,
+                                "device": str(dev), "median_s": median, "times_s": times})
+                bar.finish(label, median)
+    finally:
+        bar.close()
+    return results
+
+
+# ---- reading the results --------------------------------------------------------------------
+def _medians(results, suite, impl, device_type):
+    return {r["size"]: r["median_s"] for r in results
+            if r["suite"] == suite and r["impl"] == impl
+            and r["device"].split(":")[0] == device_type}
+
+
+def crossover(results, suite: str):
+    """The smallest size from which the GPU is faster than the CPU at every larger size;
+    ``"GPU never wins"``, or ``None`` when there are no GPU (or no CPU) figures."""
+    cpu = _medians(results, suite, "gradcore", "cpu")
+    gpu = _medians(results, suite, "gradcore", "cuda")
+    common = sorted(set(cpu) & set(gpu))
+    if not common:
+        return None
+    found = None
+    for size in reversed(common):
+        if gpu[size] < cpu[size]:
+            found = size
+        else:
+            break
+    return "GPU never wins" if found is None else found
+
+
+def crossover_text(results, suite: str) -> str:
+    c = crossover(results, suite)
+    if c is None:
+        has_gpu = bool(_medians(results, suite, "gradcore", "cuda"))
+        return "no CPU figures to compare with" if has_gpu else "no GPU"
+    if isinstance(c, str):
+        return c
+    return f"GPU wins from size {c}"
+
+
+def format_time(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.3f} s"
+
+
+def format_table(results, suites) -> str:
+    with_torch = any(r["impl"] == "torch" for r in results)
+    header = ["suite", "size", "CPU", "GPU", "GPU speedup"] + (["torch CPU"] if with_torch
+                                                              else [])
+    rows = []
+    for suite in suites:
+        cpu = _medians(results, suite.name, "gradcore", "cpu")
+        gpu = _medians(results, suite.name, "gradcore", "cuda")
+        tch = _medians(results, suite.name, "torch", "cpu")
+        for size in sorted(set(cpu) | set(gpu) | set(tch)):
+            c, g = cpu.get(size), gpu.get(size)
+            speedup = f"{c / g:.2f}x" if c is not None and g is not None else "-"
+            row = [suite.name, str(size), format_time(c), format_time(g), speedup]
+            if with_torch:
+                row.append(format_time(tch.get(size)))
+            rows.append(row)
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    lines = ["  ".join(h.ljust(w) if i < 2 else h.rjust(w)
+                       for i, (h, w) in enumerate(zip(header, widths)))]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append("  ".join(v.ljust(w) if i < 2 else v.rjust(w)
+                               for i, (v, w) in enumerate(zip(r, widths))))
+    lines.append("")
+    for suite in suites:
+        lines.append(f"crossover {suite.name}: {crossover_text(results, suite.name)}")
+    return "\n".join(lines)
+
+
+# ---- machine --------------------------------------------------------------------------------
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _blas() -> str:
+    try:
+        config = np.show_config(mode="dicts")
+        blas = config["Build Dependencies"]["blas"]
+        return f"{blas.get('name', 'unknown')} {blas.get('version', '')}".strip()
+    except Exception:  # noqa: BLE001 - NumPy < 1.25 has no mode="dicts"
+        pass
+    try:
+        import contextlib
+        import io
+
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            np.__config__.show()
+        for line in buf.getvalue().splitlines():
+            if "blas" in line.lower() and ("name" in line.lower() or "libraries" in line):
+                return line.split("=", 1)[-1].split(":", 1)[-1].strip()
+    except Exception:  # noqa: BLE001
+        pass
+    return "unknown"
+
+
+def machine_description(devices=(), compare_torch: bool = False) -> dict:
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    info = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "cpu_model": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "cpu_cores_usable": usable,
+        "platform": platform.platform(),
+        "python_version": platform.python_version(),
+        "numpy_version": np.__version__,
+        "blas": _blas(),
+        "gradcore_version": gc.__version__,
+        "gpu": None,
+    }
+    gpus = [_gpu_description(d) for d in devices if d.type == "cuda"]
+    if gpus:
+        info["gpu"] = gpus[0] if len(gpus) == 1 else gpus
+    else:
+        info["gpu_unavailable_reason"] = gc.cuda.unavailable_reason()
+    if compare_torch:
+        try:
+            import torch
+
+            info["torch_version"] = torch.__version__
+            info["torch_threads"] = torch.get_num_threads()
+        except ImportError:
+            info["torch_version"] = None
+    return info
+
+
+def write_json(path, results, suites, machine, settings) -> None:
+    doc = {"machine": machine, "settings": settings,
+           "crossover": {s.name: crossover(results, s.name) for s in suites},
+           "results": results}
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+
+
+# ---- plot -----------------------------------------------------------------------------------
+PLOT_MISSING = "--plot needs matplotlib: pip install 'gradcore[plot]'"
+
+
+def plot(path, results, suites, machine) -> bool:
+    """A log-log PNG of time against size, one panel per suite, a line per device (and
+    torch), the crossover marked. False (and nothing written) without matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(suites), figsize=(4.5 * len(suites), 4), squeeze=False)
+    for ax, suite in zip(axes[0], suites):
+        for impl, dtype, label in (("gradcore", "cpu", "gradcore CPU"),
+                                   ("gradcore", "cuda", "gradcore GPU"),
+                                   ("torch", "cpu", "torch CPU")):
+            m = _medians(results, suite.name, impl, dtype)
+            if m:
+                xs = sorted(m)
+                ax.loglog(xs, [m[x] for x in xs], marker="o", label=label)
+        c = crossover(results, suite.name)
+        if isinstance(c, int):
+            ax.axvline(c, color="grey", linestyle="--", label=f"crossover {c}")
+        ax.set_title(suite.name)
+        ax.set_xlabel("size")
+        ax.set_ylabel("median time (s)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+    gpu = machine.get("gpu")
+    gpu_name = gpu.get("name") if isinstance(gpu, dict) else "no GPU"
+    fig.suptitle(f"gradcore bench: {machine['cpu_model']} / {gpu_name}, {machine['date'][:10]}",
+                 fontsize="medium")
+    fig.tight_layout()
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True

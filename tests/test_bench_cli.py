@@ -1,0 +1,126 @@
+"""``gradcore bench``: every suite at tiny sizes, its table, JSON, plot and options."""
+
+import importlib.util
+import json
+import re
+
+import pytest
+
+import gradcore as gc
+from gradcore import benchmark, cli
+
+TINY = {"mlp": "8,16", "pointwise": "16,64", "broadcast": "8,32", "step": "8,16"}
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+
+
+def _bench(tmp_path, suite, *extra, devices="cpu"):
+    path = tmp_path / f"{suite}.json"
+    argv = ["bench", "--suite", suite, "--sizes", TINY.get(suite, "8,16"), "--devices",
+            devices, "--repeat", "2", "--json", str(path), "--no-progress", *extra]
+    assert cli.main(argv) == 0
+    return path
+
+
+def _rows(out, suite):
+    return [line.split() for line in out.splitlines() if line.startswith(suite + " ")]
+
+
+@pytest.mark.parametrize("suite", ["mlp", "pointwise", "broadcast", "step"])
+def test_each_suite_prints_a_table_and_writes_json(suite, tmp_path, capsys):
+    path = _bench(tmp_path, suite, devices="cpu,cuda")
+    out = capsys.readouterr().out
+    if not gc.cuda.is_available():
+        assert "no GPU found" in out and gc.cuda.unavailable_reason() in out
+    assert re.search(r"suite\s+size\s+CPU\s+GPU\s+GPU speedup", out)
+    rows = _rows(out, suite)
+    sizes = [int(s) for s in TINY[suite].split(",")]
+    assert [int(r[1]) for r in rows] == sizes
+    for r in rows:
+        assert r[3] in ("us", "ms", "s")   # a CPU time with its unit
+    assert f"crossover {suite}: no GPU" in out
+    assert f"wrote {path}" in out
+
+    doc = json.loads(path.read_text())
+    for key in ("cpu_model", "cpu_cores", "numpy_version", "blas", "python_version", "date",
+                "gpu"):
+        assert key in doc["machine"]
+    assert doc["machine"]["cpu_cores"] >= 1 and doc["machine"]["blas"]
+    results = [r for r in doc["results"] if r["impl"] == "gradcore"]
+    assert sorted((r["size"], r["device"]) for r in results) == [(s, "cpu") for s in sizes]
+    assert all(r["median_s"] > 0 and len(r["times_s"]) == 2 for r in results)
+    assert doc["crossover"] == {suite: None}
+
+
+def test_the_cuda_path_with_the_standin(standin, tmp_path, capsys):
+    """With a (stand-in) GPU the table has GPU times, a speedup and a crossover line."""
+    path = _bench(tmp_path, "broadcast", devices="cpu,cuda")
+    out = capsys.readouterr().out
+    assert "no GPU found" not in out
+    for r in _rows(out, "broadcast"):
+        assert r[-1].endswith("x")                 # the speedup column
+    assert re.search(r"crossover broadcast: (GPU never wins|GPU wins from size \d+)", out)
+    doc = json.loads(path.read_text())
+    assert sorted({r["device"] for r in doc["results"]}) == ["cpu", "cuda"]
+    assert len(doc["results"]) == 4
+    assert doc["machine"]["gpu"]["name"] == "CuPy stand-in (NumPy)"
+
+
+def test_crossover_reads_the_largest_sizes():
+    def res(dev, times):
+        return [{"suite": "s", "size": n, "impl": "gradcore", "device": dev, "median_s": t}
+                for n, t in times.items()]
+
+    cpu = res("cpu", {1: 1.0, 2: 2.0, 4: 4.0, 8: 8.0})
+    assert benchmark.crossover(cpu + res("cuda", {1: 2.0, 2: 1.0, 4: 5.0, 8: 3.0}), "s") == 8
+    assert benchmark.crossover(cpu + res("cuda", {1: 2.0, 2: 1.0, 4: 1.0, 8: 1.0}), "s") == 2
+    assert benchmark.crossover(cpu + res("cuda", {1: 9, 2: 9, 4: 9, 8: 9}), "s") == \
+        "GPU never wins"
+    assert benchmark.crossover(cpu, "s") is None
+
+
+def test_compare_torch(tmp_path, capsys):
+    path = _bench(tmp_path, "mlp", "--compare-torch")
+    out = capsys.readouterr().out
+    if not HAS_TORCH:
+        assert "PyTorch is not installed" in out
+        pytest.skip("PyTorch is not installed: only the message is checked")
+    assert "torch CPU" in out
+    assert all(len(r) == 8 and r[-1] in ("us", "ms", "s") for r in _rows(out, "mlp"))
+    torch_results = [r for r in json.loads(path.read_text())["results"] if r["impl"] == "torch"]
+    assert [r["size"] for r in torch_results] == [8, 16]
+    assert all(r["median_s"] > 0 for r in torch_results)
+
+
+def test_plot(tmp_path, capsys):
+    png = tmp_path / "bench.png"
+    _bench(tmp_path, "pointwise", "--plot", str(png))
+    out = capsys.readouterr().out
+    if not HAS_MATPLOTLIB:
+        assert benchmark.PLOT_MISSING in out and not png.exists()
+        assert "gradcore[plot]" in out
+        pytest.skip("matplotlib is not installed: only the one-line message is checked")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_progress_lines(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "tqdm", None)  # force the plain lines
+    assert cli.main(["bench", "--suite", "broadcast", "--sizes", "8,16", "--devices", "cpu",
+                     "--repeat", "2"]) == 0
+    err = capsys.readouterr().err
+    assert re.findall(r"^\[\d/2\] broadcast \d+ cpu: ", err, flags=re.M) and \
+        len(err.strip().splitlines()) == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench", "--suite", "conv"], "--suite"),
+    (["bench", "--sizes", "0"], "--sizes"),
+    (["bench", "--sizes", "a,b"], "--sizes"),
+    (["bench", "--devices", "tpu"], "tpu"),
+    (["bench", "--devices", ","], "--devices"),
+    (["bench", "--repeat", "0"], "--repeat"),
+])
+def test_bad_options_give_one_line(argv, message, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
