@@ -27,7 +27,7 @@ bench: $(STAMP)
 	$(PY) -m pytest bench $(BENCH_FLAGS) $(BENCH_ARGS)
 
 gpu-bench: $(STAMP)
-	$(PY) -m gradcore bench --suite all --devices cuda --json docs/benchmarks/gpu.json --plot docs/benchmarks/gpu.png
+	$(PY) -m gradcore bench --suite all --devices cpu,cuda --json docs/benchmarks/gpu.json --plot docs/benchmarks/gpu.png
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gradcore tests bench
