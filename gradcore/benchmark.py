@@ -474,7 +474,8 @@ def plot(path, results, suites, machine) -> bool:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(suites), figsize=(max(6.5, 4.5 * len(suites)), 4), squeeze=False)
+    width = max(6.5, 4.5 * len(suites))  # room for the title over a single panel
+    fig, axes = plt.subplots(1, len(suites), figsize=(width, 4), squeeze=False)
     for ax, suite in zip(axes[0], suites):
         for impl, dtype, label in (("gradcore", "cpu", "gradcore CPU"),
                                    ("gradcore", "cuda", "gradcore GPU"),
