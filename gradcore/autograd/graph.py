@@ -117,10 +117,6 @@ class Node:
             return F.wrap_output(data, self, nr)
         return data
 
-    def release(self):
-        self.saved = None
-        self.out = None
-
     # -- hooks --------------------------------------------------------------------------
     def register_prehook(self, nr, fn):
         if self._pre_hooks is None:

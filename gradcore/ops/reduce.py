@@ -179,7 +179,7 @@ def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     return t
 
 
-# ---- var / std: composites (their derivative comes free) ----------
+# ---- var / std ----------
 class VarBackward0(Node):
     """d var / dx = 2 (x - mean) / (n - correction); std divides by 2 std as well."""
 

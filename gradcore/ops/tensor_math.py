@@ -12,7 +12,6 @@ from __future__ import annotations
 from .. import fused
 from ..tensor import Tensor, _new, _wrap
 from . import index as _index
-from . import linalg as _linalg
 from . import pointwise as _pw
 from . import reduce as _red
 from . import shape as _shape
@@ -27,10 +26,6 @@ def wrap_output(data, node, nr):
     return t
 
 
-def reshape(x, shape):
-    return _shape.reshape(x, tuple(shape))
-
-
 def broadcast_to(x, shape):
     return _shape.broadcast_to(x, tuple(shape))
 
@@ -39,16 +34,8 @@ def expand_dims(x, axis):
     return _shape.unsqueeze(x, axis)
 
 
-def swapaxes(x, a, b):
-    return _shape.transpose(x, a, b)
-
-
 def transpose(x, axes):
     return _shape.permute(x, *axes)
-
-
-def moveaxis(x, src, dst):
-    return _shape.movedim(x, src, dst)
 
 
 def concatenate(xs, axis=0):
@@ -83,10 +70,6 @@ def zeros_like(ref, shape=None, dtype=None):
     from ..backend import math_of
     d = ref.data
     return _wrap(math_of(d).zeros_like(d, dtype=dtype, shape=shape))
-
-
-def matmul(a, b):
-    return _linalg.matmul(a, b)
 
 
 exp, log, sqrt, sin, cos, tanh, sign = (_pw.exp, _pw.log, _pw.sqrt, _pw.sin, _pw.cos,
