@@ -56,8 +56,7 @@ def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save_inputs=False, save_out=F
         elif (tb is float or tb is int) and ad.dtype.kind == "f":
             if ad.nbytes >= MIN_BYTES and not save_inputs and fwd in _UFUNCS and \
                     is_temporary(a, ad):
-                out = getattr(math_of(ad), _UFUNCS[fwd])(ad, b, out=ad)
-                _elide.note()
+                out = _into(ad, _UFUNCS[fwd], b)
             else:
                 out = fwd(ad, b)
             return _finish_ts(op, cls_ts, out, a, b, save_inputs, save_out)
@@ -73,6 +72,12 @@ def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save_inputs=False, save_out=F
     if tx:
         return _finish_ts(op, cls_ts, out, x, y, save_inputs, save_out)
     return _finish_ts(op, cls_st, out, y, x, save_inputs, save_out)
+
+
+def _into(arr, ufunc, other):
+    """``ufunc(arr, other)`` written into ``arr``, a temporary (see :mod:`._elide`)."""
+    _elide.note()
+    return getattr(math_of(arr), ufunc)(arr, other, out=arr)
 
 
 def _finish_tt(op, cls, fwd, x, y, xd, yd, save_inputs, save_out):
@@ -158,7 +163,8 @@ def add(a, b, *, alpha=1):
     if type(b) is float and type(a) in TENSOR_TYPES:  # fast path: tensor + float
         ad = a.data
         if ad.dtype.kind == "f" and alpha == 1:
-            out = ad + b
+            out = _into(ad, "add", b) if ad.nbytes >= MIN_BYTES and is_temporary(a, ad) \
+                else ad + b
             if not (a._rg and mode.enabled):
                 return wrap(out)
             return record1(out, _new(AddBackward1), a)
@@ -289,11 +295,8 @@ def mul(a, b):
     if type(b) is float and type(a) in TENSOR_TYPES:  # fast path: tensor * float
         ad = a.data
         if ad.dtype.kind == "f":
-            if ad.nbytes >= MIN_BYTES and is_temporary(a, ad):
-                out = math_of(ad).multiply(ad, b, out=ad)
-                _elide.note()
-            else:
-                out = ad * b
+            out = _into(ad, "multiply", b) if ad.nbytes >= MIN_BYTES and \
+                is_temporary(a, ad) else ad * b
             if not (a._rg and mode.enabled):
                 return wrap(out)
             node = _new(MulBackward1)
