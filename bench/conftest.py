@@ -4,6 +4,8 @@ ratio summary.
 Each test in ``test_targets.py`` records its median in the ``medians`` fixture; at the
 end of the run the summary prints gradcore / NumPy-by-hand and torch / NumPy-by-hand
 per target next to the goal (``bench/report.py`` prints the same table without pytest).
+``test_suites.py``'s fused-vs-unfused cases record theirs in ``fused_medians``, and the
+summary prints fused / unfused per kernel and device.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))  # `import workloads` from this folder
 
 _MEDIANS: dict[tuple[str, str], float] = {}  # (target key, impl) -> median seconds
+_FUSED: dict[tuple[str, str], dict] = {}  # (device, kernel) -> impl -> median, and "is"
 SETTLE_S = 0.3  # pause before each benchmark's warm-up
 WARMUP_S = 0.5  # untimed calls of the step before pytest-benchmark calibrates
 
@@ -43,20 +46,46 @@ def warm_up():
 def medians():
     """Call ``medians(benchmark, key, impl)`` after a benchmark to feed the summary."""
     def record(benchmark, key: str, impl: str) -> None:
-        # benchmark.stats is None under --benchmark-disable: nothing to record then
-        stats = getattr(getattr(benchmark, "stats", None), "stats", None)
-        median = getattr(stats, "median", None)
+        median = _median(benchmark)
         if median:
             _MEDIANS[(key, impl)] = median
     return record
 
 
+@pytest.fixture
+def fused_medians():
+    """Call ``fused_medians(benchmark, device, kernel, impl, what)`` after a fused or
+    unfused benchmark (``what``: what the fused side is) to feed the summary."""
+    def record(benchmark, device: str, kernel: str, impl: str, what: str) -> None:
+        median = _median(benchmark)
+        if median:
+            entry = _FUSED.setdefault((device, kernel), {})
+            entry[impl] = median
+            entry["is"] = what
+    return record
+
+
+def _median(benchmark):
+    # benchmark.stats is None under --benchmark-disable: nothing to record then
+    stats = getattr(getattr(benchmark, "stats", None), "stats", None)
+    return getattr(stats, "median", None)
+
+
 def pytest_terminal_summary(terminalreporter):
+    tr = terminalreporter
+    if _FUSED:
+        tr.section("fused / unfused (medians of this run; below 1 the fused kernel wins)")
+        tr.write_line(f"{'kernel':<22} {'device':<7} {'fused':>10} {'unfused':>10} "
+                      f"{'ratio':>7}  fused is")
+        for (device, kernel), m in sorted(_FUSED.items()):
+            f, u = m.get("fused"), m.get("unfused")
+            ratio = f"{f / u:6.2f}x" if f and u else "n/a"
+            tr.write_line(f"{kernel:<22} {device:<7} {_ms(f):>10} {_ms(u):>10} {ratio:>7}  "
+                          f"{m['is']}")
     if not _MEDIANS:
         return
     from workloads import TARGETS
 
-    tr = terminalreporter
     tr.section("ratios to NumPy by hand (medians of this run)")
     tr.write_line(f"{'target':<46} {'gradcore':>9} {'torch':>9} {'goal':>6}")
     for t in TARGETS:
@@ -66,3 +95,7 @@ def pytest_terminal_summary(terminalreporter):
             m = _MEDIANS.get((t.key, impl))
             cells.append(f"{m / base:8.2f}x" if base and m else "n/a")
         tr.write_line(f"{t.title:<46} {cells[0]:>9} {cells[1]:>9} {t.ratio:5.2f}x")
+
+
+def _ms(seconds) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1e3:.2f} ms"

@@ -1,0 +1,279 @@
+"""Issue 6's benchmark suites: gradcore alone, per device and size.
+
+Run with ``make bench`` (the CPU) or ``make gpu-bench`` (CUDA), or by hand::
+
+    GRADCORE_BENCH_DEVICES=cpu pytest bench/test_suites.py --benchmark-only -k "mlp and w256"
+
+``GRADCORE_BENCH_DEVICES`` (``cpu``, ``cuda`` or ``cpu,cuda``; default ``cpu,cuda``)
+picks the devices. A ``cuda`` case skips, with gradcore's reason, where CUDA is not
+usable. Every case is a test id ``<device>-<size>``, so ``-k`` picks devices and sizes.
+
+Suites (the sizes per device are in ``SIZES``):
+
+- ``test_mlp_backward``: backward of an MLP ``w-w-w-10`` with cross-entropy, over
+  widths ``w`` and batch sizes ``b``;
+- ``test_pointwise_backward``: backward of ``gradcore bench``'s 100-op chain of
+  ``*``, ``+``, ``tanh`` over ``n`` elements;
+- ``test_broadcast_backward``: backward of ``(x[256,N]*w[N]+b[N]).sum()`` (the
+  gradients of ``w`` and ``b`` are unbroadcasting reductions);
+- ``test_cross_entropy_backward``: backward of ``F.cross_entropy`` over logits of
+  ``[batch, classes]``;
+- ``test_train_step``: forward, backward and Adam step of an MLP ``784-w-w-10``,
+  batch 256;
+- ``test_fused_vs_unfused``: every kernel of ``gradcore.fused.KERNELS`` (read when
+  this module is imported) called as the device namespace's ``math.<name>`` (the
+  fused kernel, or on the CPU its hand-written twin) against the same expression
+  composed from the array module's ufuncs, on the same ``n`` elements; both are
+  checked to agree before timing.
+
+Timing: the forward pass of the backward suites runs untimed before each timed
+backward (pytest-benchmark's pedantic mode, the forward as ``setup``). Each case first
+runs its step untimed for ``conftest.WARMUP_S`` seconds (kernel compilation, caches,
+allocator), and from that run picks enough rounds to fill ``MAX_TIME_S`` (at least
+``--benchmark-min-rounds``, 5 by default). On CUDA the device is synchronized after the
+untimed setup and at the end of each timed call, so a figure is the time until the
+GPU has finished. Read the medians.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+import numpy as np
+import pytest
+
+import gradcore as gc
+import gradcore.nn.functional as F
+from gradcore import benchmark as gc_bench
+from gradcore import fused, kernels_cuda
+
+ENV = "GRADCORE_BENCH_DEVICES"
+KNOWN_DEVICES = ("cpu", "cuda")
+SEED = 0
+MAX_TIME_S = 0.5  # seconds of timed rounds per case (58 CPU cases: about 1.5 min in all)
+MAX_ROUNDS = 100_000
+
+# pytest-benchmark's own marker: this module's cases time for MAX_TIME_S, not the
+# --benchmark-max-time of the run (which issue 3's targets keep)
+pytestmark = pytest.mark.benchmark(max_time=MAX_TIME_S)
+
+
+def bench_devices(spec: str | None = None) -> list[str]:
+    """The devices to benchmark: ``spec``, else ``$GRADCORE_BENCH_DEVICES``, else both."""
+    if spec is None:
+        spec = os.environ.get(ENV, "cpu,cuda")
+    names = [d.strip().lower() for d in spec.split(",") if d.strip()]
+    bad = [d for d in names if d not in KNOWN_DEVICES]
+    if bad or not names:
+        raise ValueError(f"{ENV}={spec!r}: expected a comma-separated list of "
+                         f"{', '.join(KNOWN_DEVICES)}")
+    return list(dict.fromkeys(names))
+
+
+DEVICES = bench_devices()
+
+# Sizes per suite and device. The CUDA sizes reach further: a GPU only pays off once
+# the arrays are large enough to hide a kernel launch per op.
+SIZES = {
+    "mlp": {"cpu": [(w, b) for w in (64, 256, 1024) for b in (32, 256)],
+            "cuda": [(w, b) for w in (256, 1024, 4096) for b in (256, 2048)]},
+    "pointwise": {"cpu": [2**12, 2**18, 2**22], "cuda": [2**16, 2**20, 2**24]},
+    "broadcast": {"cpu": [256, 4096, 65536], "cuda": [4096, 65536, 262144]},
+    "cross_entropy": {"cpu": [(256, 10), (256, 1000), (4096, 1000)],
+                      "cuda": [(256, 1000), (4096, 1000), (4096, 32000)]},
+    "step": {"cpu": [64, 256, 1024], "cuda": [256, 1024, 4096]},
+    "fused": {"cpu": [2**22], "cuda": [2**24]},
+}
+SIZE_IDS = {
+    "mlp": lambda s: f"w{s[0]}-b{s[1]}",
+    "cross_entropy": lambda s: f"{s[0]}x{s[1]}",
+}
+
+
+def cases(suite: str, devices=None) -> list:
+    """``pytest.param(device, size, id="<device>-<size>")`` for every device and size."""
+    name = SIZE_IDS.get(suite, lambda s: f"n{s}")
+    return [pytest.param(dev, size, id=f"{dev}-{name(size)}")
+            for dev in (DEVICES if devices is None else devices)
+            for size in SIZES[suite][dev]]
+
+
+def fused_cases(devices=None) -> list:
+    """``pytest.param(device, n, kernel name, impl)`` for every kernel, fused and not."""
+    return [pytest.param(dev, n, name, impl, id=f"{dev}-{name}-{impl}")
+            for dev in (DEVICES if devices is None else devices)
+            for n in SIZES["fused"][dev]
+            for name in fused.KERNELS
+            for impl in ("fused", "unfused")]
+
+
+# ---- workloads: (device, *size) -> (prepare, timed); prepare() runs untimed -------------
+def mlp_backward(dev, width, batch):
+    gc.manual_seed(SEED)
+    nn = gc.nn
+    model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width),
+                          nn.ReLU(), nn.Linear(width, 10)).to(dev)
+    x = gc.randn(batch, width, device=dev)
+    y = gc.randint(0, 10, (batch,), device=dev)
+
+    def prepare():
+        model.zero_grad()
+        return F.cross_entropy(model(x), y)
+
+    return prepare, lambda loss: loss.backward()
+
+
+def cross_entropy_backward(dev, batch, classes):
+    gc.manual_seed(SEED)
+    logits = gc.randn(batch, classes, device=dev, requires_grad=True)
+    y = gc.randint(0, classes, (batch,), device=dev)
+
+    def prepare():
+        logits.grad = None
+        return F.cross_entropy(logits, y)
+
+    return prepare, lambda loss: loss.backward()
+
+
+# the chain, the broadcast graph and the training step are gradcore bench's own
+pointwise_backward = gc_bench.SUITES["pointwise"].build
+broadcast_backward = gc_bench.SUITES["broadcast"].build
+train_step = gc_bench.SUITES["step"].build
+
+
+def fused_inputs(kernel, dev, n):
+    """The arguments of ``kernel``: one array of ``n`` elements per parameter (``g``
+    float32 normal; masks boolean, half true; the others float32 uniform in [0.1, 1),
+    so that every kernel's domain holds, for sqrt, pow and division, and ``a``/``b``,
+    ``x``/``lo``/``hi`` fall on both sides of each other), then 0.5 per scalar."""
+    rng = np.random.default_rng(SEED)
+    masks = getattr(kernel, "masks", ())
+    arrays = [rng.standard_normal(n, dtype=np.float32) if p == "g"
+              else rng.random(n) < 0.5 if p in masks
+              else rng.uniform(0.1, 1.0, n).astype(np.float32) for p in kernel.params]
+    return [dev.asarray(a) for a in arrays] + [0.5] * len(getattr(kernel, "scalars", ()))
+
+
+def unfused(kernel, dev):
+    """``kernel``'s expression composed from ``dev``'s array-module functions, one
+    temporary per operation: the names ``fused.attach`` gives an expression, the array
+    namespace's own (``math.erf``, ``math.where``, ...), ``pow`` as ``power``."""
+    names = fused.numpy_names() if hasattr(fused, "numpy_names") else fused._NUMPY_NAMES
+    return kernel.compile({k: getattr(dev.math, "power" if k == "pow" else k)
+                           for k in names})
+
+
+def fused_impl(kernel, dev):
+    """The device namespace's kernel and what it is, in words."""
+    fn = getattr(dev.math, kernel.name)
+    if kernel.cpu is not None and fn is kernel.cpu:
+        what = "hand-written CPU twin"
+    elif dev.type == "cuda" and kernels_cuda.device_kernels_enabled():
+        what = "generated CUDA kernel"
+    else:
+        what = "the expression (as unfused)"
+    return fn, what
+
+
+def fused_vs_unfused(kernel, dev, n, impl):
+    """``(prepare, timed, what)`` for one side, after checking both sides agree."""
+    args = fused_inputs(kernel, dev, n)
+    fn, what = fused_impl(kernel, dev)
+    plain = unfused(kernel, dev)
+    got, want = fn(*args), plain(*args)
+    if not isinstance(want, tuple):  # one output; several come as a tuple
+        got, want = (got,), (want,)
+    for i, (a, b) in enumerate(zip(got, want, strict=True)):
+        if not np.allclose(gc.backend.to_host(a), gc.backend.to_host(b), rtol=1e-5,
+                           atol=1e-6):
+            raise AssertionError(f"{kernel.name} on {dev}: output {i} of the fused kernel "
+                                 f"({what}) and of the unfused expression disagree")
+    call = fn if impl == "fused" else plain
+    return (lambda: None), (lambda _: call(*args)), what
+
+
+# ---- timing ------------------------------------------------------------------------------
+def time_case(benchmark, warm_up, dev, prepare, timed, group: str) -> None:
+    """Benchmark ``timed(prepare())`` with ``prepare`` untimed, synchronizing on CUDA."""
+    benchmark.group = group
+    benchmark.extra_info["device"] = str(dev)
+
+    def setup():
+        state = prepare()
+        gc_bench._synchronize(dev)
+        return (state,), {}
+
+    def target(state):
+        timed(state)
+        gc_bench._synchronize(dev)
+
+    if benchmark.disabled:  # --benchmark-disable: one untimed call, as a smoke test
+        benchmark.pedantic(target, setup=setup)
+        return
+    spent = [0.0, 0]  # wall seconds of warm-up steps, their count
+
+    def step():
+        t0 = time.perf_counter()
+        args, _ = setup()
+        target(*args)
+        spent[0] += time.perf_counter() - t0
+        spent[1] += 1
+
+    warm_up(step)
+    per_round = spent[0] / spent[1]
+    # the fixture's settings: the marker's, else the command line's (pedantic mode
+    # leaves the number of rounds to the caller)
+    max_time = float(getattr(benchmark, "_max_time", MAX_TIME_S))
+    min_rounds = int(getattr(benchmark, "_min_rounds", 5))
+    rounds = min(max(math.ceil(max_time / per_round), min_rounds), MAX_ROUNDS)
+    benchmark.pedantic(target, setup=setup, rounds=rounds, iterations=1)
+
+
+@pytest.fixture
+def device(request):
+    """The gradcore device of a case; a ``cuda`` case skips where CUDA is not usable."""
+    if request.param == "cuda" and not gc.cuda.is_available():
+        pytest.skip(f"CUDA is not usable: {gc.cuda.unavailable_reason()}")
+    return gc.device(request.param)
+
+
+@pytest.mark.parametrize("device, size", cases("mlp"), indirect=["device"])
+def test_mlp_backward(benchmark, warm_up, device, size):
+    width, batch = size
+    time_case(benchmark, warm_up, device, *mlp_backward(device, width, batch),
+              group=f"MLP w-w-w-10 backward, {device}")
+
+
+@pytest.mark.parametrize("device, size", cases("pointwise"), indirect=["device"])
+def test_pointwise_backward(benchmark, warm_up, device, size):
+    time_case(benchmark, warm_up, device, *pointwise_backward(device, size),
+              group=f"100-op pointwise chain backward, {device}")
+
+
+@pytest.mark.parametrize("device, size", cases("broadcast"), indirect=["device"])
+def test_broadcast_backward(benchmark, warm_up, device, size):
+    time_case(benchmark, warm_up, device, *broadcast_backward(device, size),
+              group=f"(x[{gc_bench.BROADCAST_ROWS},N]*w+b).sum() backward, {device}")
+
+
+@pytest.mark.parametrize("device, size", cases("cross_entropy"), indirect=["device"])
+def test_cross_entropy_backward(benchmark, warm_up, device, size):
+    time_case(benchmark, warm_up, device, *cross_entropy_backward(device, *size),
+              group=f"cross_entropy[batch, classes] backward, {device}")
+
+
+@pytest.mark.parametrize("device, size", cases("step"), indirect=["device"])
+def test_train_step(benchmark, warm_up, device, size):
+    time_case(benchmark, warm_up, device, *train_step(device, size),
+              group=f"Adam step 784-w-w-10 batch {gc_bench.STEP_BATCH}, {device}")
+
+
+@pytest.mark.parametrize("device, n, kernel, impl", fused_cases(), indirect=["device"])
+def test_fused_vs_unfused(benchmark, warm_up, fused_medians, device, n, kernel, impl):
+    prepare, timed, what = fused_vs_unfused(fused.KERNELS[kernel], device, n, impl)
+    benchmark.extra_info["fused_is"] = what
+    time_case(benchmark, warm_up, device, prepare, timed,
+              group=f"{kernel} fused vs unfused, {n} float32, {device}")
+    fused_medians(benchmark, str(device), kernel, impl, what)
