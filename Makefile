@@ -23,10 +23,14 @@ test: $(STAMP)
 gpu-test: $(STAMP)
 	GRADCORE_TEST_DEVICES=cuda $(PY) -m pytest tests $(PYTEST_ARGS)
 
+# bench/: issue 3's targets and issue 6's suites (test_suites.py) on the CPU
 bench: $(STAMP)
-	$(PY) -m pytest bench $(BENCH_FLAGS) $(BENCH_ARGS)
+	GRADCORE_BENCH_DEVICES=cpu $(PY) -m pytest bench $(BENCH_FLAGS) $(BENCH_ARGS)
 
+# issue 6's suites on the GPU (skipped, with the reason, without a usable one), then
+# gradcore bench's CPU-against-GPU sweeps
 gpu-bench: $(STAMP)
+	GRADCORE_BENCH_DEVICES=cuda $(PY) -m pytest bench/test_suites.py $(BENCH_FLAGS) $(BENCH_ARGS)
 	$(PY) -m gradcore bench --suite all --devices cpu,cuda --json docs/benchmarks/gpu.json --plot docs/benchmarks/gpu.png
 
 lint: $(STAMP)
