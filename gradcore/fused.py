@@ -16,7 +16,7 @@ the tests check it against the expression on the same inputs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,18 +25,66 @@ __all__ = ["Kernel", "KERNELS", "attach", "composite"]
 
 @dataclass(frozen=True)
 class Kernel:
+    """A pointwise kernel: ``expr`` (or one expression per output, as a tuple) over the
+    arrays ``params``, which broadcast together, and the numbers ``scalars``."""
+
     name: str
     params: tuple[str, ...]
-    expr: str
+    expr: str | tuple[str, ...]
     cpu: object = None  # optional faster NumPy implementation with the same meaning
-    _code: object = field(default=None, compare=False, repr=False)
+    scalars: tuple[str, ...] = ()  # numbers passed by value, after the arrays
+    masks: tuple[str, ...] = ()    # the params that are boolean arrays
+    lets: tuple[tuple[str, str], ...] = ()  # local values (name, expression), in order
+
+    @property
+    def exprs(self) -> tuple[str, ...]:
+        """One expression per output."""
+        return self.expr if isinstance(self.expr, tuple) else (self.expr,)
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        return self.params + self.scalars
 
     def compile(self, namespace: dict):
-        """The expression as a Python function of ``params`` over ``namespace``."""
-        src = f"lambda {', '.join(self.params)}: {self.expr}"
+        """The expression as a Python function of ``params`` then ``scalars`` over
+        ``namespace`` (a tuple of results for several outputs)."""
+        result = self.expr if isinstance(self.expr, str) else f"({', '.join(self.expr)},)"
+        lines = [f"def {self.name}({', '.join(self.arguments)}):"]
+        lines += [f"    {name} = {expr}" for name, expr in self.lets]
+        lines.append(f"    return {result}")
         # __name__ attributes NumPy's floating-point warnings to gradcore (see __init__)
         scope = dict(namespace, __name__=__name__)
-        return eval(compile(src, f"<kernel {self.name}>", "eval"), scope)
+        exec(compile("\n".join(lines), f"<kernel {self.name}>", "exec"), scope)
+        return scope[self.name]
+
+
+@dataclass(frozen=True)
+class Update:
+    """An in-place kernel over same-shaped arrays: the statements ``body`` (pairs of a
+    name and an expression, run in order; a name may be rebound) update the arrays named
+    in ``writes``. The optimizers' per-parameter steps are written this way, one launch
+    per parameter on CUDA."""
+
+    name: str
+    params: tuple[str, ...]
+    body: tuple[tuple[str, str], ...]
+    writes: tuple[str, ...]
+    scalars: tuple[str, ...] = ()
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        return self.params + self.scalars
+
+    def compile(self, namespace: dict):
+        """The update as a Python function of ``params`` then ``scalars``, writing the
+        results into the arrays of ``writes`` (their dtype; it returns None)."""
+        lines = [f"def {self.name}({', '.join(self.arguments)}):",
+                 f"    _arrays = ({', '.join(self.writes)},)"]
+        lines += [f"    {target} = {expr}" for target, expr in self.body]
+        lines += [f"    _arrays[{j}][...] = {w}" for j, w in enumerate(self.writes)]
+        scope = dict(namespace, __name__=__name__)
+        exec(compile("\n".join(lines), f"<kernel {self.name}>", "exec"), scope)
+        return scope[self.name]
 
 
 def _tanh_backward_cpu(g, y):
@@ -124,18 +172,46 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("maximum_backward_b", ("g", "a", "b"),
            "where(b > a, g, where(a == b, 0.5 * g, 0))"),
     Kernel("div_backward_b", ("g", "a", "b"), "-g * a / (b * b)"),
+    Kernel("exp_backward", ("g", "y"), "g * y"),
+    Kernel("log_backward", ("g", "x"), "g / x"),
+    # both input gradients of a product or quotient in one pass over g, a and b
+    Kernel("mul_backward", ("g", "a", "b"), ("g * b", "g * a")),
+    Kernel("div_backward", ("g", "a", "b"), ("g / b", "-g * a / (b * b)")),
+    Kernel("where_backward", ("g", "c"), ("where(c, g, 0)", "where(c, 0, g)"), masks=("c",)),
+    # PyTorch's formulas (GeluBackward0): cdf(x) + x * pdf(x), and the derivative of the
+    # tanh approximation
+    Kernel("gelu_backward", ("g", "x"), "g * (cdf + x * pdf)", lets=(
+        ("cdf", "(erf(x * 0.7071067811865476) + 1) * 0.5"),
+        ("pdf", "exp(x * x * -0.5) * 0.3989422804014327"))),
+    Kernel("gelu_tanh_backward", ("g", "x"), "g * (left + x * 0.5 * right * inner_d)", lets=(
+        ("x_sq", "x * x"),
+        ("th", "tanh((x + x_sq * x * 0.044715) * 0.7978845608028654)"),
+        ("left", "(th + 1) * 0.5"),
+        ("right", "1 - th * th"),
+        ("inner_d", "(x_sq * 0.134145 + 1) * 0.7978845608028654"))),
+    # mse_loss: 2 * (x - y) * g, divided by the count for "mean" (scale = 2 or 2 / n)
+    Kernel("mse_backward", ("g", "x", "y"), "(x - y) * (g * scale)", scalars=("scale",)),
 ]}
 
 _NUMPY_NAMES = {
     "where": np.where, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sin": np.sin,
     "cos": np.cos, "tanh": np.tanh, "sign": np.sign, "pow": np.power,
+    "maximum": np.maximum,
 }
+
+
+def numpy_names() -> dict:
+    """The functions kernel expressions may call, over NumPy (erf from the backend)."""
+    from .backend import cpu
+
+    return dict(_NUMPY_NAMES, erf=cpu.math.erf)
 
 
 def attach(math) -> None:
     """Give an array namespace its kernels (the NumPy twins, for now, on every device)."""
     names = {k: getattr(math.xp, k) for k in _NUMPY_NAMES if k != "pow"}
     names["pow"] = math.xp.power
+    names["erf"] = math.erf
     device_kernels = None
     if math.xp is not np:
         from . import kernels_cuda  # the generated CUDA kernels, opt-in for now
@@ -153,6 +229,9 @@ def attach(math) -> None:
     for name, fn in INPLACE_CPU.items():
         # elsewhere (until the CUDA kernels land) the out-of-place kernel stands in
         setattr(math, name, fn if math.xp is np else getattr(math, name.rstrip("_")))
+    # whether the kernels are real device kernels (one launch each), so that an op may
+    # prefer a kernel to a composition tuned for NumPy
+    math.device_kernels = device_kernels is not None
 
 
 def composite(namespace: dict) -> dict:

@@ -37,7 +37,10 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["adam_scalars", "attach", "UPDATES"]
+from .fused import Update
+
+__all__ = ["adam_scalars", "attach", "UPDATES", "UPDATE_KERNELS", "sgd_kernel_scalars",
+           "adam_kernel_scalars"]
 
 
 def adam_scalars(step: int, lr: float, beta1: float, beta2: float) -> tuple[float, float]:
@@ -164,13 +167,116 @@ UPDATES = {
     "adam_update": _adam_update,
 }
 
+# ---- the same updates as single kernels (one launch per parameter on CUDA) -------------
+# Flags are numbers (0 or 1) and every derived scalar (1 - dampening, -lr, ...) is formed
+# on the host in Python floats, as the NumPy functions above form them, so the kernel
+# does the very operations of the NumPy function in the same order (tests compare them
+# on the same inputs through the host build of the kernels).
+_SGD_DIRECTION = ("d", "where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), "
+                       "where(maximize != 0, -g, g))")
+_ADAM_GRAD = ("g", "where(coupled != 0, where(maximize != 0, p * wd - g, p * wd + g), "
+                   "where(maximize != 0, -g, g))")
+_ADAM_MOMENTS = (
+    ("p", "where(decay != 0, p * decay_factor, p)"),
+    ("v", "v * beta2 + g * one_minus_beta2 * g"),
+    ("m", "where(small_weight != 0, m + (g - m) * weight, g - (g - m) * one_minus_weight)"),
+)
+_ADAM_SCALARS = ("coupled", "wd", "maximize", "decay", "decay_factor", "beta2",
+                 "one_minus_beta2", "small_weight", "weight", "one_minus_weight",
+                 "neg_step_size", "bias_correction2_sqrt", "eps")
+
+UPDATE_KERNELS = {k.name: k for k in [
+    Update("sgd_step", ("p", "g"), (_SGD_DIRECTION, ("p", "p + d * neg_lr")),
+           writes=("p",), scalars=("neg_lr", "wd", "maximize")),
+    Update("sgd_momentum_step", ("p", "g", "buf"), (
+        _SGD_DIRECTION,
+        ("buf", "where(first != 0, d, where(no_dampening != 0, buf * momentum + d, "
+                "buf * momentum + d * one_minus_dampening))"),
+        ("d", "where(nesterov != 0, d + buf * momentum, buf)"),
+        ("p", "p + d * neg_lr"),
+    ), writes=("p", "buf"), scalars=("neg_lr", "wd", "maximize", "momentum", "first",
+                                     "no_dampening", "one_minus_dampening", "nesterov")),
+    Update("adam_step", ("p", "g", "m", "v"), (
+        _ADAM_GRAD, *_ADAM_MOMENTS,
+        ("p", "p + m * neg_step_size / (sqrt(v) / bias_correction2_sqrt + eps)"),
+    ), writes=("p", "m", "v"), scalars=_ADAM_SCALARS),
+    Update("adam_amsgrad_step", ("p", "g", "m", "v", "vmax"), (
+        _ADAM_GRAD, *_ADAM_MOMENTS,
+        ("vmax", "maximum(vmax, v)"),
+        ("p", "p + m * neg_step_size / (sqrt(vmax) / bias_correction2_sqrt + eps)"),
+    ), writes=("p", "m", "v", "vmax"), scalars=_ADAM_SCALARS),
+]}
+
+
+def sgd_kernel_scalars(*, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
+                       nesterov=False, maximize=False, first_step=False) -> tuple:
+    """The scalars of ``sgd_step`` (``momentum == 0``) or ``sgd_momentum_step``."""
+    head = (-lr, weight_decay, float(maximize))
+    if momentum == 0:
+        return head
+    return head + (momentum, float(first_step), float(dampening == 0), 1 - dampening,
+                   float(nesterov))
+
+
+def adam_kernel_scalars(dtype, *, step, lr, beta1, beta2, eps, weight_decay=0.0,
+                        maximize=False, decoupled_weight_decay=False) -> tuple:
+    """The scalars of ``adam_step`` / ``adam_amsgrad_step`` for parameters of ``dtype``."""
+    decoupled = weight_decay != 0 and decoupled_weight_decay
+    coupled = weight_decay != 0 and not decoupled_weight_decay
+    weight = 1 - beta1
+    # PyTorch forms 1 - weight in the parameter's dtype (see _adam_update)
+    one_minus_weight = float(dtype.type(1) - dtype.type(weight))
+    step_size, bias_correction2_sqrt = adam_scalars(step, lr, beta1, beta2)
+    return (float(coupled), weight_decay, float(maximize), float(decoupled),
+            1 - lr * weight_decay, beta2, 1 - beta2, float(abs(weight) < 0.5), weight,
+            one_minus_weight, -step_size, bias_correction2_sqrt, eps)
+
+
+def _contiguous(xp, a):
+    return a if a.flags.c_contiguous else xp.ascontiguousarray(a)
+
+
+def _sgd_update_kernel(math, param, grad, momentum_buffer, *, lr, momentum=0.0,
+                       dampening=0.0, weight_decay=0.0, nesterov=False, maximize=False,
+                       first_step=False):
+    scalars = sgd_kernel_scalars(lr=lr, momentum=momentum, dampening=dampening,
+                                 weight_decay=weight_decay, nesterov=nesterov,
+                                 maximize=maximize, first_step=first_step)
+    grad = _contiguous(math.xp, grad.astype(param.dtype, copy=False))
+    if momentum == 0:
+        math.sgd_step(param, grad, *scalars)
+    else:
+        math.sgd_momentum_step(param, grad, momentum_buffer, *scalars)
+
+
+def _adam_update_kernel(math, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, *,
+                        step, lr, beta1, beta2, eps, weight_decay=0.0, amsgrad=False,
+                        maximize=False, decoupled_weight_decay=False):
+    scalars = adam_kernel_scalars(param.dtype, step=step, lr=lr, beta1=beta1, beta2=beta2,
+                                  eps=eps, weight_decay=weight_decay, maximize=maximize,
+                                  decoupled_weight_decay=decoupled_weight_decay)
+    grad = _contiguous(math.xp, grad.astype(param.dtype, copy=False))
+    if amsgrad:
+        math.adam_amsgrad_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *scalars)
+    else:
+        math.adam_step(param, grad, exp_avg, exp_avg_sq, *scalars)
+
 
 def attach(math) -> None:
-    """Give an array namespace the fused updates, written over its array module.
+    """Give an array namespace the fused updates.
 
-    A device with real fused kernels (CUDA, issue 4) replaces these attributes after
-    this call; the optimizers only ever call ``math.sgd_update`` / ``math.adam_update``.
+    On the CPU (and on CUDA without the device kernels) they are the functions above,
+    written over the array module; where :mod:`gradcore.fused` attached real device
+    kernels (``math.device_kernels``), each update is one kernel launch per parameter.
+    The optimizers only ever call ``math.sgd_update`` / ``math.adam_update``.
     """
+    if getattr(math, "device_kernels", False):
+        from . import kernels_cuda
+
+        for k in UPDATE_KERNELS.values():
+            setattr(math, k.name, kernels_cuda.device_kernel(math, k))
+        math.sgd_update = functools.partial(_sgd_update_kernel, math)
+        math.adam_update = functools.partial(_adam_update_kernel, math)
+        return
     for name, fn in UPDATES.items():
         setattr(math, name, functools.partial(fn, math.xp))
-

@@ -2,17 +2,25 @@
 // (kernels/pointwise_backward.cu). Hand-written; see docs/kernels.md.
 //
 // The kernel expressions of gradcore/fused.py call where, sign, exp, log, sqrt, sin,
-// cos, tanh and pow. They are evaluated in the compute type C (float for __half and
-// float, double for double), so every helper has a float and a double overload and
-// none of them promotes float to double. The same file compiles with nvcc, with NVRTC
+// cos, tanh, pow, erf and maximum. They are evaluated in the compute type C (float for
+// float16 and float32, double for float64), so every helper has a float and a double
+// overload and none of them promotes float to double. The same file compiles with nvcc, with NVRTC
 // (CuPy RawModule) and, with GRADCORE_HOST_BUILD defined, with a host C++ compiler
 // (host_emulation.h supplies the CUDA keywords and index variables).
 #pragma once
 
 #ifdef GRADCORE_HOST_BUILD
 #include "host_emulation.h"
-#else
-#include <cuda_fp16.h>
+#endif
+
+// float16 storage. On the device: the bits of an IEEE binary16, converted with the PTX
+// cvt instructions (what cuda_fp16.h does inside), so that the source needs no header
+// at all: NVRTC, which CuPy compiles with, has no cuda_fp16.h of its own. On the host
+// (host_emulation.h): _Float16.
+#ifndef GRADCORE_HOST_BUILD
+struct alignas(2) gc_half {
+    unsigned short bits;
+};
 #endif
 
 namespace gradcore {
@@ -21,8 +29,8 @@ namespace gradcore {
 template <typename T> struct compute_type;
 template <> struct compute_type<float> { typedef float type; };
 template <> struct compute_type<double> { typedef double type; };
-#ifndef GRADCORE_NO_FLOAT16
-template <> struct compute_type<__half> { typedef float type; };
+#ifndef GRADCORE_NO_float16
+template <> struct compute_type<gc_half> { typedef float type; };
 #endif
 
 // Loading an element as its compute type, and storing a computed value as T.
@@ -30,10 +38,24 @@ __device__ __forceinline__ float load(float x) { return x; }
 __device__ __forceinline__ double load(double x) { return x; }
 template <typename T>
 __device__ __forceinline__ T store(typename compute_type<T>::type v) { return (T)v; }
-#ifndef GRADCORE_NO_FLOAT16
-__device__ __forceinline__ float load(__half x) { return __half2float(x); }
+#ifndef GRADCORE_NO_float16
+#ifdef GRADCORE_HOST_BUILD
+__device__ __forceinline__ float load(gc_half x) { return (float)x; }
 template <>
-__device__ __forceinline__ __half store<__half>(float v) { return __float2half_rn(v); }
+__device__ __forceinline__ gc_half store<gc_half>(float v) { return (gc_half)v; }
+#else
+__device__ __forceinline__ float load(gc_half x) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
+    return f;
+}
+template <>
+__device__ __forceinline__ gc_half store<gc_half>(float v) {
+    gc_half h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(v));  // round to nearest even
+    return h;
+}
+#endif
 #endif
 
 // where(cond, a, b): NumPy's where on one element (both branches are evaluated, as in
@@ -64,5 +86,13 @@ __device__ __forceinline__ float tanh(float x) { return ::tanhf(x); }
 __device__ __forceinline__ double tanh(double x) { return ::tanh(x); }
 __device__ __forceinline__ float pow(float x, float y) { return ::powf(x, y); }
 __device__ __forceinline__ double pow(double x, double y) { return ::pow(x, y); }
+__device__ __forceinline__ float erf(float x) { return ::erff(x); }
+__device__ __forceinline__ double erf(double x) { return ::erf(x); }
+
+// maximum: NumPy's, NaN if either is NaN (fmax would drop a NaN).
+__device__ __forceinline__ float maximum(float a, float b) { return (a != a || a > b) ? a : b; }
+__device__ __forceinline__ double maximum(double a, double b) {
+    return (a != a || a > b) ? a : b;
+}
 
 }  // namespace gradcore

@@ -2,7 +2,7 @@
 // Hand-written; see docs/kernels.md.
 //
 // Defines the CUDA keywords away, gives blockIdx/threadIdx/blockDim/gridDim as
-// thread-local globals, maps __half to _Float16 and offers a launcher that runs every
+// thread-local globals, stores float16 as _Float16 and offers a launcher that runs every
 // thread of every block in turn. This lets the exact kernel source that nvcc compiles
 // run on the CPU, where the tests compare it with the NumPy twins. Only the features
 // the pointwise kernels use are emulated: no shared memory, no __syncthreads.
@@ -29,12 +29,10 @@ inline thread_local gradcore_dim3 gridDim = {1, 1, 1};
 #if defined(__FLT16_MAX__)
 // GCC >= 12 and Clang on x86-64 (and AArch64): IEEE binary16, like CUDA's __half and
 // NumPy's float16. Conversions round to nearest even, as __float2half_rn does.
-typedef _Float16 __half;
-inline float __half2float(__half h) { return (float)h; }
-inline __half __float2half_rn(float f) { return (__half)f; }
+typedef _Float16 gc_half;
 #else
 // No _Float16 in this compiler: the float16 kernels are left out of the host build.
-#define GRADCORE_NO_FLOAT16 1
+#define GRADCORE_NO_float16 1
 #endif
 
 namespace gradcore_host {

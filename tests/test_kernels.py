@@ -61,11 +61,13 @@ def test_check_command_detects_a_stale_file(tmp_path, monkeypatch):
 
 def test_every_kernel_and_dtype_has_an_entry_point():
     src = kc.generate()
-    for name in KERNEL_NAMES:
-        k = fused.KERNELS[name]
-        assert f"// {name}({', '.join(k.params)}) = {k.expr}" in src
+    for name, k in kc.all_kernels().items():
+        assert kc._declaration_comment(k) in src
         for dtype in DTYPES:
             assert f'extern "C" __global__ void {name}_{dtype}(' in src
+    # the optimizer updates are in the same file
+    assert {"sgd_step", "sgd_momentum_step", "adam_step", "adam_amsgrad_step"} <= set(
+        kc.all_kernels())
 
 
 @pytest.mark.parametrize("expr, params, c", [
@@ -89,13 +91,15 @@ def test_expression_translation(expr, params, c):
 @pytest.mark.parametrize("expr, params, message", [
     ("a < b < c", ("a", "b", "c"), "chained"),
     ("a ** 2", ("a",), "unsupported operator"),
-    ("erf(a)", ("a",), "unsupported call"),
+    ("erfc(a)", ("a",), "unsupported call"),
     ("a * z", ("a",), "unknown name"),
     ("where(a, a)", ("a",), "takes 3"),
     ("a if a else a", ("a",), "unsupported syntax"),
     ("~a", ("a",), "unsupported unary"),
     ("a * True", ("a",), "unsupported constant"),
     ("n * 2", ("n",), "clash"),
+    ("a0 * 2", ("a0",), "clash"),
+    ("out1 * 2", ("out1",), "clash"),
 ])
 def test_expression_translation_rejects(expr, params, message):
     with pytest.raises(ValueError, match=message):
@@ -124,9 +128,78 @@ def test_nvcc_compiles_every_kernel(arch, tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}"
     image = cubin.read_bytes()
-    missing = [f"{name}_{dtype}" for name in KERNEL_NAMES for dtype in DTYPES
+    missing = [f"{name}_{dtype}" for name in kc.all_kernels() for dtype in DTYPES
                if f"{name}_{dtype}\0".encode() not in image]
     assert not missing, f"no entry point in the {arch} cubin for {missing}"
+
+
+# ------------------------------------------------------------------ NVRTC
+
+def _nvrtc():
+    """libnvrtc, as CuPy loads it: from the nvidia-cuda-nvrtc wheel (a dev dependency on
+    Linux x86-64) or the CUDA toolkit. The builtins library is loaded first, globally,
+    so that libnvrtc finds it (CuPy does the same through its library path setup)."""
+    import ctypes
+    import importlib.util
+
+    folders = []
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        folders += sorted(Path(root).glob("cu*/lib")) + sorted(Path(root).glob("cuda_nvrtc/lib"))
+    cuda_home = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+    folders += [cuda_home / "lib64", cuda_home / "lib"]
+    for folder in folders:
+        libs = sorted(folder.glob("libnvrtc.so*"))
+        builtins = sorted(folder.glob("libnvrtc-builtins.so*"))
+        if libs and builtins:
+            ctypes.CDLL(str(builtins[0]), mode=ctypes.RTLD_GLOBAL)
+            return ctypes.CDLL(str(libs[0]))
+    if os.environ.get("CI"):
+        pytest.fail("libnvrtc not found, and CI is set: install the dev extras "
+                    "(nvidia-cuda-nvrtc) so that CI compiles the kernels as CuPy does")
+    pytest.skip("libnvrtc not found (CI unset): `pip install nvidia-cuda-nvrtc` to check "
+                "that NVRTC compiles the kernels")
+
+
+def nvrtc_compile(lib, source: str, name: str, options) -> tuple[int, str, bytes]:
+    """Compile ``source`` with NVRTC: (result code, log, PTX)."""
+    import ctypes
+
+    prog = ctypes.c_void_p()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0,
+                                  None, None) == 0
+    try:
+        opts = [o.encode() for o in options]
+        rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        ptx = b""
+        if rc == 0:
+            lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+            buf = ctypes.create_string_buffer(size.value)
+            lib.nvrtcGetPTX(prog, buf)
+            ptx = buf.raw
+        return rc, log.value.decode(errors="replace"), ptx
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+@pytest.mark.parametrize("arch", ["compute_80", "compute_90"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nvrtc_compiles_each_dtype_as_the_device_does(dtype, arch):
+    """What CuPy's RawModule does on a GPU: NVRTC compiles the source with the options
+    of ``kernels_cuda.nvrtc_options`` (one dtype at a time), without the CUDA toolkit's
+    headers, to PTX holding that dtype's entry points and no other."""
+    lib = _nvrtc()
+    source = (kc.kernels_dir() / kc.GENERATED).read_text()
+    options = (*kc.nvrtc_options(dtype), f"--gpu-architecture={arch}")
+    rc, log, ptx = nvrtc_compile(lib, source, kc.GENERATED, options)
+    assert rc == 0, f"NVRTC {' '.join(options)}:\n{log}"
+    entries = set(re.findall(rb"\.entry\s+(\w+)", ptx))
+    want = {f"{name}_{dtype}".encode() for name in kc.all_kernels()}
+    assert entries == want, (sorted(want - entries), sorted(entries - want))
 
 
 # ------------------------------------------------------------------ host build
@@ -163,6 +236,10 @@ def _grid(*values):
     return lambda rng, shape: rng.choice(np.asarray(values, dtype=float), shape)
 
 
+def _mask(rng, shape):
+    return rng.random(shape) < 0.5
+
+
 def _away_from_zero(lo, hi):
     return lambda rng, shape: rng.uniform(lo, hi, shape) * rng.choice([-1.0, 1.0], shape)
 
@@ -183,7 +260,20 @@ DOMAINS = {
     "maximum_backward_a": [_normal, _grid(-1.0, 0.0, 0.5, 2.0), _grid(-1.0, 0.0, 0.5, 2.0)],
     "maximum_backward_b": [_normal, _grid(-1.0, 0.0, 0.5, 2.0), _grid(-1.0, 0.0, 0.5, 2.0)],
     "div_backward_b": [_normal, _normal, _away_from_zero(0.5, 2.0)],
+    "exp_backward": [_normal, _uniform(0.05, 3.0)],
+    "log_backward": [_normal, _uniform(0.2, 3.0)],
+    "mul_backward": [_normal, _normal, _normal],
+    "div_backward": [_normal, _normal, _away_from_zero(0.5, 2.0)],
+    "where_backward": [_normal, _mask],
+    "gelu_backward": [_normal, _uniform(-4.0, 4.0)],
+    "gelu_tanh_backward": [_normal, _uniform(-4.0, 4.0)],
+    "mse_backward": [_normal, _normal, _normal],
 }
+# gelu_tanh_backward's 1 - tanh(u)^2 cancels where |u| > 2: a one-ulp difference between
+# the C library's tanhf and NumPy's float32 tanh becomes ~1e-6 absolute (of results ~1)
+LOOSER_ATOL = {"gelu_tanh_backward": {"float32": 5e-6}}
+# the scalars of the kernels that take some
+SCALARS = {"mse_backward": (2 / 7,)}
 
 
 def test_every_kernel_has_a_test_domain():
@@ -196,20 +286,30 @@ def _inputs(name, dtype, shape, layout, rng):
     """Inputs of ``shape`` (broadcast to it, for "broadcast") in the given layout."""
     r, c = shape
     arrays = []
+    k = fused.KERNELS[name]
     for j, draw in enumerate(DOMAINS[name]):
+        dt = bool if k.params[j] in k.masks else dtype
         if layout == "contiguous":
-            a = draw(rng, shape).astype(dtype)
+            a = draw(rng, shape).astype(dt)
         elif layout == "strided":  # transposed views and every-other-column slices
             if j % 2 == 0:
-                a = draw(rng, (c, r)).astype(dtype).T
+                a = draw(rng, (c, r)).astype(dt).T
             else:
-                a = draw(rng, (r, 2 * c)).astype(dtype)[:, ::2]
+                a = draw(rng, (r, 2 * c)).astype(dt)[:, ::2]
             assert not a.flags.c_contiguous or a.size == 1
         elif layout == "broadcast":  # the gradient is full; the others broadcast
             sub = [shape, (r, 1), (1, c), ()][j % 4] if j else shape
-            a = draw(rng, sub).astype(dtype)
+            a = draw(rng, sub).astype(dt)
         arrays.append(a)
-    return arrays
+    return arrays + list(SCALARS.get(name, ()))
+
+
+def _outputs(result) -> tuple:
+    return result if isinstance(result, tuple) else (result,)
+
+
+def _upcast(a):
+    return a.astype(np.float32) if getattr(a, "dtype", None) == np.float16 else a
 
 
 def _check(name, dtype, layout, lib, seed):
@@ -217,30 +317,39 @@ def _check(name, dtype, layout, lib, seed):
         pytest.skip(reason=f"the host compiler has no _Float16, so the {dtype} kernels are not "
                     "in the host build")
     rng = np.random.default_rng(seed)
+    k = fused.KERNELS[name]
     twin = getattr(cpu.math, name)
-    expression = fused.KERNELS[name].compile(fused._NUMPY_NAMES)
+    expression = k.compile(fused.numpy_names())
     rtol, atol = TOL[dtype]
+    atol = max(atol, LOOSER_ATOL.get(name, {}).get(dtype, 0))
     for shape in SHAPES:
         ins = _inputs(name, dtype, shape, layout, rng)
-        out = np.full(shape, np.nan, dtype)  # every element must be written
-        got = kc.run_host(name, *ins, out=out, lib=lib)
-        assert got is out and got.dtype == dtype and got.shape == shape
+        # every element must be written
+        out = tuple(np.full(shape, np.nan, dtype) for _ in k.exprs)
+        got = _outputs(kc.run_host(name, *ins, out=out if len(out) > 1 else out[0], lib=lib))
+        assert all(a is b for a, b in zip(got, out)) and len(got) == len(out)
         with np.errstate(all="ignore"):
-            want_twin = twin(*ins)
-            want_expr = expression(*ins)
-        assert np.asarray(want_twin).dtype == dtype
+            if dtype == "float16":  # the twin in float32, rounded once, as the kernel does
+                want_twin = tuple(a.astype(dtype) for a in _outputs(
+                    twin(*[_upcast(a) for a in ins])))
+            else:
+                want_twin = _outputs(twin(*ins))
+            want_expr = _outputs(expression(*ins))
+            # the kernel computes in float32 and rounds once: float16 results are the
+            # float32 expression rounded to float16, to within one float16 ulp
+            ref = _outputs(expression(*[_upcast(a) for a in ins]))
         what = f"{name} {dtype} {layout} {shape}"
-        np.testing.assert_allclose(got, want_twin, rtol=rtol, atol=atol,
-                                   err_msg=f"{what}: host kernel vs NumPy twin")
-        np.testing.assert_allclose(got, want_expr, rtol=rtol, atol=atol,
-                                   err_msg=f"{what}: host kernel vs expression")
-        if dtype == "float16":
-            # the kernel computes in float32 and rounds once: exactly the float32
-            # expression rounded to float16, to within one float16 ulp
-            with np.errstate(all="ignore"):
-                ref = expression(*[a.astype(np.float32) for a in ins]).astype(np.float16)
-            np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-7,
-                                       err_msg=f"{what}: host kernel vs float32 rounded")
+        for j, g in enumerate(got):
+            assert g.dtype == dtype and g.shape == shape
+            assert np.asarray(want_twin[j]).dtype == dtype, what
+            np.testing.assert_allclose(g, want_twin[j], rtol=rtol, atol=atol,
+                                       err_msg=f"{what} output {j}: host kernel vs twin")
+            if dtype != "float16":
+                np.testing.assert_allclose(g, want_expr[j], rtol=rtol, atol=atol,
+                                           err_msg=f"{what} output {j}: vs expression")
+            else:
+                np.testing.assert_allclose(g, ref[j].astype(np.float16), rtol=1e-3, atol=1e-5,
+                                           err_msg=f"{what} output {j}: vs float32 rounded")
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "strided", "broadcast"])
@@ -264,7 +373,11 @@ def test_host_launch_covers_every_element_for_any_launch_shape(host_lib):
         assert n % block and n % (grid * block) if n > 1 else True, (n, grid, block)
 
 
-_TRANSCENDENTAL = ("exp(", "log(", "sqrt(", "sin(", "cos(", "tanh(", "pow(")
+_TRANSCENDENTAL = ("exp(", "log(", "sqrt(", "sin(", "cos(", "tanh(", "pow(", "erf(")
+
+
+def _text(k) -> str:
+    return " ".join(k.exprs + tuple(e for _, e in k.lets))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -274,27 +387,33 @@ def test_arithmetic_kernels_are_bitwise_numpy(dtype, host_lib):
     the results are identical. Double arithmetic on float (a literal left as 0.5 or 1
     instead of C(...)) would round differently and fail this."""
     names = [n for n in KERNEL_NAMES
-             if not any(f in fused.KERNELS[n].expr for f in _TRANSCENDENTAL)]
-    assert len(names) >= 10
+             if not any(f in _text(fused.KERNELS[n]) for f in _TRANSCENDENTAL)]
+    assert len(names) >= 15
     rng = np.random.default_rng(1)
     for name in names:
         ins = _inputs(name, dtype, (17, 241), "contiguous", rng)
-        want = fused.KERNELS[name].compile(fused._NUMPY_NAMES)(*ins)
-        got = kc.run_host(name, *ins, lib=host_lib)
-        np.testing.assert_array_equal(got, want, err_msg=f"{name} {dtype}")
+        want = _outputs(fused.KERNELS[name].compile(fused.numpy_names())(*ins))
+        got = _outputs(kc.run_host(name, *ins, lib=host_lib))
+        for j, (a, b) in enumerate(zip(got, want)):
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} {dtype} output {j}")
 
 
 def test_literals_are_in_the_compute_type():
-    body = [line for line in kc.generate().splitlines() if "out[i] = store<T>(" in line]
-    assert len(body) == len(KERNEL_NAMES)
+    src = kc.generate()
+    body = [line for line in src.splitlines() if re.search(r"out[0-9]+\[i\] = store<T>\(", line)]
+    assert len(body) == sum(len(k.exprs) for k in fused.KERNELS.values())
+    body += [line.split(" = ", 1)[1] for line in src.splitlines()
+             if re.match(r"\s+(const )?C \w+ = (?!load)", line)]  # locals and statements
+    assert len(body) > len(KERNEL_NAMES)
     for line in body:
-        stripped = re.sub(r"C\([0-9.e+-]+\)", "", line)
-        assert not re.search(r"(?<![A-Za-z_0-9])[0-9]", stripped.split("store<T>", 1)[1]), line
+        stripped = re.sub(r"C\([0-9.e+-]+\)", "", line).replace("store<T>", "")
+        stripped = re.sub(r"(a|out)[0-9]+\[i\]", "", stripped)
+        assert not re.search(r"(?<![A-Za-z_0-9])[0-9]", stripped), line
 
 
 def test_run_host_rejects_bad_calls(host_lib):
     x = np.ones(3)
-    with pytest.raises(TypeError, match="takes 2 arrays"):
+    with pytest.raises(TypeError, match="takes 2 arguments"):
         kc.run_host("tanh_backward", x, lib=host_lib)
     with pytest.raises(TypeError, match="no kernel for dtype"):
         kc.run_host("tanh_backward", x.astype(np.int64), x.astype(np.int64), lib=host_lib)
@@ -342,3 +461,99 @@ def test_wheel_ships_the_kernel_sources(tmp_path):
     pkg, kdir = run.stdout.split()
     assert Path(pkg).is_relative_to(tmp_path / "site")
     assert Path(kdir) == tmp_path / "site" / "gradcore" / "_kernels"
+
+
+# ------------------------------------------------------------------ optimizer updates
+
+SGD_CASES = [
+    dict(lr=0.1),
+    dict(lr=0.05, weight_decay=0.01, maximize=True),
+    dict(lr=0.1, momentum=0.9, first_step=True),
+    dict(lr=0.1, momentum=0.9),
+    dict(lr=0.1, momentum=0.9, dampening=0.25, weight_decay=1e-3),
+    dict(lr=0.1, momentum=0.8, nesterov=True, maximize=True),
+]
+ADAM_CASES = [
+    dict(step=1, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8),
+    dict(step=7, lr=1e-2, beta1=0.9, beta2=0.99, eps=1e-6, weight_decay=0.1),
+    dict(step=3, lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.05,
+         decoupled_weight_decay=True, maximize=True),
+    dict(step=5, lr=1e-3, beta1=0.3, beta2=0.999, eps=1e-8, amsgrad=True),  # lerp's 2nd branch
+]
+
+
+def _state(dtype, n, rng, k):
+    return [rng.standard_normal(n).astype(dtype) if j != 3 else
+            rng.uniform(0.0, 1.0, n).astype(dtype) for j in range(k)]  # v >= 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", range(len(SGD_CASES)))
+def test_sgd_kernels_match_the_numpy_update(case, dtype, host_lib):
+    """The host build of sgd_step / sgd_momentum_step against fused_optim's NumPy
+    update, on the same inputs (bitwise in float32 and float64: same operations, same
+    order, no contraction)."""
+    if not kc.host_supports(dtype, host_lib):
+        pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
+    from gradcore import fused_optim as fo
+
+    kw = SGD_CASES[case]
+    rng = np.random.default_rng(case)
+    p, g, buf = _state(dtype, 1000, rng, 3)
+    want = [p.copy(), buf.copy()]
+    fo._sgd_update(np, want[0], g, want[1], **kw)
+    scalars = fo.sgd_kernel_scalars(**kw)
+    if kw.get("momentum", 0) == 0:
+        kc.run_host("sgd_step", p, g, *scalars, lib=host_lib)
+    else:
+        kc.run_host("sgd_momentum_step", p, g, buf, *scalars, lib=host_lib)
+        np.testing.assert_allclose(buf, want[1], **_update_tol(dtype))
+    np.testing.assert_allclose(p, want[0], **_update_tol(dtype))
+
+
+def _update_tol(dtype):
+    return dict(rtol=0, atol=0) if dtype != "float16" else dict(rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", range(len(ADAM_CASES)))
+def test_adam_kernels_match_the_numpy_update(case, dtype, host_lib):
+    if not kc.host_supports(dtype, host_lib):
+        pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
+    from gradcore import fused_optim as fo
+
+    kw = dict(ADAM_CASES[case])
+    amsgrad = kw.pop("amsgrad", False)
+    rng = np.random.default_rng(10 + case)
+    p, g, m, v, vmax = _state(dtype, 1000, rng, 5)
+    vmax = np.abs(vmax)
+    want = [a.copy() for a in (p, m, v, vmax)]
+    fo._adam_update(np, want[0], g, want[1], want[2], want[3], amsgrad=amsgrad, **kw)
+    scalars = fo.adam_kernel_scalars(np.dtype(dtype), **kw)
+    if amsgrad:
+        kc.run_host("adam_amsgrad_step", p, g, m, v, vmax, *scalars, lib=host_lib)
+    else:
+        kc.run_host("adam_step", p, g, m, v, *scalars, lib=host_lib)
+    # sqrt is correctly rounded on both sides; float16 computes in float32 in the kernel
+    for got, ref, what in zip((p, m, v, vmax), want, ("p", "m", "v", "vmax")):
+        np.testing.assert_allclose(got, ref, err_msg=f"{what} {dtype}", **_update_tol(dtype))
+
+
+def test_launch_checks_argument_types(host_lib):
+    """What CuPy would pass wrongly without a word: a Python float where the kernel takes
+    a float, a float64 array for a float32 kernel, a non-contiguous array."""
+    x = np.ones(4, np.float32)
+    good = [x, np.int64(1), x, np.int64(1), x, np.int64(4)]
+    kc.launch_host("tanh_backward_float32", good, 1, 4, lib=host_lib)
+    with pytest.raises(TypeError, match="'g' must be a C-contiguous float32 array"):
+        kc.launch_host("tanh_backward_float32", [x.astype(np.float64)] + good[1:], 1, 4,
+                       lib=host_lib)
+    with pytest.raises(TypeError, match="must be np.int64"):
+        kc.launch_host("tanh_backward_float32", good[:-1] + [4], 1, 4, lib=host_lib)
+    with pytest.raises(TypeError, match="'scale' must be np.float32, got float"):
+        kc.launch_host("mse_backward_float32", good[:4] + [x, np.int64(1), 0.5, x,
+                                                           np.int64(4)], 1, 4, lib=host_lib)
+    with pytest.raises(TypeError, match="takes 6 arguments"):
+        kc.launch_host("tanh_backward_float32", good[:-1], 1, 4, lib=host_lib)
+    with pytest.raises(KeyError, match="no kernel entry point"):
+        kc.launch_host("tanh_backward_int8", good, 1, 4, lib=host_lib)

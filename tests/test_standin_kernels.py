@@ -35,15 +35,86 @@ def test_cuda_namespace_runs_the_generated_kernels(kernels_on):
     np.testing.assert_allclose(got, 2.5 * x ** 1.5, rtol=1e-12)
 
 
+def _args(k, rng, shape=(3, 5)):
+    arrays = [rng.uniform(0.3, 0.9, size=shape) if p not in k.masks else
+              rng.random(shape) < 0.5 for p in k.params]
+    return arrays + [0.25] * len(k.scalars)
+
+
 @pytest.mark.parametrize("name", sorted(fused.KERNELS))
 def test_every_kernel_matches_the_cpu_twin(name, kernels_on):
     k = fused.KERNELS[name]
-    rng = np.random.default_rng(1)
-    args = [rng.uniform(0.3, 0.9, size=(3, 5)) for _ in k.params]
+    args = _args(k, np.random.default_rng(1))
     want = getattr(gc.device("cpu").math, name)(*args)
     math = gc.device("cuda").math
-    got = getattr(math, name)(*(math.asarray(a) for a in args)).get()
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    got = getattr(math, name)(*(math.asarray(a) if hasattr(a, "shape") else a for a in args))
+    want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+    assert len(got) == len(k.exprs)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.get(), b, rtol=1e-12, atol=1e-15)
+
+
+def test_kernels_compile_lazily_once_per_dtype(kernels_on):
+    kernels_on.COMPILED.clear()
+    math = gc.device("cuda").math  # attaching the kernels compiles nothing
+    assert kernels_on.COMPILED == []
+    g = math.asarray(np.ones(4, np.float32))
+    for _ in range(3):
+        math.tanh_backward(g, g)
+        math.relu_backward(g, g)
+    assert len(kernels_on.COMPILED) == 1
+    assert "-DGRADCORE_NO_float64" in kernels_on.COMPILED[0]
+    assert "-DGRADCORE_NO_float32" not in kernels_on.COMPILED[0]
+    math.tanh_backward(g.astype(np.float64), g.astype(np.float64))
+    assert len(kernels_on.COMPILED) == 2
+
+
+def test_scalar_operands_pass_with_stride_zero(kernels_on):
+    """A number or one-element array is passed as one element with stride 0, not
+    broadcast into a full-size copy."""
+    math = gc.device("cuda").math
+    x = np.linspace(0.5, 2.0, 12).reshape(3, 4)
+    got = math.pow_backward(math.asarray(np.ones_like(x)), math.asarray(x), 2.5).get()
+    np.testing.assert_allclose(got, 2.5 * x ** 1.5, rtol=1e-12)
+    _, values, _, _ = gc.kernels_cuda.kernel_arguments(
+        fused.KERNELS["pow_backward"], (math.asarray(x), math.asarray(x), 2.5), math.xp)
+    assert [int(v) for v in values[1:6:2]] == [1, 1, 0] and values[4].size == 1
+
+
+def test_optimizer_updates_are_one_kernel_per_parameter(kernels_on, monkeypatch):
+    """On CUDA with the kernels, SGD (momentum, nesterov) and Adam/AdamW (amsgrad) each
+    launch one kernel per parameter and match the CPU."""
+    launches = []
+    real = kernels_on._HostKernel.__call__
+    monkeypatch.setattr(kernels_on._HostKernel, "__call__",
+                        lambda self, *a, **kw: (launches.append(self.name), real(self, *a, **kw)))
+
+    def run(device, make_opt):
+        gc.manual_seed(0)
+        model = gc.nn.Linear(5, 3).to(device)
+        opt = make_opt(model.parameters())
+        x = gc.tensor(np.linspace(-1, 1, 20).reshape(4, 5), dtype=gc.float32, device=device)
+        for _ in range(3):
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            launches.clear()
+            opt.step()
+        return [p.detach().cpu().numpy() for p in model.parameters()], list(launches)
+
+    makers = {
+        "sgd_momentum_step": lambda ps: gc.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True,
+                                                     weight_decay=0.01),
+        "sgd_step": lambda ps: gc.optim.SGD(ps, lr=0.1),
+        "adam_step": lambda ps: gc.optim.AdamW(ps, lr=0.01),
+        "adam_amsgrad_step": lambda ps: gc.optim.Adam(ps, lr=0.01, amsgrad=True,
+                                                      weight_decay=0.1),
+    }
+    for kernel, make in makers.items():
+        got, names = run("cuda", make)
+        want, _ = run("cpu", make)
+        assert names == [f"{kernel}_float32"] * 2, (kernel, names)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7, err_msg=kernel)
 
 
 def test_training_step_with_kernels_matches_cpu(kernels_on):

@@ -680,7 +680,8 @@ def cupyx_modules() -> dict:
 class RawModule:
     """Like ``cupy.RawModule``: ``get_function(name)`` gives a kernel that runs the very
     source it was given, compiled for the host (``gradcore.kernels_cuda``'s host build
-    of ``kernels/pointwise_backward.cu``; the code passed in must be that file)."""
+    of ``kernels/pointwise_backward.cu``; the code passed in must be that file). As with
+    NVRTC, ``-DGRADCORE_NO_<dtype>`` in ``options`` leaves that dtype's kernels out."""
 
     def __init__(self, code=None, options=(), name_expressions=None, **kwargs):
         from gradcore import kernels_cuda as kc
@@ -689,9 +690,20 @@ class RawModule:
         if code != expected:
             raise RuntimeError("the stand-in can only run kernels/pointwise_backward.cu")
         self.options = tuple(options)
+        self.left_out = {o[len("-DGRADCORE_NO_"):] for o in self.options
+                         if o.startswith("-DGRADCORE_NO_")}
+        COMPILED.append(self.options)
 
     def get_function(self, name):
+        from gradcore import kernels_cuda as kc
+
+        _, dtype = kc.entry(name)
+        if dtype in self.left_out:  # CuPy: cuModuleGetFunction fails, named not found
+            raise RuntimeError(f"CUDA_ERROR_NOT_FOUND: named symbol not found ({name})")
         return _HostKernel(name)
+
+
+COMPILED: list = []  # the options of every RawModule made (one per device and dtype)
 
 
 class _HostKernel:
@@ -699,18 +711,15 @@ class _HostKernel:
         self.name = name
 
     def __call__(self, grid, block, args, shared_mem=0, stream=None):
-        import ctypes
-
+        """Run the kernel on the host. Arguments are what CuPy takes: device arrays
+        (contiguous, of the kernel's dtype: CuPy passes a pointer whatever the array) and
+        NumPy scalars of the parameter's exact type (CuPy passes Python numbers as
+        64-bit, which a float parameter would misread)."""
         from gradcore import kernels_cuda as kc
 
-        *ins, out, n = args
-        for a in (*ins, out):
-            if type(a) is not ndarray or not a._a.flags.c_contiguous:
-                raise TypeError(f"{self.name}: kernel arguments must be contiguous device "
-                                "arrays")
-        fn = getattr(kc.host_library(), f"{self.name}_launch")
-        fn.restype = None
-        fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_longlong,
-                       ctypes.c_int, ctypes.c_int]
-        ptrs = (ctypes.c_void_p * len(ins))(*[a._a.ctypes.data for a in ins])
-        fn(ptrs, out._a.ctypes.data, int(n), int(grid[0]), int(block[0]))
+        values = []
+        for a in args:
+            if isinstance(a, _np.ndarray):
+                raise TypeError(f"{self.name}: a host (NumPy) array passed to a kernel")
+            values.append(a._a if type(a) is ndarray else a)
+        kc.launch_host(self.name, values, int(grid[0]), int(block[0]))
