@@ -239,6 +239,7 @@ def set_default_device(spec) -> None:
 # --------------------------------------------------------------------------------------
 class ArrayMath:
     tensor_mode = False  # formulas get arrays, not tensors
+    device_kernels = False  # set by fused.attach: whether kernels are device launches
     """The array module of one device plus the few helpers the ops need.
 
     Attribute access falls through to the array module (``math.tanh`` is ``xp.tanh``);

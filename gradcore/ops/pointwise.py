@@ -263,10 +263,12 @@ class MulBackward0(Node):
         if shapes is not None:  # an operand was broadcast: reduce as we multiply
             return ((F.mul_sum_to(g, b, shapes[0]) if self.needs(0) else None),
                     (F.mul_sum_to(g, a, shapes[1]) if self.needs(1) else None))
+        if self.needs(0) and self.needs(1):
+            return F.mul_backward(g, a, b)  # one pass over g, a and b on a device
         return (g * b if self.needs(0) else None), (g * a if self.needs(1) else None)
 
     def apply_owned(self, F, g):
-        if self.shapes is not None:
+        if self.shapes is not None or F.device_kernels:
             return self.apply(F, g)
         a, b = self.unpack(F)
         ga = gb = None
@@ -315,6 +317,8 @@ class DivBackward0(Node):
 
     def apply(self, F, g):
         a, b = self.unpack(F)
+        if self.needs(0) and self.needs(1):
+            return F.div_backward(g, a, b)  # both in one pass on a device
         ga = g / b if self.needs(0) else None
         gb = F.div_backward_b(g, a, b) if self.needs(1) else None
         return ga, gb
@@ -471,9 +475,11 @@ class ExpBackward0(Node):
     fresh_grads = True
 
     def apply(self, F, g):
-        return (g * self.output(F),)
+        return (F.exp_backward(g, self.output(F)),)
 
     def apply_owned(self, F, g):
+        if F.device_kernels:
+            return self.apply(F, g)
         return (F.multiply(g, self.output(F), out=g),)
 
 
@@ -487,7 +493,7 @@ class LogBackward0(Node):
 
     def apply(self, F, g):
         (x,) = self.unpack(F)
-        return (g / x,)
+        return (F.log_backward(g, x),)
 
 
 def log(x):
@@ -810,6 +816,8 @@ class WhereBackward0(Node):
 
     def apply(self, F, g):
         cond = self.cond if not F.tensor_mode else wrap(self.cond)
+        if self.needs(0) and self.needs(1):
+            return F.where_backward(g, cond)  # both in one pass on a device
         return (F.where(cond, g, 0) if self.needs(0) else None,
                 F.where(cond, 0, g) if self.needs(1) else None)
 

@@ -17,6 +17,7 @@ from . import reduce as _red
 from . import shape as _shape
 
 tensor_mode = True
+device_kernels = False  # the formulas run as tensor ops, never as device kernels
 wrap = _wrap
 
 
@@ -75,6 +76,13 @@ def zeros_like(ref, shape=None, dtype=None):
 exp, log, sqrt, sin, cos, tanh, sign = (_pw.exp, _pw.log, _pw.sqrt, _pw.sin, _pw.cos,
                                        _pw.tanh, _pw.sign)
 pow = _pw.pow  # noqa: A001
+maximum = _pw.maximum
+
+
+def _erf(x):
+    from .activation import erf  # activation imports this module
+
+    return erf(x)
 
 
 def scatter_into_zeros(g, axis, index, shape):
@@ -96,7 +104,8 @@ take_along_axis = _index.take_along_axis
 # their NumPy twins and CUDA bodies: ``tensor_math.tanh_backward`` and so on.
 _composites = fused.composite({
     "where": where, "exp": exp, "log": log, "sqrt": sqrt, "sin": sin, "cos": cos,
-    "tanh": tanh, "sign": sign, "pow": pow,
+    "tanh": tanh, "sign": sign, "pow": pow, "maximum": maximum,
+    "erf": _erf,
 })
 
 
