@@ -238,13 +238,14 @@ def set_default_device(spec) -> None:
 # Array namespaces
 # --------------------------------------------------------------------------------------
 class ArrayMath:
-    tensor_mode = False  # formulas get arrays, not tensors
-    device_kernels = False  # set by fused.attach: whether kernels are device launches
     """The array module of one device plus the few helpers the ops need.
 
     Attribute access falls through to the array module (``math.tanh`` is ``xp.tanh``);
     the fused kernels of :mod:`gradcore.fused` are attached as attributes too.
     """
+
+    tensor_mode = False  # formulas get arrays, not tensors
+    device_kernels = False  # set by fused.attach: whether kernels are device launches
 
     def __init__(self, xp, dev: Device):
         self.xp = xp
