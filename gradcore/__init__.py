@@ -132,6 +132,7 @@ from .ops import (
     var,
     where,
 )
+from .profile import profile
 from .tensor import Parameter, Tensor
 
 bool = bool_  # noqa: A001  (gc.bool, as torch.bool)

@@ -34,7 +34,8 @@ import numpy as np
 
 import gradcore as gc
 
-__all__ = ["SUITES", "run", "crossover", "format_table", "machine_description", "plot"]
+__all__ = ["SUITES", "run", "crossover", "format_table", "machine_description", "plot",
+           "profile_suite", "PROFILE_SIZES"]
 
 WARMUP = 2
 SETTLE_S = 0.3     # pause before the torch phase
@@ -307,6 +308,23 @@ def run(suites, devices, sizes=None, repeat: int = 10, compare_torch: bool = Fal
     finally:
         bar.close()
     return results
+
+
+# ---- --profile: the kernels one run launches -------------------------------------------------
+# the size each suite is profiled at without --sizes (issue 6's targets for mlp and step)
+PROFILE_SIZES = {"mlp": 512, "pointwise": 1048576, "broadcast": 4096, "step": 512}
+
+
+def profile_suite(suite: Suite, dev, size: int):
+    """The :func:`gradcore.profile` of one run of what the suite times (after one warm-up
+    run; the forward pass of the backward suites runs before it, untimed and uncounted)."""
+    prepare, timed = suite.build(dev, size)
+    timed(prepare())
+    state = prepare()
+    with gc.profile() as prof:
+        timed(state)
+    _synchronize(dev)
+    return prof
 
 
 # ---- reading the results --------------------------------------------------------------------
