@@ -92,6 +92,9 @@ def _parser():
     b.add_argument("--json", default=None, metavar="PATH", help="write the results to PATH")
     b.add_argument("--plot", default=None, metavar="PATH", help="write a PNG to PATH")
     b.add_argument("--no-progress", action="store_true", help="no progress lines")
+    b.add_argument("--profile", action="store_true",
+                   help="instead of timing, count the kernels one run launches and the bytes "
+                        "they move, against the minimum (see gc.profile)")
     return p
 
 
@@ -277,6 +280,11 @@ def bench(args) -> int:
 
     suites = (list(benchmark.SUITES.values()) if args.suite == "all"
               else [benchmark.SUITES[args.suite]])
+    if args.profile:
+        for given, option in ((args.json, "--json"), (args.plot, "--plot"),
+                              (args.compare_torch, "--compare-torch")):
+            if given:
+                raise OptionError(f"gradcore bench: --profile cannot be combined with {option}")
     devices = [gc.device(d) for d in args.devices if gc.device(d).type == "cpu"]
     if any(gc.device(d).type == "cuda" for d in args.devices):
         if gc.cuda.is_available():
@@ -284,6 +292,8 @@ def bench(args) -> int:
         else:
             print(f"no GPU found ({gc.cuda.unavailable_reason()}): running the CPU side only")
             devices = devices or [gc.device("cpu")]
+    if args.profile:
+        return _bench_profile(benchmark, suites, devices, args.sizes)
     compare_torch = args.compare_torch
     if compare_torch:
         try:
@@ -309,6 +319,24 @@ def bench(args) -> int:
             print(f"wrote {args.plot}")
         else:
             print(benchmark.PLOT_MISSING)
+    return 0
+
+
+def _bench_profile(benchmark, suites, devices, sizes) -> int:
+    """``gradcore bench --profile``: per suite and size, the kernels one run launches."""
+    from .profile import can_count
+
+    counted = [d for d in devices if can_count(d)]
+    for dev in devices:
+        if dev not in counted:
+            print(f"{dev}: not counted (CuPy's arrays cannot be instrumented); the count does "
+                  "not depend on the device" + ("" if counted else ": counting on the CPU"))
+    for suite in suites:
+        for size in sizes or [benchmark.PROFILE_SIZES[suite.name]]:
+            for dev in counted or [gc.device("cpu")]:
+                prof = benchmark.profile_suite(suite, dev, size)
+                print(f"\n{suite.name} at size {size} on {dev}: {suite.what}")
+                print(prof.table())
     return 0
 
 

@@ -1,4 +1,4 @@
-"""``gc.profile()``: the kernels a step launches and the
+"""``gc.profile()`` and ``gradcore bench --profile``: the kernels a step launches and the
 bytes they move, counted as a CUDA device with gradcore's kernels would launch them, on
 every test device alike (the count needs no GPU)."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gradcore as gc
-from gradcore import backend, benchmark, creation, fused
+from gradcore import backend, benchmark, cli, creation, fused
 from gradcore.backend import math_of
 
 from conftest import cuda_standin, host
@@ -275,3 +275,36 @@ def test_table(device):
                                 "kB"]
     assert lines[-1].split()[:2] == ["total", "4"]
     assert "(4 launches" in repr(prof) or "4 launches" in repr(prof)
+
+
+# ---- gradcore bench --profile ---------------------------------------------------------------
+def test_bench_profile_prints_one_table(capsys):
+    argv = ["bench", "--profile", "--suite", "step", "--sizes", "16", "--devices", "cpu"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "step at size 16 on cpu: Adam training step" in out
+    summary = re.findall(r"^one step: (\d+) launches \((\d+) fused\), .* minimum .*: "
+                         r"[\d.]+x the minimum$", out, re.M)
+    prof = benchmark.profile_suite(benchmark.SUITES["step"], gc.device("cpu"), 16)
+    fused_launches = sum(k.launches for k in prof.key_averages() if k.kind == "fused")
+    assert summary == [(str(prof.launches), str(fused_launches))]
+    assert re.search(r"^adam_update\s+fused\s+6\s", out, re.M)   # one per parameter
+
+
+def test_bench_profile_every_suite_on_cpu_and_the_standin(standin, capsys):
+    argv = ["bench", "--profile", "--suite", "all", "--sizes", "8", "--devices", "cpu,cuda"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    titles = re.findall(r"^(\w+) at size 8 on (\w+):", out, re.M)
+    assert titles == [(s, d) for s in ("mlp", "pointwise", "broadcast", "step")
+                      for d in ("cpu", "cuda")]
+    tables = dict(zip(titles, re.split(r"^\w+ at size 8 on \w+:.*$", out, flags=re.M)[1:]))
+    for suite in ("pointwise", "broadcast"):
+        assert tables[(suite, "cpu")] == tables[(suite, "cuda")]
+
+
+def test_bench_profile_takes_no_json(tmp_path, capsys):
+    argv = ["bench", "--profile", "--json", str(tmp_path / "x.json"), "--devices", "cpu"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "gradcore bench: --profile cannot be combined with --json"
