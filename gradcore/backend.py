@@ -546,10 +546,11 @@ def _cpu_math() -> ArrayMath:
     if _cpu_math_obj is None:
         _cpu_math_obj = _NumpyMath(np, cpu)
         _math_by_type[np.ndarray] = _cpu_math_obj
-        from . import fused, fused_optim  # the fused kernels attach their CPU twins
+        from . import fused, fused_optim, fused_rows  # the kernels attach their CPU twins
 
         fused.attach(_cpu_math_obj)
         fused_optim.attach(_cpu_math_obj)
+        fused_rows.attach(_cpu_math_obj)
     return _cpu_math_obj
 
 
@@ -565,10 +566,11 @@ def _cuda_math(index: int) -> ArrayMath:
                 f"cuda:{index} requested but only {cupy.cuda.runtime.getDeviceCount()} "
                 "CUDA device(s) exist")
         m = _cuda_maths[index] = _CupyMath(cupy, device(f"cuda:{index}"))
-        from . import fused, fused_optim
+        from . import fused, fused_optim, fused_rows
 
-        fused.attach(m)
+        fused.attach(m)  # first: it decides whether m has device kernels
         fused_optim.attach(m)
+        fused_rows.attach(m)
     return m
 
 

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,7 @@ __all__ = ["DTYPES", "kernels_dir", "expr_to_c", "generate", "host_entry_source"
            "build_host_library", "host_library", "host_supports", "run_host", "main"]
 
 GENERATED = "pointwise_backward.cu"
-HELPERS = ("gradcore_cuda.cuh", "host_emulation.h")
+HELPERS = ("gradcore_cuda.cuh", "gradcore_rows.cuh", "host_emulation.h")
 
 # NumPy dtype name -> (CUDA storage type, compute type)
 DTYPES: dict[str, tuple[str, str]] = {
@@ -42,6 +43,10 @@ DTYPES: dict[str, tuple[str, str]] = {
     "float32": ("float", "float"),
     "float64": ("double", "double"),
 }
+
+_CTYPES = {"in": "const {t}*", "mask": "const bool*", "stride": "long long",
+           "inout": "{t}*", "scalar": "{c}", "out": "{t}*", "n": "long long",
+           "index": "const long long*", "int": "long long"}
 
 # functions the expressions may call, with their number of arguments
 _FUNCS = {"where": 3, "exp": 1, "log": 1, "sqrt": 1, "sin": 1, "cos": 1, "tanh": 1,
@@ -173,15 +178,42 @@ _HEADER = """\
 // needs. The same source builds with nvcc/NVRTC and, with GRADCORE_HOST_BUILD, with a
 // host C++ compiler (kernels/host_emulation.h).
 #include "gradcore_cuda.cuh"
+#include "gradcore_rows.cuh"
 """
 
 
+@dataclass(frozen=True)
+class RowKernel:
+    """A hand-written kernel of ``kernels/gradcore_rows.cuh``: its name, its parameters as
+    (kind, name) pairs (kinds as in :func:`signature`, plus "index", a ``const long
+    long*``, and "int", a ``long long``), and whether its threads cooperate through
+    shared memory and ``__syncthreads`` (launched with fibers on the host)."""
+
+    name: str
+    params: tuple[tuple[str, str], ...]
+    cooperative: bool = True
+
+
+ROW_KERNELS = {k.name: k for k in [
+    RowKernel("softmax_backward_rows", (("in", "g"), ("in", "y"), ("out", "out"),
+                                        ("int", "rows"), ("int", "cols"))),
+    RowKernel("log_softmax_backward_rows", (("in", "g"), ("in", "y"), ("out", "out"),
+                                            ("int", "rows"), ("int", "cols"))),
+    RowKernel("softmax_xent_backward", (
+        ("in", "logp"), ("index", "target"), ("in", "g"), ("int", "g_stride"),
+        ("in", "coef"), ("out", "out"), ("int", "rows"), ("int", "cols")),
+        cooperative=False),
+    RowKernel("mul_sum_rows", (("in", "g"), ("in", "x"), ("out", "out"), ("int", "rows"),
+                               ("int", "cols"))),
+]}
+
+
 def all_kernels() -> dict:
-    """Every declared kernel: the pointwise ones of :mod:`gradcore.fused` and the
-    optimizer updates of :mod:`gradcore.fused_optim`, by name."""
+    """Every declared kernel: the pointwise ones of :mod:`gradcore.fused`, the optimizer
+    updates of :mod:`gradcore.fused_optim` and the row kernels, by name."""
     from .fused_optim import UPDATE_KERNELS
 
-    return {**KERNELS, **UPDATE_KERNELS}
+    return {**KERNELS, **UPDATE_KERNELS, **ROW_KERNELS}
 
 
 # A kernel's parameters, in order, as (kind, name): "in" (const T*, read at i * stride),
@@ -189,6 +221,8 @@ def all_kernels() -> dict:
 # bool*), "inout" (T*, read and written at i), "scalar" (the compute type, by value),
 # "out" (T*, written at i) and "n" (long long).
 def signature(k) -> list[tuple[str, str]]:
+    if isinstance(k, RowKernel):
+        return list(k.params)
     sig = []
     if isinstance(k, Update):
         sig += [("inout" if p in k.writes else "in", p) for p in k.params]
@@ -202,6 +236,9 @@ def signature(k) -> list[tuple[str, str]]:
 
 
 def _c_params(k, t: str, c: str) -> str:
+    if isinstance(k, RowKernel):
+        return ", ".join(_CTYPES[kind].format(t=t, c=c) + (" __restrict__ " if "*" in
+                         _CTYPES[kind] else " ") + name for kind, name in k.params)
     parts = []
     for j, (kind, name) in enumerate(signature(k)):
         parts.append({
@@ -217,6 +254,8 @@ def _c_params(k, t: str, c: str) -> str:
 
 
 def _c_args(k) -> str:
+    if isinstance(k, RowKernel):
+        return ", ".join(name for _, name in k.params)
     names = []
     for j, (kind, name) in enumerate(signature(k)):
         names.append(name if kind in ("scalar", "out", "n") else f"a{j}")
@@ -224,6 +263,8 @@ def _c_args(k) -> str:
 
 
 def _declaration_comment(k) -> str:
+    if isinstance(k, RowKernel):
+        return f"// {k.name}: hand-written in gradcore_rows.cuh"
     if isinstance(k, Update):
         steps = "; ".join(f"{t} = {e}" for t, e in k.body)
         return f"// {k.name}({', '.join(k.arguments)}): {steps}"
@@ -283,21 +324,19 @@ def generate(kernels: dict | None = None) -> str:
     """The CUDA C source of ``kernels`` (default: :func:`all_kernels`)."""
     kernels = all_kernels() if kernels is None else kernels
     parts = [_HEADER, "namespace gradcore {\n",
-             "\n\n".join(_kernel_source(k) for k in kernels.values()),
+             "\n\n".join(_kernel_source(k) for k in kernels.values()
+                          if not isinstance(k, RowKernel)),
              "\n}  // namespace gradcore\n"]
     for dtype, (t, c) in DTYPES.items():
         parts.append(f"\n// ---- {dtype}: stored as {t}, computed in {c}\n"
                      f"#ifndef GRADCORE_NO_{dtype}\n")
         for k in kernels.values():
-            parts.append(f'extern "C" __global__ void {_entry_name(k, dtype)}('
+            comment = _declaration_comment(k) + "\n" if isinstance(k, RowKernel) else ""
+            parts.append(f'{comment}extern "C" __global__ void {_entry_name(k, dtype)}('
                          f"{_c_params(k, t, c)}) {{\n"
                          f"    gradcore::{k.name}<{t}, {c}>({_c_args(k)});\n}}\n")
         parts.append(f"#endif  // GRADCORE_NO_{dtype}\n")
     return "".join(parts)
-
-
-_CTYPES = {"in": "const {t}*", "mask": "const bool*", "stride": "long long",
-           "inout": "{t}*", "scalar": "{c}", "out": "{t}*", "n": "long long"}
 
 
 def host_entry_source(kernels: dict | None = None) -> str:
@@ -312,12 +351,13 @@ def host_entry_source(kernels: dict | None = None) -> str:
         out.append(f"#ifndef GRADCORE_NO_{dtype}")
         for k in kernels.values():
             name = _entry_name(k, dtype)
+            launcher = "launch_cooperative" if getattr(k, "cooperative", False) else "launch"
             types = [_CTYPES[kind].format(t=t, c=c) for kind, _ in signature(k)]
             args = ", ".join(f"*({ty}*)args[{j}]" for j, ty in enumerate(types))
             out += [
                 f'extern "C" void {name}({_c_params(k, t, c)});',
                 f'extern "C" void {name}_launch(void** args, int grid, int block) {{',
-                f"    gradcore_host::launch(grid, block, [&] {{ {name}({args}); }});",
+                f"    gradcore_host::{launcher}(grid, block, [&] {{ {name}({args}); }});",
                 "}",
             ]
         out.append(f"#endif  // GRADCORE_NO_{dtype}")
@@ -437,8 +477,8 @@ def check_arguments(name: str, values) -> None:
                         f"({', '.join(n for _, n in sig)}), got {len(values)}")
     compute = DTYPES[dtype][1]
     for (kind, pname), v in zip(sig, values):
-        if kind in ("in", "inout", "out", "mask"):
-            want = np.dtype(bool) if kind == "mask" else np.dtype(dtype)
+        if kind in ("in", "inout", "out", "mask", "index"):
+            want = np.dtype({"mask": bool, "index": np.int64}.get(kind, dtype))
             ok = isinstance(v, np.ndarray) and v.dtype == want and v.flags.c_contiguous
             what = f"a C-contiguous {want} array"
         elif kind == "scalar":
@@ -470,7 +510,7 @@ def launch_host(name: str, values, grid: int, block: int,
     compute = DTYPES[dtype][1]
     holders = []
     for (kind, _), v in zip(signature(k), values):
-        if kind in ("in", "inout", "out", "mask"):
+        if kind in ("in", "inout", "out", "mask", "index"):
             holders.append(ctypes.c_void_p(v.ctypes.data))
         elif kind == "scalar":
             holders.append(_CTYPE_OF[compute](float(v)))
@@ -635,6 +675,13 @@ def _module(math, dtype: str):
     return mod
 
 
+def launch(math, entry_name: str, values, grid: int, block: int) -> None:
+    """One launch of entry point ``entry_name`` (``<kernel>_<dtype>``) on ``math``'s
+    device with the argument ``values`` (device arrays and NumPy scalars)."""
+    fn = _module(math, entry_name.rpartition("_")[2]).get_function(entry_name)
+    fn((grid,), (block,), tuple(values))
+
+
 def device_kernel(math, k):
     """Kernel ``k`` as a function on ``math``'s device, one launch per call: a pointwise
     kernel takes arrays (or numbers) and returns new arrays; an update writes into its
@@ -645,9 +692,7 @@ def device_kernel(math, k):
     def run(*args):
         entry_name, values, outs, n = kernel_arguments(k, args, xp)
         if n:
-            grid = min(-(-n // BLOCK), MAX_GRID)
-            fn = _module(math, entry_name.rpartition("_")[2]).get_function(entry_name)
-            fn((grid,), (BLOCK,), tuple(values))
+            launch(math, entry_name, values, min(-(-n // BLOCK), MAX_GRID), BLOCK)
         if isinstance(k, Update):
             return None
         return outs[0] if single else outs

@@ -11,6 +11,7 @@
 // needs. The same source builds with nvcc/NVRTC and, with GRADCORE_HOST_BUILD, with a
 // host C++ compiler (kernels/host_emulation.h).
 #include "gradcore_cuda.cuh"
+#include "gradcore_rows.cuh"
 namespace gradcore {
 // tanh_backward(g, y) = g * (1 - y * y)
 template <typename T, typename C>
@@ -399,6 +400,22 @@ extern "C" __global__ void adam_step_float16(gc_half* __restrict__ a0, const gc_
 extern "C" __global__ void adam_amsgrad_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, gc_half* __restrict__ a4, float coupled, float wd, float maximize, float decay, float decay_factor, float beta2, float one_minus_beta2, float small_weight, float weight, float one_minus_weight, float neg_step_size, float bias_correction2_sqrt, float eps, long long n) {
     gradcore::adam_amsgrad_step<gc_half, float>(a0, a1, a2, a3, a4, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps, n);
 }
+// softmax_backward_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_backward_rows_float16(const gc_half* __restrict__ g, const gc_half* __restrict__ y, gc_half* __restrict__ out, long long rows, long long cols) {
+    gradcore::softmax_backward_rows<gc_half, float>(g, y, out, rows, cols);
+}
+// log_softmax_backward_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void log_softmax_backward_rows_float16(const gc_half* __restrict__ g, const gc_half* __restrict__ y, gc_half* __restrict__ out, long long rows, long long cols) {
+    gradcore::log_softmax_backward_rows<gc_half, float>(g, y, out, rows, cols);
+}
+// softmax_xent_backward: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_xent_backward_float16(const gc_half* __restrict__ logp, const long long* __restrict__ target, const gc_half* __restrict__ g, long long g_stride, const gc_half* __restrict__ coef, gc_half* __restrict__ out, long long rows, long long cols) {
+    gradcore::softmax_xent_backward<gc_half, float>(logp, target, g, g_stride, coef, out, rows, cols);
+}
+// mul_sum_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void mul_sum_rows_float16(const gc_half* __restrict__ g, const gc_half* __restrict__ x, gc_half* __restrict__ out, long long rows, long long cols) {
+    gradcore::mul_sum_rows<gc_half, float>(g, x, out, rows, cols);
+}
 #endif  // GRADCORE_NO_float16
 
 // ---- float32: stored as float, computed in float
@@ -475,6 +492,22 @@ extern "C" __global__ void adam_step_float32(float* __restrict__ a0, const float
 extern "C" __global__ void adam_amsgrad_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float* __restrict__ a4, float coupled, float wd, float maximize, float decay, float decay_factor, float beta2, float one_minus_beta2, float small_weight, float weight, float one_minus_weight, float neg_step_size, float bias_correction2_sqrt, float eps, long long n) {
     gradcore::adam_amsgrad_step<float, float>(a0, a1, a2, a3, a4, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps, n);
 }
+// softmax_backward_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_backward_rows_float32(const float* __restrict__ g, const float* __restrict__ y, float* __restrict__ out, long long rows, long long cols) {
+    gradcore::softmax_backward_rows<float, float>(g, y, out, rows, cols);
+}
+// log_softmax_backward_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void log_softmax_backward_rows_float32(const float* __restrict__ g, const float* __restrict__ y, float* __restrict__ out, long long rows, long long cols) {
+    gradcore::log_softmax_backward_rows<float, float>(g, y, out, rows, cols);
+}
+// softmax_xent_backward: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_xent_backward_float32(const float* __restrict__ logp, const long long* __restrict__ target, const float* __restrict__ g, long long g_stride, const float* __restrict__ coef, float* __restrict__ out, long long rows, long long cols) {
+    gradcore::softmax_xent_backward<float, float>(logp, target, g, g_stride, coef, out, rows, cols);
+}
+// mul_sum_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void mul_sum_rows_float32(const float* __restrict__ g, const float* __restrict__ x, float* __restrict__ out, long long rows, long long cols) {
+    gradcore::mul_sum_rows<float, float>(g, x, out, rows, cols);
+}
 #endif  // GRADCORE_NO_float32
 
 // ---- float64: stored as double, computed in double
@@ -550,5 +583,21 @@ extern "C" __global__ void adam_step_float64(double* __restrict__ a0, const doub
 }
 extern "C" __global__ void adam_amsgrad_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double* __restrict__ a4, double coupled, double wd, double maximize, double decay, double decay_factor, double beta2, double one_minus_beta2, double small_weight, double weight, double one_minus_weight, double neg_step_size, double bias_correction2_sqrt, double eps, long long n) {
     gradcore::adam_amsgrad_step<double, double>(a0, a1, a2, a3, a4, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps, n);
+}
+// softmax_backward_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_backward_rows_float64(const double* __restrict__ g, const double* __restrict__ y, double* __restrict__ out, long long rows, long long cols) {
+    gradcore::softmax_backward_rows<double, double>(g, y, out, rows, cols);
+}
+// log_softmax_backward_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void log_softmax_backward_rows_float64(const double* __restrict__ g, const double* __restrict__ y, double* __restrict__ out, long long rows, long long cols) {
+    gradcore::log_softmax_backward_rows<double, double>(g, y, out, rows, cols);
+}
+// softmax_xent_backward: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_xent_backward_float64(const double* __restrict__ logp, const long long* __restrict__ target, const double* __restrict__ g, long long g_stride, const double* __restrict__ coef, double* __restrict__ out, long long rows, long long cols) {
+    gradcore::softmax_xent_backward<double, double>(logp, target, g, g_stride, coef, out, rows, cols);
+}
+// mul_sum_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void mul_sum_rows_float64(const double* __restrict__ g, const double* __restrict__ x, double* __restrict__ out, long long rows, long long cols) {
+    gradcore::mul_sum_rows<double, double>(g, x, out, rows, cols);
 }
 #endif  // GRADCORE_NO_float64

@@ -557,3 +557,96 @@ def test_launch_checks_argument_types(host_lib):
         kc.launch_host("tanh_backward_float32", good[:-1], 1, 4, lib=host_lib)
     with pytest.raises(KeyError, match="no kernel entry point"):
         kc.launch_host("tanh_backward_int8", good, 1, 4, lib=host_lib)
+
+
+# ------------------------------------------------------------------ row kernels
+
+ROW_SHAPES = [(1, 1), (3, 10), (7, 257), (40, 33)]
+ROW_LAUNCHES = [(1, 1), (2, 7), (3, 32), (5, 96), (64, 200)]  # grid < rows: grid-stride
+
+
+def _row_tol(dtype):
+    return {"float16": dict(rtol=2e-3, atol=2e-3), "float32": dict(rtol=2e-5, atol=1e-6),
+            "float64": dict(rtol=1e-12, atol=1e-13)}[dtype]
+
+
+def _row_reference(name, *args):
+    """The twin in float64 (float16 and float32 kernels sum in float32, in another order
+    than NumPy's pairwise sums)."""
+    from gradcore import fused_rows
+
+    up = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in args]
+    return fused_rows.TWINS[name](np, *up)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["softmax_backward_rows", "log_softmax_backward_rows"])
+def test_row_softmax_kernels_match_the_twin(name, dtype, host_lib):
+    """Block-per-row kernels with a shared-memory sum (__syncthreads through fibers in
+    the host build), for block sizes that are and are not powers of two."""
+    if not kc.host_supports(dtype, host_lib):
+        pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
+    rng = np.random.default_rng(zlib.crc32(f"{name} {dtype}".encode()))
+    for rows, cols in ROW_SHAPES:
+        x = rng.standard_normal((rows, cols))
+        y = np.exp(x - x.max(1, keepdims=True))
+        y /= y.sum(1, keepdims=True)
+        if name.startswith("log"):
+            y = np.log(y)
+        g = rng.standard_normal((rows, cols)).astype(dtype)
+        y = y.astype(dtype)
+        want = _row_reference(name, g, y)
+        for grid, block in ROW_LAUNCHES:
+            out = np.full((rows, cols), np.nan, dtype)
+            kc.launch_host(f"{name}_{dtype}", [g, y, out, np.int64(rows), np.int64(cols)],
+                           grid, block, lib=host_lib)
+            np.testing.assert_allclose(out, want, err_msg=f"{rows}x{cols} {grid}x{block}",
+                                       **_row_tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_xent_kernel_matches_the_two_backward_steps(dtype, host_lib):
+    """One pass from the log-probabilities equals nll_loss's one-hot gradient followed by
+    log_softmax's backward, computed as the CPU does."""
+    if not kc.host_supports(dtype, host_lib):
+        pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
+    rng = np.random.default_rng(3)
+    for rows, cols in ROW_SHAPES:
+        x = rng.standard_normal((rows, cols))
+        logp = (x - np.log(np.exp(x).sum(1, keepdims=True))).astype(dtype)
+        target = rng.integers(0, cols, rows).astype(np.int64)
+        coef = rng.uniform(-1, 0, rows).astype(dtype)
+        coef[::3] = 0  # ignored targets
+        for g in (np.array([0.7], dtype), rng.standard_normal(rows).astype(dtype)):
+            stride = 1 if g.size == rows and rows != 1 else 0
+            # the two steps, as NllLossBackward0 and LogSoftmaxBackward0 compute them
+            vals = (g if stride else g[0]) * coef
+            onehot = np.zeros((rows, cols), dtype)
+            onehot[np.arange(rows), target] = vals
+            want = onehot - np.exp(logp) * onehot.sum(1, keepdims=True)
+            out = np.full((rows, cols), np.nan, dtype)
+            kc.launch_host(f"softmax_xent_backward_{dtype}",
+                           [logp, target, g, np.int64(stride), coef, out, np.int64(rows),
+                            np.int64(cols)], 3, 64, lib=host_lib)
+            # (the C library's exp and NumPy's may differ in the last bit)
+            tol = {"float16": 2e-3, "float32": 1e-6, "float64": 1e-15}[dtype]
+            np.testing.assert_allclose(out, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_mul_sum_rows_kernel_matches_the_twin(dtype, host_lib):
+    if not kc.host_supports(dtype, host_lib):
+        pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
+    rng = np.random.default_rng(4)
+    for rows, cols in ROW_SHAPES + [(300, 70)]:
+        g = rng.standard_normal((rows, cols)).astype(dtype)
+        x = rng.standard_normal((rows, cols)).astype(dtype)
+        want = _row_reference("mul_sum_rows", g, x)
+        for grid, block in ROW_LAUNCHES + [(1, 256)]:
+            out = np.full(cols, np.nan, dtype)
+            kc.launch_host(f"mul_sum_rows_{dtype}", [g, x, out, np.int64(rows),
+                                                      np.int64(cols)], grid, block,
+                           lib=host_lib)
+            tol = _row_tol(dtype)
+            np.testing.assert_allclose(out, want, err_msg=f"{rows}x{cols} {grid}x{block}",
+                                       rtol=tol["rtol"], atol=tol["atol"] * np.sqrt(rows))

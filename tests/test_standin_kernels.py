@@ -81,13 +81,102 @@ def test_scalar_operands_pass_with_stride_zero(kernels_on):
     assert [int(v) for v in values[1:6:2]] == [1, 1, 0] and values[4].size == 1
 
 
-def test_optimizer_updates_are_one_kernel_per_parameter(kernels_on, monkeypatch):
-    """On CUDA with the kernels, SGD (momentum, nesterov) and Adam/AdamW (amsgrad) each
-    launch one kernel per parameter and match the CPU."""
-    launches = []
+@pytest.fixture
+def launches(kernels_on, monkeypatch):
+    """The entry points launched, in order (cleared by the test as it needs)."""
+    names = []
     real = kernels_on._HostKernel.__call__
     monkeypatch.setattr(kernels_on._HostKernel, "__call__",
-                        lambda self, *a, **kw: (launches.append(self.name), real(self, *a, **kw)))
+                        lambda self, *a, **kw: (names.append(self.name), real(self, *a, **kw)))
+    return names
+
+
+def _grads(device, build, *shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    xs = [gc.tensor(rng.standard_normal(s), dtype=gc.float32, device=device,
+                    requires_grad=True) for s in shapes]
+    build(*xs).backward()
+    return [x.grad.cpu().numpy() for x in xs]
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_backward_is_one_row_kernel(log, launches):
+    def build(x, g):
+        y = (gc.log_softmax if log else gc.softmax)(x, dim=-1)
+        return (y * g).sum()
+
+    launches.clear()
+    got = _grads("cuda", build, (6, 37), (6, 37))
+    name = ("log_softmax" if log else "softmax") + "_backward_rows_float32"
+    assert launches == ["mul_backward_float32", name]
+    want = _grads("cpu", build, (6, 37), (6, 37))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # another axis: the composite (no row kernel)
+    launches.clear()
+    _grads("cuda", lambda x, g: (gc.softmax(x, dim=0) * g).sum(), (6, 37), (6, 37))
+    assert not any("rows" in n for n in launches)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_backward_is_one_kernel(reduction, launches):
+    """The input gradient of cross_entropy is one softmax_xent_backward launch; the graph
+    keeps PyTorch's NllLossBackward0 -> LogSoftmaxBackward0; weights and ignore_index
+    give the CPU's gradient."""
+    rng = np.random.default_rng(5)
+    logits = rng.standard_normal((8, 11)).astype(np.float32)
+    target = rng.integers(0, 11, 8)
+    target[2] = -100
+    weight = rng.uniform(0.5, 2.0, 11).astype(np.float32)
+
+    def run(device):
+        x = gc.tensor(logits, device=device, requires_grad=True)
+        loss = gc.nn.functional.cross_entropy(
+            x, gc.tensor(target, device=device), weight=gc.tensor(weight, device=device),
+            reduction=reduction)
+        assert loss.grad_fn.name() == "NllLossBackward0"
+        assert loss.grad_fn.next_functions[0][0].name() == "LogSoftmaxBackward0"
+        launches.clear()
+        (loss.sum() if reduction == "none" else loss).backward()
+        return x.grad.cpu().numpy(), list(launches)
+
+    got, names = run("cuda")
+    assert [n for n in names if "xent" in n or "rows" in n] == ["softmax_xent_backward_float32"]
+    want, _ = run("cpu")
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_row_broadcast_factor_gradient_is_one_pass(launches):
+    """x * w with w broadcast along the rows: w's gradient is mul_sum_rows, one pass."""
+    launches.clear()
+    got = _grads("cuda", lambda x, w: (x * w).tanh().sum(), (33, 70), (70,))
+    assert "mul_sum_rows_float32" in launches
+    want = _grads("cpu", lambda x, w: (x * w).tanh().sum(), (33, 70), (70,))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_training_step_with_kernels_makes_no_host_sync(kernels_on):
+    """A cross-entropy training step with Adam on CUDA, kernels on: no host sync until
+    the loss is read."""
+    gc.manual_seed(0)
+    model = gc.nn.Sequential(gc.nn.Linear(6, 16), gc.nn.GELU(), gc.nn.Linear(16, 4)).to("cuda")
+    opt = gc.optim.Adam(model.parameters(), lr=1e-2)
+    x = gc.tensor(np.linspace(-1, 1, 48).reshape(8, 6), dtype=gc.float32, device="cuda")
+    t = gc.tensor(np.arange(8) % 4, device="cuda")
+    for _ in range(2):
+        kernels_on.reset_syncs()
+        loss = gc.nn.functional.cross_entropy(model(x), t, label_smoothing=0.1)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        assert kernels_on.host_syncs() == 0, kernels_on.sync_log()
+        loss.item()
+
+
+def test_optimizer_updates_are_one_kernel_per_parameter(launches):
+    """On CUDA with the kernels, SGD (momentum, nesterov) and Adam/AdamW (amsgrad) each
+    launch one kernel per parameter and match the CPU."""
 
     def run(device, make_opt):
         gc.manual_seed(0)

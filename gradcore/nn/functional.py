@@ -201,6 +201,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                              label_smoothing)
     nll = _act.nll_loss(logp, t, weight, ignore_index, reduction)
     if label_smoothing == 0.0:
+        _act.fuse_cross_entropy(nll, logp)  # only nll reads logp
         return nll
     ignore_mask = t == ignore_index
     if weight is not None:
@@ -209,13 +210,16 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         smooth = -logp.sum(class_dim)
     smooth = smooth.masked_fill(ignore_mask, 0.0)
     if reduction == "mean":
+        # the total weight of the targets kept, on the device (no reading it back)
         keep = ~ignore_mask.data
         if weight is not None:
-            total = weight.data[t.data[keep]].sum()
+            tsafe = math_of(keep).where(keep, t.data, 0)
+            total = (weight.data[tsafe] * keep).sum()
         else:
             total = keep.sum()
+        total = wrap(math_of(keep).asarray(total).astype(smooth.data.dtype))
         with np.errstate(invalid="ignore", divide="ignore"):  # every target ignored: NaN
-            ret = smooth.sum() / float(total)
+            ret = smooth.sum() / total
     elif reduction == "sum":
         ret = smooth.sum()
     else:

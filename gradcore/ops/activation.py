@@ -78,6 +78,8 @@ class SoftmaxBackward0(Node):
     def apply(self, F, g):
         y = self.output(F)
         axis = self.axis
+        if F.device_kernels and axis is not None and axis == y.ndim - 1:
+            return (F.softmax_backward_rows(g, y),)  # one launch, a block per row
         if F.tensor_mode:
             gy = g * y
             return (gy - y * F.sum(gy, axis=axis, keepdims=True),)
@@ -89,7 +91,7 @@ class SoftmaxBackward0(Node):
 
     def apply_owned(self, F, g):
         y = self.output(F)
-        if y.dtype == _f16 or g.dtype != y.dtype:
+        if y.dtype == _f16 or g.dtype != y.dtype or F.device_kernels:
             return self.apply(F, g)
         F.multiply(g, y, out=g)
         g -= y * g.sum(axis=self.axis, keepdims=True)
@@ -137,13 +139,30 @@ def softmax(x, dim, dtype=None):
 
 
 class LogSoftmaxBackward0(Node):
-    """``g - exp(y) * sum(g, dim)``."""
+    """``g - exp(y) * sum(g, dim)``.
+
+    ``premade`` is set by a ``NllLossBackward0`` fused with this node (inside
+    ``cross_entropy``, where nothing else sees the log-probabilities): that node has
+    already computed the input gradient in one kernel and passes it through here.
+    """
 
     fresh_grads = True
+    premade = None
+
+    def _premade(self, g):
+        made, self.premade = self.premade, None
+        if g is not made:  # only cross_entropy's nll_loss reads its log-probabilities
+            raise RuntimeError("internal error: the fused cross-entropy gradient was "
+                               "changed on its way to LogSoftmaxBackward0")
+        return (g,)
 
     def apply(self, F, g):
+        if self.premade is not None:
+            return self._premade(g)
         y = self.output(F)
         axis = self.axis
+        if F.device_kernels and axis is not None and axis == y.ndim - 1:
+            return (F.log_softmax_backward_rows(g, y),)  # one launch, a block per row
         if F.tensor_mode:
             return (g - F.exp(y) * F.sum(g, axis=axis, keepdims=True),)
         dt = y.dtype
@@ -153,8 +172,10 @@ class LogSoftmaxBackward0(Node):
         return (F.subtract(g, e, out=e).astype(dt, copy=False),)
 
     def apply_owned(self, F, g):
+        if self.premade is not None:
+            return self._premade(g)
         y = self.output(F)
-        if y.dtype == _f16 or g.dtype != y.dtype:
+        if y.dtype == _f16 or g.dtype != y.dtype or F.device_kernels:
             return self.apply(F, g)
         e = _fresh(F, F.exp(y))
         e *= g.sum(axis=self.axis, keepdims=True)
@@ -534,9 +555,19 @@ class NllLossBackward0(Node):
     class; zeros elsewhere and at ignored targets."""
 
     fresh_grads = True
+    # the LogSoftmaxBackward0 whose output is this node's input, when cross_entropy
+    # made the pair (see fuse_cross_entropy)
+    log_softmax = None
 
     def apply(self, F, g):
         coef, axis = self.coef, self.axis
+        ls = self.log_softmax
+        if ls is not None and F.device_kernels:
+            # softmax cross-entropy backward in one kernel: the input gradient of the
+            # pair, passed through the log_softmax node unchanged
+            gx = F.softmax_xent_backward(ls.output(F), self.target, g, coef)
+            ls.premade = gx
+            return (gx,)
         if F.tensor_mode:
             vals = g * wrap(coef)
         else:
@@ -623,6 +654,17 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     node.target, node.axis, node.in_shape = tsafe, axis, xd.shape
     node.two_d = xd.ndim == 2
     return record1(out, node, x)
+
+
+def fuse_cross_entropy(nll, logp) -> None:
+    """Mark ``nll = nll_loss(logp, ...)``, ``logp = log_softmax(x, 1)`` of 2-D ``x``, as a
+    pair whose backward may run as one kernel (devices with kernels only). The caller
+    promises that nothing but ``nll`` reads ``logp``; the graph keeps PyTorch's two
+    nodes either way."""
+    node, ls = nll.grad_fn, logp.grad_fn
+    if type(node) is NllLossBackward0 and type(ls) is LogSoftmaxBackward0 and \
+            node.two_d and ls.axis == 1:
+        node.log_softmax = ls
 
 
 class MseLossBackward0(Node):

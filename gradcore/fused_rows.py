@@ -1,0 +1,160 @@
+"""Row-wise backward kernels and the fused unbroadcasting product: NumPy twins and their
+device launchers.
+
+The kernels of ``kernels/gradcore_rows.cuh`` are not one expression per element: a
+softmax backward needs a sum over each row, the gradient of a row-broadcast factor a
+sum over the rows. Each is hand-written once in CUDA C (declared in
+:data:`gradcore.kernels_cuda.ROW_KERNELS`) and once here over an array module; the
+tests run the CUDA source through the host build against these twins.
+
+``attach(math)`` gives an array namespace ``softmax_backward_rows``,
+``log_softmax_backward_rows``, ``softmax_xent_backward`` and ``mul_sum_rows``: the
+twins over the namespace's array module, or one kernel launch each where the namespace
+has device kernels (``math.device_kernels``). Rows are the last axis of a C-contiguous
+array; the ops call these only for a reduction over the last axis.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+__all__ = ["TWINS", "attach", "row_block"]
+
+
+def softmax_backward_rows(xp, g, y):
+    """``g * y - y * sum(g * y)`` over the last axis (``y`` the softmax output)."""
+    gy = g * y
+    gy -= y * gy.sum(axis=-1, keepdims=True)
+    return gy
+
+
+def log_softmax_backward_rows(xp, g, y):
+    """``g - exp(y) * sum(g)`` over the last axis (``y`` the log-probabilities)."""
+    return g - xp.exp(y) * g.sum(axis=-1, keepdims=True)
+
+
+def softmax_xent_backward(xp, logp, target, g, coef):
+    """The input gradient of ``nll_loss(log_softmax(x, 1), target)`` from the saved
+    log-probabilities ``logp`` (rows x classes): with ``v = g * coef`` per row,
+    ``one_hot(target) * v - exp(logp) * v``, in the operations the two backward steps
+    do one after the other (the one-hot row sums to ``v`` exactly)."""
+    v = (g * coef)[:, None]
+    out = xp.exp(logp) * v
+    xp.negative(out, out=out)
+    rows = xp.arange(logp.shape[0])
+    out[rows, target] = v[:, 0] + out[rows, target]
+    return out
+
+
+def mul_sum_rows(xp, g, x):
+    """``sum(g * x, axis=0)``: the gradient of a factor broadcast along the rows."""
+    return (g * x).sum(axis=0)
+
+
+TWINS = {f.__name__: f for f in (softmax_backward_rows, log_softmax_backward_rows,
+                                  softmax_xent_backward, mul_sum_rows)}
+
+
+def row_block(cols: int) -> int:
+    """Threads per row: the power of two covering a row, from 32 (a warp) to 256."""
+    return min(256, max(32, 1 << max(0, cols - 1).bit_length()))
+
+
+# ---- device launchers ----------------------------------------------------------------
+def _dense(xp, a, dtype):
+    return xp.ascontiguousarray(a, dtype=dtype)
+
+
+def _rows_kernel(math, name, g, y):
+    xp = math.xp
+    dtype = y.dtype
+    g, y = _dense(xp, g, dtype), _dense(xp, y, dtype)
+    out = xp.empty(y.shape, dtype=dtype)
+    cols = y.shape[-1] if y.ndim else 1
+    rows = y.size // cols if cols else 0
+    if rows:
+        from .kernels_cuda import MAX_GRID, launch
+
+        launch(math, f"{name}_{dtype.name}", [g, y, out, np.int64(rows), np.int64(cols)],
+               min(rows, MAX_GRID), row_block(cols))
+    return out
+
+
+def _xent_kernel(math, logp, target, g, coef):
+    from .kernels_cuda import BLOCK, MAX_GRID, launch
+
+    xp = math.xp
+    dtype = logp.dtype
+    logp = _dense(xp, logp, dtype)
+    rows, cols = logp.shape
+    g = xp.asarray(g, dtype=dtype)
+    g_stride = 1 if g.size == rows and rows != 1 else 0
+    g = _dense(xp, g.reshape(-1)[:1] if g_stride == 0 else g, dtype)
+    out = xp.empty(logp.shape, dtype=dtype)
+    n = rows * cols
+    if n:
+        launch(math, f"softmax_xent_backward_{dtype.name}",
+               [logp, _dense(xp, target, np.int64), g, np.int64(g_stride),
+                _dense(xp, coef, dtype), out, np.int64(rows), np.int64(cols)],
+               min(-(-n // BLOCK), MAX_GRID), BLOCK)
+    return out
+
+
+def _mul_sum_rows_kernel(math, g, x):
+    from .kernels_cuda import BLOCK, MAX_GRID, launch
+
+    xp = math.xp
+    dtype = g.dtype
+    g, x = _dense(xp, g, dtype), _dense(xp, x, dtype)
+    rows, cols = g.shape
+    out = xp.empty((cols,), dtype=dtype)
+    if cols:
+        launch(math, f"mul_sum_rows_{dtype.name}",
+               [g, x, out, np.int64(rows), np.int64(cols)],
+               min(-(-cols // 32), MAX_GRID), BLOCK)
+    return out
+
+
+def _split_rows(full, shape):
+    """``(rows, cols)`` when summing ``full`` to ``shape`` adds up whole leading axes (a
+    row-broadcast operand such as a bias or a per-feature scale), else None."""
+    shape = tuple(shape)
+    while shape and shape[0] == 1 and len(shape) > 1:
+        shape = shape[1:]
+    k = len(full) - len(shape)
+    if k < 1 or tuple(full[k:]) != shape:
+        return None
+    rows = int(np.prod(full[:k], dtype=np.int64))
+    return rows, int(np.prod(shape, dtype=np.int64))
+
+
+def _mul_sum_to_kernel(math, fallback, g, other, shape):
+    """``sum_to(g * other, shape)``: one pass (``mul_sum_rows``) when the reduction is
+    over whole leading axes and ``other`` has ``g``'s shape and dtype; else the
+    namespace's own ``mul_sum_to``."""
+    split = _split_rows(g.shape, shape) if getattr(other, "shape", None) == g.shape and \
+        other.dtype == g.dtype and any(g.strides) else None
+    if split is None:
+        return fallback(g, other, shape)
+    rows, cols = split
+    out = _mul_sum_rows_kernel(math, g.reshape(rows, cols), other.reshape(rows, cols))
+    return out.reshape(shape)
+
+
+def attach(math) -> None:
+    """Give ``math`` the row kernels: launches where it has device kernels, else the
+    twins over its array module."""
+    if getattr(math, "device_kernels", False):
+        math.softmax_backward_rows = functools.partial(_rows_kernel, math,
+                                                       "softmax_backward_rows")
+        math.log_softmax_backward_rows = functools.partial(_rows_kernel, math,
+                                                           "log_softmax_backward_rows")
+        math.softmax_xent_backward = functools.partial(_xent_kernel, math)
+        math.mul_sum_rows = functools.partial(_mul_sum_rows_kernel, math)
+        # the gradient of a row-broadcast factor of a product in one pass, not two
+        math.mul_sum_to = functools.partial(_mul_sum_to_kernel, math, math.mul_sum_to)
+        return
+    for name, fn in TWINS.items():
+        setattr(math, name, functools.partial(fn, math.xp))

@@ -1,0 +1,121 @@
+// gradcore_rows.cuh: the kernels that are not one expression per element, hand-written.
+// Included by the generated kernels/pointwise_backward.cu, whose extern "C" entry
+// points (one per dtype) call these templates; their parameter lists are declared in
+// gradcore/kernels_cuda.py (ROW_KERNELS) and their NumPy twins live in
+// gradcore/fused_rows.py. See docs/kernels.md.
+//
+// Layout: a row is `cols` contiguous elements of a C-contiguous (rows, cols) array (the
+// last axis). The row kernels give each row to one block (grid-stride over rows) and
+// reduce across the block's threads in shared memory; blockDim.x must be at most
+// GRADCORE_MAX_BLOCK. Sums run in the compute type C (float for float16).
+#pragma once
+
+#include "gradcore_cuda.cuh"
+
+#define GRADCORE_MAX_BLOCK 256
+
+namespace gradcore {
+
+// The sum of every thread's `v` over the block, returned to all of them. Every thread
+// of the block must call it (it synchronizes). A tree over the shared buffer.
+template <typename C>
+__device__ __forceinline__ C block_sum(C v, C* buf) {
+    const unsigned int t = threadIdx.x;
+    buf[t] = v;
+    __syncthreads();
+    unsigned int half = 1;
+    while (half * 2 < blockDim.x) half *= 2;
+    for (; half > 0; half /= 2) {
+        if (t < half && t + half < blockDim.x) buf[t] += buf[t + half];
+        __syncthreads();
+    }
+    const C total = buf[0];
+    __syncthreads();  // before the buffer is reused
+    return total;
+}
+
+// softmax backward along the rows: out = g * y - y * sum(g * y) (y the softmax output)
+template <typename T, typename C>
+__device__ __forceinline__ void softmax_backward_rows(
+        const T* __restrict__ g, const T* __restrict__ y, T* __restrict__ out,
+        long long rows, long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const long long base = r * cols;
+        C acc = C(0);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
+            acc += load(g[base + j]) * load(y[base + j]);
+        const C s = block_sum(acc, buf);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+            const C yj = load(y[base + j]);
+            out[base + j] = store<T>(load(g[base + j]) * yj - yj * s);
+        }
+    }
+}
+
+// log_softmax backward along the rows: out = g - exp(y) * sum(g) (y the log-probabilities)
+template <typename T, typename C>
+__device__ __forceinline__ void log_softmax_backward_rows(
+        const T* __restrict__ g, const T* __restrict__ y, T* __restrict__ out,
+        long long rows, long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const long long base = r * cols;
+        C acc = C(0);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) acc += load(g[base + j]);
+        const C s = block_sum(acc, buf);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
+            out[base + j] = store<T>(load(g[base + j]) - exp(load(y[base + j])) * s);
+    }
+}
+
+// softmax cross-entropy backward, from the log-probabilities `logp` of the forward: with
+// v = g[r * g_stride] * coef[r] (coef: -weight[target] / total weight, 0 where ignored),
+// out = (j == target[r] ? v : 0) - exp(logp) * v: the log_softmax backward of the
+// one-hot gradient of nll_loss, in the same operations, without forming the one-hot.
+// One thread per element (no reduction: the one-hot row sums to v).
+template <typename T, typename C>
+__device__ __forceinline__ void softmax_xent_backward(
+        const T* __restrict__ logp, const long long* __restrict__ target,
+        const T* __restrict__ g, long long g_stride, const T* __restrict__ coef,
+        T* __restrict__ out, long long rows, long long cols) {
+    const long long n = rows * cols;
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const long long r = i / cols;
+        const C v = load(g[r * g_stride]) * load(coef[r]);
+        const C hot = (i - r * cols == target[r]) ? v : C(0);
+        out[i] = store<T>(hot - exp(load(logp[i])) * v);
+    }
+}
+
+// The gradient of a row-broadcast operand of a product, in one pass: out[k] = sum over
+// r of g[r, k] * x[r, k]. A block takes w = 32 adjacent columns (coalesced reads; fewer
+// for a block under 32 threads) and splits the rows among blockDim.x / w lanes, then
+// adds the lanes' sums in shared memory, in lane order.
+template <typename T, typename C>
+__device__ __forceinline__ void mul_sum_rows(
+        const T* __restrict__ g, const T* __restrict__ x, T* __restrict__ out,
+        long long rows, long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    const unsigned int w = blockDim.x < 32 ? blockDim.x : 32;
+    const unsigned int lanes = blockDim.x / w;
+    const unsigned int c = threadIdx.x % w, lane = threadIdx.x / w;
+    for (long long tile = blockIdx.x; tile * w < cols; tile += gridDim.x) {
+        const long long k = tile * w + c;
+        C acc = C(0);
+        if (k < cols && lane < lanes)
+            for (long long r = lane; r < rows; r += lanes)
+                acc += load(g[r * cols + k]) * load(x[r * cols + k]);
+        buf[threadIdx.x] = acc;
+        __syncthreads();
+        if (lane == 0 && k < cols) {
+            C total = acc;
+            for (unsigned int l = 1; l < lanes; ++l) total += buf[l * w + c];
+            out[k] = store<T>(total);
+        }
+        __syncthreads();
+    }
+}
+
+}  // namespace gradcore
