@@ -35,7 +35,7 @@ indices; those checks are counted on the CPU).
 **How.** Nothing in the ops or the engine knows about profiling; on entry the profile
 installs, and on exit (also after an exception) removes:
 
-* on every array namespace (``ArrayMath``) of a device that can be counted, instance
+* on every array namespace (``ArrayMath``) of a device in use that can be counted, instance
   attributes that shadow its fused kernels and its array-module functions, and an
   ``xp`` that counts the calls the namespace's own helpers make (``sum_to``, ...);
 * for NumPy arrays, whose operators and methods cannot be patched: the arrays of live
