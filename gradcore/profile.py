@@ -446,7 +446,7 @@ class _Session:
                 if name in _WRITE_ONLY:
                     reads = reads[1:]
             written += new
-        if not written:
+        if not written and kind != "fused":
             for r in new:  # empty(), a host-to-device copy: new buffers all the same
                 self._key(_root(r), fresh=True)
             return result  # or a view, a shape, a dtype: nothing launched
@@ -676,14 +676,11 @@ def _update_writes(decl, attribute):
     params = getattr(decl, "params", None)
     writes = getattr(decl, "writes", None)
     if params is None or writes is None:
-        fn, bound = attribute, 0
-        if isinstance(fn, functools.partial):
-            fn, bound = fn.func, len(fn.args)
-        try:
-            params = [p.name for p in inspect.signature(fn).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][bound:]
-        except (TypeError, ValueError):
-            params = []
+        params = _positional(attribute)
+        if not params and inspect.isfunction(decl):  # a launcher taking (*args): its twin's
+            params = _positional(decl)
+            if params and params[0] in ("xp", "math"):
+                params = params[1:]
         writes = [p for p in params if p not in ("grad", "g")]
     params, writes = tuple(params), set(writes)
 
@@ -692,6 +689,19 @@ def _update_writes(decl, attribute):
         return out + [v for k, v in kwargs.items() if k in writes]
 
     return written
+
+
+def _positional(fn) -> list[str]:
+    """The names of the positional parameters ``fn`` still takes (after a partial's)."""
+    bound = 0
+    while isinstance(fn, functools.partial):
+        bound += len(fn.args)
+        fn = fn.func
+    try:
+        return [p.name for p in inspect.signature(fn).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][bound:]
+    except (TypeError, ValueError):
+        return []
 
 
 def _is_function(value) -> bool:
