@@ -88,6 +88,7 @@ for _ufunc, _ops in {
         "floor_divide": "floordiv", "remainder": "mod", "power": "pow", "matmul": "matmul",
         "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor"}.items():
     _OPERATORS.update({f"__{_ops}__": _ufunc, f"__r{_ops}__": _ufunc, f"__i{_ops}__": _ufunc})
+_INPLACE_OPERATORS = {op for op in _OPERATORS if op.startswith("__i")}
 _OPERATORS.update({"__eq__": "equal", "__ne__": "not_equal", "__lt__": "less",
                    "__le__": "less_equal", "__gt__": "greater", "__ge__": "greater_equal",
                    "__neg__": "negative", "__pos__": "positive", "__abs__": "absolute",
@@ -953,9 +954,8 @@ def _python_region_bytes(arr, key, value, fn_get):
     return fn_get(arr, key).nbytes
 
 
-def _patch_class(self, cls, is_dev) -> None:
+def _patch_class(session, cls, is_dev) -> None:
     """Wrap the operators and methods of the Python array class ``cls`` (until exit)."""
-    session = self
     own = dict(vars(cls))
     names = dict(_OPERATORS)
     names.update({m: m for m in _METHODS})
@@ -964,7 +964,7 @@ def _patch_class(self, cls, is_dev) -> None:
     for attr, name in names.items():
         if getattr(cls, attr, None) is None or getattr(cls, attr) is getattr(object, attr, None):
             continue
-        inplace = attr.startswith("__i") or attr in _INPLACE_METHODS
+        inplace = attr in _INPLACE_OPERATORS or attr in _INPLACE_METHODS
         setattr(cls, attr, _patch_class_method(session, cls, attr, name, is_dev, inplace))
         patched.append(attr)
     getattr_fn = own.get("__getattr__")
@@ -990,5 +990,5 @@ def _patch_class(self, cls, is_dev) -> None:
             else:
                 delattr(cls, attr)
 
-    self.undo.append(restore)
+    session.undo.append(restore)
 

@@ -103,6 +103,17 @@ def test_views_and_empty_launch_nothing(device):
                           ("zeros", "array", 1, 0, 3 * F32)]
 
 
+def test_in_place_and_unary_operators(device):
+    a, b = gc.randn(100), gc.randn(100)
+    mask = a > 0
+    with gc.profile() as prof:
+        a += b           # one ufunc into a's memory: reads a and b, writes a
+        flipped = ~mask  # writes a new mask, not the old one
+    n = 100 * F32
+    assert rows(prof) == [("add", "array", 1, 2 * n, n), ("invert", "array", 1, 100, 100)]
+    assert prof.min_bytes == 2 * n + n + 100 + 100 and flipped.shape == (100,)
+
+
 def test_kernels_are_read_when_the_profile_starts(device, monkeypatch):
     """A kernel added to fused.KERNELS (as the kernels of issue 4 are) counts as one."""
     kernel = fused.Kernel("scale_add_backward", ("g", "y"), "g * y + y * 2")
