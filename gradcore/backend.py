@@ -246,6 +246,9 @@ class ArrayMath:
 
     tensor_mode = False  # formulas get arrays, not tensors
     device_kernels = False  # set by fused.attach: whether kernels are device launches
+    # whether ops may read array values to check them (an index in range, ...): on a GPU
+    # that would wait for the device, so only the CPU does
+    values_on_host = False
 
     def __init__(self, xp, dev: Device):
         self.xp = xp
@@ -479,6 +482,8 @@ _ERFCX_PIECES = (
 
 
 class _NumpyMath(ArrayMath):
+    values_on_host = True
+
     def asarray(self, data, dtype=None):
         out = np.asarray(data, dtype=dtype)
         return out

@@ -207,16 +207,18 @@ def numpy_names() -> dict:
     return dict(_NUMPY_NAMES, erf=cpu.math.erf)
 
 
-def attach(math) -> None:
-    """Give an array namespace its kernels (the NumPy twins, for now, on every device)."""
+def attach(math, device_kernels: bool | None = None) -> None:
+    """Give an array namespace its kernels: on a CUDA device, gradcore's own kernels
+    (unless ``GRADCORE_CUDA_KERNELS=0`` or ``device_kernels=False``), elsewhere the NumPy
+    twins or the expressions over the namespace's array module."""
     names = {k: getattr(math.xp, k) for k in _NUMPY_NAMES if k != "pow"}
     names["pow"] = math.xp.power
     names["erf"] = math.erf
-    device_kernels = None
+    wanted, device_kernels = device_kernels, None
     if math.xp is not np:
-        from . import kernels_cuda  # the generated CUDA kernels, opt-in for now
+        from . import kernels_cuda  # the generated CUDA kernels
 
-        if kernels_cuda.device_kernels_enabled():
+        if kernels_cuda.device_kernels_enabled() if wanted is None else wanted:
             device_kernels = kernels_cuda
     for k in KERNELS.values():
         if device_kernels is not None:

@@ -275,8 +275,10 @@ def attach(math) -> None:
 
         for k in UPDATE_KERNELS.values():
             setattr(math, k.name, kernels_cuda.device_kernel(math, k))
-        math.sgd_update = functools.partial(_sgd_update_kernel, math)
-        math.adam_update = functools.partial(_adam_update_kernel, math)
+        math.sgd_update = kernels_cuda.with_fallback(
+            math, "sgd_update", functools.partial(_sgd_update_kernel, math))
+        math.adam_update = kernels_cuda.with_fallback(
+            math, "adam_update", functools.partial(_adam_update_kernel, math))
         return
     for name, fn in UPDATES.items():
         setattr(math, name, functools.partial(fn, math.xp))

@@ -147,14 +147,22 @@ def attach(math) -> None:
     """Give ``math`` the row kernels: launches where it has device kernels, else the
     twins over its array module."""
     if getattr(math, "device_kernels", False):
-        math.softmax_backward_rows = functools.partial(_rows_kernel, math,
-                                                       "softmax_backward_rows")
-        math.log_softmax_backward_rows = functools.partial(_rows_kernel, math,
-                                                           "log_softmax_backward_rows")
-        math.softmax_xent_backward = functools.partial(_xent_kernel, math)
-        math.mul_sum_rows = functools.partial(_mul_sum_rows_kernel, math)
-        # the gradient of a row-broadcast factor of a product in one pass, not two
-        math.mul_sum_to = functools.partial(_mul_sum_to_kernel, math, math.mul_sum_to)
+        from .kernels_cuda import with_fallback
+
+        launchers = {
+            "softmax_backward_rows": functools.partial(_rows_kernel, math,
+                                                       "softmax_backward_rows"),
+            "log_softmax_backward_rows": functools.partial(_rows_kernel, math,
+                                                           "log_softmax_backward_rows"),
+            "softmax_xent_backward": functools.partial(_xent_kernel, math),
+            "mul_sum_rows": functools.partial(_mul_sum_rows_kernel, math),
+            # the gradient of a row-broadcast factor of a product in one pass, not two
+            "mul_sum_to": functools.partial(_mul_sum_to_kernel, math,
+                                            type(math).mul_sum_to.__get__(math)),
+        }
+        for name, fn in launchers.items():
+            setattr(math, name, with_fallback(math, name, fn))
         return
+    math.__dict__.pop("mul_sum_to", None)  # the class's method again (after a fallback)
     for name, fn in TWINS.items():
         setattr(math, name, functools.partial(fn, math.xp))

@@ -643,14 +643,15 @@ if __name__ == "__main__":
 
 
 def device_kernels_enabled() -> bool:
-    """Whether CUDA devices run the generated kernels (``GRADCORE_CUDA_KERNELS=1``)
-    rather than the expressions over CuPy's ufuncs. Off by default: this path has run
-    through the CuPy stand-in of the tests and NVRTC has compiled its source, but it
-    has not run on a GPU yet."""
-    return os.environ.get("GRADCORE_CUDA_KERNELS", "0") == "1"
+    """Whether CUDA devices run gradcore's own kernels (the default) rather than the
+    same expressions over CuPy's ufuncs (``GRADCORE_CUDA_KERNELS=0``)."""
+    return os.environ.get("GRADCORE_CUDA_KERNELS", "1") != "0"
 
 
-_modules: dict[tuple[int, str], object] = {}
+class KernelsUnavailable(RuntimeError):
+    """The kernels did not compile on a device, which has fallen back to CuPy's own."""
+
+
 BLOCK = 256
 MAX_GRID = 65535
 
@@ -664,15 +665,58 @@ def nvrtc_options(dtype: str, folder: Path | None = None) -> tuple[str, ...]:
 
 def _module(math, dtype: str):
     """The generated source compiled for ``math``'s device and ``dtype``: on first use
-    (never at import), once per process; CuPy caches the binary on disk."""
-    key = (id(math), dtype)
-    mod = _modules.get(key)
+    (never at import), once per process; CuPy caches the binary on disk.
+
+    Should the compiler fail (a CUDA or CuPy version this source has not met), the
+    device warns once and falls back to CuPy's own kernels for the same formulas
+    (:func:`fall_back`), and this raises :class:`KernelsUnavailable` so that the caller
+    can run the fallback."""
+    modules = math.__dict__.setdefault("_kernel_modules", {})  # lives with the namespace
+    mod = modules.get(dtype)
     if mod is None:
         folder = kernels_dir()
         code = (folder / GENERATED).read_text()
-        mod = _modules[key] = math.xp.RawModule(code=code,
-                                                options=nvrtc_options(dtype, folder))
+        try:
+            mod = math.xp.RawModule(code=code, options=nvrtc_options(dtype, folder))
+            # CuPy compiles on the first lookup: make it happen here
+            mod.get_function(_entry_name(next(iter(KERNELS.values())), dtype))
+        except Exception as exc:  # noqa: BLE001 - any compiler or driver failure
+            fall_back(math, exc)
+            raise KernelsUnavailable(str(exc)) from exc
+        modules[dtype] = mod
     return mod
+
+
+def fall_back(math, exc) -> None:
+    """Give ``math`` back the kernels written over its array module (CuPy's ufuncs),
+    with a warning that says why."""
+    import warnings
+
+    from . import fused, fused_optim, fused_rows
+
+    warnings.warn(f"gradcore's CUDA kernels did not compile on {math.device} "
+                  f"({type(exc).__name__}: {str(exc).strip()[:500]}); using CuPy's own "
+                  "kernels for the same formulas instead (GRADCORE_CUDA_KERNELS=0 skips "
+                  "this attempt)", RuntimeWarning, stacklevel=4)
+    fused.attach(math, device_kernels=False)
+    fused_optim.attach(math)
+    fused_rows.attach(math)
+
+
+def with_fallback(math, name: str, fn):
+    """``fn`` (a device launcher), running ``math.<name>`` instead when the kernels
+    turn out not to compile on the device."""
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KernelsUnavailable:
+            replacement = getattr(math, name)
+            if replacement is run:  # the fallback did not take: never loop
+                raise
+            return replacement(*args, **kwargs)
+
+    run.__name__ = name
+    return run
 
 
 def launch(math, entry_name: str, values, grid: int, block: int) -> None:
@@ -698,4 +742,5 @@ def device_kernel(math, k):
         return outs[0] if single else outs
 
     run.__name__ = k.name
-    return run
+    # an update is called by fused_optim's wrappers, which fall back as a whole
+    return run if isinstance(k, Update) else with_fallback(math, k.name, run)

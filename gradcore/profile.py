@@ -520,6 +520,7 @@ class _Session:
 
         self.undo.append(restore)
         m.device_kernels = True  # ops choose the kernels a CUDA device has
+        m.values_on_host = False  # and skip the checks that read values back, as on a GPU
         for name, value in saved.items():
             if name in ("xp", "device", "ndarray") or not _is_function(value):
                 continue

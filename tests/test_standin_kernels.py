@@ -1,6 +1,6 @@
-"""The generated CUDA kernels on the CUDA code path, run by the CuPy stand-in through the
-host build of the same source (``GRADCORE_CUDA_KERNELS=1``; opt-in until a GPU session
-has validated it)."""
+"""gradcore's CUDA kernels on the CUDA code path, run by the CuPy stand-in through the
+host build of the same source: on by default, off with ``GRADCORE_CUDA_KERNELS=0``, and
+a device whose compiler fails falls back to CuPy's own kernels with a warning."""
 
 import numpy as np
 import pytest
@@ -204,6 +204,73 @@ def test_optimizer_updates_are_one_kernel_per_parameter(launches):
         assert names == [f"{kernel}_float32"] * 2, (kernel, names)
         for a, b in zip(got, want):
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7, err_msg=kernel)
+
+
+@pytest.mark.parametrize("setting", ["1", "0", None])
+def test_kernels_are_on_by_default_and_off_with_zero(setting, monkeypatch, standin):
+    if setting is None:
+        monkeypatch.delenv("GRADCORE_CUDA_KERNELS", raising=False)
+    else:
+        monkeypatch.setenv("GRADCORE_CUDA_KERNELS", setting)
+    gc.backend._use_cuda_module_for_tests(standin)
+    try:
+        math = gc.device("cuda").math
+        assert math.device_kernels is (setting != "0")
+        # the same step either way
+        loss_cuda, params_cuda = _sgd_run("cuda")
+        loss_cpu, params_cpu = _sgd_run("cpu")
+        assert abs(loss_cuda - loss_cpu) < 1e-6
+        for a, b in zip(params_cuda, params_cpu):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    finally:
+        monkeypatch.undo()
+        gc.backend._use_cuda_module_for_tests(standin)
+
+
+def test_a_compiler_failure_falls_back_to_cupy_kernels(kernels_on, monkeypatch):
+    """The first kernel call compiles; if that fails, one warning names the device and
+    the reason, the namespace takes CuPy's own kernels, and every call still works,
+    the one that met the failure included."""
+    def broken(*args, **kwargs):
+        raise RuntimeError("nvrtc: error: invalid option")
+
+    monkeypatch.setattr(kernels_on, "RawModule", broken)
+    math = gc.device("cuda").math
+    assert math.device_kernels
+    g = math.asarray(np.full(3, 2.0))
+    y = math.asarray(np.full(3, 0.5))
+    with pytest.warns(RuntimeWarning, match="did not compile on cuda:0.*invalid option"):
+        got = math.tanh_backward(g, y)
+    np.testing.assert_allclose(got.get(), 2.0 * 0.75)
+    assert not math.device_kernels
+    loss_cuda, params_cuda = _sgd_run("cuda", momentum=0.9)  # fused_optim fell back too
+    loss_cpu, params_cpu = _sgd_run("cpu", momentum=0.9)
+    for a, b in zip(params_cuda, params_cpu):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_an_update_falls_back_as_a_whole(kernels_on, monkeypatch):
+    monkeypatch.setattr(kernels_on, "RawModule", lambda *a, **k: 1 / 0)
+    with pytest.warns(RuntimeWarning, match="ZeroDivisionError"):
+        loss_cuda, params_cuda = _sgd_run("cuda", steps=1, adam=True)
+    loss_cpu, params_cpu = _sgd_run("cpu", steps=1, adam=True)
+    for a, b in zip(params_cuda, params_cpu):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _sgd_run(device, steps=3, momentum=0.0, adam=False):
+    gc.manual_seed(0)
+    model = gc.nn.Sequential(gc.nn.Linear(6, 8), gc.nn.Tanh(), gc.nn.Linear(8, 3),
+                             gc.nn.Sigmoid()).to(device)
+    opt = gc.optim.Adam(model.parameters(), lr=0.01) if adam else \
+        gc.optim.SGD(model.parameters(), lr=0.1, momentum=momentum)
+    x = gc.tensor(np.linspace(-1, 1, 24).reshape(4, 6), dtype=gc.float32, device=device)
+    for _ in range(steps):
+        loss = ((model(x) - 0.5) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return loss.item(), [p.detach().cpu().numpy() for p in model.parameters()]
 
 
 def test_training_step_with_kernels_matches_cpu(kernels_on):

@@ -511,7 +511,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         padding_idx = padding_idx % num
     m = math_of(wd)
     # checked on the host only: on a GPU it would wait for the values
-    if idx.size and m.device.type == "cpu" and (int(idx.min()) < 0 or int(idx.max()) >= num):
+    if idx.size and m.values_on_host and (int(idx.min()) < 0 or int(idx.max()) >= num):
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm(weight, idx, max_norm, norm_type)
@@ -607,7 +607,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     m = math_of(xd)
     C = xd.shape[axis]
     valid = td != ignore_index
-    on_host = m.device.type == "cpu"
+    on_host = m.values_on_host
     # Tests of the values are made on the host only: on a GPU they would wait for them.
     all_valid = on_host and bool(valid.all())
     tsafe = td if all_valid else m.where(valid, td, 0)
