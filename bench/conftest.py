@@ -56,12 +56,14 @@ def medians():
 def fused_medians():
     """Call ``fused_medians(benchmark, device, kernel, impl, what)`` after a fused or
     unfused benchmark (``what``: what the fused side is) to feed the summary."""
-    def record(benchmark, device: str, kernel: str, impl: str, what: str) -> None:
+    def record(benchmark, device: str, kernel: str, impl: str, what: str,
+               nbytes: int | None = None) -> None:
         median = _median(benchmark)
         if median:
             entry = _FUSED.setdefault((device, kernel), {})
             entry[impl] = median
             entry["is"] = what
+            entry["bytes"] = nbytes
     return record
 
 
@@ -74,13 +76,20 @@ def _median(benchmark):
 def pytest_terminal_summary(terminalreporter):
     tr = terminalreporter
     if _FUSED:
-        tr.section("fused / unfused (medians of this run; below 1 the fused kernel wins)")
-        tr.write_line(f"{'kernel':<22} {'device':<7} {'fused':>10} {'unfused':>10} "
-                      f"{'ratio':>7}  fused is")
+        tr.section("fused / unfused (medians of this run; below 1 the fused kernel wins); "
+                   "fused bandwidth against a device-to-device copy")
+        tr.write_line(f"{'kernel':<26} {'device':<7} {'fused':>10} {'unfused':>10} "
+                      f"{'ratio':>7} {'GB/s':>7} {'of copy':>8}  fused is")
         for (device, kernel), m in sorted(_FUSED.items()):
             f, u = m.get("fused"), m.get("unfused")
             ratio = f"{f / u:6.2f}x" if f and u else "n/a"
-            tr.write_line(f"{kernel:<22} {device:<7} {_ms(f):>10} {_ms(u):>10} {ratio:>7}  "
+            gbs = m["bytes"] / f / 1e9 if f and m.get("bytes") else None
+            copy = _FUSED.get((device, "(copy)"), {})
+            copy_gbs = copy["bytes"] / copy["fused"] / 1e9 if copy.get("fused") and \
+                copy.get("bytes") else None
+            share = f"{gbs / copy_gbs:7.0%}" if gbs and copy_gbs else "n/a"
+            tr.write_line(f"{kernel:<26} {device:<7} {_ms(f):>10} {_ms(u):>10} {ratio:>7} "
+                          f"{gbs if gbs is None else round(gbs, 1)!s:>7} {share:>8}  "
                           f"{m['is']}")
     if not _MEDIANS:
         return

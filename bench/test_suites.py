@@ -37,6 +37,7 @@ GPU has finished. Read the medians.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -100,13 +101,35 @@ def cases(suite: str, devices=None) -> list:
             for size in SIZES[suite][dev]]
 
 
+# the optimizer updates, timed as fused_optim's one call per parameter (one kernel on
+# CUDA) against the same update composed from array-module calls (fused_optim.UPDATES)
+UPDATE_CASES = {
+    "adam_update": dict(step=3, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+                        weight_decay=0.01, decoupled_weight_decay=True),
+    "sgd_update": dict(lr=0.1, momentum=0.9, nesterov=True),
+}
+
+
 def fused_cases(devices=None) -> list:
-    """``pytest.param(device, n, kernel name, impl)`` for every kernel, fused and not."""
+    """``pytest.param(device, n, kernel name, impl)`` for every kernel and optimizer
+    update, fused and not."""
     return [pytest.param(dev, n, name, impl, id=f"{dev}-{name}-{impl}")
             for dev in (DEVICES if devices is None else devices)
             for n in SIZES["fused"][dev]
-            for name in fused.KERNELS
+            for name in [*fused.KERNELS, *UPDATE_CASES]
             for impl in ("fused", "unfused")]
+
+
+def copy_cases(devices=None) -> list:
+    return [pytest.param(dev, n, id=f"{dev}-copy-n{n}")
+            for dev in (DEVICES if devices is None else devices)
+            for n in SIZES["fused"][dev]]
+
+
+def moved_bytes(args, outputs) -> int:
+    """What a kernel must read and write at least: each array argument once, each
+    output once (the bandwidth figures count these bytes)."""
+    return sum(a.nbytes for a in list(args) + list(outputs) if hasattr(a, "nbytes"))
 
 
 # ---- workloads: (device, *size) -> (prepare, timed); prepare() runs untimed -------------
@@ -177,8 +200,46 @@ def fused_impl(kernel, dev):
     return fn, what
 
 
+def update_vs_unfused(name, dev, n, impl):
+    """``(prepare, timed, what, bytes)`` for an optimizer update: ``math.<name>`` (one
+    kernel per parameter on CUDA) or the NumPy-style update composed from array calls,
+    after checking the two agree on one step."""
+    from gradcore import fused_optim
+
+    rng = np.random.default_rng(SEED)
+    xp = dev.xp
+
+    def state():
+        vals = [rng.standard_normal(n, dtype=np.float32) for _ in range(3)]
+        vals.append(rng.uniform(0.0, 1.0, n).astype(np.float32))  # v >= 0
+        return [dev.asarray(v) for v in vals]
+
+    kw = UPDATE_CASES[name]
+    fused_fn = getattr(dev.math, name)
+    plain = functools.partial(fused_optim.UPDATES[name], xp)
+    arrays = state()
+    check = [a.copy() for a in arrays]
+    a_args = arrays if name == "adam_update" else arrays[:3]
+    c_args = check if name == "adam_update" else check[:3]
+    fused_fn(*a_args, **kw)
+    plain(*c_args, **kw)
+    if not np.allclose(gc.backend.to_host(arrays[0]), gc.backend.to_host(check[0]),
+                       rtol=1e-5, atol=1e-6):
+        raise AssertionError(f"{name} on {dev}: the fused and composed updates disagree")
+    what = ("one CUDA kernel per parameter" if getattr(dev.math, "device_kernels", False)
+            else "NumPy ufuncs with out= (fused_optim)")
+    call = fused_fn if impl == "fused" else plain
+    # Adam reads p, g, m, v and writes p, m, v; SGD with momentum p, g, buf / p, buf
+    nbytes = (7 if name == "adam_update" else 5) * 4 * n
+    return (lambda: None), (lambda _: call(*a_args, **kw)), what, nbytes
+
+
 def fused_vs_unfused(kernel, dev, n, impl):
-    """``(prepare, timed, what)`` for one side, after checking both sides agree."""
+    """``(prepare, timed, what, bytes)`` for one side, after checking both sides
+    agree."""
+    if kernel in UPDATE_CASES:
+        return update_vs_unfused(kernel, dev, n, impl)
+    kernel = fused.KERNELS[kernel]
     args = fused_inputs(kernel, dev, n)
     fn, what = fused_impl(kernel, dev)
     plain = unfused(kernel, dev)
@@ -191,7 +252,14 @@ def fused_vs_unfused(kernel, dev, n, impl):
             raise AssertionError(f"{kernel.name} on {dev}: output {i} of the fused kernel "
                                  f"({what}) and of the unfused expression disagree")
     call = fn if impl == "fused" else plain
-    return (lambda: None), (lambda _: call(*args)), what
+    return (lambda: None), (lambda _: call(*args)), what, moved_bytes(args, got)
+
+
+def copy_case(dev, n):
+    """A device-to-device copy of ``n`` float32: the bandwidth the kernels are held to."""
+    src = dev.asarray(np.random.default_rng(SEED).standard_normal(n, dtype=np.float32))
+    dst = dev.xp.empty_like(src)
+    return (lambda: None), (lambda _: dev.xp.copyto(dst, src)), 2 * src.nbytes
 
 
 # ---- timing ------------------------------------------------------------------------------
@@ -272,8 +340,18 @@ def test_train_step(benchmark, warm_up, device, size):
 
 @pytest.mark.parametrize("device, n, kernel, impl", fused_cases(), indirect=["device"])
 def test_fused_vs_unfused(benchmark, warm_up, fused_medians, device, n, kernel, impl):
-    prepare, timed, what = fused_vs_unfused(fused.KERNELS[kernel], device, n, impl)
+    prepare, timed, what, nbytes = fused_vs_unfused(kernel, device, n, impl)
     benchmark.extra_info["fused_is"] = what
+    benchmark.extra_info["bytes"] = nbytes
     time_case(benchmark, warm_up, device, prepare, timed,
               group=f"{kernel} fused vs unfused, {n} float32, {device}")
-    fused_medians(benchmark, str(device), kernel, impl, what)
+    fused_medians(benchmark, str(device), kernel, impl, what, nbytes)
+
+
+@pytest.mark.parametrize("device, n", copy_cases(), indirect=["device"])
+def test_copy_bandwidth(benchmark, warm_up, fused_medians, device, n):
+    """The baseline of the bandwidth column: a copy moves 2 x n x 4 bytes."""
+    prepare, timed, nbytes = copy_case(device, n)
+    time_case(benchmark, warm_up, device, prepare, timed,
+              group=f"device-to-device copy, {n} float32, {device}")
+    fused_medians(benchmark, str(device), "(copy)", "fused", "xp.copyto", nbytes)

@@ -142,6 +142,29 @@ def _relu_backward_cpu(g, y):
     return np.multiply(g, y > 0)
 
 
+# The twins below multiply by a mask where the expression selects with where(): with a
+# random mask NumPy's where() runs about five times slower than a multiply (branch
+# mispredictions). Like relu's, they differ from the expression only where g is inf or
+# NaN (0 * inf is NaN, not 0), and may give -0.0 where it gives 0.0.
+def _maximum_backward_a_cpu(g, a, b):
+    w = np.multiply(a == b, 0.5, dtype=np.result_type(g, a, b))  # ties split the gradient
+    w += a > b
+    w *= g
+    return w
+
+
+def _maximum_backward_b_cpu(g, a, b):
+    return _maximum_backward_a_cpu(g, b, a)
+
+
+def _where_backward_cpu(g, c):
+    return g * c, g * np.logical_not(c)
+
+
+def _clamp_backward_cpu(g, x, lo, hi):
+    return g * ((x >= lo) & (x <= hi))
+
+
 def _relu_backward_inplace_cpu(g, y):
     return np.multiply(g, y > 0, out=g)
 
@@ -166,18 +189,20 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("reciprocal_backward", ("g", "y"), "-g * (y * y)"),
     Kernel("abs_backward", ("g", "x"), "g * sign(x)"),
     Kernel("pow_backward", ("g", "x", "e"), "where(e == 0, 0 * g, g * e * pow(x, e - 1))"),
-    Kernel("clamp_backward", ("g", "x", "lo", "hi"), "where((x >= lo) & (x <= hi), g, 0)"),
+    Kernel("clamp_backward", ("g", "x", "lo", "hi"), "where((x >= lo) & (x <= hi), g, 0)",
+           cpu=_clamp_backward_cpu),
     Kernel("maximum_backward_a", ("g", "a", "b"),
-           "where(a > b, g, where(a == b, 0.5 * g, 0))"),
+           "where(a > b, g, where(a == b, 0.5 * g, 0))", cpu=_maximum_backward_a_cpu),
     Kernel("maximum_backward_b", ("g", "a", "b"),
-           "where(b > a, g, where(a == b, 0.5 * g, 0))"),
+           "where(b > a, g, where(a == b, 0.5 * g, 0))", cpu=_maximum_backward_b_cpu),
     Kernel("div_backward_b", ("g", "a", "b"), "-g * a / (b * b)"),
     Kernel("exp_backward", ("g", "y"), "g * y"),
     Kernel("log_backward", ("g", "x"), "g / x"),
     # both input gradients of a product or quotient in one pass over g, a and b
     Kernel("mul_backward", ("g", "a", "b"), ("g * b", "g * a")),
     Kernel("div_backward", ("g", "a", "b"), ("g / b", "-g * a / (b * b)")),
-    Kernel("where_backward", ("g", "c"), ("where(c, g, 0)", "where(c, 0, g)"), masks=("c",)),
+    Kernel("where_backward", ("g", "c"), ("where(c, g, 0)", "where(c, 0, g)"), masks=("c",),
+           cpu=_where_backward_cpu),
     # PyTorch's formulas (GeluBackward0): cdf(x) + x * pdf(x), and the derivative of the
     # tanh approximation
     Kernel("gelu_backward", ("g", "x"), "g * (cdf + x * pdf)", lets=(

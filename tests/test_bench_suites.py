@@ -54,9 +54,11 @@ def test_every_case_is_named_by_device_and_size(suite):
 def test_every_fused_kernel_has_a_fused_and_an_unfused_case():
     for dev in suites.KNOWN_DEVICES:
         ids = set(_ids(suites.fused_cases([dev])))
-        for name in fused.KERNELS:
+        for name in [*fused.KERNELS, "adam_update", "sgd_update"]:
             for impl in ("fused", "unfused"):
                 assert f"{dev}-{name}-{impl}" in ids
+        assert {f"{dev}-copy-n{n}" for n in suites.SIZES["fused"][dev]} == set(
+            _ids(suites.copy_cases([dev])))
 
 
 @pytest.mark.parametrize("suite", sorted(TINY))
@@ -74,9 +76,26 @@ def test_each_workload_runs_once(device, suite):
 @pytest.mark.parametrize("kernel", sorted(fused.KERNELS))
 def test_fused_and_unfused_agree_and_run(device, kernel):
     dev = gc.device(device)
+    k = fused.KERNELS[kernel]
     for impl in ("fused", "unfused"):
-        prepare, timed, what = suites.fused_vs_unfused(fused.KERNELS[kernel], dev, 64, impl)
+        prepare, timed, what, nbytes = suites.fused_vs_unfused(kernel, dev, 64, impl)
         out = timed(prepare())
-        for o in out if isinstance(out, tuple) else (out,):
+        outs = out if isinstance(out, tuple) else (out,)
+        for o in outs:
             assert o.shape == (64,)
         assert what
+        # every array argument read once, every output written once
+        mask_bytes = 64 * len(k.masks)
+        assert nbytes == 4 * 64 * (len(k.params) - len(k.masks) + len(outs)) + mask_bytes
+
+
+@pytest.mark.parametrize("name", ["adam_update", "sgd_update"])
+def test_updates_and_copy_run(device, name):
+    dev = gc.device(device)
+    for impl in ("fused", "unfused"):
+        prepare, timed, what, nbytes = suites.fused_vs_unfused(name, dev, 64, impl)
+        timed(prepare())
+        assert nbytes == (7 if name == "adam_update" else 5) * 4 * 64 and what
+    prepare, timed, nbytes = suites.copy_case(dev, 64)
+    timed(prepare())
+    assert nbytes == 2 * 4 * 64

@@ -818,6 +818,11 @@ class WhereBackward0(Node):
         cond = self.cond if not F.tensor_mode else wrap(self.cond)
         if self.needs(0) and self.needs(1):
             return F.where_backward(g, cond)  # both in one pass on a device
+        if not (F.tensor_mode or F.device_kernels):
+            # NumPy: a multiply by the mask, several times faster than where() (as
+            # fused._where_backward_cpu; it differs only where g is inf or NaN)
+            return (g * cond if self.needs(0) else None,
+                    g * F.logical_not(cond) if self.needs(1) else None)
         return (F.where(cond, g, 0) if self.needs(0) else None,
                 F.where(cond, 0, g) if self.needs(1) else None)
 
