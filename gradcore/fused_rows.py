@@ -8,7 +8,8 @@ sum over the rows. Each is hand-written once in CUDA C (declared in
 tests run the CUDA source through the host build against these twins.
 
 ``attach(math)`` gives an array namespace ``softmax_backward_rows``,
-``log_softmax_backward_rows``, ``softmax_xent_backward`` and ``mul_sum_rows``: the
+``log_softmax_backward_rows``, ``softmax_xent_backward``, ``softmax_xent_forward`` and
+``mul_sum_rows``: the
 twins over the namespace's array module, or one kernel launch each where the namespace
 has device kernels (``math.device_kernels``). Rows are the last axis of a C-contiguous
 array; the ops call these only for a reduction over the last axis.
@@ -48,13 +49,34 @@ def softmax_xent_backward(xp, logp, target, g, coef):
     return out
 
 
+def softmax_xent_forward(xp, x, target, weight, ignore_index):
+    """cross_entropy's forward for class targets over the rows of ``x``: ``(logp, loss,
+    wt, tsafe)``: the log-probabilities (log_softmax's operations), each row's target
+    weight (0 where ignored), loss ``-(logp[t] * wt)`` (0 where ignored; computed in
+    float32 for float16, as nll_loss does) and the targets with ignored ones made 0."""
+    acc = np.float32 if x.dtype == np.float16 else x.dtype
+    w = x.astype(acc)
+    shifted = w - w.max(axis=1, keepdims=True)
+    logp = (shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))).astype(x.dtype)
+    valid = target != ignore_index
+    tsafe = xp.where(valid, target, 0).astype(np.int64)
+    if weight is None:
+        wt = valid.astype(acc)
+    else:
+        wt = xp.where(valid, weight.astype(acc)[tsafe], 0).astype(acc)
+    picked = logp[xp.arange(x.shape[0]), tsafe].astype(acc)
+    loss = xp.where(valid, -(picked * wt), 0).astype(acc)
+    return logp, loss, wt, tsafe
+
+
 def mul_sum_rows(xp, g, x):
     """``sum(g * x, axis=0)``: the gradient of a factor broadcast along the rows."""
     return (g * x).sum(axis=0)
 
 
 TWINS = {f.__name__: f for f in (softmax_backward_rows, log_softmax_backward_rows,
-                                  softmax_xent_backward, mul_sum_rows)}
+                                  softmax_xent_backward, softmax_xent_forward,
+                                  mul_sum_rows)}
 
 
 def row_block(cols: int) -> int:
@@ -100,6 +122,27 @@ def _xent_kernel(math, logp, target, g, coef):
                 _dense(xp, coef, dtype), out, np.int64(rows), np.int64(cols)],
                min(-(-n // BLOCK), MAX_GRID), BLOCK)
     return out
+
+
+def _xent_forward_kernel(math, x, target, weight, ignore_index):
+    from .kernels_cuda import MAX_GRID, launch
+
+    xp = math.xp
+    dtype = x.dtype
+    acc = np.dtype(np.float32) if dtype == np.float16 else dtype
+    x = _dense(xp, x, dtype)
+    rows, cols = x.shape
+    logp = xp.empty(x.shape, dtype=dtype)
+    loss = xp.empty((rows,), dtype=acc)
+    wt = xp.empty((rows,), dtype=acc)
+    tsafe = xp.empty((rows,), dtype=np.int64)
+    w = _dense(xp, weight, acc) if weight is not None else xp.empty((1,), dtype=acc)
+    if rows:
+        launch(math, f"softmax_xent_forward_{dtype.name}",
+               [x, _dense(xp, target, np.int64), w, np.int64(weight is not None),
+                np.int64(ignore_index), logp, loss, wt, tsafe, np.int64(rows),
+                np.int64(cols)], min(rows, MAX_GRID), row_block(cols))
+    return logp, loss, wt, tsafe
 
 
 def _mul_sum_rows_kernel(math, g, x):
@@ -155,6 +198,7 @@ def attach(math) -> None:
             "log_softmax_backward_rows": functools.partial(_rows_kernel, math,
                                                            "log_softmax_backward_rows"),
             "softmax_xent_backward": functools.partial(_xent_kernel, math),
+            "softmax_xent_forward": functools.partial(_xent_forward_kernel, math),
             "mul_sum_rows": functools.partial(_mul_sum_rows_kernel, math),
             # the gradient of a row-broadcast factor of a product in one pass, not two
             "mul_sum_to": functools.partial(_mul_sum_to_kernel, math,

@@ -46,7 +46,11 @@ DTYPES: dict[str, tuple[str, str]] = {
 
 _CTYPES = {"in": "const {t}*", "mask": "const bool*", "stride": "long long",
            "inout": "{t}*", "scalar": "{c}", "out": "{t}*", "n": "long long",
-           "index": "const long long*", "int": "long long"}
+           "index": "const long long*", "int": "long long", "cin": "const {c}*",
+           "cout": "{c}*", "index_out": "long long*"}
+# array kinds: the NumPy dtype each holds (None: the kernel's storage dtype)
+_ARRAY_KINDS = {"in": None, "inout": None, "out": None, "mask": "bool", "index": "int64",
+                "index_out": "int64", "cin": "compute", "cout": "compute"}
 
 # functions the expressions may call, with their number of arguments
 _FUNCS = {"where": 3, "exp": 1, "log": 1, "sqrt": 1, "sin": 1, "cos": 1, "tanh": 1,
@@ -205,6 +209,10 @@ ROW_KERNELS = {k.name: k for k in [
         cooperative=False),
     RowKernel("mul_sum_rows", (("in", "g"), ("in", "x"), ("out", "out"), ("int", "rows"),
                                ("int", "cols"))),
+    RowKernel("softmax_xent_forward", (
+        ("in", "x"), ("index", "target"), ("cin", "weight"), ("int", "has_weight"),
+        ("int", "ignore_index"), ("out", "logp"), ("cout", "loss"), ("cout", "wt"),
+        ("index_out", "tsafe"), ("int", "rows"), ("int", "cols"))),
 ]}
 
 
@@ -477,8 +485,10 @@ def check_arguments(name: str, values) -> None:
                         f"({', '.join(n for _, n in sig)}), got {len(values)}")
     compute = DTYPES[dtype][1]
     for (kind, pname), v in zip(sig, values):
-        if kind in ("in", "inout", "out", "mask", "index"):
-            want = np.dtype({"mask": bool, "index": np.int64}.get(kind, dtype))
+        if kind in _ARRAY_KINDS:
+            want = _ARRAY_KINDS[kind]
+            want = np.dtype(dtype if want is None else
+                            _SCALAR_TYPES[compute] if want == "compute" else want)
             ok = isinstance(v, np.ndarray) and v.dtype == want and v.flags.c_contiguous
             what = f"a C-contiguous {want} array"
         elif kind == "scalar":
@@ -490,7 +500,7 @@ def check_arguments(name: str, values) -> None:
         if not ok:
             got = (f"{type(v).__name__} {getattr(v, 'dtype', '')}").strip()
             raise TypeError(f"{name}: argument {pname!r} must be {what}, got {got}")
-        if kind in ("inout", "out") and not v.flags.writeable:
+        if kind in ("inout", "out", "cout", "index_out") and not v.flags.writeable:
             raise ValueError(f"{name}: argument {pname!r} is read-only")
 
 
@@ -510,7 +520,7 @@ def launch_host(name: str, values, grid: int, block: int,
     compute = DTYPES[dtype][1]
     holders = []
     for (kind, _), v in zip(signature(k), values):
-        if kind in ("in", "inout", "out", "mask", "index"):
+        if kind in _ARRAY_KINDS:
             holders.append(ctypes.c_void_p(v.ctypes.data))
         elif kind == "scalar":
             holders.append(_CTYPE_OF[compute](float(v)))

@@ -89,6 +89,23 @@ __device__ __forceinline__ double pow(double x, double y) { return ::pow(x, y); 
 __device__ __forceinline__ float erf(float x) { return ::erff(x); }
 __device__ __forceinline__ double erf(double x) { return ::erf(x); }
 
+// Infinity and NaN in the type of the argument (NVRTC has no math.h macros).
+#ifdef GRADCORE_HOST_BUILD
+__device__ __forceinline__ float infinity(float) { return __builtin_huge_valf(); }
+__device__ __forceinline__ double infinity(double) { return __builtin_huge_val(); }
+__device__ __forceinline__ float not_a_number(float) { return __builtin_nanf(""); }
+__device__ __forceinline__ double not_a_number(double) { return __builtin_nan(""); }
+#else
+__device__ __forceinline__ float infinity(float) { return __int_as_float(0x7f800000); }
+__device__ __forceinline__ double infinity(double) {
+    return __longlong_as_double(0x7ff0000000000000LL);
+}
+__device__ __forceinline__ float not_a_number(float) { return __int_as_float(0x7fc00000); }
+__device__ __forceinline__ double not_a_number(double) {
+    return __longlong_as_double(0x7ff8000000000000LL);
+}
+#endif
+
 // maximum: NumPy's, NaN if either is NaN (fmax would drop a NaN).
 __device__ __forceinline__ float maximum(float a, float b) { return (a != a || a > b) ? a : b; }
 __device__ __forceinline__ double maximum(double a, double b) {

@@ -34,6 +34,64 @@ __device__ __forceinline__ C block_sum(C v, C* buf) {
     return total;
 }
 
+// The maximum of every thread's `v` over the block (NaN if any is NaN), to all of them.
+template <typename C>
+__device__ __forceinline__ C block_max(C v, C* buf) {
+    const unsigned int t = threadIdx.x;
+    buf[t] = v;
+    __syncthreads();
+    unsigned int half = 1;
+    while (half * 2 < blockDim.x) half *= 2;
+    for (; half > 0; half /= 2) {
+        if (t < half && t + half < blockDim.x) buf[t] = maximum(buf[t], buf[t + half]);
+        __syncthreads();
+    }
+    const C total = buf[0];
+    __syncthreads();
+    return total;
+}
+
+// cross_entropy's forward for class targets, a block per row: the log-probabilities
+// logp = (x - max) - log(sum(exp(x - max))) (log_softmax's operations), and for the
+// loss the row's weight wt (weight[t], or 1; 0 for an ignored target), its loss
+// -(logp[t] * wt) (0 when ignored) and the target with ignored ones made 0 (tsafe).
+// The loss reads logp[t] as stored, rounded to T, as nll_loss reads log_softmax's
+// output. A target out of range gives a NaN loss (the CPU raises; a GPU cannot).
+template <typename T, typename C>
+__device__ __forceinline__ void softmax_xent_forward(
+        const T* __restrict__ x, const long long* __restrict__ target,
+        const C* __restrict__ weight, long long has_weight, long long ignore_index,
+        T* __restrict__ logp, C* __restrict__ loss, C* __restrict__ wt,
+        long long* __restrict__ tsafe, long long rows, long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const long long base = r * cols;
+        C mx = -infinity(C(0));
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
+            mx = maximum(mx, load(x[base + j]));
+        mx = block_max(mx, buf);
+        C acc = C(0);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
+            acc += exp(load(x[base + j]) - mx);
+        const C log_sum = log(block_sum(acc, buf));
+        const long long t = target[r];
+        const bool valid = t != ignore_index;
+        const bool in_range = t >= 0 && t < cols;
+        const C w = !valid ? C(0) : !has_weight ? C(1) : in_range ? weight[t] : not_a_number(C(0));
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+            const T stored = store<T>(load(x[base + j]) - mx - log_sum);
+            logp[base + j] = stored;
+            if (valid && j == t) loss[r] = -(load(stored) * w);
+        }
+        if (threadIdx.x == 0) {
+            wt[r] = w;
+            tsafe[r] = valid && in_range ? t : 0;
+            if (!valid) loss[r] = C(0);
+            else if (!in_range) loss[r] = not_a_number(C(0));
+        }
+    }
+}
+
 // softmax backward along the rows: out = g * y - y * sum(g * y) (y the softmax output)
 template <typename T, typename C>
 __device__ __forceinline__ void softmax_backward_rows(

@@ -252,6 +252,17 @@ __device__ __forceinline__ void mse_backward(const T* __restrict__ a0, long long
     }
 }
 
+// nll_coef(wt, total) = where(total != 0, -wt / total, 0)
+template <typename T, typename C>
+__device__ __forceinline__ void nll_coef(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C wt = load(a0[i * a1]);
+        const C total = load(a2[i * a3]);
+        out0[i] = store<T>(where(total != C(0), -wt / total, C(0)));
+    }
+}
+
 // sgd_step(p, g, neg_lr, wd, maximize): d = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = p + d * neg_lr
 template <typename T, typename C>
 __device__ __forceinline__ void sgd_step(T* __restrict__ a0, const T* __restrict__ a1, C neg_lr, C wd, C maximize, long long n) {
@@ -388,6 +399,9 @@ extern "C" __global__ void gelu_tanh_backward_float16(const gc_half* __restrict_
 extern "C" __global__ void mse_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, float scale, gc_half* __restrict__ out0, long long n) {
     gradcore::mse_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, scale, out0, n);
 }
+extern "C" __global__ void nll_coef_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::nll_coef<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
 extern "C" __global__ void sgd_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, float neg_lr, float wd, float maximize, long long n) {
     gradcore::sgd_step<gc_half, float>(a0, a1, neg_lr, wd, maximize, n);
 }
@@ -415,6 +429,10 @@ extern "C" __global__ void softmax_xent_backward_float16(const gc_half* __restri
 // mul_sum_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void mul_sum_rows_float16(const gc_half* __restrict__ g, const gc_half* __restrict__ x, gc_half* __restrict__ out, long long rows, long long cols) {
     gradcore::mul_sum_rows<gc_half, float>(g, x, out, rows, cols);
+}
+// softmax_xent_forward: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_xent_forward_float16(const gc_half* __restrict__ x, const long long* __restrict__ target, const float* __restrict__ weight, long long has_weight, long long ignore_index, gc_half* __restrict__ logp, float* __restrict__ loss, float* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
+    gradcore::softmax_xent_forward<gc_half, float>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
 }
 #endif  // GRADCORE_NO_float16
 
@@ -480,6 +498,9 @@ extern "C" __global__ void gelu_tanh_backward_float32(const float* __restrict__ 
 extern "C" __global__ void mse_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float scale, float* __restrict__ out0, long long n) {
     gradcore::mse_backward<float, float>(a0, a1, a2, a3, a4, a5, scale, out0, n);
 }
+extern "C" __global__ void nll_coef_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::nll_coef<float, float>(a0, a1, a2, a3, out0, n);
+}
 extern "C" __global__ void sgd_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float neg_lr, float wd, float maximize, long long n) {
     gradcore::sgd_step<float, float>(a0, a1, neg_lr, wd, maximize, n);
 }
@@ -507,6 +528,10 @@ extern "C" __global__ void softmax_xent_backward_float32(const float* __restrict
 // mul_sum_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void mul_sum_rows_float32(const float* __restrict__ g, const float* __restrict__ x, float* __restrict__ out, long long rows, long long cols) {
     gradcore::mul_sum_rows<float, float>(g, x, out, rows, cols);
+}
+// softmax_xent_forward: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_xent_forward_float32(const float* __restrict__ x, const long long* __restrict__ target, const float* __restrict__ weight, long long has_weight, long long ignore_index, float* __restrict__ logp, float* __restrict__ loss, float* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
+    gradcore::softmax_xent_forward<float, float>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
 }
 #endif  // GRADCORE_NO_float32
 
@@ -572,6 +597,9 @@ extern "C" __global__ void gelu_tanh_backward_float64(const double* __restrict__
 extern "C" __global__ void mse_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double scale, double* __restrict__ out0, long long n) {
     gradcore::mse_backward<double, double>(a0, a1, a2, a3, a4, a5, scale, out0, n);
 }
+extern "C" __global__ void nll_coef_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::nll_coef<double, double>(a0, a1, a2, a3, out0, n);
+}
 extern "C" __global__ void sgd_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double neg_lr, double wd, double maximize, long long n) {
     gradcore::sgd_step<double, double>(a0, a1, neg_lr, wd, maximize, n);
 }
@@ -599,5 +627,9 @@ extern "C" __global__ void softmax_xent_backward_float64(const double* __restric
 // mul_sum_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void mul_sum_rows_float64(const double* __restrict__ g, const double* __restrict__ x, double* __restrict__ out, long long rows, long long cols) {
     gradcore::mul_sum_rows<double, double>(g, x, out, rows, cols);
+}
+// softmax_xent_forward: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_xent_forward_float64(const double* __restrict__ x, const long long* __restrict__ target, const double* __restrict__ weight, long long has_weight, long long ignore_index, double* __restrict__ logp, double* __restrict__ loss, double* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
+    gradcore::softmax_xent_forward<double, double>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
 }
 #endif  // GRADCORE_NO_float64

@@ -268,6 +268,7 @@ DOMAINS = {
     "gelu_backward": [_normal, _uniform(-4.0, 4.0)],
     "gelu_tanh_backward": [_normal, _uniform(-4.0, 4.0)],
     "mse_backward": [_normal, _normal, _normal],
+    "nll_coef": [_uniform(0.0, 2.0), _grid(0.0, 3.0, 7.5)],
 }
 # gelu_tanh_backward's 1 - tanh(u)^2 cancels where |u| > 2: a one-ulp difference between
 # the C library's tanhf and NumPy's float32 tanh becomes ~1e-6 absolute (of results ~1)
@@ -392,7 +393,8 @@ def test_arithmetic_kernels_are_bitwise_numpy(dtype, host_lib):
     rng = np.random.default_rng(1)
     for name in names:
         ins = _inputs(name, dtype, (17, 241), "contiguous", rng)
-        want = _outputs(fused.KERNELS[name].compile(fused.numpy_names())(*ins))
+        with np.errstate(all="ignore"):  # where() evaluates both branches, as C does
+            want = _outputs(fused.KERNELS[name].compile(fused.numpy_names())(*ins))
         got = _outputs(kc.run_host(name, *ins, lib=host_lib))
         for j, (a, b) in enumerate(zip(got, want)):
             np.testing.assert_array_equal(a, b, err_msg=f"{name} {dtype} output {j}")
@@ -650,3 +652,40 @@ def test_mul_sum_rows_kernel_matches_the_twin(dtype, host_lib):
             tol = _row_tol(dtype)
             np.testing.assert_allclose(out, want, err_msg=f"{rows}x{cols} {grid}x{block}",
                                        rtol=tol["rtol"], atol=tol["atol"] * np.sqrt(rows))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_xent_forward_kernel_matches_the_twin(dtype, host_lib):
+    """Log-probabilities, per-row weights and losses and safe targets of cross_entropy's
+    forward, with and without class weights, ignored targets, rows of 1 to 257 classes,
+    and a NaN loss for a target out of range."""
+    if not kc.host_supports(dtype, host_lib):
+        pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
+    from gradcore import fused_rows
+
+    acc = np.float32 if dtype == "float16" else dtype
+    rng = np.random.default_rng(6)
+    for rows, cols in ROW_SHAPES:
+        x = (3 * rng.standard_normal((rows, cols))).astype(dtype)
+        target = rng.integers(0, cols, rows).astype(np.int64)
+        target[::4] = -100
+        for weight in (None, rng.uniform(0.5, 2.0, cols).astype(acc)):
+            want = fused_rows.softmax_xent_forward(np, x, target, weight, -100)
+            got = (np.full((rows, cols), np.nan, dtype), np.full(rows, np.nan, acc),
+                   np.full(rows, np.nan, acc), np.full(rows, -1, np.int64))
+            w = weight if weight is not None else np.zeros(1, acc)
+            for grid, block in ROW_LAUNCHES:
+                kc.launch_host(f"softmax_xent_forward_{dtype}",
+                               [x, target, w, np.int64(weight is not None), np.int64(-100),
+                                *got, np.int64(rows), np.int64(cols)], grid, block,
+                               lib=host_lib)
+                for name, a, b in zip(("logp", "loss", "wt", "tsafe"), got, want):
+                    np.testing.assert_allclose(a, b, err_msg=f"{name} {rows}x{cols}",
+                                               **_row_tol(dtype))
+    bad = np.array([0, 5], np.int64)  # 5 is out of range for 3 classes
+    x = np.zeros((2, 3), dtype)
+    out = (np.empty((2, 3), dtype), np.empty(2, acc), np.empty(2, acc), np.empty(2, np.int64))
+    kc.launch_host(f"softmax_xent_forward_{dtype}",
+                   [x, bad, np.zeros(1, acc), np.int64(0), np.int64(-100), *out,
+                    np.int64(2), np.int64(3)], 1, 32, lib=host_lib)
+    assert np.isfinite(out[1][0]) and np.isnan(out[1][1]) and out[3][1] == 0

@@ -146,6 +146,52 @@ def test_cross_entropy_backward_is_one_kernel(reduction, launches):
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_forward_is_one_row_kernel(reduction, weighted, dtype, launches):
+    """cross_entropy's forward on CUDA: softmax_xent_forward and at most four small
+    launches for the reduction and the gradient coefficients (not some twenty), the same
+    loss, gradient and graph as the CPU, ignored targets included."""
+    rng = np.random.default_rng(7)
+    logits = (3 * rng.standard_normal((9, 13))).astype(dtype)
+    target = rng.integers(0, 13, 9)
+    target[[1, 4]] = -100
+    weight = rng.uniform(0.5, 2.0, 13).astype(dtype)
+
+    def run(device):
+        x = gc.tensor(logits, device=device, requires_grad=True)
+        launches.clear()
+        loss = gc.nn.functional.cross_entropy(
+            x, gc.tensor(target, device=device), reduction=reduction,
+            weight=gc.tensor(weight, device=device) if weighted else None)
+        forward = list(launches)
+        assert loss.grad_fn.name() == "NllLossBackward0"
+        assert loss.grad_fn.next_functions[0][0].name() == "LogSoftmaxBackward0"
+        assert loss.dtype == getattr(gc, dtype)
+        (loss.sum() if reduction == "none" else loss).backward()
+        return loss.detach().cpu().numpy(), x.grad.cpu().numpy(), forward
+
+    got_loss, got_grad, forward = run("cuda")
+    assert forward[0] == f"softmax_xent_forward_{dtype}"
+    assert len(forward) <= 2, forward  # + nll_coef; the sums and casts are CuPy's
+    want_loss, want_grad, _ = run("cpu")
+    tol = dict(rtol=2e-3, atol=2e-3) if dtype == "float16" else dict(rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_loss.astype(np.float64), want_loss, **tol)
+    np.testing.assert_allclose(got_grad.astype(np.float64), want_grad, **tol)
+
+
+def test_cross_entropy_rows_not_for_other_shapes(launches):
+    """3-D inputs, probability targets and label smoothing take the general path."""
+    x = gc.randn(2, 5, 3, device="cuda", requires_grad=True)
+    gc.nn.functional.cross_entropy(x, gc.randint(0, 5, (2, 3), device="cuda")).backward()
+    p = gc.softmax(gc.randn(4, 5, device="cuda"), dim=1)
+    gc.nn.functional.cross_entropy(gc.randn(4, 5, device="cuda"), p)
+    gc.nn.functional.cross_entropy(gc.randn(4, 5, device="cuda"),
+                                   gc.randint(0, 5, (4,), device="cuda"), label_smoothing=0.1)
+    assert not any("xent_forward" in n for n in launches)
+
+
 def test_row_broadcast_factor_gradient_is_one_pass(launches):
     """x * w with w broadcast along the rows: w's gradient is mul_sum_rows, one pass."""
     launches.clear()

@@ -192,8 +192,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise RuntimeError("cross_entropy: the input must have a class dimension")
     class_dim = 0 if input.ndim == 1 else 1
     n_classes = input.shape[class_dim]
-    logp = _act.log_softmax(input, class_dim)
     t = target if isinstance(target, Tensor) else as_tensor(target)
+    if label_smoothing == 0.0 and _rows_apply(input, t, weight):
+        return _act.cross_entropy_rows(input, t, weight, ignore_index, reduction)
+    logp = _act.log_softmax(input, class_dim)
     wshape = [1] * input.ndim
     wshape[class_dim] = n_classes
     if t.data.dtype.kind == "f":
@@ -225,6 +227,21 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     else:
         ret = smooth
     return nll * (1.0 - label_smoothing) + ret * (label_smoothing / n_classes)
+
+
+def _rows_apply(x, t, weight) -> bool:
+    """Whether cross_entropy may run as row kernels: a device with kernels, a 2-D
+    floating input, integer targets of one per row, a weight of one per class."""
+    if not isinstance(x, Tensor) or x.ndim != 2:
+        return False
+    xd, td = x.data, t.data
+    if not math_of(xd).device_kernels or xd.dtype.kind != "f" or td.dtype.kind not in "iu":
+        return False
+    if tuple(td.shape) != (xd.shape[0],) or xd.dtype.name not in ("float16", "float32",
+                                                                   "float64"):
+        return False
+    return weight is None or (isinstance(weight, Tensor) and tuple(weight.shape) ==
+                              (xd.shape[1],))
 
 
 def _soft_targets(logp, t, weight, wshape, class_dim, n_classes, reduction, label_smoothing):

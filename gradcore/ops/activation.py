@@ -656,6 +656,42 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     return record1(out, node, x)
 
 
+def cross_entropy_rows(x, t, weight, ignore_index, reduction):
+    """``nll_loss(log_softmax(x, 1), t, weight, ignore_index, reduction)`` for a 2-D
+    ``x`` and class targets ``t`` on a device with kernels: one kernel for the
+    log-probabilities and the per-row losses (``softmax_xent_forward``), a few for the
+    reduction, and the graph of the two ops (``NllLossBackward0`` over
+    ``LogSoftmaxBackward0``), paired so that their backward is one kernel too. The
+    caller has checked the shapes and dtypes (``nn.functional.cross_entropy``)."""
+    check_reduction(reduction)
+    xd, td = x.data, t.data
+    check_same_device(xd, td, "nll_loss")
+    m = math_of(xd)
+    wd = None if weight is None else weight.data
+    logp, losses, wt, tsafe = m.softmax_xent_forward(xd, td, wd, ignore_index)
+    if reduction == "none":
+        out, total = losses, None
+    else:
+        out = losses.sum()
+        total = wt.sum() if reduction == "mean" else None
+        if total is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out = out / total
+    out = m.asarray(out).astype(xd.dtype, copy=False)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    ls = _new(LogSoftmaxBackward0)
+    ls.axis = 1
+    logp_t = record1(logp, ls, x)
+    ls.save_output(logp_t)
+    node = _new(NllLossBackward0)
+    coef = m.nll_coef(wt, total if total is not None else wt.dtype.type(1))
+    node.coef = coef.astype(xd.dtype, copy=False)
+    node.target, node.axis, node.in_shape, node.two_d = tsafe, 1, xd.shape, True
+    node.log_softmax = ls
+    return record1(out, node, logp_t)
+
+
 def fuse_cross_entropy(nll, logp) -> None:
     """Mark ``nll = nll_loss(logp, ...)``, ``logp = log_softmax(x, 1)`` of 2-D ``x``, as a
     pair whose backward may run as one kernel (devices with kernels only). The caller
