@@ -16,17 +16,18 @@
 
 namespace gradcore {
 
-// The sum of every thread's `v` over the block, returned to all of them. Every thread
-// of the block must call it (it synchronizes). A tree over the shared buffer.
-template <typename C>
-__device__ __forceinline__ C block_sum(C v, C* buf) {
+// The reduction with `op` of every thread's `v` over the block, returned to all of
+// them. Every thread of the block must call it (it synchronizes). A tree over the
+// shared buffer, for any blockDim.x up to GRADCORE_MAX_BLOCK.
+template <typename C, typename Op>
+__device__ __forceinline__ C block_reduce(C v, C* buf, Op op) {
     const unsigned int t = threadIdx.x;
     buf[t] = v;
     __syncthreads();
     unsigned int half = 1;
     while (half * 2 < blockDim.x) half *= 2;
     for (; half > 0; half /= 2) {
-        if (t < half && t + half < blockDim.x) buf[t] += buf[t + half];
+        if (t < half && t + half < blockDim.x) buf[t] = op(buf[t], buf[t + half]);
         __syncthreads();
     }
     const C total = buf[0];
@@ -34,22 +35,21 @@ __device__ __forceinline__ C block_sum(C v, C* buf) {
     return total;
 }
 
-// The maximum of every thread's `v` over the block (NaN if any is NaN), to all of them.
-template <typename C>
-__device__ __forceinline__ C block_max(C v, C* buf) {
-    const unsigned int t = threadIdx.x;
-    buf[t] = v;
-    __syncthreads();
-    unsigned int half = 1;
-    while (half * 2 < blockDim.x) half *= 2;
-    for (; half > 0; half /= 2) {
-        if (t < half && t + half < blockDim.x) buf[t] = maximum(buf[t], buf[t + half]);
-        __syncthreads();
+struct add_op {
+    template <typename C> __device__ __forceinline__ C operator()(C a, C b) const {
+        return a + b;
     }
-    const C total = buf[0];
-    __syncthreads();
-    return total;
-}
+};
+struct max_op {  // NaN if either is NaN
+    template <typename C> __device__ __forceinline__ C operator()(C a, C b) const {
+        return maximum(a, b);
+    }
+};
+
+template <typename C>
+__device__ __forceinline__ C block_sum(C v, C* buf) { return block_reduce(v, buf, add_op()); }
+template <typename C>
+__device__ __forceinline__ C block_max(C v, C* buf) { return block_reduce(v, buf, max_op()); }
 
 // cross_entropy's forward for class targets, a block per row: the log-probabilities
 // logp = (x - max) - log(sum(exp(x - max))) (log_softmax's operations), and for the
