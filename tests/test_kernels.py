@@ -190,11 +190,13 @@ def nvrtc_compile(lib, source: str, name: str, options) -> tuple[int, str, bytes
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_nvrtc_compiles_each_dtype_as_the_device_does(dtype, arch):
     """What CuPy's RawModule does on a GPU: NVRTC compiles the source with the options
-    of ``kernels_cuda.nvrtc_options`` (one dtype at a time), without the CUDA toolkit's
-    headers, to PTX holding that dtype's entry points and no other."""
+    of ``kernels_cuda.nvrtc_options`` (one dtype at a time) and CuPy's own, without the
+    CUDA toolkit's headers, to PTX holding that dtype's entry points and no other. (The
+    source also compiles as C++11, 14 and 20, should CuPy add another -std.)"""
     lib = _nvrtc()
     source = (kc.kernels_dir() / kc.GENERATED).read_text()
-    options = (*kc.nvrtc_options(dtype), f"--gpu-architecture={arch}")
+    # CuPy adds -ftz=true and the architecture to the options it is given
+    options = (*kc.nvrtc_options(dtype), "-ftz=true", f"--gpu-architecture={arch}")
     rc, log, ptx = nvrtc_compile(lib, source, kc.GENERATED, options)
     assert rc == 0, f"NVRTC {' '.join(options)}:\n{log}"
     entries = set(re.findall(rb"\.entry\s+(\w+)", ptx))
