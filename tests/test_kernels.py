@@ -691,3 +691,14 @@ def test_softmax_xent_forward_kernel_matches_the_twin(dtype, host_lib):
                    [x, bad, np.zeros(1, acc), np.int64(0), np.int64(-100), *out,
                     np.int64(2), np.int64(3)], 1, 32, lib=host_lib)
     assert np.isfinite(out[1][0]) and np.isnan(out[1][1]) and out[3][1] == 0
+
+
+@pytest.mark.parametrize("std", ["c++11", "c++14", "c++20"])
+def test_nvrtc_compiles_in_other_language_standards(std):
+    """Should CuPy pass its own -std after ours, the last one wins (NVRTC warns): the
+    source must compile in any standard from C++11."""
+    lib = _nvrtc()
+    source = (kc.kernels_dir() / kc.GENERATED).read_text()
+    options = (*kc.nvrtc_options("float32"), f"-std={std}", "--gpu-architecture=compute_80")
+    rc, log, _ = nvrtc_compile(lib, source, kc.GENERATED, options)
+    assert rc == 0, f"NVRTC {' '.join(options)}:\n{log}"
