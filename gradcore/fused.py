@@ -1,17 +1,20 @@
 """Fused pointwise backward kernels, each declared once.
 
-A kernel is a name, its parameters and one expression written in the common subset
-of C and Python (arithmetic, comparisons, and the functions ``where``, ``exp``,
-``log``, ``sqrt``, ``sin``, ``cos``, ``tanh``, ``sign``, ``pow``).  From that one
-expression come
+A kernel is a name, its parameters and one expression (or one per output) written in
+the common subset of C and Python (arithmetic, comparisons, and the functions
+``where``, ``exp``, ``log``, ``sqrt``, ``sin``, ``cos``, ``tanh``, ``sign``, ``pow``,
+``erf``, ``maximum``). From that one declaration come
 
 * the NumPy twin, attached to the CPU array namespace (``math.tanh_backward``);
 * the differentiable composite used when ``create_graph=True``
   (``tensor_math.tanh_backward``), so second derivatives come for free;
-* later, the body of the CUDA elementwise kernel on GPUs.
+* the body of the CUDA kernel (:mod:`gradcore.kernels_cuda`), one launch per call on a
+  CUDA device.
 
 A kernel may also name a hand-written CPU twin (``cpu=``) that avoids temporaries;
-the tests check it against the expression on the same inputs.
+the tests check it against the expression on the same inputs. :class:`Update` declares
+the in-place optimizer steps the same way (:mod:`gradcore.fused_optim`). See
+docs/kernels.md.
 """
 
 from __future__ import annotations
@@ -257,7 +260,7 @@ def attach(math, device_kernels: bool | None = None) -> None:
             fn = k.compile(names)
         setattr(math, k.name, fn)
     for name, fn in INPLACE_CPU.items():
-        # elsewhere (until the CUDA kernels land) the out-of-place kernel stands in
+        # on a device the out-of-place kernel stands in (one launch either way)
         setattr(math, name, fn if math.xp is np else getattr(math, name.rstrip("_")))
     # whether the kernels are real device kernels (one launch each), so that an op may
     # prefer a kernel to a composition tuned for NumPy

@@ -1,16 +1,21 @@
-"""CUDA C source for the fused pointwise backward kernels, generated from their declarations.
+"""gradcore's CUDA kernels: source generation, the host build, device launches.
 
-Each kernel of :data:`gradcore.fused.KERNELS` is one expression in the common subset of
-C and Python. This module turns every declaration into a grid-stride CUDA kernel,
-written to ``kernels/pointwise_backward.cu`` (committed, shipped in the wheel as
-``gradcore/_kernels/``), and builds that same file for the host so the tests can run it
-on the CPU against the NumPy twins (``host_library``, ``run_host``)::
+Each kernel of :data:`gradcore.fused.KERNELS` (pointwise) and
+:data:`gradcore.fused_optim.UPDATE_KERNELS` (in-place optimizer steps) is declared in
+the common subset of C and Python; the row kernels (:data:`ROW_KERNELS`) are written by
+hand in ``kernels/gradcore_rows.cuh``. This module turns the declarations into
+grid-stride CUDA kernels with an ``extern "C"`` entry point per dtype, written to
+``kernels/pointwise_backward.cu`` (committed, shipped in the wheel as
+``gradcore/_kernels/``); builds that same file for the host so the tests can run it on
+the CPU against the NumPy twins (``host_library``, ``run_host``, ``launch_host``); and
+launches it on a CUDA device through ``cupy.RawModule`` (``device_kernel``,
+``launch``)::
 
     python -m gradcore.kernels_cuda --write   # regenerate kernels/pointwise_backward.cu
     python -m gradcore.kernels_cuda --check   # exit 1 if the committed file is stale
 
-Nothing here runs at import time, and nothing here needs a GPU or CuPy. See
-docs/kernels.md.
+Nothing here runs at import time, and nothing but the device launches needs a GPU or
+CuPy. See docs/kernels.md.
 """
 
 from __future__ import annotations
@@ -649,7 +654,7 @@ if __name__ == "__main__":
 
 
 # ----------------------------------------------------------------------------------
-# on the device (CuPy): opt-in until a GPU session has validated it
+# on the device (CuPy): the default on CUDA (GRADCORE_CUDA_KERNELS=0 turns it off)
 
 
 def device_kernels_enabled() -> bool:
