@@ -262,6 +262,34 @@ def _adam_update_kernel(math, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=N
         math.adam_step(param, grad, exp_avg, exp_avg_sq, *scalars)
 
 
+# NumPy makes one pass over memory per operation, and an update is a dozen of them: over
+# a large parameter, each pass streams every array from main memory again. Updating it
+# a slice at a time, each slice small enough to stay in the CPU's cache across the
+# dozen operations, gives the very same results (every operation is elementwise) in
+# about half the time for parameters of a few MB.
+CHUNK = 65536  # elements: 256 KiB a float32 array, four to seven arrays in L2
+
+
+def _chunked(fn, xp):
+    """``fn(xp, param, grad, *state, **kw)`` run over slices of ``CHUNK`` elements when
+    the parameter is large and every array it updates is contiguous (views of slices
+    are then updated in place)."""
+    def run(param, grad, *state, **kwargs):
+        n = param.size
+        if n < 4 * CHUNK or not param.flags.c_contiguous or not all(
+                s is None or s.flags.c_contiguous for s in state):
+            return fn(xp, param, grad, *state, **kwargs)
+        p = param.reshape(-1)
+        g = grad.reshape(-1)  # read only: a copy, if it is not contiguous, will do
+        flat = [None if s is None else s.reshape(-1) for s in state]
+        for i in range(0, n, CHUNK):
+            j = i + CHUNK
+            fn(xp, p[i:j], g[i:j], *[None if s is None else s[i:j] for s in flat], **kwargs)
+
+    functools.update_wrapper(run, fn)
+    return run
+
+
 def attach(math) -> None:
     """Give an array namespace the fused updates.
 
@@ -281,4 +309,7 @@ def attach(math) -> None:
             math, "adam_update", functools.partial(_adam_update_kernel, math))
         return
     for name, fn in UPDATES.items():
-        setattr(math, name, functools.partial(fn, math.xp))
+        if math.xp.__name__ == "numpy":
+            setattr(math, name, _chunked(fn, math.xp))
+        else:  # on a device a slice is one more launch per operation
+            setattr(math, name, functools.partial(fn, math.xp))

@@ -483,3 +483,33 @@ def test_scheduler_errors():
     opt = optim.SGD([gc.nn.Parameter(gc.ones(1))], lr=0.1)
     with pytest.raises(KeyError, match="initial_lr"):
         optim.lr_scheduler.StepLR(opt, step_size=1, last_epoch=3)
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("adam_update", dict(step=4, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+                         weight_decay=0.01, amsgrad=True)),
+    ("adam_update", dict(step=2, lr=1e-3, beta1=0.3, beta2=0.99, eps=1e-8,
+                         weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    ("sgd_update", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)),
+    ("sgd_update", dict(lr=0.1, momentum=0.9, dampening=0.5, first_step=True)),
+    ("sgd_update", dict(lr=0.1)),
+])
+def test_cpu_updates_by_slices_equal_the_whole_update(name, kw):
+    """The CPU updates a large parameter a cache-sized slice at a time: bit for bit what
+    one pass over the whole arrays gives, a non-contiguous gradient included."""
+    from gradcore import fused_optim
+    from gradcore.backend import cpu
+
+    rng = np.random.default_rng(0)
+    shape = (3 * fused_optim.CHUNK // 100 + 7, 100)  # several slices and a partial one
+    n_state = 4 if name == "adam_update" else 2
+    arrays = [rng.standard_normal(shape).astype(np.float32) for _ in range(n_state)]
+    arrays[2:] = [np.abs(a) for a in arrays[2:]]
+    if name == "sgd_update" and "momentum" not in kw:
+        arrays[1] = None
+    grad = rng.standard_normal(shape[::-1]).astype(np.float32).T  # not contiguous
+    want = [None if a is None else a.copy() for a in arrays]
+    fused_optim.UPDATES[name](np, want[0], grad, *want[1:], **kw)
+    getattr(cpu.math, name)(arrays[0], grad, *arrays[1:], **kw)
+    for a, b in zip(arrays, want):
+        assert (a is None and b is None) or np.array_equal(a, b)
