@@ -1,6 +1,14 @@
 VENV := .venv
+# PYTHON=python3 uses that interpreter as it is, without the virtualenv and installs:
+# for a machine whose Python already has the dependencies and no network, such as a
+# GPU machine with CuPy (make gpu-test PYTHON=python3).
+ifdef PYTHON
+PY := $(PYTHON)
+STAMP :=
+else
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+endif
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 BENCH_FLAGS := --benchmark-only --benchmark-columns=min,median,mean,rounds --benchmark-sort=name
@@ -11,7 +19,7 @@ install: $(STAMP)
 
 # Create the virtual environment when missing and install gradcore editable with its
 # dev extras; redone whenever pyproject.toml changes.
-$(STAMP): pyproject.toml
+$(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install -e '.[dev]'
@@ -34,13 +42,15 @@ gpu-bench: $(STAMP)
 	$(PY) -m gradcore bench --suite all --devices cpu,cuda --json docs/benchmarks/gpu.json --plot docs/benchmarks/gpu.png
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check gradcore tests bench
+	$(PY) -m ruff check gradcore tests bench
 
 # The main job: train an MLP on handwritten digits on the best available device, then
 # compare CPU and GPU backward time. With a GPU (nvidia-smi lists one) the matching CuPy
-# wheel is installed first.
+# wheel is installed first (not with PYTHON=..., whose interpreter is taken as it is).
 demo: $(STAMP)
-	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+	@if [ -n "$(PYTHON)" ]; then \
+	  echo "PYTHON=$(PYTHON): using its packages as they are"; \
+	elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
 	  major=$$(nvidia-smi | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\).*/\1/p' | head -n 1); \
 	  extra=cuda12; if [ "$${major:-12}" -ge 13 ]; then extra=cuda13; fi; \
 	  echo "GPU found (CUDA $$major): installing gradcore[examples,$$extra]"; \
