@@ -219,8 +219,8 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
         ("inner_d", "(x_sq * 0.134145 + 1) * 0.7978845608028654"))),
     # mse_loss: 2 * (x - y) * g, divided by the count for "mean" (scale = 2 or 2 / n)
     Kernel("mse_backward", ("g", "x", "y"), "(x - y) * (g * scale)", scalars=("scale",)),
-    # nll_loss's gradient coefficients from the targets' weights: -wt / total for
-    # "mean" (no gradient when nothing is counted), total = 1 otherwise
+    # nll_loss's gradient coefficients from the targets' weights for "mean": -wt / total
+    # (no gradient when nothing is counted)
     Kernel("nll_coef", ("wt", "total"), "where(total != 0, -wt / total, 0)"),
 ]}
 

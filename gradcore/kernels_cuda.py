@@ -537,7 +537,7 @@ def launch_host(name: str, values, grid: int, block: int,
     fn(args, int(grid), int(block))
 
 
-def kernel_arguments(k, args, xp=np, out=None):
+def kernel_arguments(k, args, xp=np, out=None, constants=None):
     """The argument values of kernel ``k`` for the inputs ``args`` (arrays of ``xp`` or
     numbers for the params, numbers for the scalars), with the outputs they need.
 
@@ -546,6 +546,7 @@ def kernel_arguments(k, args, xp=np, out=None):
     the common dtype (a copy only where it is broadcast, strided or of another dtype).
     Returns ``(entry name, values, outputs, n)``. Updates: every array is the same
     contiguous array of one dtype, updated in place; ``outputs`` is empty.
+    ``constants`` (a dict) keeps the one-element arrays made for numbers, by value.
     """
     arrays, scalars = args[:len(k.params)], args[len(k.params):]
     if len(scalars) != len(k.scalars):
@@ -573,6 +574,17 @@ def kernel_arguments(k, args, xp=np, out=None):
     n = int(np.prod(shape, dtype=np.int64))
     for p, a in zip(k.params, arrays):
         want = np.dtype(bool) if p in masks else dtype
+        if not hasattr(a, "shape") and constants is not None:
+            # a number (pow's exponent, clamp's bounds): one element on the device, made
+            # once per value and dtype rather than copied from the host at every call
+            key = (float(a), want.str)
+            c = constants.get(key)
+            if c is None:
+                if len(constants) >= 256:
+                    constants.clear()
+                c = constants[key] = xp.full((1,), a, dtype=want)
+            values += [c, np.int64(0)]
+            continue
         a = xp.asarray(a)
         if a.size == 1 and n != 1:
             a, stride = xp.ascontiguousarray(a.reshape(1).astype(want, copy=False)), 0
@@ -748,8 +760,10 @@ def device_kernel(math, k):
     xp = math.xp
     single = not isinstance(k, Update) and len(k.exprs) == 1
 
+    constants = math.__dict__.setdefault("_kernel_constants", {})
+
     def run(*args):
-        entry_name, values, outs, n = kernel_arguments(k, args, xp)
+        entry_name, values, outs, n = kernel_arguments(k, args, xp, constants=constants)
         if n:
             launch(math, entry_name, values, min(-(-n // BLOCK), MAX_GRID), BLOCK)
         if isinstance(k, Update):

@@ -220,6 +220,22 @@ def test_training_step_with_kernels_makes_no_host_sync(kernels_on):
         loss.item()
 
 
+def test_numbers_become_device_constants_once(kernels_on, monkeypatch):
+    """pow's exponent and clamp's bounds (Python numbers) are made one-element device
+    arrays once per value and dtype, not copied from the host at every call."""
+    math = gc.device("cuda").math
+    made = []
+    real_full = kernels_on.full
+    monkeypatch.setattr(kernels_on, "full", lambda *a, **k: (made.append(a), real_full(*a, **k))[1])
+    x = math.asarray(np.linspace(0.5, 2.0, 12))
+    g = math.asarray(np.ones(12))
+    for _ in range(3):
+        got = math.pow_backward(g, x, 2.5)
+        math.clamp_backward(g, x, 0.75, 1.5)
+    np.testing.assert_allclose(got.get(), 2.5 * np.linspace(0.5, 2.0, 12) ** 1.5)
+    assert sorted(a[1] for a in made) == [0.75, 1.5, 2.5]
+
+
 def test_optimizer_updates_are_one_kernel_per_parameter(launches):
     """On CUDA with the kernels, SGD (momentum, nesterov) and Adam/AdamW (amsgrad) each
     launch one kernel per parameter and match the CPU."""

@@ -685,7 +685,7 @@ def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     logp_t = record1(logp, ls, x)
     ls.save_output(logp_t)
     node = _new(NllLossBackward0)
-    coef = m.nll_coef(wt, total if total is not None else wt.dtype.type(1))
+    coef = m.nll_coef(wt, total) if total is not None else m.negative(wt)
     node.coef = coef.astype(xd.dtype, copy=False)
     node.target, node.axis, node.in_shape, node.two_d = tsafe, 1, xd.shape, True
     node.log_softmax = ls
