@@ -36,6 +36,7 @@ Per element, with ``g`` the gradient (negated when ``maximize``):
 from __future__ import annotations
 
 import functools
+import inspect
 
 from .fused import Update
 
@@ -287,6 +288,10 @@ def _chunked(fn, xp):
             fn(xp, p[i:j], g[i:j], *[None if s is None else s[i:j] for s in flat], **kwargs)
 
     functools.update_wrapper(run, fn)
+    # the signature of fn without xp, as a partial would show it (gc.profile reads the
+    # names of the arrays an update writes from it)
+    sig = inspect.signature(fn)
+    run.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])
     return run
 
 
