@@ -172,16 +172,43 @@ def _relu_backward_inplace_cpu(g, y):
     return np.multiply(g, y > 0, out=g)
 
 
+# NumPy makes one pass over memory per operation. Over arrays of several MB each pass
+# streams them from main memory again; a slice at a time, each slice small enough to
+# stay in the CPU's cache across a kernel's few operations, gives the very same results
+# (the operations are elementwise) two to three times faster. The optimizer updates of
+# fused_optim go slice by slice too.
+CHUNK = 65536  # elements: 256 KiB a float32 array
+
+
+def sliced(fn):
+    """In-place twin ``fn(g, y)`` (writes ``g``, may overwrite ``y``) run a ``CHUNK``
+    slice at a time when both are large, alike and contiguous."""
+    def run(g, y):
+        n = g.size
+        if n < 4 * CHUNK or type(g) is not np.ndarray or type(y) is not np.ndarray or \
+                g.shape != y.shape or not (g.flags.c_contiguous and y.flags.c_contiguous):
+            return fn(g, y)
+        gf, yf = g.reshape(-1), y.reshape(-1)
+        for i in range(0, n, CHUNK):
+            fn(gf[i:i + CHUNK], yf[i:i + CHUNK])
+        return g
+
+    run.__name__ = fn.__name__
+    run.__doc__ = fn.__doc__
+    run.whole = fn  # the same twin over the whole arrays (the tests compare the two)
+    return run
+
+
 # In-place variants for gradients the engine owns (``Node.apply_owned``): same math as
 # the kernel of the same name without the trailing underscore (tests compare them).
-INPLACE_CPU = {
+INPLACE_CPU = {name: sliced(fn) for name, fn in {
     "tanh_backward_": _tanh_backward_inplace_cpu,
     "sigmoid_backward_": _sigmoid_backward_inplace_cpu,
     "relu_backward_": _relu_backward_inplace_cpu,
     # ... and variants that may also overwrite the saved output ``y`` (its last use)
     "tanh_backward__": _tanh_backward_consume_cpu,
     "sigmoid_backward__": _sigmoid_backward_consume_cpu,
-}
+}.items()}
 
 KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("tanh_backward", ("g", "y"), "g * (1 - y * y)", cpu=_tanh_backward_cpu),

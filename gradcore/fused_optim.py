@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .fused import Update
+from .fused import CHUNK, Update
 
 __all__ = ["adam_scalars", "attach", "UPDATES", "UPDATE_KERNELS", "sgd_kernel_scalars",
            "adam_kernel_scalars"]
@@ -263,12 +263,9 @@ def _adam_update_kernel(math, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=N
         math.adam_step(param, grad, exp_avg, exp_avg_sq, *scalars)
 
 
-# NumPy makes one pass over memory per operation, and an update is a dozen of them: over
-# a large parameter, each pass streams every array from main memory again. Updating it
-# a slice at a time, each slice small enough to stay in the CPU's cache across the
-# dozen operations, gives the very same results (every operation is elementwise) in
-# about half the time for parameters of a few MB.
-CHUNK = 65536  # elements: 256 KiB a float32 array, four to seven arrays in L2
+# An update is a dozen NumPy passes: over a large parameter, each streams every array
+# from main memory again. A slice at a time (fused.CHUNK elements, four to seven arrays
+# in L2), the same results come in about half the time for parameters of a few MB.
 
 
 def _chunked(fn, xp):
