@@ -92,39 +92,52 @@ __device__ __forceinline__ void softmax_xent_forward(
     }
 }
 
-// softmax backward along the rows: out = g * y - y * sum(g * y) (y the softmax output)
+// The backward of a softmax-like op along the rows, from a row sum: for each row,
+// s = sum over the row of F::term(g, y), then out = F::out(g, y, s).
+template <typename T, typename C, typename F>
+__device__ __forceinline__ void row_backward(
+        const T* __restrict__ g, const T* __restrict__ y, T* __restrict__ out,
+        long long rows, long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const long long base = r * cols;
+        C acc = C(0);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
+            acc += F::term(load(g[base + j]), load(y[base + j]));
+        const C s = block_sum(acc, buf);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
+            out[base + j] = store<T>(F::out(load(g[base + j]), load(y[base + j]), s));
+    }
+}
+
+// softmax: out = g * y - y * sum(g * y) (y the softmax output)
+struct softmax_terms {
+    template <typename C> __device__ __forceinline__ static C term(C g, C y) { return g * y; }
+    template <typename C> __device__ __forceinline__ static C out(C g, C y, C s) {
+        return g * y - y * s;
+    }
+};
+
+// log_softmax: out = g - exp(y) * sum(g) (y the log-probabilities)
+struct log_softmax_terms {
+    template <typename C> __device__ __forceinline__ static C term(C g, C) { return g; }
+    template <typename C> __device__ __forceinline__ static C out(C g, C y, C s) {
+        return g - exp(y) * s;
+    }
+};
+
 template <typename T, typename C>
 __device__ __forceinline__ void softmax_backward_rows(
         const T* __restrict__ g, const T* __restrict__ y, T* __restrict__ out,
         long long rows, long long cols) {
-    __shared__ C buf[GRADCORE_MAX_BLOCK];
-    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-        const long long base = r * cols;
-        C acc = C(0);
-        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
-            acc += load(g[base + j]) * load(y[base + j]);
-        const C s = block_sum(acc, buf);
-        for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
-            const C yj = load(y[base + j]);
-            out[base + j] = store<T>(load(g[base + j]) * yj - yj * s);
-        }
-    }
+    row_backward<T, C, softmax_terms>(g, y, out, rows, cols);
 }
 
-// log_softmax backward along the rows: out = g - exp(y) * sum(g) (y the log-probabilities)
 template <typename T, typename C>
 __device__ __forceinline__ void log_softmax_backward_rows(
         const T* __restrict__ g, const T* __restrict__ y, T* __restrict__ out,
         long long rows, long long cols) {
-    __shared__ C buf[GRADCORE_MAX_BLOCK];
-    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-        const long long base = r * cols;
-        C acc = C(0);
-        for (long long j = threadIdx.x; j < cols; j += blockDim.x) acc += load(g[base + j]);
-        const C s = block_sum(acc, buf);
-        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
-            out[base + j] = store<T>(load(g[base + j]) - exp(load(y[base + j])) * s);
-    }
+    row_backward<T, C, log_softmax_terms>(g, y, out, rows, cols);
 }
 
 // softmax cross-entropy backward, from the log-probabilities `logp` of the forward: with
