@@ -8,8 +8,9 @@ sum over the rows. Each is hand-written once in CUDA C (declared in
 tests run the CUDA source through the host build against these twins.
 
 ``attach(math)`` gives an array namespace ``softmax_backward_rows``,
-``log_softmax_backward_rows``, ``softmax_xent_backward``, ``softmax_xent_forward`` and
-``mul_sum_rows``: the
+``log_softmax_backward_rows``, ``softmax_xent_backward``, ``softmax_xent_forward``,
+``layer_norm_forward_rows``, ``layer_norm_backward_rows``, ``layer_norm_param_grads``
+and ``mul_sum_rows``: the
 twins over the namespace's array module, or one kernel launch each where the namespace
 has device kernels (``math.device_kernels``). Rows are the last axis of a C-contiguous
 array; the ops call these only for a reduction over the last axis.
@@ -69,6 +70,44 @@ def softmax_xent_forward(xp, x, target, weight, ignore_index):
     return logp, loss, wt, tsafe
 
 
+def _acc(dtype):
+    return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
+
+
+def layer_norm_forward_rows(xp, x, w, b, eps, inv_n):
+    """layer_norm over the rows of a 2-D ``x``: ``(y, mean, rstd)`` in the operations
+    of ``ops.activation.layer_norm`` (float16 computed in float32)."""
+    acc = _acc(x.dtype)
+    v = x.astype(acc)
+    mean = v.sum(axis=1) * acc.type(inv_n)
+    xc = v - mean[:, None]
+    rstd = acc.type(1) / xp.sqrt((xc * xc).sum(axis=1) * acc.type(inv_n) + acc.type(eps))
+    y = xc * rstd[:, None]
+    if w is not None:
+        y = y * w.astype(acc)
+    if b is not None:
+        y = y + b.astype(acc)
+    return y.astype(x.dtype), mean, rstd
+
+
+def layer_norm_backward_rows(xp, g, x, w, mean, rstd, inv_n):
+    """layer_norm's input gradient over the rows (``NativeLayerNormBackward0``)."""
+    acc = _acc(x.dtype)
+    xhat = (x.astype(acc) - mean[:, None]) * rstd[:, None]
+    gh = g.astype(acc) * w.astype(acc) if w is not None else g.astype(acc)
+    a = gh.sum(axis=1, keepdims=True) * acc.type(inv_n)
+    bb = (gh * xhat).sum(axis=1, keepdims=True) * acc.type(inv_n)
+    return ((gh - a - xhat * bb) * rstd[:, None]).astype(x.dtype)
+
+
+def layer_norm_param_grads(xp, g, x, mean, rstd):
+    """``(sum(g * xhat), sum(g))`` over the rows: layer_norm's weight and bias grads."""
+    acc = _acc(x.dtype)
+    xhat = (x.astype(acc) - mean[:, None]) * rstd[:, None]
+    gv = g.astype(acc)
+    return (gv * xhat).sum(axis=0).astype(x.dtype), gv.sum(axis=0).astype(x.dtype)
+
+
 def mul_sum_rows(xp, g, x):
     """``sum(g * x, axis=0)``: the gradient of a factor broadcast along the rows."""
     return (g * x).sum(axis=0)
@@ -76,7 +115,8 @@ def mul_sum_rows(xp, g, x):
 
 TWINS = {f.__name__: f for f in (softmax_backward_rows, log_softmax_backward_rows,
                                   softmax_xent_backward, softmax_xent_forward,
-                                  mul_sum_rows)}
+                                  layer_norm_forward_rows, layer_norm_backward_rows,
+                                  layer_norm_param_grads, mul_sum_rows)}
 
 
 def row_block(cols: int) -> int:
@@ -145,6 +185,63 @@ def _xent_forward_kernel(math, x, target, weight, ignore_index):
     return logp, loss, wt, tsafe
 
 
+def _ln_forward_kernel(math, x, w, b, eps, inv_n):
+    from .kernels_cuda import MAX_GRID, launch
+
+    xp = math.xp
+    dtype = x.dtype
+    acc = _acc(dtype)
+    x = _dense(xp, x, dtype)
+    rows, cols = x.shape
+    y = xp.empty(x.shape, dtype=dtype)
+    mean = xp.empty((rows,), dtype=acc)
+    rstd = xp.empty((rows,), dtype=acc)
+    dummy = x.reshape(-1)[:1]
+    if rows:
+        launch(math, f"layer_norm_forward_rows_{dtype.name}",
+               [x, dummy if w is None else _dense(xp, w, dtype),
+                dummy if b is None else _dense(xp, b, dtype), np.int64(w is not None),
+                np.int64(b is not None), acc.type(eps), acc.type(inv_n), y, mean, rstd,
+                np.int64(rows), np.int64(cols)], min(rows, MAX_GRID), row_block(cols))
+    return y, mean, rstd
+
+
+def _ln_backward_kernel(math, g, x, w, mean, rstd, inv_n):
+    from .kernels_cuda import MAX_GRID, launch
+
+    xp = math.xp
+    dtype = x.dtype
+    acc = _acc(dtype)
+    x = _dense(xp, x, dtype)
+    rows, cols = x.shape
+    dx = xp.empty(x.shape, dtype=dtype)
+    if rows:
+        launch(math, f"layer_norm_backward_rows_{dtype.name}",
+               [_dense(xp, g, dtype), x, x.reshape(-1)[:1] if w is None else
+                _dense(xp, w, dtype), np.int64(w is not None), _dense(xp, mean, acc),
+                _dense(xp, rstd, acc), acc.type(inv_n), dx, np.int64(rows),
+                np.int64(cols)], min(rows, MAX_GRID), row_block(cols))
+    return dx
+
+
+def _ln_params_kernel(math, g, x, mean, rstd):
+    from .kernels_cuda import BLOCK, MAX_GRID, launch
+
+    xp = math.xp
+    dtype = x.dtype
+    acc = _acc(dtype)
+    x = _dense(xp, x, dtype)
+    rows, cols = x.shape
+    dw = xp.empty((cols,), dtype=dtype)
+    db = xp.empty((cols,), dtype=dtype)
+    if cols:
+        launch(math, f"layer_norm_param_grads_{dtype.name}",
+               [_dense(xp, g, dtype), x, _dense(xp, mean, acc), _dense(xp, rstd, acc),
+                np.int64(1), np.int64(1), dw, db, np.int64(rows), np.int64(cols)],
+               min(-(-cols // 32), MAX_GRID), BLOCK)
+    return dw, db
+
+
 def _mul_sum_rows_kernel(math, g, x):
     from .kernels_cuda import BLOCK, MAX_GRID, launch
 
@@ -200,6 +297,9 @@ def attach(math) -> None:
             "softmax_xent_backward": functools.partial(_xent_kernel, math),
             "softmax_xent_forward": functools.partial(_xent_forward_kernel, math),
             "mul_sum_rows": functools.partial(_mul_sum_rows_kernel, math),
+            "layer_norm_forward_rows": functools.partial(_ln_forward_kernel, math),
+            "layer_norm_backward_rows": functools.partial(_ln_backward_kernel, math),
+            "layer_norm_param_grads": functools.partial(_ln_params_kernel, math),
             # the gradient of a row-broadcast factor of a product in one pass, not two
             "mul_sum_to": functools.partial(_mul_sum_to_kernel, math,
                                             type(math).mul_sum_to.__get__(math)),

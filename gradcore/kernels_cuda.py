@@ -214,6 +214,17 @@ ROW_KERNELS = {k.name: k for k in [
         cooperative=False),
     RowKernel("mul_sum_rows", (("in", "g"), ("in", "x"), ("out", "out"), ("int", "rows"),
                                ("int", "cols"))),
+    RowKernel("layer_norm_forward_rows", (
+        ("in", "x"), ("in", "w"), ("in", "b"), ("int", "has_w"), ("int", "has_b"),
+        ("scalar", "eps"), ("scalar", "inv_n"), ("out", "y"), ("cout", "mean"),
+        ("cout", "rstd"), ("int", "rows"), ("int", "cols"))),
+    RowKernel("layer_norm_backward_rows", (
+        ("in", "g"), ("in", "x"), ("in", "w"), ("int", "has_w"), ("cin", "mean"),
+        ("cin", "rstd"), ("scalar", "inv_n"), ("out", "dx"), ("int", "rows"),
+        ("int", "cols"))),
+    RowKernel("layer_norm_param_grads", (
+        ("in", "g"), ("in", "x"), ("cin", "mean"), ("cin", "rstd"), ("int", "has_w"),
+        ("int", "has_b"), ("out", "dw"), ("out", "db"), ("int", "rows"), ("int", "cols"))),
     RowKernel("softmax_xent_forward", (
         ("in", "x"), ("index", "target"), ("cin", "weight"), ("int", "has_weight"),
         ("int", "ignore_index"), ("out", "logp"), ("cout", "loss"), ("cout", "wt"),

@@ -189,4 +189,101 @@ __device__ __forceinline__ void mul_sum_rows(
     }
 }
 
+// layer_norm over rows of `cols` (the normalized trailing dimensions), a block per row,
+// in the CPU's operations: mean = sum(x) * inv_n, var = sum((x - mean)^2) * inv_n,
+// rstd = 1 / sqrt(var + eps), y = (x - mean) * rstd * w + b (w, b when has_w, has_b).
+template <typename T, typename C>
+__device__ __forceinline__ void layer_norm_forward_rows(
+        const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+        long long has_w, long long has_b, C eps, C inv_n, T* __restrict__ y,
+        C* __restrict__ mean, C* __restrict__ rstd, long long rows, long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const long long base = r * cols;
+        C acc = C(0);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) acc += load(x[base + j]);
+        const C mu = block_sum(acc, buf) * inv_n;
+        acc = C(0);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+            const C xc = load(x[base + j]) - mu;
+            acc += xc * xc;
+        }
+        const C rs = C(1) / sqrt(block_sum(acc, buf) * inv_n + eps);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+            C v = (load(x[base + j]) - mu) * rs;
+            if (has_w) v = v * load(w[j]);
+            if (has_b) v = v + load(b[j]);
+            y[base + j] = store<T>(v);
+        }
+        if (threadIdx.x == 0) {
+            mean[r] = mu;
+            rstd[r] = rs;
+        }
+    }
+}
+
+// layer_norm's input gradient, a block per row: with xhat = (x - mean) * rstd and
+// gh = g * w (or g), dx = (gh - sum(gh) * inv_n - xhat * (sum(gh * xhat) * inv_n)) * rstd.
+template <typename T, typename C>
+__device__ __forceinline__ void layer_norm_backward_rows(
+        const T* __restrict__ g, const T* __restrict__ x, const T* __restrict__ w,
+        long long has_w, const C* __restrict__ mean, const C* __restrict__ rstd, C inv_n,
+        T* __restrict__ dx, long long rows, long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const long long base = r * cols;
+        const C mu = mean[r], rs = rstd[r];
+        C acc_a = C(0), acc_b = C(0);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+            const C gh = has_w ? load(g[base + j]) * load(w[j]) : load(g[base + j]);
+            acc_a += gh;
+            acc_b += gh * ((load(x[base + j]) - mu) * rs);
+        }
+        const C a = block_sum(acc_a, buf) * inv_n;
+        const C bb = block_sum(acc_b, buf) * inv_n;
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+            const C gh = has_w ? load(g[base + j]) * load(w[j]) : load(g[base + j]);
+            const C xhat = (load(x[base + j]) - mu) * rs;
+            dx[base + j] = store<T>((gh - a - xhat * bb) * rs);
+        }
+    }
+}
+
+// layer_norm's weight and bias gradients: column sums over the rows of g * xhat and of
+// g, both in one pass (the lanes of mul_sum_rows).
+template <typename T, typename C>
+__device__ __forceinline__ void layer_norm_param_grads(
+        const T* __restrict__ g, const T* __restrict__ x, const C* __restrict__ mean,
+        const C* __restrict__ rstd, long long has_w, long long has_b, T* __restrict__ dw,
+        T* __restrict__ db, long long rows, long long cols) {
+    __shared__ C buf_w[GRADCORE_MAX_BLOCK];
+    __shared__ C buf_b[GRADCORE_MAX_BLOCK];
+    const unsigned int w = blockDim.x < 32 ? blockDim.x : 32;
+    const unsigned int lanes = blockDim.x / w;
+    const unsigned int c = threadIdx.x % w, lane = threadIdx.x / w;
+    for (long long tile = blockIdx.x; tile * w < cols; tile += gridDim.x) {
+        const long long k = tile * w + c;
+        C acc_w = C(0), acc_b = C(0);
+        if (k < cols && lane < lanes)
+            for (long long r = lane; r < rows; r += lanes) {
+                const C gv = load(g[r * cols + k]);
+                acc_w += gv * ((load(x[r * cols + k]) - mean[r]) * rstd[r]);
+                acc_b += gv;
+            }
+        buf_w[threadIdx.x] = acc_w;
+        buf_b[threadIdx.x] = acc_b;
+        __syncthreads();
+        if (lane == 0 && k < cols) {
+            C tw = acc_w, tb = acc_b;
+            for (unsigned int l = 1; l < lanes; ++l) {
+                tw += buf_w[l * w + c];
+                tb += buf_b[l * w + c];
+            }
+            if (has_w) dw[k] = store<T>(tw);
+            if (has_b) db[k] = store<T>(tb);
+        }
+        __syncthreads();
+    }
+}
+
 }  // namespace gradcore

@@ -722,3 +722,53 @@ def test_sliced_cpu_twins_equal_the_whole_array_twins(name, dtype):
     assert got is g
     np.testing.assert_array_equal(g, want_g)
     np.testing.assert_array_equal(y, want_y)  # the consuming variants overwrite y alike
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layer_norm_kernels_match_the_twins(dtype, host_lib):
+    """layer_norm's forward (a block per row), input gradient (a block per row) and
+    parameter gradients (column sums) against their twins, with and without weight and
+    bias, for rows of 1 to 257 elements and block sizes that are not powers of two."""
+    if not kc.host_supports(dtype, host_lib):
+        pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
+    from gradcore import fused_rows
+
+    acc = np.dtype(np.float32 if dtype == "float16" else dtype)
+    rng = np.random.default_rng(10)
+    tol = _row_tol(dtype)
+    for rows, cols in ROW_SHAPES + [(300, 70)]:
+        x = (2 * rng.standard_normal((rows, cols)) + 1).astype(dtype)
+        g = rng.standard_normal((rows, cols)).astype(dtype)
+        w = rng.uniform(0.5, 1.5, cols).astype(dtype)
+        b = rng.standard_normal(cols).astype(dtype)
+        inv_n = 1.0 / cols
+        for ww, bb in ((w, b), (None, None)):
+            want = fused_rows.layer_norm_forward_rows(np, x, ww, bb, 1e-5, inv_n)
+            dummy = np.zeros(1, dtype)
+            for grid, block in ROW_LAUNCHES:
+                got = (np.full((rows, cols), np.nan, dtype), np.full(rows, np.nan, acc),
+                       np.full(rows, np.nan, acc))
+                kc.launch_host(f"layer_norm_forward_rows_{dtype}",
+                               [x, dummy if ww is None else ww, dummy if bb is None else bb,
+                                np.int64(ww is not None), np.int64(bb is not None),
+                                acc.type(1e-5), acc.type(inv_n), *got, np.int64(rows),
+                                np.int64(cols)], grid, block, lib=host_lib)
+                for a, e in zip(got, want):
+                    np.testing.assert_allclose(a, e, err_msg=f"forward {rows}x{cols}", **tol)
+            _, mean, rstd = want
+            want_dx = fused_rows.layer_norm_backward_rows(np, g, x, ww, mean, rstd, inv_n)
+            dx = np.full((rows, cols), np.nan, dtype)
+            kc.launch_host(f"layer_norm_backward_rows_{dtype}",
+                           [g, x, dummy if ww is None else ww, np.int64(ww is not None),
+                            mean, rstd, acc.type(inv_n), dx, np.int64(rows), np.int64(cols)],
+                           3, 96, lib=host_lib)
+            np.testing.assert_allclose(dx, want_dx, err_msg=f"dx {rows}x{cols}", **tol)
+        want_dw, want_db = fused_rows.layer_norm_param_grads(np, g, x, mean, rstd)
+        for grid, block in ((1, 256), (2, 96), (5, 7)):
+            dw, db = np.full(cols, np.nan, dtype), np.full(cols, np.nan, dtype)
+            kc.launch_host(f"layer_norm_param_grads_{dtype}",
+                           [g, x, mean, rstd, np.int64(1), np.int64(1), dw, db,
+                            np.int64(rows), np.int64(cols)], grid, block, lib=host_lib)
+            scale = dict(rtol=tol["rtol"], atol=tol["atol"] * np.sqrt(rows))
+            np.testing.assert_allclose(dw, want_dw, err_msg=f"dw {rows}x{cols}", **scale)
+            np.testing.assert_allclose(db, want_db, err_msg=f"db {rows}x{cols}", **scale)

@@ -354,3 +354,38 @@ def test_training_step_with_kernels_matches_cpu(kernels_on):
     assert abs(loss_cuda - loss_cpu) < 1e-6
     for a, b in zip(params_cuda, params_cpu):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_is_row_kernels(dtype, affine, launches):
+    """layer_norm on CUDA: one launch forward, two backward (the input's gradient, both
+    parameters' gradients), the CPU's values, over two normalized dimensions too."""
+    rng = np.random.default_rng(9)
+    xs = (2 * rng.standard_normal((3, 5, 4, 6)) + 1).astype(dtype)
+    w0 = rng.uniform(0.5, 1.5, (4, 6)).astype(dtype)
+    b0 = rng.standard_normal((4, 6)).astype(dtype)
+    g0 = rng.standard_normal(xs.shape).astype(dtype)
+
+    def run(device):
+        x = gc.tensor(xs, device=device, requires_grad=True)
+        w = gc.tensor(w0, device=device, requires_grad=True) if affine else None
+        b = gc.tensor(b0, device=device, requires_grad=True) if affine else None
+        launches.clear()
+        y = gc.nn.functional.layer_norm(x, (4, 6), w, b, eps=1e-5)
+        forward = list(launches)
+        launches.clear()
+        y.backward(gc.tensor(g0, device=device))
+        grads = [t.grad.cpu().numpy() for t in (x, w, b) if t is not None]
+        return y.detach().cpu().numpy(), grads, forward, list(launches)
+
+    y, grads, forward, backward = run("cuda")
+    assert forward == [f"layer_norm_forward_rows_{dtype}"]
+    want = [f"layer_norm_backward_rows_{dtype}"] + (
+        [f"layer_norm_param_grads_{dtype}"] if affine else [])
+    assert [n for n in backward if "layer_norm" in n] == want
+    y_cpu, grads_cpu, _, _ = run("cpu")
+    tol = dict(rtol=5e-3, atol=5e-3) if dtype == "float16" else dict(rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y.astype(np.float64), y_cpu, **tol)
+    for a, b in zip(grads, grads_cpu, strict=True):
+        np.testing.assert_allclose(a.astype(np.float64), b, **tol)

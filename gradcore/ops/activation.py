@@ -303,12 +303,15 @@ class NativeLayerNormBackward0(Node):
     ``dw = sum(g * xhat)``, ``db = sum(g)`` over the leading dimensions."""
 
     fresh_grads = True
+    rows = 0  # the number of rows when the forward ran as row kernels
 
     def apply(self, F, g):
         saved = self.unpack(F)
         x = saved[0]
         w = saved[1] if self.has_weight else None
         axes, inv_n = self.axes, self.inv_n
+        if self.rows and F.device_kernels:
+            return self._apply_rows(F, g, x, w)
         if F.tensor_mode:  # recompute the statistics from x, differentiably
             mu = F.sum(x, axis=axes, keepdims=True) * inv_n
             xc = x - mu
@@ -345,6 +348,29 @@ class NativeLayerNormBackward0(Node):
                          else None)
         return tuple(grads)
 
+    def _apply_rows(self, F, g, x, w):
+        """Row kernels: one launch for the input's gradient, one for both parameters'."""
+        shape, rows = x.shape, self.rows
+        cols = x.size // rows
+        x2, g2 = x.reshape(rows, cols), g.reshape(rows, cols)
+        mean, rstd = self.mean.reshape(-1), self.rstd.reshape(-1)
+        gx = None
+        if self.needs(0):
+            gx = F.layer_norm_backward_rows(g2, x2, None if w is None else w.reshape(-1),
+                                            mean, rstd, self.inv_n).reshape(shape)
+        grads = [gx]
+        want_w = self.has_weight and self.needs(1)
+        want_b = self.has_bias and self.needs(1 + self.has_weight)
+        if want_w or want_b:
+            dw, db = F.layer_norm_param_grads(g2, x2, mean, rstd)
+            pshape = shape[len(shape) - len(self.axes):]
+            dw, db = dw.reshape(pshape), db.reshape(pshape)
+        if self.has_weight:
+            grads.append(dw if want_w else None)
+        if self.has_bias:
+            grads.append(db if want_b else None)
+        return tuple(grads)
+
     def _param_grad(self, F, v, g):
         s = F.sum(v, axis=self.lead, keepdims=False) if self.lead else v
         if F.tensor_mode:
@@ -353,6 +379,17 @@ class NativeLayerNormBackward0(Node):
         if s is g:
             s = s.copy()
         return s.astype(self.param_dtype, copy=False)
+
+
+def _ln_rows(m, xd, n, weight, bias) -> int:
+    """The number of rows when layer_norm may run as row kernels (a device with kernels,
+    parameters of the input's dtype), else 0."""
+    if not m.device_kernels or not xd.size or xd.dtype.name not in ("float16", "float32",
+                                                                     "float64"):
+        return 0
+    if any(p is not None and p.data.dtype != xd.dtype for p in (weight, bias)):
+        return 0
+    return xd.size // n
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -379,17 +416,25 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     n = int(np.prod(ns))
     inv_n = 1.0 / n if n else float("nan")
     m = math_of(xd)
-    w = _up(xd)
-    mean = w.sum(axis=axes, keepdims=True) * inv_n
-    xc = _fresh(m, w - mean)
-    var = m.square(xc).sum(axis=axes, keepdims=True) * inv_n
-    rstd = 1.0 / m.sqrt(var + eps)
-    xc *= rstd
-    if weight is not None:
-        xc *= _up(weight.data)
-    if bias is not None:
-        xc += _up(bias.data)
-    out = xc.astype(xd.dtype, copy=False)
+    rows = _ln_rows(m, xd, n, weight, bias)
+    if rows:  # a device with kernels: one launch, a block per row
+        out, mean, rstd = m.layer_norm_forward_rows(
+            xd.reshape(rows, n), None if weight is None else weight.data.reshape(-1),
+            None if bias is None else bias.data.reshape(-1), eps, inv_n)
+        keep = xd.shape[:xd.ndim - k] + (1,) * k
+        out, mean, rstd = out.reshape(xd.shape), mean.reshape(keep), rstd.reshape(keep)
+    else:
+        w = _up(xd)
+        mean = w.sum(axis=axes, keepdims=True) * inv_n
+        xc = _fresh(m, w - mean)
+        var = m.square(xc).sum(axis=axes, keepdims=True) * inv_n
+        rstd = 1.0 / m.sqrt(var + eps)
+        xc *= rstd
+        if weight is not None:
+            xc *= _up(weight.data)
+        if bias is not None:
+            xc += _up(bias.data)
+        out = xc.astype(xd.dtype, copy=False)
     inputs = [x] + [p for p in (weight, bias) if p is not None]
     if not (mode.enabled and any(t._rg for t in inputs)):
         return wrap(out)
@@ -397,6 +442,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     node.axes, node.lead, node.inv_n, node.eps = axes, lead, inv_n, eps
     node.has_weight, node.has_bias = weight is not None, bias is not None
     node.mean, node.rstd = mean, rstd
+    node.rows = rows
     node.param_dtype = (weight if weight is not None else bias if bias is not None
                         else x).data.dtype
     node.save(*([x, weight] if weight is not None else [x]))
