@@ -244,6 +244,11 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
         ("left", "(th + 1) * 0.5"),
         ("right", "1 - th * th"),
         ("inner_d", "(x_sq * 0.134145 + 1) * 0.7978845608028654"))),
+    # ... and their forwards, in the operations of ops.activation.gelu (used on devices
+    # with kernels: one launch instead of five or six)
+    Kernel("gelu_forward", ("x",), "(erf(x * 0.7071067811865476) + 1) * 0.5 * x"),
+    Kernel("gelu_tanh_forward", ("x",),
+           "(tanh((x * x * x * 0.044715 + x) * 0.7978845608028654) + 1) * 0.5 * x"),
     # mse_loss: 2 * (x - y) * g, divided by the count for "mean" (scale = 2 or 2 / n)
     Kernel("mse_backward", ("g", "x", "y"), "(x - y) * (g * scale)", scalars=("scale",)),
     # nll_loss's gradient coefficients from the targets' weights for "mean": -wt / total

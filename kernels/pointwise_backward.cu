@@ -240,6 +240,26 @@ __device__ __forceinline__ void gelu_tanh_backward(const T* __restrict__ a0, lon
     }
 }
 
+// gelu_forward(x) = (erf(x * 0.7071067811865476) + 1) * 0.5 * x
+template <typename T, typename C>
+__device__ __forceinline__ void gelu_forward(const T* __restrict__ a0, long long a1, T* __restrict__ out0, long long n) {
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C x = load(a0[i * a1]);
+        out0[i] = store<T>((erf(x * C(0.7071067811865476)) + C(1)) * C(0.5) * x);
+    }
+}
+
+// gelu_tanh_forward(x) = (tanh((x * x * x * 0.044715 + x) * 0.7978845608028654) + 1) * 0.5 * x
+template <typename T, typename C>
+__device__ __forceinline__ void gelu_tanh_forward(const T* __restrict__ a0, long long a1, T* __restrict__ out0, long long n) {
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C x = load(a0[i * a1]);
+        out0[i] = store<T>((tanh(((x * x * x * C(0.044715)) + x) * C(0.7978845608028654)) + C(1)) * C(0.5) * x);
+    }
+}
+
 // mse_backward(g, x, y, scale) = (x - y) * (g * scale)
 template <typename T, typename C>
 __device__ __forceinline__ void mse_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, C scale, T* __restrict__ out0, long long n) {
@@ -396,6 +416,12 @@ extern "C" __global__ void gelu_backward_float16(const gc_half* __restrict__ a0,
 extern "C" __global__ void gelu_tanh_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::gelu_tanh_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
+extern "C" __global__ void gelu_forward_float16(const gc_half* __restrict__ a0, long long a1, gc_half* __restrict__ out0, long long n) {
+    gradcore::gelu_forward<gc_half, float>(a0, a1, out0, n);
+}
+extern "C" __global__ void gelu_tanh_forward_float16(const gc_half* __restrict__ a0, long long a1, gc_half* __restrict__ out0, long long n) {
+    gradcore::gelu_tanh_forward<gc_half, float>(a0, a1, out0, n);
+}
 extern "C" __global__ void mse_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, float scale, gc_half* __restrict__ out0, long long n) {
     gradcore::mse_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, scale, out0, n);
 }
@@ -507,6 +533,12 @@ extern "C" __global__ void gelu_backward_float32(const float* __restrict__ a0, l
 extern "C" __global__ void gelu_tanh_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::gelu_tanh_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
+extern "C" __global__ void gelu_forward_float32(const float* __restrict__ a0, long long a1, float* __restrict__ out0, long long n) {
+    gradcore::gelu_forward<float, float>(a0, a1, out0, n);
+}
+extern "C" __global__ void gelu_tanh_forward_float32(const float* __restrict__ a0, long long a1, float* __restrict__ out0, long long n) {
+    gradcore::gelu_tanh_forward<float, float>(a0, a1, out0, n);
+}
 extern "C" __global__ void mse_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float scale, float* __restrict__ out0, long long n) {
     gradcore::mse_backward<float, float>(a0, a1, a2, a3, a4, a5, scale, out0, n);
 }
@@ -617,6 +649,12 @@ extern "C" __global__ void gelu_backward_float64(const double* __restrict__ a0, 
 }
 extern "C" __global__ void gelu_tanh_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::gelu_tanh_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void gelu_forward_float64(const double* __restrict__ a0, long long a1, double* __restrict__ out0, long long n) {
+    gradcore::gelu_forward<double, double>(a0, a1, out0, n);
+}
+extern "C" __global__ void gelu_tanh_forward_float64(const double* __restrict__ a0, long long a1, double* __restrict__ out0, long long n) {
+    gradcore::gelu_tanh_forward<double, double>(a0, a1, out0, n);
 }
 extern "C" __global__ void mse_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double scale, double* __restrict__ out0, long long n) {
     gradcore::mse_backward<double, double>(a0, a1, a2, a3, a4, a5, scale, out0, n);

@@ -389,3 +389,26 @@ def test_layer_norm_is_row_kernels(dtype, affine, launches):
     np.testing.assert_allclose(y.astype(np.float64), y_cpu, **tol)
     for a, b in zip(grads, grads_cpu, strict=True):
         np.testing.assert_allclose(a.astype(np.float64), b, **tol)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_gelu_is_one_launch_each_way(approximate, dtype, launches):
+    xs = np.linspace(-4, 4, 45).reshape(5, 9).astype(dtype)
+
+    def run(device):
+        x = gc.tensor(xs, device=device, requires_grad=True)
+        launches.clear()
+        y = gc.nn.functional.gelu(x, approximate=approximate)
+        forward = list(launches)
+        y.sum().backward()
+        return y.detach().cpu().numpy(), x.grad.cpu().numpy(), forward, list(launches)
+
+    y, gx, forward, both = run("cuda")
+    suffix = "_tanh" if approximate == "tanh" else ""
+    assert forward == [f"gelu{suffix}_forward_{dtype}"]
+    assert both[1:] == [f"gelu{suffix}_backward_{dtype}"]
+    y_cpu, gx_cpu, _, _ = run("cpu")
+    tol = dict(rtol=2e-3, atol=2e-3) if dtype == "float16" else dict(rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y.astype(np.float64), y_cpu, **tol)
+    np.testing.assert_allclose(gx.astype(np.float64), gx_cpu, **tol)

@@ -270,6 +270,15 @@ def gelu(x, approximate="none"):
     x = _floating(x, "gelu")
     xd = x.data
     m = math_of(xd)
+    if m.device_kernels and xd.dtype.name in ("float16", "float32", "float64"):
+        # one launch (float16 in float32); the backward recomputes Phi(x) in its kernel
+        out = (m.gelu_tanh_forward if approximate == "tanh" else m.gelu_forward)(xd)
+        if not (mode.enabled and x._rg):
+            return wrap(out)
+        node = _new(GeluBackward0)
+        node.approximate = approximate
+        node.save(x)
+        return record1(out, node, x)
     w = _up(xd)
     if approximate == "tanh":
         inner = _fresh(m, w * w)
