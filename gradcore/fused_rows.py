@@ -9,7 +9,7 @@ tests run the CUDA source through the host build against these twins.
 
 ``attach(math)`` gives an array namespace ``softmax_backward_rows``,
 ``log_softmax_backward_rows``, ``softmax_xent_backward``, ``softmax_xent_forward``,
-``layer_norm_forward_rows``, ``layer_norm_backward_rows``, ``layer_norm_param_grads``
+``softmax_forward_rows``, ``layer_norm_forward_rows``, ``layer_norm_backward_rows``, ``layer_norm_param_grads``
 and ``mul_sum_rows``: the
 twins over the namespace's array module, or one kernel launch each where the namespace
 has device kernels (``math.device_kernels``). Rows are the last axis of a C-contiguous
@@ -70,6 +70,19 @@ def softmax_xent_forward(xp, x, target, weight, ignore_index):
     return logp, loss, wt, tsafe
 
 
+def softmax_forward_rows(xp, x, log):
+    """softmax (or log_softmax) over the last axis of a 2-D ``x``, in the operations of
+    ``ops.activation`` (float16 computed in float32)."""
+    w = x.astype(_acc(x.dtype))
+    out = w - w.max(axis=1, keepdims=True)
+    if log:
+        out = out - xp.log(xp.exp(out).sum(axis=1, keepdims=True))
+    else:
+        out = xp.exp(out)
+        out = out / out.sum(axis=1, keepdims=True)
+    return out.astype(x.dtype)
+
+
 def _acc(dtype):
     return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
 
@@ -115,6 +128,7 @@ def mul_sum_rows(xp, g, x):
 
 TWINS = {f.__name__: f for f in (softmax_backward_rows, log_softmax_backward_rows,
                                   softmax_xent_backward, softmax_xent_forward,
+                                  softmax_forward_rows,
                                   layer_norm_forward_rows, layer_norm_backward_rows,
                                   layer_norm_param_grads, mul_sum_rows)}
 
@@ -183,6 +197,21 @@ def _xent_forward_kernel(math, x, target, weight, ignore_index):
                 np.int64(ignore_index), logp, loss, wt, tsafe, np.int64(rows),
                 np.int64(cols)], min(rows, MAX_GRID), row_block(cols))
     return logp, loss, wt, tsafe
+
+
+def _softmax_forward_kernel(math, x, log):
+    from .kernels_cuda import MAX_GRID, launch
+
+    xp = math.xp
+    dtype = x.dtype
+    x = _dense(xp, x, dtype)
+    rows, cols = x.shape
+    y = xp.empty(x.shape, dtype=dtype)
+    if rows and cols:
+        launch(math, f"softmax_forward_rows_{dtype.name}",
+               [x, np.int64(bool(log)), y, np.int64(rows), np.int64(cols)],
+               min(rows, MAX_GRID), row_block(cols))
+    return y
 
 
 def _ln_forward_kernel(math, x, w, b, eps, inv_n):
@@ -297,6 +326,7 @@ def attach(math) -> None:
             "softmax_xent_backward": functools.partial(_xent_kernel, math),
             "softmax_xent_forward": functools.partial(_xent_forward_kernel, math),
             "mul_sum_rows": functools.partial(_mul_sum_rows_kernel, math),
+            "softmax_forward_rows": functools.partial(_softmax_forward_kernel, math),
             "layer_norm_forward_rows": functools.partial(_ln_forward_kernel, math),
             "layer_norm_backward_rows": functools.partial(_ln_backward_kernel, math),
             "layer_norm_param_grads": functools.partial(_ln_params_kernel, math),

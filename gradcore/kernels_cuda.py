@@ -214,6 +214,8 @@ ROW_KERNELS = {k.name: k for k in [
         cooperative=False),
     RowKernel("mul_sum_rows", (("in", "g"), ("in", "x"), ("out", "out"), ("int", "rows"),
                                ("int", "cols"))),
+    RowKernel("softmax_forward_rows", (("in", "x"), ("int", "log_"), ("out", "y"),
+                                       ("int", "rows"), ("int", "cols"))),
     RowKernel("layer_norm_forward_rows", (
         ("in", "x"), ("in", "w"), ("in", "b"), ("int", "has_w"), ("int", "has_b"),
         ("scalar", "eps"), ("scalar", "inv_n"), ("out", "y"), ("cout", "mean"),

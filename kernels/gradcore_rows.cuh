@@ -51,6 +51,32 @@ __device__ __forceinline__ C block_sum(C v, C* buf) { return block_reduce(v, buf
 template <typename C>
 __device__ __forceinline__ C block_max(C v, C* buf) { return block_reduce(v, buf, max_op()); }
 
+// softmax (log_ = 0) or log_softmax (log_ = 1) along the rows, a block per row, in the
+// CPU's operations: with m the row's maximum, exp(x - m) / sum(exp(x - m)), or
+// (x - m) - log(sum(exp(x - m))).
+template <typename T, typename C>
+__device__ __forceinline__ void softmax_forward_rows(
+        const T* __restrict__ x, long long log_, T* __restrict__ y, long long rows,
+        long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const long long base = r * cols;
+        C mx = -infinity(C(0));
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
+            mx = maximum(mx, load(x[base + j]));
+        mx = block_max(mx, buf);
+        C acc = C(0);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
+            acc += exp(load(x[base + j]) - mx);
+        const C s = block_sum(acc, buf);
+        const C log_s = log(s);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+            const C shifted = load(x[base + j]) - mx;
+            y[base + j] = store<T>(log_ ? shifted - log_s : exp(shifted) / s);
+        }
+    }
+}
+
 // cross_entropy's forward for class targets, a block per row: the log-probabilities
 // logp = (x - max) - log(sum(exp(x - max))) (log_softmax's operations), and for the
 // loss the row's weight wt (weight[t], or 1; 0 for an ignored target), its loss

@@ -456,6 +456,10 @@ extern "C" __global__ void softmax_xent_backward_float16(const gc_half* __restri
 extern "C" __global__ void mul_sum_rows_float16(const gc_half* __restrict__ g, const gc_half* __restrict__ x, gc_half* __restrict__ out, long long rows, long long cols) {
     gradcore::mul_sum_rows<gc_half, float>(g, x, out, rows, cols);
 }
+// softmax_forward_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_forward_rows_float16(const gc_half* __restrict__ x, long long log_, gc_half* __restrict__ y, long long rows, long long cols) {
+    gradcore::softmax_forward_rows<gc_half, float>(x, log_, y, rows, cols);
+}
 // layer_norm_forward_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void layer_norm_forward_rows_float16(const gc_half* __restrict__ x, const gc_half* __restrict__ w, const gc_half* __restrict__ b, long long has_w, long long has_b, float eps, float inv_n, gc_half* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd, long long rows, long long cols) {
     gradcore::layer_norm_forward_rows<gc_half, float>(x, w, b, has_w, has_b, eps, inv_n, y, mean, rstd, rows, cols);
@@ -573,6 +577,10 @@ extern "C" __global__ void softmax_xent_backward_float32(const float* __restrict
 extern "C" __global__ void mul_sum_rows_float32(const float* __restrict__ g, const float* __restrict__ x, float* __restrict__ out, long long rows, long long cols) {
     gradcore::mul_sum_rows<float, float>(g, x, out, rows, cols);
 }
+// softmax_forward_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_forward_rows_float32(const float* __restrict__ x, long long log_, float* __restrict__ y, long long rows, long long cols) {
+    gradcore::softmax_forward_rows<float, float>(x, log_, y, rows, cols);
+}
 // layer_norm_forward_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void layer_norm_forward_rows_float32(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b, long long has_w, long long has_b, float eps, float inv_n, float* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd, long long rows, long long cols) {
     gradcore::layer_norm_forward_rows<float, float>(x, w, b, has_w, has_b, eps, inv_n, y, mean, rstd, rows, cols);
@@ -689,6 +697,10 @@ extern "C" __global__ void softmax_xent_backward_float64(const double* __restric
 // mul_sum_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void mul_sum_rows_float64(const double* __restrict__ g, const double* __restrict__ x, double* __restrict__ out, long long rows, long long cols) {
     gradcore::mul_sum_rows<double, double>(g, x, out, rows, cols);
+}
+// softmax_forward_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_forward_rows_float64(const double* __restrict__ x, long long log_, double* __restrict__ y, long long rows, long long cols) {
+    gradcore::softmax_forward_rows<double, double>(x, log_, y, rows, cols);
 }
 // layer_norm_forward_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void layer_norm_forward_rows_float64(const double* __restrict__ x, const double* __restrict__ w, const double* __restrict__ b, long long has_w, long long has_b, double eps, double inv_n, double* __restrict__ y, double* __restrict__ mean, double* __restrict__ rstd, long long rows, long long cols) {

@@ -776,3 +776,23 @@ def test_layer_norm_kernels_match_the_twins(dtype, host_lib):
             scale = dict(rtol=tol["rtol"], atol=tol["atol"] * np.sqrt(rows))
             np.testing.assert_allclose(dw, want_dw, err_msg=f"dw {rows}x{cols}", **scale)
             np.testing.assert_allclose(db, want_db, err_msg=f"db {rows}x{cols}", **scale)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_forward_kernel_matches_the_twin(log, dtype, host_lib):
+    if not kc.host_supports(dtype, host_lib):
+        pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
+    from gradcore import fused_rows
+
+    rng = np.random.default_rng(11)
+    for rows, cols in ROW_SHAPES:
+        x = (4 * rng.standard_normal((rows, cols))).astype(dtype)
+        want = fused_rows.softmax_forward_rows(np, x.astype(np.float64), log)
+        for grid, block in ROW_LAUNCHES:
+            y = np.full((rows, cols), np.nan, dtype)
+            kc.launch_host(f"softmax_forward_rows_{dtype}",
+                           [x, np.int64(log), y, np.int64(rows), np.int64(cols)], grid,
+                           block, lib=host_lib)
+            np.testing.assert_allclose(y, want, err_msg=f"{rows}x{cols} {grid}x{block}",
+                                       **_row_tol(dtype))
