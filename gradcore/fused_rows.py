@@ -7,11 +7,10 @@ sum over the rows. Each is hand-written once in CUDA C (declared in
 :data:`gradcore.kernels_cuda.ROW_KERNELS`) and once here over an array module; the
 tests run the CUDA source through the host build against these twins.
 
-``attach(math)`` gives an array namespace ``softmax_backward_rows``,
-``log_softmax_backward_rows``, ``softmax_xent_backward``, ``softmax_xent_forward``,
-``softmax_forward_rows``, ``layer_norm_forward_rows``, ``layer_norm_backward_rows``, ``layer_norm_param_grads``
-and ``mul_sum_rows``: the
-twins over the namespace's array module, or one kernel launch each where the namespace
+``attach(math)`` gives an array namespace every function of :data:`TWINS` (softmax and
+log_softmax forward and backward, cross-entropy forward and backward, layer_norm
+forward, backward and parameter gradients, ``mul_sum_rows``): the twins over the
+namespace's array module, or one kernel launch each where the namespace
 has device kernels (``math.device_kernels``). Rows are the last axis of a C-contiguous
 array; the ops call these only for a reduction over the last axis.
 """
