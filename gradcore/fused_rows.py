@@ -1,5 +1,5 @@
-"""Row-wise backward kernels and the fused unbroadcasting product: NumPy twins and their
-device launchers.
+"""Row kernels (softmax, cross-entropy, layer_norm) and the fused unbroadcasting
+product: NumPy twins and their device launchers.
 
 The kernels of ``kernels/gradcore_rows.cuh`` are not one expression per element: a
 softmax backward needs a sum over each row, the gradient of a row-broadcast factor a
