@@ -304,6 +304,8 @@ class ArrayMath:
         reduction of ``other``; otherwise one ``einsum`` pass with no temporary.
         """
         full = g.shape
+        if tuple(shape) == full:  # nothing to reduce: a plain product (einsum is slower)
+            return self.xp.asarray(g * other)  # (an array, also for 0-d operands)
         if getattr(g, "strides", None) is not None and not any(g.strides) and g.size:
             c = g.reshape(-1)[0]
             o = other if getattr(other, "shape", ()) == full else self.xp.broadcast_to(other,
