@@ -43,7 +43,7 @@ def softmax_xent_backward(xp, logp, target, g, coef):
     do one after the other (the one-hot row sums to ``v`` exactly)."""
     v = (g * coef)[:, None]
     out = xp.exp(logp) * v
-    xp.negative(out, out=out)
+    xp.subtract(0, out, out=out)  # 0 - e * v: +0.0 where v is 0, as the two steps give
     rows = xp.arange(logp.shape[0])
     out[rows, target] = v[:, 0] + out[rows, target]
     return out

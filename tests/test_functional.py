@@ -619,3 +619,30 @@ def test_combinations_of_class_loss_options_are_consistent(device):
         logp = host(F.log_softmax(x, 1))
         np.testing.assert_allclose(none[keep], -(logp[np.arange(6), host(t)] * wt)[keep],
                                    rtol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", [gc.float32, gc.float64])
+def test_cross_entropy_backward_in_one_step_is_bitwise_the_two_steps(device, reduction, dtype):
+    """cross_entropy pairs its log_softmax and nll_loss nodes and computes their backward
+    in one step: bit for bit what the two steps give when written out separately
+    (weights and ignored targets included)."""
+    rng = np.random.default_rng(12)
+    logits = rng.standard_normal((7, 5))
+    target = gc.tensor(np.array([0, 4, -100, 2, 2, 1, 3]), device=device)
+    weight = gc.tensor(rng.uniform(0.5, 2, 5), dtype=dtype, device=device)
+    grads = []
+    for paired in (True, False):
+        x = gc.tensor(logits, dtype=dtype, device=device, requires_grad=True)
+        if paired:
+            loss = F.cross_entropy(x, target, weight=weight, reduction=reduction)
+        else:
+            loss = F.nll_loss(F.log_softmax(x, 1), target, weight=weight,
+                              reduction=reduction)
+        (loss.sum() if reduction == "none" else loss).backward()
+        grads.append(host(x.grad))
+    if device == "cpu":
+        np.testing.assert_array_equal(grads[0], grads[1])
+        assert not np.signbit(grads[0][2]).any()  # the ignored row is +0.0, as in PyTorch
+    else:  # on CUDA the forward is its own kernel too: the same to rounding
+        np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6, atol=1e-7)

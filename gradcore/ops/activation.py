@@ -621,12 +621,15 @@ class NllLossBackward0(Node):
     def apply(self, F, g):
         coef, axis = self.coef, self.axis
         ls = self.log_softmax
-        if ls is not None and F.device_kernels:
-            # softmax cross-entropy backward in one kernel: the input gradient of the
-            # pair, passed through the log_softmax node unchanged
-            gx = F.softmax_xent_backward(ls.output(F), self.target, g, coef)
-            ls.premade = gx
-            return (gx,)
+        if ls is not None and not F.tensor_mode:
+            # softmax cross-entropy backward in one kernel (on the CPU its twin: the same
+            # bits as the two steps, in fewer passes): the input gradient of the pair,
+            # passed through the log_softmax node unchanged
+            logp = ls.output(F)
+            if F.device_kernels or logp.dtype != _f16:  # (the CPU's float16 path upcasts)
+                gx = F.softmax_xent_backward(logp, self.target, g, coef)
+                ls.premade = gx
+                return (gx,)
         if F.tensor_mode:
             vals = g * wrap(coef)
         else:
