@@ -87,3 +87,25 @@ def test_compare_says_when_there_is_no_gpu(capsys):
     assert "CPU" in out
     if not gc.cuda.is_available():
         assert "no GPU found" in out
+
+
+def test_training_on_the_cuda_path_matches_the_cpu(capsys):
+    """gradcore train on the CUDA code path (the CuPy stand-in, gradcore's kernels on):
+    the same losses and accuracies as on the CPU to the printed digits, and the host
+    waits for the device only to print each epoch's figures."""
+    from conftest import cuda_standin
+
+    args = ["train", "--epochs", "2", "--no-progress", "--seed", "3"]
+
+    def figures(out):
+        return re.findall(r"epoch\s+\d+\s+train loss [\d.]+\s+test loss [\d.]+\s+test "
+                          r"accuracy [\d.]+%", out)
+
+    with cuda_standin() as standin:
+        standin.reset_syncs()
+        assert cli.main([*args, "--device", "cuda"]) == 0
+        syncs = standin.host_syncs()
+    cuda = figures(capsys.readouterr().out)
+    assert cli.main([*args, "--device", "cpu"]) == 0
+    assert cuda == figures(capsys.readouterr().out) and len(cuda) == 2
+    assert syncs <= 10, syncs  # a few per epoch (its printed figures), none per step
