@@ -412,3 +412,11 @@ def test_gelu_is_one_launch_each_way(approximate, dtype, launches):
     tol = dict(rtol=2e-3, atol=2e-3) if dtype == "float16" else dict(rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(y.astype(np.float64), y_cpu, **tol)
     np.testing.assert_allclose(gx.astype(np.float64), gx_cpu, **tol)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy_weight_on_another_device_is_an_error(smoothing, kernels_on):
+    x = gc.randn(4, 3, device="cuda", requires_grad=True)
+    t = gc.randint(0, 3, (4,), device="cuda")
+    with pytest.raises(RuntimeError, match="same device.*(cuda(:0)? and cpu|cpu and cuda)"):
+        gc.nn.functional.cross_entropy(x, t, weight=gc.ones(3), label_smoothing=smoothing)

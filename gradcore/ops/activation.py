@@ -666,6 +666,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         raise RuntimeError(f"nll_loss: expected target of shape {list(want)} for an input "
                            f"of shape {list(xd.shape)}, got {list(td.shape)}")
     check_same_device(xd, td, "nll_loss")
+    if weight is not None:
+        check_same_device(xd, weight.data, "nll_loss")
     m = math_of(xd)
     C = xd.shape[axis]
     valid = td != ignore_index
@@ -728,6 +730,8 @@ def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     check_reduction(reduction)
     xd, td = x.data, t.data
     check_same_device(xd, td, "nll_loss")
+    if weight is not None:
+        check_same_device(xd, weight.data, "nll_loss")
     m = math_of(xd)
     wd = None if weight is None else weight.data
     logp, losses, wt, tsafe = m.softmax_xent_forward(xd, td, wd, ignore_index)
