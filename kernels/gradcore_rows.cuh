@@ -51,6 +51,19 @@ __device__ __forceinline__ C block_sum(C v, C* buf) { return block_reduce(v, buf
 template <typename C>
 __device__ __forceinline__ C block_max(C v, C* buf) { return block_reduce(v, buf, max_op()); }
 
+// A row's maximum mx and sum of exp(x - mx), to every thread of the block (the start of
+// a softmax without overflow).
+template <typename T, typename C>
+__device__ __forceinline__ void row_max_and_exp_sum(const T* __restrict__ row, long long cols,
+                                                    C* buf, C& mx, C& s) {
+    C m = -infinity(C(0));
+    for (long long j = threadIdx.x; j < cols; j += blockDim.x) m = maximum(m, load(row[j]));
+    mx = block_max(m, buf);
+    C acc = C(0);
+    for (long long j = threadIdx.x; j < cols; j += blockDim.x) acc += exp(load(row[j]) - mx);
+    s = block_sum(acc, buf);
+}
+
 // softmax (log_ = 0) or log_softmax (log_ = 1) along the rows, a block per row, in the
 // CPU's operations: with m the row's maximum, exp(x - m) / sum(exp(x - m)), or
 // (x - m) - log(sum(exp(x - m))).
@@ -61,14 +74,8 @@ __device__ __forceinline__ void softmax_forward_rows(
     __shared__ C buf[GRADCORE_MAX_BLOCK];
     for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
         const long long base = r * cols;
-        C mx = -infinity(C(0));
-        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
-            mx = maximum(mx, load(x[base + j]));
-        mx = block_max(mx, buf);
-        C acc = C(0);
-        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
-            acc += exp(load(x[base + j]) - mx);
-        const C s = block_sum(acc, buf);
+        C mx, s;
+        row_max_and_exp_sum(x + base, cols, buf, mx, s);
         const C log_s = log(s);
         for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
             const C shifted = load(x[base + j]) - mx;
@@ -92,14 +99,9 @@ __device__ __forceinline__ void softmax_xent_forward(
     __shared__ C buf[GRADCORE_MAX_BLOCK];
     for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
         const long long base = r * cols;
-        C mx = -infinity(C(0));
-        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
-            mx = maximum(mx, load(x[base + j]));
-        mx = block_max(mx, buf);
-        C acc = C(0);
-        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
-            acc += exp(load(x[base + j]) - mx);
-        const C log_sum = log(block_sum(acc, buf));
+        C mx, s;
+        row_max_and_exp_sum(x + base, cols, buf, mx, s);
+        const C log_sum = log(s);
         const long long t = target[r];
         const bool valid = t != ignore_index;
         const bool in_range = t >= 0 && t < cols;
