@@ -142,6 +142,19 @@ def _dense(xp, a, dtype):
     return xp.ascontiguousarray(a, dtype=dtype)
 
 
+def _launch(math, name, dtype, values, rows, cols, over):
+    """One launch of ``<name>_<dtype>`` with ``values`` then ``rows`` and ``cols``: a
+    block per row (``over="rows"``), per 32 columns (``"columns"``) or a thread per
+    element (``"elements"``)."""
+    from .kernels_cuda import BLOCK, MAX_GRID, launch
+
+    units = {"rows": rows, "columns": -(-cols // 32),
+             "elements": -(-(rows * cols) // BLOCK)}[over]
+    if units and (rows or over == "columns"):
+        launch(math, f"{name}_{dtype.name}", [*values, np.int64(rows), np.int64(cols)],
+               min(units, MAX_GRID), row_block(cols) if over == "rows" else BLOCK)
+
+
 def _rows_kernel(math, name, g, y):
     xp = math.xp
     dtype = y.dtype
@@ -149,17 +162,11 @@ def _rows_kernel(math, name, g, y):
     out = xp.empty(y.shape, dtype=dtype)
     cols = y.shape[-1] if y.ndim else 1
     rows = y.size // cols if cols else 0
-    if rows:
-        from .kernels_cuda import MAX_GRID, launch
-
-        launch(math, f"{name}_{dtype.name}", [g, y, out, np.int64(rows), np.int64(cols)],
-               min(rows, MAX_GRID), row_block(cols))
+    _launch(math, name, dtype, [g, y, out], rows, cols, "rows")
     return out
 
 
 def _xent_kernel(math, logp, target, g, coef):
-    from .kernels_cuda import BLOCK, MAX_GRID, launch
-
     xp = math.xp
     dtype = logp.dtype
     logp = _dense(xp, logp, dtype)
@@ -168,120 +175,87 @@ def _xent_kernel(math, logp, target, g, coef):
     g_stride = 1 if g.size == rows and rows != 1 else 0
     g = _dense(xp, g.reshape(-1)[:1] if g_stride == 0 else g, dtype)
     out = xp.empty(logp.shape, dtype=dtype)
-    n = rows * cols
-    if n:
-        launch(math, f"softmax_xent_backward_{dtype.name}",
-               [logp, _dense(xp, target, np.int64), g, np.int64(g_stride),
-                _dense(xp, coef, dtype), out, np.int64(rows), np.int64(cols)],
-               min(-(-n // BLOCK), MAX_GRID), BLOCK)
+    _launch(math, "softmax_xent_backward", dtype,
+            [logp, _dense(xp, target, np.int64), g, np.int64(g_stride),
+             _dense(xp, coef, dtype), out], rows, cols, "elements")
     return out
 
 
 def _xent_forward_kernel(math, x, target, weight, ignore_index):
-    from .kernels_cuda import MAX_GRID, launch
-
     xp = math.xp
     dtype = x.dtype
-    acc = np.dtype(np.float32) if dtype == np.float16 else dtype
+    acc = _acc(dtype)
     x = _dense(xp, x, dtype)
     rows, cols = x.shape
     logp = xp.empty(x.shape, dtype=dtype)
-    loss = xp.empty((rows,), dtype=acc)
-    wt = xp.empty((rows,), dtype=acc)
+    loss, wt = xp.empty((rows,), dtype=acc), xp.empty((rows,), dtype=acc)
     tsafe = xp.empty((rows,), dtype=np.int64)
     w = _dense(xp, weight, acc) if weight is not None else xp.empty((1,), dtype=acc)
-    if rows:
-        launch(math, f"softmax_xent_forward_{dtype.name}",
-               [x, _dense(xp, target, np.int64), w, np.int64(weight is not None),
-                np.int64(ignore_index), logp, loss, wt, tsafe, np.int64(rows),
-                np.int64(cols)], min(rows, MAX_GRID), row_block(cols))
+    _launch(math, "softmax_xent_forward", dtype,
+            [x, _dense(xp, target, np.int64), w, np.int64(weight is not None),
+             np.int64(ignore_index), logp, loss, wt, tsafe], rows, cols, "rows")
     return logp, loss, wt, tsafe
 
 
 def _softmax_forward_kernel(math, x, log):
-    from .kernels_cuda import MAX_GRID, launch
-
     xp = math.xp
     dtype = x.dtype
     x = _dense(xp, x, dtype)
-    rows, cols = x.shape
     y = xp.empty(x.shape, dtype=dtype)
-    if rows and cols:
-        launch(math, f"softmax_forward_rows_{dtype.name}",
-               [x, np.int64(bool(log)), y, np.int64(rows), np.int64(cols)],
-               min(rows, MAX_GRID), row_block(cols))
+    _launch(math, "softmax_forward_rows", dtype, [x, np.int64(bool(log)), y], *x.shape,
+            "rows")
     return y
 
 
 def _ln_forward_kernel(math, x, w, b, eps, inv_n):
-    from .kernels_cuda import MAX_GRID, launch
-
     xp = math.xp
     dtype = x.dtype
     acc = _acc(dtype)
     x = _dense(xp, x, dtype)
-    rows, cols = x.shape
+    rows = x.shape[0]
     y = xp.empty(x.shape, dtype=dtype)
-    mean = xp.empty((rows,), dtype=acc)
-    rstd = xp.empty((rows,), dtype=acc)
-    dummy = x.reshape(-1)[:1]
-    if rows:
-        launch(math, f"layer_norm_forward_rows_{dtype.name}",
-               [x, dummy if w is None else _dense(xp, w, dtype),
-                dummy if b is None else _dense(xp, b, dtype), np.int64(w is not None),
-                np.int64(b is not None), acc.type(eps), acc.type(inv_n), y, mean, rstd,
-                np.int64(rows), np.int64(cols)], min(rows, MAX_GRID), row_block(cols))
+    mean, rstd = xp.empty((rows,), dtype=acc), xp.empty((rows,), dtype=acc)
+    dummy = x.reshape(-1)[:1]  # a valid pointer where there is no weight or bias
+    _launch(math, "layer_norm_forward_rows", dtype,
+            [x, dummy if w is None else _dense(xp, w, dtype),
+             dummy if b is None else _dense(xp, b, dtype), np.int64(w is not None),
+             np.int64(b is not None), acc.type(eps), acc.type(inv_n), y, mean, rstd],
+            *x.shape, "rows")
     return y, mean, rstd
 
 
 def _ln_backward_kernel(math, g, x, w, mean, rstd, inv_n):
-    from .kernels_cuda import MAX_GRID, launch
-
     xp = math.xp
     dtype = x.dtype
     acc = _acc(dtype)
     x = _dense(xp, x, dtype)
-    rows, cols = x.shape
     dx = xp.empty(x.shape, dtype=dtype)
-    if rows:
-        launch(math, f"layer_norm_backward_rows_{dtype.name}",
-               [_dense(xp, g, dtype), x, x.reshape(-1)[:1] if w is None else
-                _dense(xp, w, dtype), np.int64(w is not None), _dense(xp, mean, acc),
-                _dense(xp, rstd, acc), acc.type(inv_n), dx, np.int64(rows),
-                np.int64(cols)], min(rows, MAX_GRID), row_block(cols))
+    _launch(math, "layer_norm_backward_rows", dtype,
+            [_dense(xp, g, dtype), x, x.reshape(-1)[:1] if w is None else
+             _dense(xp, w, dtype), np.int64(w is not None), _dense(xp, mean, acc),
+             _dense(xp, rstd, acc), acc.type(inv_n), dx], *x.shape, "rows")
     return dx
 
 
 def _ln_params_kernel(math, g, x, mean, rstd):
-    from .kernels_cuda import BLOCK, MAX_GRID, launch
-
     xp = math.xp
     dtype = x.dtype
     acc = _acc(dtype)
     x = _dense(xp, x, dtype)
-    rows, cols = x.shape
-    dw = xp.empty((cols,), dtype=dtype)
-    db = xp.empty((cols,), dtype=dtype)
-    if cols:
-        launch(math, f"layer_norm_param_grads_{dtype.name}",
-               [_dense(xp, g, dtype), x, _dense(xp, mean, acc), _dense(xp, rstd, acc),
-                np.int64(1), np.int64(1), dw, db, np.int64(rows), np.int64(cols)],
-               min(-(-cols // 32), MAX_GRID), BLOCK)
+    cols = x.shape[1]
+    dw, db = xp.empty((cols,), dtype=dtype), xp.empty((cols,), dtype=dtype)
+    _launch(math, "layer_norm_param_grads", dtype,
+            [_dense(xp, g, dtype), x, _dense(xp, mean, acc), _dense(xp, rstd, acc),
+             np.int64(1), np.int64(1), dw, db], *x.shape, "columns")
     return dw, db
 
 
 def _mul_sum_rows_kernel(math, g, x):
-    from .kernels_cuda import BLOCK, MAX_GRID, launch
-
     xp = math.xp
     dtype = g.dtype
     g, x = _dense(xp, g, dtype), _dense(xp, x, dtype)
-    rows, cols = g.shape
-    out = xp.empty((cols,), dtype=dtype)
-    if cols:
-        launch(math, f"mul_sum_rows_{dtype.name}",
-               [g, x, out, np.int64(rows), np.int64(cols)],
-               min(-(-cols // 32), MAX_GRID), BLOCK)
+    out = xp.empty((g.shape[1],), dtype=dtype)
+    _launch(math, "mul_sum_rows", dtype, [g, x, out], *g.shape, "columns")
     return out
 
 
