@@ -71,9 +71,10 @@ def _gpu_description(dev) -> dict:
 
 
 # ---- workloads ------------------------------------------------------------------------------
-# Each builder takes (device, size) and returns (prepare, timed): prepare() runs untimed and
-# returns the state timed(state) needs. The torch builders take (size) only: torch runs on
-# the CPU.
+# Each workload takes (m, device, size), m being gradcore or torch (their APIs agree), and
+# returns (prepare, timed): prepare() runs untimed and returns the state timed(state)
+# needs. Suite.build binds it to gradcore on a device, Suite.build_torch to torch on the
+# CPU.
 def _mlp(n_in, hidden, n_out, nn):
     layers = []
     for width in hidden:
@@ -83,30 +84,13 @@ def _mlp(n_in, hidden, n_out, nn):
     return nn.Sequential(*layers)
 
 
-def _mlp_gc(dev, w):
-    gc.manual_seed(0)
-    model = _mlp(w, [w, w], 10, gc.nn).to(dev)
+def _mlp_backward(m, dev, w):
+    m.manual_seed(0)
+    model = _mlp(w, [w, w], 10, m.nn).to(dev)
     batch = max(1, w // 2)
-    x = gc.randn(batch, w, device=dev)
-    y = gc.randint(0, 10, (batch,), device=dev)
-    loss_fn = gc.nn.CrossEntropyLoss()
-
-    def prepare():
-        model.zero_grad()
-        return loss_fn(model(x), y)
-
-    return prepare, lambda loss: loss.backward()
-
-
-def _mlp_torch(w):
-    import torch
-
-    torch.manual_seed(0)
-    model = _mlp(w, [w, w], 10, torch.nn)
-    batch = max(1, w // 2)
-    x = torch.randn(batch, w)
-    y = torch.randint(0, 10, (batch,))
-    loss_fn = torch.nn.CrossEntropyLoss()
+    x = m.randn(batch, w, device=dev)
+    y = m.randint(0, 10, (batch,), device=dev)
+    loss_fn = m.nn.CrossEntropyLoss()
 
     def prepare():
         model.zero_grad()
@@ -123,35 +107,22 @@ def _chain(x, tanh):
     return h.sum()
 
 
-def _pointwise_gc(dev, n):
-    gc.manual_seed(0)
-    x = gc.randn(n, device=dev, requires_grad=True)
+def _pointwise_backward(m, dev, n):
+    m.manual_seed(0)
+    x = m.randn(n, device=dev, requires_grad=True)
 
     def prepare():
         x.grad = None
-        return _chain(x, gc.tanh)
+        return _chain(x, m.tanh)
 
     return prepare, lambda loss: loss.backward()
 
 
-def _pointwise_torch(n):
-    import torch
-
-    torch.manual_seed(0)
-    x = torch.randn(n, requires_grad=True)
-
-    def prepare():
-        x.grad = None
-        return _chain(x, torch.tanh)
-
-    return prepare, lambda loss: loss.backward()
-
-
-def _broadcast_gc(dev, n):
-    gc.manual_seed(0)
-    x = gc.randn(BROADCAST_ROWS, n, device=dev)
-    w = gc.randn(n, device=dev, requires_grad=True)
-    b = gc.randn(n, device=dev, requires_grad=True)
+def _broadcast_backward(m, dev, n):
+    m.manual_seed(0)
+    x = m.randn(BROADCAST_ROWS, n, device=dev)
+    w = m.randn(n, device=dev, requires_grad=True)
+    b = m.randn(n, device=dev, requires_grad=True)
 
     def prepare():
         w.grad = b.grad = None
@@ -160,47 +131,13 @@ def _broadcast_gc(dev, n):
     return prepare, lambda loss: loss.backward()
 
 
-def _broadcast_torch(n):
-    import torch
-
-    torch.manual_seed(0)
-    x = torch.randn(BROADCAST_ROWS, n)
-    w = torch.randn(n, requires_grad=True)
-    b = torch.randn(n, requires_grad=True)
-
-    def prepare():
-        w.grad = b.grad = None
-        return (x * w + b).sum()
-
-    return prepare, lambda loss: loss.backward()
-
-
-def _step_gc(dev, w):
-    gc.manual_seed(0)
-    model = _mlp(784, [w, w], 10, gc.nn).to(dev)
-    opt = gc.optim.Adam(model.parameters(), lr=1e-3)
-    x = gc.randn(STEP_BATCH, 784, device=dev)
-    y = gc.randint(0, 10, (STEP_BATCH,), device=dev)
-    loss_fn = gc.nn.CrossEntropyLoss()
-
-    def step(_):
-        loss = loss_fn(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-
-    return lambda: None, step
-
-
-def _step_torch(w):
-    import torch
-
-    torch.manual_seed(0)
-    model = _mlp(784, [w, w], 10, torch.nn)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    x = torch.randn(STEP_BATCH, 784)
-    y = torch.randint(0, 10, (STEP_BATCH,))
-    loss_fn = torch.nn.CrossEntropyLoss()
+def _train_step(m, dev, w):
+    m.manual_seed(0)
+    model = _mlp(784, [w, w], 10, m.nn).to(dev)
+    opt = m.optim.Adam(model.parameters(), lr=1e-3)
+    x = m.randn(STEP_BATCH, 784, device=dev)
+    y = m.randint(0, 10, (STEP_BATCH,), device=dev)
+    loss_fn = m.nn.CrossEntropyLoss()
 
     def step(_):
         loss = loss_fn(model(x), y)
@@ -216,20 +153,29 @@ class Suite:
     name: str
     what: str                      # one line: what is timed, and what a size means
     sizes: tuple[int, ...]         # the default sweep
-    build: Callable
-    build_torch: Callable
+    workload: Callable             # workload(m, device, size) -> (prepare, timed)
+
+    def build(self, dev, size):
+        """The workload in gradcore on ``dev``: ``(prepare, timed)``."""
+        return self.workload(gc, str(dev), size)
+
+    def build_torch(self, size):
+        """The same workload in PyTorch, on the CPU."""
+        import torch
+
+        return self.workload(torch, "cpu", size)
 
 
 SUITES = {s.name: s for s in (
     Suite("mlp", "backward of an MLP w-w-w-10, batch w/2 (size: w)",
-          (64, 128, 256, 512, 1024, 2048), _mlp_gc, _mlp_torch),
+          (64, 128, 256, 512, 1024, 2048), _mlp_backward),
     Suite("pointwise", f"backward of a {CHAIN_LENGTH}-op chain of *, +, tanh (size: elements)",
           (1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216),
-          _pointwise_gc, _pointwise_torch),
+          _pointwise_backward),
     Suite("broadcast", f"backward of (x[{BROADCAST_ROWS},N]*w[N]+b[N]).sum() (size: N)",
-          (64, 256, 1024, 4096, 16384, 65536), _broadcast_gc, _broadcast_torch),
+          (64, 256, 1024, 4096, 16384, 65536), _broadcast_backward),
     Suite("step", f"Adam training step of an MLP 784-w-w-10, batch {STEP_BATCH} (size: w)",
-          (64, 128, 256, 512, 1024), _step_gc, _step_torch),
+          (64, 128, 256, 512, 1024), _train_step),
 )}
 
 
