@@ -843,28 +843,26 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class Softmax(Module):
+class _SoftmaxAlong(Module):
+    """A softmax-like function along ``dim`` (its ``_fn``)."""
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
 
     def forward(self, input):
-        return F.softmax(input, self.dim, _stacklevel=5)
+        return self._fn(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"
 
 
-class LogSoftmax(Module):
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
+class Softmax(_SoftmaxAlong):
+    _fn = staticmethod(F.softmax)
 
-    def forward(self, input):
-        return F.log_softmax(input, self.dim, _stacklevel=5)
 
-    def extra_repr(self):
-        return f"dim={self.dim}"
+class LogSoftmax(_SoftmaxAlong):  # not a Softmax, as in PyTorch
+    _fn = staticmethod(F.log_softmax)
 
 
 class Flatten(Module):
