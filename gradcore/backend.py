@@ -275,7 +275,7 @@ class ArrayMath:
             return grad
         axes = _SUM_AXES.get((gshape, shape))
         if axes is None:
-            axes = _SUM_AXES[(gshape, shape)] = _sum_axes(gshape, shape)
+            axes = summed_axes(gshape, shape)
         strides = getattr(grad, "strides", None)
         if strides is not None:
             for a in axes:
@@ -528,6 +528,15 @@ class _CupyMath(ArrayMath):
 
 
 _SUM_AXES: dict[tuple, tuple] = {}
+
+
+def summed_axes(gshape, shape) -> tuple:
+    """The axes ``sum_to`` sums to bring a gradient of ``gshape`` to ``shape`` (cached)."""
+    key = (tuple(gshape), tuple(shape))
+    axes = _SUM_AXES.get(key)
+    if axes is None:
+        axes = _SUM_AXES[key] = _sum_axes(*key)
+    return axes
 
 
 def _sum_axes(gshape, shape) -> tuple:

@@ -262,14 +262,13 @@ def _mul_sum_rows_kernel(math, g, x):
 def _split_rows(full, shape):
     """``(rows, cols)`` when summing ``full`` to ``shape`` adds up whole leading axes (a
     row-broadcast operand such as a bias or a per-feature scale), else None."""
-    shape = tuple(shape)
-    while shape and shape[0] == 1 and len(shape) > 1:
-        shape = shape[1:]
-    k = len(full) - len(shape)
-    if k < 1 or tuple(full[k:]) != shape:
+    from .backend import summed_axes
+
+    axes = summed_axes(full, shape)
+    k = len(axes)
+    if not k or axes != tuple(range(k)):
         return None
-    rows = int(np.prod(full[:k], dtype=np.int64))
-    return rows, int(np.prod(shape, dtype=np.int64))
+    return int(np.prod(full[:k], dtype=np.int64)), int(np.prod(full[k:], dtype=np.int64))
 
 
 def _mul_sum_to_kernel(math, fallback, g, other, shape):
