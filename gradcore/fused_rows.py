@@ -54,7 +54,7 @@ def softmax_xent_forward(xp, x, target, weight, ignore_index):
     wt, tsafe)``: the log-probabilities (log_softmax's operations), each row's target
     weight (0 where ignored), loss ``-(logp[t] * wt)`` (0 where ignored; computed in
     float32 for float16, as nll_loss does) and the targets with ignored ones made 0."""
-    acc = np.float32 if x.dtype == np.float16 else x.dtype
+    acc = _acc(x.dtype)
     w = x.astype(acc)
     shifted = w - w.max(axis=1, keepdims=True)
     logp = (shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))).astype(x.dtype)

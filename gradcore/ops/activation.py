@@ -130,6 +130,11 @@ def _softmax_op(x, dim, dtype, log, cls, op):
     out = _softmax_fwd(xd, axis, log)
     if not (mode.enabled and x._rg):
         return wrap(out)
+    return _record_softmax(out, cls, axis, x)
+
+
+def _record_softmax(out, cls, axis, x):
+    """``out`` as the output of a softmax-like node ``cls`` over ``axis`` of ``x``."""
     node = _new(cls)
     node.axis = axis
     t = record1(out, node, x)
@@ -713,9 +718,16 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     out = m.asarray(out).astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
         return wrap(out)
+    return _record_nll(out, m.asarray(coef), tsafe, axis, x)
+
+
+def _record_nll(out, coef, target, axis, x):
+    """``out`` as the output of nll_loss over ``x`` (class ``axis``), whose gradient puts
+    ``coef`` at each (safe) ``target``."""
+    xd = x.data
     node = _new(NllLossBackward0)
-    node.coef = m.asarray(coef).astype(xd.dtype, copy=False)
-    node.target, node.axis, node.in_shape = tsafe, axis, xd.shape
+    node.coef = coef.astype(xd.dtype, copy=False)
+    node.target, node.axis, node.in_shape = target, axis, xd.shape
     node.two_d = xd.ndim == 2
     return record1(out, node, x)
 
@@ -746,16 +758,11 @@ def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     out = m.asarray(out).astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    ls = _new(LogSoftmaxBackward0)
-    ls.axis = 1
-    logp_t = record1(logp, ls, x)
-    ls.save_output(logp_t)
-    node = _new(NllLossBackward0)
+    logp_t = _record_softmax(logp, LogSoftmaxBackward0, 1, x)
     coef = m.nll_coef(wt, total) if total is not None else m.negative(wt)
-    node.coef = coef.astype(xd.dtype, copy=False)
-    node.target, node.axis, node.in_shape, node.two_d = tsafe, 1, xd.shape, True
-    node.log_softmax = ls
-    return record1(out, node, logp_t)
+    loss = _record_nll(out, coef, tsafe, 1, logp_t)
+    fuse_cross_entropy(loss, logp_t)
+    return loss
 
 
 def fuse_cross_entropy(nll, logp) -> None:
