@@ -19,6 +19,8 @@ docs/kernels.md.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -180,22 +182,30 @@ def _relu_backward_inplace_cpu(g, y):
 CHUNK = 65536  # elements: 256 KiB a float32 array
 
 
-def sliced(fn):
-    """In-place twin ``fn(g, y)`` (writes ``g``, may overwrite ``y``) run a ``CHUNK``
-    slice at a time when both are large, alike and contiguous."""
-    def run(g, y):
-        n = g.size
-        if n < 4 * CHUNK or type(g) is not np.ndarray or type(y) is not np.ndarray or \
-                g.shape != y.shape or not (g.flags.c_contiguous and y.flags.c_contiguous):
-            return fn(g, y)
-        gf, yf = g.reshape(-1), y.reshape(-1)
+def sliced(fn, *bound):
+    """``fn(*bound, *arrays, **kwargs)``, an elementwise in-place kernel (the twins
+    below, the optimizer updates of fused_optim), run a ``CHUNK`` slice at a time when
+    its arrays (``None`` allowed after the first) are large, of one shape and
+    contiguous; otherwise over the whole arrays, with the same results."""
+    def run(*arrays, **kwargs):
+        first = arrays[0]
+        n = first.size
+        if n < 4 * CHUNK or not all(a is None or (type(a) is np.ndarray and a.shape ==
+                                                  first.shape and a.flags.c_contiguous)
+                                    for a in arrays):
+            return fn(*bound, *arrays, **kwargs)
+        flat = [None if a is None else a.reshape(-1) for a in arrays]
         for i in range(0, n, CHUNK):
-            fn(gf[i:i + CHUNK], yf[i:i + CHUNK])
-        return g
+            result = fn(*bound, *[None if a is None else a[i:i + CHUNK] for a in flat],
+                        **kwargs)
+        return None if result is None else first  # (an update returns None)
 
-    run.__name__ = fn.__name__
-    run.__doc__ = fn.__doc__
-    run.whole = fn  # the same twin over the whole arrays (the tests compare the two)
+    functools.update_wrapper(run, fn)
+    # fn's signature without the bound arguments, as a partial shows it (gc.profile
+    # reads the names of the arrays an update writes from it)
+    sig = inspect.signature(fn)
+    run.__signature__ = sig.replace(parameters=list(sig.parameters.values())[len(bound):])
+    run.whole = functools.partial(fn, *bound)  # over the whole arrays (the tests compare)
     return run
 
 

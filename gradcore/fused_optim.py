@@ -36,9 +36,8 @@ Per element, with ``g`` the gradient (negated when ``maximize``):
 from __future__ import annotations
 
 import functools
-import inspect
 
-from .fused import CHUNK, Update
+from .fused import CHUNK, Update, sliced  # noqa: F401 (CHUNK: the slice size the updates use)
 
 __all__ = ["adam_scalars", "attach", "UPDATES", "UPDATE_KERNELS", "sgd_kernel_scalars",
            "adam_kernel_scalars"]
@@ -264,32 +263,8 @@ def _adam_update_kernel(math, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=N
 
 
 # An update is a dozen NumPy passes: over a large parameter, each streams every array
-# from main memory again. A slice at a time (fused.CHUNK elements, four to seven arrays
-# in L2), the same results come in about half the time for parameters of a few MB.
-
-
-def _chunked(fn, xp):
-    """``fn(xp, param, grad, *state, **kw)`` run over slices of ``CHUNK`` elements when
-    the parameter is large and every array it updates is contiguous (views of slices
-    are then updated in place)."""
-    def run(param, grad, *state, **kwargs):
-        n = param.size
-        if n < 4 * CHUNK or not param.flags.c_contiguous or not all(
-                s is None or s.flags.c_contiguous for s in state):
-            return fn(xp, param, grad, *state, **kwargs)
-        p = param.reshape(-1)
-        g = grad.reshape(-1)  # read only: a copy, if it is not contiguous, will do
-        flat = [None if s is None else s.reshape(-1) for s in state]
-        for i in range(0, n, CHUNK):
-            j = i + CHUNK
-            fn(xp, p[i:j], g[i:j], *[None if s is None else s[i:j] for s in flat], **kwargs)
-
-    functools.update_wrapper(run, fn)
-    # the signature of fn without xp, as a partial would show it (gc.profile reads the
-    # names of the arrays an update writes from it)
-    sig = inspect.signature(fn)
-    run.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])
-    return run
+# from main memory again. A slice at a time (fused.sliced: four to seven arrays in L2),
+# the same results come in about half the time for parameters of a few MB.
 
 
 def attach(math) -> None:
@@ -312,6 +287,6 @@ def attach(math) -> None:
         return
     for name, fn in UPDATES.items():
         if math.xp.__name__ == "numpy":
-            setattr(math, name, _chunked(fn, math.xp))
+            setattr(math, name, sliced(fn, math.xp))
         else:  # on a device a slice is one more launch per operation
             setattr(math, name, functools.partial(fn, math.xp))
