@@ -36,10 +36,12 @@ bench: $(STAMP)
 	GRADCORE_BENCH_DEVICES=cpu $(PY) -m pytest bench $(BENCH_FLAGS) $(BENCH_ARGS)
 
 # issue 6's suites on the GPU (skipped, with the reason, without a usable one), then
-# gradcore bench's CPU-against-GPU sweeps
+# gradcore bench's CPU-against-GPU sweeps, with PyTorch on each device where installed
 gpu-bench: $(STAMP)
-	GRADCORE_BENCH_DEVICES=cuda $(PY) -m pytest bench/test_suites.py $(BENCH_FLAGS) $(BENCH_ARGS)
-	$(PY) -m gradcore bench --suite all --devices cpu,cuda --json docs/benchmarks/gpu.json --plot docs/benchmarks/gpu.png
+	GRADCORE_BENCH_DEVICES=cuda $(PY) -m pytest bench/test_suites.py $(BENCH_FLAGS) \
+	  --benchmark-json=docs/benchmarks/gpu-suites.json $(BENCH_ARGS)
+	$(PY) -m gradcore bench --suite all --devices cpu,cuda --compare-torch \
+	  --json docs/benchmarks/gpu.json --plot docs/benchmarks/gpu.png
 
 lint: $(STAMP)
 	$(PY) -m ruff check gradcore tests bench

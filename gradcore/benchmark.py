@@ -14,8 +14,9 @@ Suites (each a sweep over one size):
 Forward passes of the backward suites run untimed before each timed backward. Each
 measurement runs ``WARMUP`` untimed calls, then ``repeat`` timed ones, and reports their
 median. On CUDA the device is synchronized before and after each timed call.
-``compare_torch`` adds the same workloads written in PyTorch, on the CPU, timed after
-gradcore's (a pause in between, so that idle thread pools stop spinning).
+``compare_torch`` adds the same workloads written in PyTorch, timed after gradcore's (a
+pause in between, so that idle thread pools stop spinning), on each device gradcore ran
+on where PyTorch can: the CPU always, a GPU when ``torch.cuda.is_available()``.
 """
 
 from __future__ import annotations
@@ -51,6 +52,22 @@ def _synchronize(dev) -> None:
         dev.xp.cuda.get_current_stream().synchronize()
 
 
+def _torch_devices(devices) -> list:
+    """The devices among ``devices`` that PyTorch can run on here: the CPU, and a GPU
+    when this torch build sees one."""
+    import torch
+
+    return [d for d in devices if d.type == "cpu"
+            or (d.type == "cuda" and torch.cuda.is_available())]
+
+
+def _torch_synchronize(dev) -> None:
+    if dev.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize(dev.index or 0)
+
+
 def _gpu_description(dev) -> dict:
     """Name, driver and CuPy version of a usable CUDA device (what can be read)."""
     xp = dev.xp
@@ -73,8 +90,7 @@ def _gpu_description(dev) -> dict:
 # ---- workloads ------------------------------------------------------------------------------
 # Each workload takes (m, device, size), m being gradcore or torch (their APIs agree), and
 # returns (prepare, timed): prepare() runs untimed and returns the state timed(state)
-# needs. Suite.build binds it to gradcore on a device, Suite.build_torch to torch on the
-# CPU.
+# needs. Suite.build binds it to gradcore on a device, Suite.build_torch to torch on one.
 def _mlp(n_in, hidden, n_out, nn):
     layers = []
     for width in hidden:
@@ -159,11 +175,11 @@ class Suite:
         """The workload in gradcore on ``dev``: ``(prepare, timed)``."""
         return self.workload(gc, str(dev), size)
 
-    def build_torch(self, size):
-        """The same workload in PyTorch, on the CPU."""
+    def build_torch(self, size, device="cpu"):
+        """The same workload in PyTorch on ``device`` (a torch device string)."""
         import torch
 
-        return self.workload(torch, "cpu", size)
+        return self.workload(torch, device, size)
 
 
 SUITES = {s.name: s for s in (
@@ -226,11 +242,12 @@ class _Progress:
 
 def run(suites, devices, sizes=None, repeat: int = 10, compare_torch: bool = False,
         progress: bool = True) -> list[dict]:
-    """Time every suite at every size on every device (gradcore), then with torch on the
-    CPU when asked. Returns one dict per measurement."""
+    """Time every suite at every size on every device (gradcore), then, when asked, with
+    torch on each of those devices it can use. Returns one dict per measurement."""
     plan = [(s, size) for s in suites for size in (sizes or s.sizes)]
-    impls = [("gradcore", dev) for dev in devices] + ([("torch", gc.device("cpu"))]
-                                                       if compare_torch else [])
+    impls = [("gradcore", dev) for dev in devices]
+    if compare_torch:
+        impls += [("torch", dev) for dev in _torch_devices(devices)]
     bar = _Progress(len(plan) * len(impls), progress)
     results = []
     try:
@@ -238,11 +255,12 @@ def run(suites, devices, sizes=None, repeat: int = 10, compare_torch: bool = Fal
             if impl == "torch":
                 time.sleep(SETTLE_S)
             for suite, size in plan:
-                label = f"{suite.name} {size} {impl if impl == 'torch' else dev}"
+                label = f"{suite.name} {size} {'torch ' if impl == 'torch' else ''}{dev}"
                 bar.start(label)
                 if impl == "torch":
-                    prepare, timed = suite.build_torch(size)
-                    sync = lambda: None
+                    where = "cpu" if dev.type == "cpu" else f"cuda:{dev.index or 0}"
+                    prepare, timed = suite.build_torch(size, where)
+                    sync = lambda: _torch_synchronize(dev)
                 else:
                     prepare, timed = suite.build(dev, size)
                     sync = lambda: _synchronize(dev)
@@ -317,21 +335,31 @@ def format_time(s: float | None) -> str:
     return f"{s:.3f} s"
 
 
+def _ratio(a, b) -> str:
+    return f"{a / b:.2f}x" if a is not None and b is not None else "-"
+
+
 def format_table(results, suites) -> str:
-    with_torch = any(r["impl"] == "torch" for r in results)
-    header = ["suite", "size", "CPU", "GPU", "GPU speedup"] + (["torch CPU"] if with_torch
-                                                              else [])
+    """Per suite and size: gradcore's CPU and GPU medians and the GPU speedup; with torch
+    figures, torch's median on each device it ran on and gradcore / torch there."""
+    torch_on = [t for t in ("cpu", "cuda")
+                if any(r["impl"] == "torch" and r["device"].split(":")[0] == t
+                       for r in results)]
+    header = ["suite", "size", "CPU", "GPU", "GPU speedup"]
+    for t in torch_on:
+        name = "CPU" if t == "cpu" else "GPU"
+        header += [f"torch {name}", f"{name} vs torch"]
     rows = []
     for suite in suites:
         cpu = _medians(results, suite.name, "gradcore", "cpu")
         gpu = _medians(results, suite.name, "gradcore", "cuda")
-        tch = _medians(results, suite.name, "torch", "cpu")
-        for size in sorted(set(cpu) | set(gpu) | set(tch)):
+        tch = {t: _medians(results, suite.name, "torch", t) for t in torch_on}
+        for size in sorted(set(cpu) | set(gpu) | {n for m in tch.values() for n in m}):
             c, g = cpu.get(size), gpu.get(size)
-            speedup = f"{c / g:.2f}x" if c is not None and g is not None else "-"
-            row = [suite.name, str(size), format_time(c), format_time(g), speedup]
-            if with_torch:
-                row.append(format_time(tch.get(size)))
+            row = [suite.name, str(size), format_time(c), format_time(g), _ratio(c, g)]
+            for t in torch_on:
+                mine = (cpu if t == "cpu" else gpu).get(size)
+                row += [format_time(tch[t].get(size)), _ratio(mine, tch[t].get(size))]
             rows.append(row)
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     lines = ["  ".join(h.ljust(w) if i < 2 else h.rjust(w)
@@ -408,6 +436,8 @@ def machine_description(devices=(), compare_torch: bool = False) -> dict:
 
             info["torch_version"] = torch.__version__
             info["torch_threads"] = torch.get_num_threads()
+            info["torch_cuda"] = (torch.cuda.get_device_name(0)
+                                  if torch.cuda.is_available() else None)
         except ImportError:
             info["torch_version"] = None
     return info
@@ -443,7 +473,8 @@ def plot(path, results, suites, machine) -> bool:
     for ax, suite in zip(axes[0], suites):
         for impl, dtype, label in (("gradcore", "cpu", "gradcore CPU"),
                                    ("gradcore", "cuda", "gradcore GPU"),
-                                   ("torch", "cpu", "torch CPU")):
+                                   ("torch", "cpu", "torch CPU"),
+                                   ("torch", "cuda", "torch GPU")):
             m = _medians(results, suite.name, impl, dtype)
             if m:
                 xs = sorted(m)

@@ -85,11 +85,26 @@ def test_compare_torch(tmp_path, capsys):
     if not HAS_TORCH:
         assert "PyTorch is not installed" in out
         pytest.skip("PyTorch is not installed: only the message is checked")
-    assert "torch CPU" in out
-    assert all(len(r) == 8 and r[-1] in ("us", "ms", "s") for r in _rows(out, "mlp"))
+    assert re.search(r"torch CPU\s+CPU vs torch", out) and "torch GPU" not in out
+    # suite, size, CPU (2), GPU "-", speedup "-", torch CPU (2), gradcore / torch
+    assert all(len(r) == 9 and r[-1].endswith("x") for r in _rows(out, "mlp"))
     torch_results = [r for r in json.loads(path.read_text())["results"] if r["impl"] == "torch"]
     assert [r["size"] for r in torch_results] == [8, 16]
     assert all(r["median_s"] > 0 for r in torch_results)
+
+
+def test_table_sets_torch_beside_gradcore_on_each_device():
+    """With torch figures on both devices, each device's column pair reads gradcore's
+    median over torch's on that device."""
+    def res(impl, dev, t):
+        return {"suite": "mlp", "size": 64, "impl": impl, "device": dev, "median_s": t}
+
+    results = [res("gradcore", "cpu", 4e-3), res("gradcore", "cuda:0", 1e-3),
+               res("torch", "cpu", 2e-3), res("torch", "cuda:0", 0.5e-3)]
+    table = benchmark.format_table(results, [benchmark.SUITES["mlp"]])
+    assert re.search(r"torch CPU\s+CPU vs torch\s+torch GPU\s+GPU vs torch", table)
+    row = _rows(table, "mlp")[0]
+    assert row[6:] == ["4.00x", "2.00", "ms", "2.00x", "500.0", "us", "2.00x"]
 
 
 def test_plot(tmp_path, capsys):
