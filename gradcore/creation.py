@@ -132,10 +132,20 @@ def from_dlpack(obj) -> Tensor:
     return _wrap(xp.from_dlpack(obj))
 
 
+class NegativeDimensionError(RuntimeError, ValueError):
+    """A negative size: a RuntimeError, as PyTorch raises, and a ValueError, as NumPy
+    does."""
+
+
 def _size(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
-    return tuple(int(s) for s in size)
+    shape = tuple(int(s) for s in size)
+    for d in shape:
+        if d < 0:  # checked here: CuPy and NumPy word it differently
+            raise NegativeDimensionError(
+                f"Trying to create tensor with negative dimension {d}: {list(shape)}")
+    return shape
 
 
 def _factory(fill):

@@ -811,6 +811,8 @@ class _Ufunc:
 
 def _ufunc_name(ufunc, method) -> str:
     name = ufunc.__name__
+    if name.startswith("cupy_"):  # CuPy's ufuncs are named cupy_add, cupy_tanh...
+        name = name[5:]
     if method == "__call__":
         return name
     if method == "reduce" and name in _REDUCTIONS:

@@ -74,8 +74,16 @@ def standin():
 
 @pytest.fixture(autouse=True)
 def _default_device(request):
-    """Tests that take ``device`` also make it the default for new tensors."""
-    if "device" in request.fixturenames:
+    """Tests that take ``device`` also make it the default for new tensors. The others
+    run with the CPU as the default, whatever ``GRADCORE_DEVICE`` or a GPU would pick
+    (the default is ``auto``): their printouts, NumPy sharing and PyTorch comparisons are
+    the CPU's."""
+    if "device" not in request.fixturenames:
+        prev = gc.backend._default_device  # None: not resolved yet (kept so)
+        gc.set_default_device("cpu")
+        yield
+        gc.set_default_device(prev)
+    else:
         dev = request.getfixturevalue("device")
         standin = request.node.callspec.params.get("device") == STANDIN
         with cuda_standin() if standin else contextlib.nullcontext():
@@ -86,8 +94,6 @@ def _default_device(request):
             gc.set_default_device(dev)
             yield
             gc.set_default_device(prev)
-    else:
-        yield
 
 
 @pytest.fixture
