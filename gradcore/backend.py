@@ -620,7 +620,73 @@ def is_device_array(obj) -> bool:
 
 
 def to_host(arr):
-    """A NumPy copy (or view, on the CPU) of ``arr``."""
+    """A NumPy copy (or view, on the CPU) of ``arr``. From a GPU, the range checks left
+    pending by earlier ops are read first (:func:`check_range`): a failed one raises."""
     if isinstance(arr, np.ndarray):
         return arr
+    if _pending_checks:
+        raise_failed_checks()
     return arr.get()
+
+
+# --------------------------------------------------------------------------------------
+# Range checks that do not wait for the device
+# --------------------------------------------------------------------------------------
+# NumPy raises for an out-of-range integer index; CuPy wraps it around, silently. Testing
+# the values on the host would make every indexing op wait for the GPU, so there the op
+# reduces its index to its least and greatest value on the device (two small launches,
+# no wait) and leaves them here; the next read of values back to the host (to_host: item,
+# tolist, numpy, printing, saving, .cpu()) reads the pending ones with it (one transfer)
+# and raises the first failed check's error. PyTorch likewise reports a kernel's
+# device-side assertion at its next synchronization, but leaves the CUDA context
+# unusable; here the error is the op's own, and the device stays usable.
+_pending_checks: list = []
+PENDING_CHECKS_LIMIT = 256   # then they are read at once, so that the list stays short
+
+
+def check_range(m, idx, low: int, high: int, error) -> None:
+    """Raise ``error(value)`` (an exception naming ``value``, an element of the integer
+    array ``idx`` outside ``[low, high)``) if there is one: at once where values are on
+    the host (the first such element), else at the next read from the device (the least
+    or the greatest; :func:`raise_failed_checks`)."""
+    if idx.size == 0:
+        return
+    if m.values_on_host:
+        flat = idx.reshape(-1)
+        bad = (flat < low) | (flat >= high)
+        if bad.any():
+            raise error(int(flat[int(bad.argmax())]))
+        return
+    least, greatest = idx.min(), idx.max()
+    if isinstance(least, (np.ndarray, np.generic)):  # host memory (a profile's NumPy)
+        _raise_if_outside(int(least), int(greatest), low, high, error)
+        return
+    _pending_checks.append((least, greatest, low, high, error))
+    if len(_pending_checks) >= PENDING_CHECKS_LIMIT:
+        raise_failed_checks()
+
+
+def _raise_if_outside(least, greatest, low, high, error) -> None:
+    if least < low:
+        raise error(least)
+    if greatest >= high:
+        raise error(greatest)
+
+
+def raise_failed_checks() -> None:
+    """Read the pending range checks (one transfer per device) and raise the first failed
+    one's error. The checks are cleared either way."""
+    pending = _pending_checks[:]
+    _pending_checks.clear()
+    by_math: dict = {}
+    for i, check in enumerate(pending):
+        by_math.setdefault(id(math_of(check[0])), []).append(i)
+    read = {}
+    for indices in by_math.values():
+        m = math_of(pending[indices[0]][0])
+        values = m.stack([v.astype(np.int64, copy=False) for i in indices
+                          for v in pending[i][:2]])
+        for i, pair in zip(indices, values.get().reshape(-1, 2).tolist()):
+            read[i] = pair
+    for i, (_, _, low, high, error) in enumerate(pending):
+        _raise_if_outside(*read[i], low, high, error)

@@ -762,7 +762,11 @@ def with_fallback(math, name: str, fn):
 def launch(math, entry_name: str, values, grid: int, block: int) -> None:
     """One launch of entry point ``entry_name`` (``<kernel>_<dtype>``) on ``math``'s
     device with the argument ``values`` (device arrays and NumPy scalars)."""
-    fn = _module(math, entry_name.rpartition("_")[2]).get_function(entry_name)
+    functions = math.__dict__.setdefault("_kernel_functions", {})
+    fn = functions.get(entry_name)
+    if fn is None:
+        fn = functions[entry_name] = \
+            _module(math, entry_name.rpartition("_")[2]).get_function(entry_name)
     fn((grid,), (block,), tuple(values))
 
 

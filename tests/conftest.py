@@ -96,6 +96,13 @@ def _default_device(request):
             gc.set_default_device(prev)
 
 
+@pytest.fixture(autouse=True)
+def _no_pending_checks():
+    """A range check a test left unread (backend.check_range) must not fail the next."""
+    yield
+    gc.backend._pending_checks.clear()
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)

@@ -108,4 +108,6 @@ def test_training_on_the_cuda_path_matches_the_cpu(capsys):
     cuda = figures(capsys.readouterr().out)
     assert cli.main([*args, "--device", "cpu"]) == 0
     assert cuda == figures(capsys.readouterr().out) and len(cuda) == 2
-    assert syncs <= 10, syncs  # a few per epoch (its printed figures), none per step
+    # a few per epoch (its printed figures and one read of the range checks its index ops
+    # and targets left: backend.check_range), none per step
+    assert syncs <= 12, syncs

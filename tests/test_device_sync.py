@@ -105,3 +105,54 @@ def test_every_op_of_the_table_stays_on_the_device(device, op):
         out = op.fn(gc, *xs)
         out.backward(gc.ones_like(out))
     assert any(x.grad is not None for x in xs)
+
+
+# ---- out-of-range indices: checked on the device, raised at the next read --------------
+def test_an_index_out_of_range_is_raised_at_the_next_read(device):
+    """CuPy wraps an out-of-range integer-array index around; gradcore finds it on the
+    device without waiting and raises the op's error when a value is next read back."""
+    x = gc.arange(6.0, device=device).reshape(2, 3)
+    bad, good = gc.tensor([0, 2], device=device), gc.tensor([1, 0], device=device)
+    with synchronization_forbidden(device):
+        y = x[bad]                                  # queued: no wait here
+        z = x[good] * 2
+    with pytest.raises(IndexError, match=r"index 2 is out of bounds for dimension 0 with "
+                                         r"size 2 \(a tensor of shape \(2, 3\)\)"):
+        z.tolist()                                  # any read reports it, once
+    assert y.shape == (2, 3)
+    assert z.tolist() == [[6.0, 8.0, 10.0], [0.0, 2.0, 4.0]]  # the device stays usable
+
+
+def test_the_first_failed_check_is_raised(device):
+    x = gc.zeros(4, 5, device=device)
+    x[gc.tensor([1], device=device)]                          # fine
+    x[:, gc.tensor([5], device=device)]                       # dimension 1
+    F.embedding(gc.tensor([9], device=device), x)             # later, also bad
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 1 with "
+                                         "size 5"):
+        x.sum().item()
+    x.sum().item()  # the later failure went with the first: one read reports one error
+
+
+def test_pending_checks_are_read_before_they_pile_up(device):
+    """Without reads (a long loop on the device), the checks are read every
+    ``PENDING_CHECKS_LIMIT`` ops: the list stays short, and a bad index is not lost."""
+    limit = gc.backend.PENDING_CHECKS_LIMIT
+    x, idx = gc.zeros(3, device=device), gc.tensor([2, 0], device=device)
+    xp = gc.device(device).xp
+    standin = getattr(xp, "__name__", "") == "cupy_standin"
+    if standin:
+        xp.reset_syncs()
+    for _ in range(limit - 1):
+        x[idx]
+    assert len(gc.backend._pending_checks) == limit - 1
+    if standin:
+        assert xp.host_syncs() == 0
+    x[idx]
+    assert not gc.backend._pending_checks
+    if standin:
+        assert xp.host_syncs() == 1                 # one read for all of them
+    for _ in range(limit - 1):
+        x[idx]
+    with pytest.raises(IndexError, match="index 3 is out of bounds"):
+        x[gc.tensor([3], device=device)]            # the limit: read, and raised, here

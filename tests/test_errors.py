@@ -292,8 +292,15 @@ def test_index_out_of_range_names_index_and_shape(device, index, fragments):
 def test_index_out_of_range_in_second_dim_and_with_tensor(device):
     with _raises(IndexError, "3", "(2, 3)"):
         gc.ones(2, 3)[:, 3]
+    # an index tensor's values: on a GPU found without waiting, raised at the next read
     with _raises(IndexError, "3", "(3,)"):
-        gc.ones(3)[gc.tensor([0, 3])]
+        gc.ones(3)[gc.tensor([0, 3])].tolist()
+    with _raises(IndexError, "-4", "(2, 3)"):
+        gc.ones(2, 3)[gc.tensor([0, 1]), gc.tensor([2, -4])].sum().item()
+    with _raises(IndexError, "2", "(2, 3)"):
+        x = gc.zeros(2, 3)
+        x[gc.tensor([2])] = 1.0
+        x.tolist()
     with _raises(IndexError, "(3,)", "size of axis is 3", "2"):
         gc.ones(3)[gc.tensor([True, False])]
 
@@ -306,9 +313,11 @@ def test_index_out_of_range_on_tracked_tensor(device):
 
 def test_gather_and_index_select_out_of_range(device):
     with _raises(RuntimeError, "gather", "(2, 3)", "5"):
-        gc.ones(2, 3).gather(1, gc.tensor([[0, 5]]))
+        gc.ones(2, 3).gather(1, gc.tensor([[0, 5]])).tolist()
     with pytest.raises(IndexError, match="3"):
-        gc.ones(2, 3).index_select(1, gc.tensor([3]))
+        gc.ones(2, 3).index_select(1, gc.tensor([3])).tolist()
+    with pytest.raises((IndexError, RuntimeError), match="3"):
+        gc.zeros(2, 3).scatter_add(1, gc.tensor([[3]]), gc.ones(1, 1)).tolist()
 
 
 def test_setitem_shape_mismatch_names_shapes(device):

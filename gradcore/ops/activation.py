@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from ..backend import math_of
+from ..backend import check_range, math_of
 from . import pointwise as _pw
 from ._core import (
     Node,
@@ -574,9 +574,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx = padding_idx % num
     m = math_of(wd)
-    # checked on the host only: on a GPU it would wait for the values
-    if idx.size and m.values_on_host and (int(idx.min()) < 0 or int(idx.max()) >= num):
-        raise IndexError("index out of range in self")
+    # on a GPU without waiting: raised at the next read from the device
+    check_range(m, idx, 0, num, _embedding_index_error)
     if max_norm is not None:
         _embedding_renorm(weight, idx, max_norm, norm_type)
         wd = weight.data
@@ -648,6 +647,14 @@ class NllLossBackward0(Node):
         return (F.scatter_into_zeros(F.expand_dims(vals, axis), axis, index, self.in_shape),)
 
 
+def _target_error(value):
+    return IndexError(f"Target {value} is out of bounds.")
+
+
+def _embedding_index_error(value):
+    return IndexError(f"index out of range in self (index {value})")
+
+
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """The negative log likelihood of integer class targets, ``-input[n, target[n]]``
     (times ``weight[target[n]]``), over the class dimension 1 (0 for a 1-D input);
@@ -681,10 +688,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     all_valid = on_host and bool(valid.all())
     tsafe = td if all_valid else m.where(valid, td, 0)
     tsafe = tsafe.astype(np.int64, copy=False)
-    if tsafe.size and on_host:
-        bad = (tsafe < 0) | (tsafe >= C)
-        if bad.any():
-            raise IndexError(f"Target {int(tsafe[bad].reshape(-1)[0])} is out of bounds.")
+    # on a GPU without waiting: raised at the next read from the device
+    check_range(m, tsafe, 0, C, _target_error)
     w = _up(xd)
     if xd.ndim == 2:
         picked = w[m.arange(xd.shape[0]), tsafe]
@@ -747,6 +752,9 @@ def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     m = math_of(xd)
     wd = None if weight is None else weight.data
     logp, losses, wt, tsafe = m.softmax_xent_forward(xd, td, wd, ignore_index)
+    # the kernel clamps a target out of range; the check sees the targets as given, and is
+    # read at the next read from the device
+    check_range(m, m.where(td != ignore_index, td, 0), 0, xd.shape[1], _target_error)
     if reduction == "none":
         out, total = losses, None
     else:

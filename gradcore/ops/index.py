@@ -10,7 +10,7 @@ import builtins
 import numpy as np
 
 from ..autograd.graph import new_seq
-from ..backend import math_of
+from ..backend import check_range, math_of
 from ._core import TENSOR_TYPES, Node, Tensor, as_tensor, edge, mode, normalize_dim, record, wrap
 
 _new = object.__new__
@@ -45,6 +45,49 @@ def _convert_index(idx, x: Tensor):
         else:
             out.append(i)
     return tuple(out)
+
+
+def _array_axes(index, ndim):
+    """``(array, axis)`` for each integer array of a converted index: the axis it picks
+    along (an Ellipsis stands for the axes no other part names; None names none; a
+    boolean mask names as many as it has)."""
+    named = 0
+    for i in index:
+        if i is not None and i is not Ellipsis:
+            named += i.ndim if getattr(i, "dtype", None) is not None and i.dtype.kind == "b" \
+                else 1
+    out, axis = [], 0
+    for i in index:
+        if i is Ellipsis:
+            axis += ndim - named
+        elif i is None:
+            continue
+        elif getattr(i, "dtype", None) is not None and i.ndim:
+            if i.dtype.kind == "b":
+                axis += i.ndim
+            else:
+                out.append((i, axis))
+                axis += 1
+        else:
+            axis += 1
+    return out
+
+
+def _out_of_bounds(op, axis, size, shape, cls=IndexError):
+    def error(value):
+        return cls(f"{op}index {value} is out of bounds for dimension {axis} with size {size} "
+                   f"(a tensor of shape {tuple(shape)})")
+    return error
+
+
+def _check_arrays(m, index, shape, op=""):
+    """Integer arrays of an index out of range: NumPy raises by itself; CuPy wraps them
+    around, so there they are checked without waiting (``backend.check_range``)."""
+    if m.values_on_host:
+        return
+    for arr, axis in _array_axes(index, len(shape)):
+        n = shape[axis]
+        check_range(m, arr, -n, n, _out_of_bounds(op, axis, n, shape))
 
 
 def _is_basic(idx) -> bool:
@@ -102,6 +145,7 @@ def getitem(x, idx):
     except IndexError as exc:
         raise IndexError(f"index {idx!r} is out of bounds for a tensor of shape "
                          f"{tuple(xd.shape)} ({exc})") from None
+    _check_arrays(math_of(xd), index, xd.shape)
     basic = _is_basic(index)
     if type(out) is not type(xd):
         out = math_of(xd).asarray(out)
@@ -125,6 +169,7 @@ def _gather_rows_cols(x, index):
     except IndexError as exc:
         raise IndexError(f"index out of bounds for a tensor of shape {tuple(xd.shape)} "
                          f"({exc})") from None
+    _check_arrays(math_of(xd), index, xd.shape)
     if not (mode.enabled and x._rg):
         return wrap(out)
     node = _new(IndexBackward0)
@@ -212,14 +257,22 @@ def setitem(x, idx, value):
         node = _new(IndexPutBackward0)
         node.basic = _is_basic(index)
         node.index = index
-        region_shape = xd[index].shape
+        try:
+            region_shape = xd[index].shape
+        except IndexError as exc:
+            raise IndexError(f"setitem: index {idx!r} is out of bounds for a tensor of shape "
+                             f"{tuple(xd.shape)} ({exc})") from None
         inputs = (x, v) if v is not None else (x,)
         node.next_functions = tuple(edge(t) for t in inputs)
         node.seq = new_seq()
         if v is not None and tuple(v.shape) != region_shape:
             node.shapes = (xd.shape, v.data.shape)
+    _check_arrays(math_of(xd), index, xd.shape, "setitem: ")
     try:
         xd[index] = vd
+    except IndexError as exc:
+        raise IndexError(f"setitem: index {idx!r} is out of bounds for a tensor of shape "
+                         f"{tuple(xd.shape)} ({exc})") from None
     except ValueError as exc:
         raise RuntimeError(f"setitem: value of shape {tuple(getattr(vd, 'shape', ()))} cannot "
                            f"be assigned to a region of shape {tuple(xd[index].shape)} of a "
@@ -275,6 +328,11 @@ def gather(x, dim, index):
     except IndexError as exc:
         raise RuntimeError(f"gather(): index out of bounds for dim {axis} of a tensor of shape "
                            f"{tuple(xd.shape)} ({exc})") from None
+    m = math_of(xd)
+    if not m.values_on_host:
+        n = xd.shape[axis]
+        check_range(m, tup[axis], -n, n,
+                    _out_of_bounds("gather(): ", axis, n, xd.shape, RuntimeError))
     if not (mode.enabled and x._rg):
         return wrap(out)
     node = _new(GatherBackward0)
@@ -295,7 +353,12 @@ def scatter_add(x, dim, index, src):
     tup = _along_index(index.data.astype(np.int64, copy=False), axis)
     sd = src.data[tuple(slice(0, n) for n in index.data.shape)]
     out = x.data.copy()
-    math_of(out).add.at(out, tup, sd.astype(out.dtype, copy=False))
+    m = math_of(out)
+    if not m.values_on_host:
+        n = out.shape[axis]
+        check_range(m, tup[axis], -n, n,
+                    _out_of_bounds("scatter_add(): ", axis, n, out.shape, RuntimeError))
+    m.add.at(out, tup, sd.astype(out.dtype, copy=False))
     if not (mode.enabled and (x._rg or src._rg)):
         return wrap(out)
     node = _new(ScatterAddBackward0)
@@ -326,6 +389,7 @@ def index_select(x, dim, index):
     axis = normalize_dim(dim, xd.ndim, "index_select")
     tup = (slice(None),) * axis + (index.data.reshape(-1),)
     out = xd[tup]
+    _check_arrays(math_of(xd), tup, xd.shape, "index_select(): ")
     if not (mode.enabled and x._rg):
         return wrap(out)
     node = _new(IndexSelectBackward0)

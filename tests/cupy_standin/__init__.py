@@ -15,6 +15,8 @@ CuPy is stricter than NumPy it is strict too:
   mask result, stream synchronization, and the operations for which CuPy itself must
   read a value back to size their result (boolean-mask indexing, ``nonzero``,
   ``flatnonzero``, ``argwhere``, ``unique``, ``bincount``);
+* out-of-range integer-array indices wrap around, as in CuPy (NumPy raises): in
+  ``a[idx]``, ``a[idx] = v`` and ``ufunc.at``;
 * there is no ``ufunc.at`` other than on the ufuncs CuPy supports it for, no
   ``flags.writeable``, and reductions return 0-d arrays, never scalars.
 
@@ -94,6 +96,32 @@ def _unwrap_index(x):
     if t is tuple:
         return tuple(_unwrap_index(v) for v in x)
     return x  # CuPy accepts lists and NumPy arrays as indices (it copies them over)
+
+
+def _wrap_around(key, shape):
+    """CuPy wraps out-of-range integer-array indices around (NumPy raises): the key with
+    each integer array taken modulo the size of the axis it picks along."""
+    parts = key if type(key) is tuple else (key,)
+
+    def is_array(v):
+        return isinstance(v, _np.ndarray) and v.ndim > 0
+
+    named = _b.sum(v.ndim if is_array(v) and v.dtype.kind == "b" else 1
+                for v in parts if v is not None and v is not Ellipsis)
+    out, axis = [], 0
+    for v in parts:
+        if v is Ellipsis:
+            axis += len(shape) - named
+        elif v is None:
+            pass
+        elif is_array(v) and v.dtype.kind == "b":
+            axis += v.ndim
+        else:
+            if is_array(v) and v.dtype.kind in "iu" and axis < len(shape) and shape[axis]:
+                v = v % shape[axis]
+            axis += 1
+        out.append(v)
+    return tuple(out) if type(key) is tuple else out[0]
 
 
 def _wrap(r):
@@ -310,13 +338,13 @@ class ndarray:  # noqa: N801  (CuPy's name)
 
     # -- indexing -----------------------------------------------------------------
     def __getitem__(self, key):
-        k = _unwrap_index(key)
+        k = _wrap_around(_unwrap_index(key), self.shape)
         if _has_bool_mask(k):
             _sync("boolean-mask indexing")
         return _wrap(self._a[k])
 
     def __setitem__(self, key, value):
-        k = _unwrap_index(key)
+        k = _wrap_around(_unwrap_index(key), self.shape)
         self._a[k] = _unwrap(value, "value")
 
     def __copy__(self):
@@ -417,7 +445,7 @@ class ufunc:  # noqa: N801
             raise NotImplementedError(f"cupy.{self.__name__}.at is not supported")
         if type(a) is not ndarray:
             raise TypeError("ufunc.at needs a cupy.ndarray")
-        idx = _unwrap_index(indices)
+        idx = _wrap_around(_unwrap_index(indices), a.shape)
         if b is None:
             self._u.at(a._a, idx)
         else:
