@@ -308,9 +308,9 @@ def _kernel_source(k) -> str:
         if kind in ("in", "inout") and isinstance(k, Update):  # the body may rebind it
             body.append(f"        C {name} = load(a{j}[i]);")
         elif kind == "in":
-            body.append(f"        const C {name} = load(a{j}[i * a{j + 1}]);")
+            body.append(f"        const C {name} = load(a{j}[i & m{j + 1}]);")
         elif kind == "mask":
-            body.append(f"        const bool {name} = a{j}[i * a{j + 1}];")
+            body.append(f"        const bool {name} = a{j}[i & m{j + 1}];")
     if isinstance(k, Update):
         declared = set(k.params)
         for target, expr in k.body:
@@ -328,14 +328,32 @@ def _kernel_source(k) -> str:
             body.append(f"        const C {name} = {expr_to_c(expr, names)};")
         for j, expr in enumerate(k.exprs):
             body.append(f"        out{j}[i] = store<T>({expr_to_c(expr, names)});")
+    # A stride is 1 or 0 (an input of one element, broadcast): element i of input j is
+    # a{j}[i & m{j}], m{j} all ones or zero, rather than a 64-bit product per element.
+    masks = [f"    const I m{j} = (I)0 - (I)a{j};" for j, (kind, _) in enumerate(sig)
+             if kind == "stride"]
+    params = _c_params(k, "T", "C")
+    loop_params = params.rsplit("long long n", 1)[0] + "I n"
     lines = [
         _declaration_comment(k),
-        "template <typename T, typename C>",
-        f"__device__ __forceinline__ void {k.name}({_c_params(k, 'T', 'C')}) {{",
-        "    const long long stride = (long long)blockDim.x * gridDim.x;",
-        "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;"
-        " i += stride) {",
+        "template <typename T, typename C, typename I>",
+        f"__device__ __forceinline__ void {k.name}_loop({loop_params}) {{",
+        "    const I stride = (I)blockDim.x * gridDim.x;",
+        *masks,
+        "    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {",
         *body,
+        "    }",
+        "}",
+        "",
+        "// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays",
+        "// below 2^32 there, since n < 2^31 and stride < 2^31",
+        "template <typename T, typename C>",
+        f"__device__ __forceinline__ void {k.name}({params}) {{",
+        "    if (n < 2147483648LL) {",
+        f"        {k.name}_loop<T, C, unsigned int>({_c_args(k).rsplit('n', 1)[0]}"
+        "(unsigned int)n);",
+        "    } else {",
+        f"        {k.name}_loop<T, C, long long>({_c_args(k)});",
         "    }",
         "}",
     ]
@@ -548,6 +566,39 @@ def launch_host(name: str, values, grid: int, block: int,
     fn.restype = None
     fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_int]
     fn(args, int(grid), int(block))
+
+
+_ONE = np.int64(1)
+_BOOL = np.dtype(bool)
+_DTYPE_NAMES = {np.dtype(name): name for name in DTYPES}
+
+
+def _same_shape_arguments(k, args, xp):
+    """:func:`kernel_arguments` for the common case, in one pass with no copies: a
+    pointwise kernel whose params are C-contiguous arrays of one shape and of one
+    storage dtype (bool for masks), the first a value. None otherwise."""
+    params = k.params
+    if len(args) != len(params) + len(k.scalars):
+        return None
+    first = args[0]
+    dtype = getattr(first, "dtype", None)
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        return None
+    shape = first.shape
+    masks = k.masks
+    values = []
+    for p, a in zip(params, args):
+        if getattr(a, "shape", None) != shape or a.dtype != (_BOOL if p in masks else dtype) \
+                or not a.flags.c_contiguous:
+            return None
+        values += (a, _ONE)
+    if k.scalars:
+        compute = _SCALAR_TYPES[DTYPES[name][1]]
+        values += [compute(v) for v in args[len(params):]]
+    outs = tuple(xp.empty(shape, dtype=dtype) for _ in k.exprs)
+    n = first.size
+    return _entry_name(k, name), values + list(outs) + [np.int64(n)], outs, n
 
 
 def kernel_arguments(k, args, xp=np, out=None, constants=None):
@@ -780,7 +831,9 @@ def device_kernel(math, k):
     constants = math.__dict__.setdefault("_kernel_constants", {})
 
     def run(*args):
-        entry_name, values, outs, n = kernel_arguments(k, args, xp, constants=constants)
+        fast = None if isinstance(k, Update) else _same_shape_arguments(k, args, xp)
+        entry_name, values, outs, n = fast or kernel_arguments(k, args, xp,
+                                                               constants=constants)
         if n:
             launch(math, entry_name, values, min(-(-n // BLOCK), MAX_GRID), BLOCK)
         if isinstance(k, Update):

@@ -14,223 +14,467 @@
 #include "gradcore_rows.cuh"
 namespace gradcore {
 // tanh_backward(g, y) = g * (1 - y * y)
-template <typename T, typename C>
-__device__ __forceinline__ void tanh_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C y = load(a2[i * a3]);
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void tanh_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C y = load(a2[i & m3]);
         out0[i] = store<T>(g * (C(1) - (y * y)));
     }
 }
 
-// sigmoid_backward(g, y) = g * (y * (1 - y))
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void sigmoid_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C y = load(a2[i * a3]);
+__device__ __forceinline__ void tanh_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        tanh_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        tanh_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// sigmoid_backward(g, y) = g * (y * (1 - y))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void sigmoid_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C y = load(a2[i & m3]);
         out0[i] = store<T>(g * (y * (C(1) - y)));
     }
 }
 
-// relu_backward(g, y) = where(y > 0, g, 0)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void relu_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C y = load(a2[i * a3]);
+__device__ __forceinline__ void sigmoid_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        sigmoid_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        sigmoid_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// relu_backward(g, y) = where(y > 0, g, 0)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void relu_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C y = load(a2[i & m3]);
         out0[i] = store<T>(where(y > C(0), g, C(0)));
     }
 }
 
-// sqrt_backward(g, y) = g / (2 * y)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void sqrt_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C y = load(a2[i * a3]);
+__device__ __forceinline__ void relu_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        relu_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        relu_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// sqrt_backward(g, y) = g / (2 * y)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void sqrt_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C y = load(a2[i & m3]);
         out0[i] = store<T>(g / (C(2) * y));
     }
 }
 
-// rsqrt_backward(g, y) = -0.5 * g * (y * y * y)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void rsqrt_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C y = load(a2[i * a3]);
+__device__ __forceinline__ void sqrt_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        sqrt_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        sqrt_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// rsqrt_backward(g, y) = -0.5 * g * (y * y * y)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void rsqrt_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C y = load(a2[i & m3]);
         out0[i] = store<T>(-C(0.5) * g * (y * y * y));
     }
 }
 
-// reciprocal_backward(g, y) = -g * (y * y)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void reciprocal_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C y = load(a2[i * a3]);
+__device__ __forceinline__ void rsqrt_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        rsqrt_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        rsqrt_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// reciprocal_backward(g, y) = -g * (y * y)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void reciprocal_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C y = load(a2[i & m3]);
         out0[i] = store<T>(-g * (y * y));
     }
 }
 
-// abs_backward(g, x) = g * sign(x)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void abs_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C x = load(a2[i * a3]);
+__device__ __forceinline__ void reciprocal_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        reciprocal_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        reciprocal_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// abs_backward(g, x) = g * sign(x)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void abs_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
         out0[i] = store<T>(g * sign(x));
     }
 }
 
-// pow_backward(g, x, e) = where(e == 0, 0 * g, g * e * pow(x, e - 1))
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void pow_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C x = load(a2[i * a3]);
-        const C e = load(a4[i * a5]);
+__device__ __forceinline__ void abs_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        abs_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        abs_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// pow_backward(g, x, e) = where(e == 0, 0 * g, g * e * pow(x, e - 1))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void pow_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        const C e = load(a4[i & m5]);
         out0[i] = store<T>(where(e == C(0), C(0) * g, g * e * pow(x, e - C(1))));
     }
 }
 
-// clamp_backward(g, x, lo, hi) = where((x >= lo) & (x <= hi), g, 0)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void clamp_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, const T* __restrict__ a6, long long a7, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C x = load(a2[i * a3]);
-        const C lo = load(a4[i * a5]);
-        const C hi = load(a6[i * a7]);
+__device__ __forceinline__ void pow_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        pow_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, (unsigned int)n);
+    } else {
+        pow_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, n);
+    }
+}
+
+// clamp_backward(g, x, lo, hi) = where((x >= lo) & (x <= hi), g, 0)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void clamp_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, const T* __restrict__ a6, long long a7, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    const I m7 = (I)0 - (I)a7;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        const C lo = load(a4[i & m5]);
+        const C hi = load(a6[i & m7]);
         out0[i] = store<T>(where((x >= lo) & (x <= hi), g, C(0)));
     }
 }
 
-// maximum_backward_a(g, a, b) = where(a > b, g, where(a == b, 0.5 * g, 0))
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void maximum_backward_a(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C a = load(a2[i * a3]);
-        const C b = load(a4[i * a5]);
+__device__ __forceinline__ void clamp_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, const T* __restrict__ a6, long long a7, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        clamp_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, a6, a7, out0, (unsigned int)n);
+    } else {
+        clamp_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);
+    }
+}
+
+// maximum_backward_a(g, a, b) = where(a > b, g, where(a == b, 0.5 * g, 0))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void maximum_backward_a_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
         out0[i] = store<T>(where(a > b, g, where(a == b, C(0.5) * g, C(0))));
     }
 }
 
-// maximum_backward_b(g, a, b) = where(b > a, g, where(a == b, 0.5 * g, 0))
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void maximum_backward_b(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C a = load(a2[i * a3]);
-        const C b = load(a4[i * a5]);
+__device__ __forceinline__ void maximum_backward_a(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        maximum_backward_a_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, (unsigned int)n);
+    } else {
+        maximum_backward_a_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, n);
+    }
+}
+
+// maximum_backward_b(g, a, b) = where(b > a, g, where(a == b, 0.5 * g, 0))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void maximum_backward_b_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
         out0[i] = store<T>(where(b > a, g, where(a == b, C(0.5) * g, C(0))));
     }
 }
 
-// div_backward_b(g, a, b) = -g * a / (b * b)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void div_backward_b(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C a = load(a2[i * a3]);
-        const C b = load(a4[i * a5]);
+__device__ __forceinline__ void maximum_backward_b(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        maximum_backward_b_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, (unsigned int)n);
+    } else {
+        maximum_backward_b_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, n);
+    }
+}
+
+// div_backward_b(g, a, b) = -g * a / (b * b)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void div_backward_b_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
         out0[i] = store<T>(-g * a / (b * b));
     }
 }
 
-// exp_backward(g, y) = g * y
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void exp_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C y = load(a2[i * a3]);
+__device__ __forceinline__ void div_backward_b(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        div_backward_b_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, (unsigned int)n);
+    } else {
+        div_backward_b_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, n);
+    }
+}
+
+// exp_backward(g, y) = g * y
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void exp_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C y = load(a2[i & m3]);
         out0[i] = store<T>(g * y);
     }
 }
 
-// log_backward(g, x) = g / x
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void log_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C x = load(a2[i * a3]);
+__device__ __forceinline__ void exp_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        exp_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        exp_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// log_backward(g, x) = g / x
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void log_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
         out0[i] = store<T>(g / x);
     }
 }
 
-// mul_backward(g, a, b) = g * b, g * a
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void mul_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C a = load(a2[i * a3]);
-        const C b = load(a4[i * a5]);
+__device__ __forceinline__ void log_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        log_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        log_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// mul_backward(g, a, b) = g * b, g * a
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void mul_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
         out0[i] = store<T>(g * b);
         out1[i] = store<T>(g * a);
     }
 }
 
-// div_backward(g, a, b) = g / b, -g * a / (b * b)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void div_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C a = load(a2[i * a3]);
-        const C b = load(a4[i * a5]);
+__device__ __forceinline__ void mul_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
+    if (n < 2147483648LL) {
+        mul_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, out1, (unsigned int)n);
+    } else {
+        mul_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+    }
+}
+
+// div_backward(g, a, b) = g / b, -g * a / (b * b)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void div_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
         out0[i] = store<T>(g / b);
         out1[i] = store<T>(-g * a / (b * b));
     }
 }
 
-// where_backward(g, c) = where(c, g, 0), where(c, 0, g)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void where_backward(const T* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, T* __restrict__ out0, T* __restrict__ out1, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const bool c = a2[i * a3];
+__device__ __forceinline__ void div_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
+    if (n < 2147483648LL) {
+        div_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, out1, (unsigned int)n);
+    } else {
+        div_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+    }
+}
+
+// where_backward(g, c) = where(c, g, 0), where(c, 0, g)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void where_backward_loop(const T* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, T* __restrict__ out0, T* __restrict__ out1, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const bool c = a2[i & m3];
         out0[i] = store<T>(where(c, g, C(0)));
         out1[i] = store<T>(where(c, C(0), g));
     }
 }
 
-// gelu_backward(g, x) = cdf = (erf(x * 0.7071067811865476) + 1) * 0.5; pdf = exp(x * x * -0.5) * 0.3989422804014327; g * (cdf + x * pdf)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void gelu_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C x = load(a2[i * a3]);
+__device__ __forceinline__ void where_backward(const T* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, T* __restrict__ out0, T* __restrict__ out1, long long n) {
+    if (n < 2147483648LL) {
+        where_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, out1, (unsigned int)n);
+    } else {
+        where_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, out1, n);
+    }
+}
+
+// gelu_backward(g, x) = cdf = (erf(x * 0.7071067811865476) + 1) * 0.5; pdf = exp(x * x * -0.5) * 0.3989422804014327; g * (cdf + x * pdf)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void gelu_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
         const C cdf = (erf(x * C(0.7071067811865476)) + C(1)) * C(0.5);
         const C pdf = exp(x * x * -C(0.5)) * C(0.3989422804014327);
         out0[i] = store<T>(g * (cdf + (x * pdf)));
     }
 }
 
-// gelu_tanh_backward(g, x) = x_sq = x * x; th = tanh((x + x_sq * x * 0.044715) * 0.7978845608028654); left = (th + 1) * 0.5; right = 1 - th * th; inner_d = (x_sq * 0.134145 + 1) * 0.7978845608028654; g * (left + x * 0.5 * right * inner_d)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void gelu_tanh_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C x = load(a2[i * a3]);
+__device__ __forceinline__ void gelu_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        gelu_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        gelu_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// gelu_tanh_backward(g, x) = x_sq = x * x; th = tanh((x + x_sq * x * 0.044715) * 0.7978845608028654); left = (th + 1) * 0.5; right = 1 - th * th; inner_d = (x_sq * 0.134145 + 1) * 0.7978845608028654; g * (left + x * 0.5 * right * inner_d)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void gelu_tanh_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
         const C x_sq = x * x;
         const C th = tanh((x + (x_sq * x * C(0.044715))) * C(0.7978845608028654));
         const C left = (th + C(1)) * C(0.5);
@@ -240,54 +484,116 @@ __device__ __forceinline__ void gelu_tanh_backward(const T* __restrict__ a0, lon
     }
 }
 
-// gelu_forward(x) = (erf(x * 0.7071067811865476) + 1) * 0.5 * x
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void gelu_forward(const T* __restrict__ a0, long long a1, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C x = load(a0[i * a1]);
+__device__ __forceinline__ void gelu_tanh_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        gelu_tanh_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        gelu_tanh_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// gelu_forward(x) = (erf(x * 0.7071067811865476) + 1) * 0.5 * x
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void gelu_forward_loop(const T* __restrict__ a0, long long a1, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C x = load(a0[i & m1]);
         out0[i] = store<T>((erf(x * C(0.7071067811865476)) + C(1)) * C(0.5) * x);
     }
 }
 
-// gelu_tanh_forward(x) = (tanh((x * x * x * 0.044715 + x) * 0.7978845608028654) + 1) * 0.5 * x
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void gelu_tanh_forward(const T* __restrict__ a0, long long a1, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C x = load(a0[i * a1]);
+__device__ __forceinline__ void gelu_forward(const T* __restrict__ a0, long long a1, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        gelu_forward_loop<T, C, unsigned int>(a0, a1, out0, (unsigned int)n);
+    } else {
+        gelu_forward_loop<T, C, long long>(a0, a1, out0, n);
+    }
+}
+
+// gelu_tanh_forward(x) = (tanh((x * x * x * 0.044715 + x) * 0.7978845608028654) + 1) * 0.5 * x
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void gelu_tanh_forward_loop(const T* __restrict__ a0, long long a1, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C x = load(a0[i & m1]);
         out0[i] = store<T>((tanh(((x * x * x * C(0.044715)) + x) * C(0.7978845608028654)) + C(1)) * C(0.5) * x);
     }
 }
 
-// mse_backward(g, x, y, scale) = (x - y) * (g * scale)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void mse_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, C scale, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i * a1]);
-        const C x = load(a2[i * a3]);
-        const C y = load(a4[i * a5]);
+__device__ __forceinline__ void gelu_tanh_forward(const T* __restrict__ a0, long long a1, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        gelu_tanh_forward_loop<T, C, unsigned int>(a0, a1, out0, (unsigned int)n);
+    } else {
+        gelu_tanh_forward_loop<T, C, long long>(a0, a1, out0, n);
+    }
+}
+
+// mse_backward(g, x, y, scale) = (x - y) * (g * scale)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void mse_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, C scale, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        const C y = load(a4[i & m5]);
         out0[i] = store<T>((x - y) * (g * scale));
     }
 }
 
-// nll_coef(wt, total) = where(total != 0, -wt / total, 0)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void nll_coef(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C wt = load(a0[i * a1]);
-        const C total = load(a2[i * a3]);
+__device__ __forceinline__ void mse_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, C scale, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        mse_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, scale, out0, (unsigned int)n);
+    } else {
+        mse_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, scale, out0, n);
+    }
+}
+
+// nll_coef(wt, total) = where(total != 0, -wt / total, 0)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void nll_coef_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C wt = load(a0[i & m1]);
+        const C total = load(a2[i & m3]);
         out0[i] = store<T>(where(total != C(0), -wt / total, C(0)));
     }
 }
 
-// sgd_step(p, g, neg_lr, wd, maximize): d = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = p + d * neg_lr
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void sgd_step(T* __restrict__ a0, const T* __restrict__ a1, C neg_lr, C wd, C maximize, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+__device__ __forceinline__ void nll_coef(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        nll_coef_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        nll_coef_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// sgd_step(p, g, neg_lr, wd, maximize): d = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = p + d * neg_lr
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void sgd_step_loop(T* __restrict__ a0, const T* __restrict__ a1, C neg_lr, C wd, C maximize, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         C p = load(a0[i]);
         C g = load(a1[i]);
         C d = where(wd != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
@@ -296,11 +602,22 @@ __device__ __forceinline__ void sgd_step(T* __restrict__ a0, const T* __restrict
     }
 }
 
-// sgd_momentum_step(p, g, buf, neg_lr, wd, maximize, momentum, first, no_dampening, one_minus_dampening, nesterov): d = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); buf = where(first != 0, d, where(no_dampening != 0, buf * momentum + d, buf * momentum + d * one_minus_dampening)); d = where(nesterov != 0, d + buf * momentum, buf); p = p + d * neg_lr
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void sgd_momentum_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, C neg_lr, C wd, C maximize, C momentum, C first, C no_dampening, C one_minus_dampening, C nesterov, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+__device__ __forceinline__ void sgd_step(T* __restrict__ a0, const T* __restrict__ a1, C neg_lr, C wd, C maximize, long long n) {
+    if (n < 2147483648LL) {
+        sgd_step_loop<T, C, unsigned int>(a0, a1, neg_lr, wd, maximize, (unsigned int)n);
+    } else {
+        sgd_step_loop<T, C, long long>(a0, a1, neg_lr, wd, maximize, n);
+    }
+}
+
+// sgd_momentum_step(p, g, buf, neg_lr, wd, maximize, momentum, first, no_dampening, one_minus_dampening, nesterov): d = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); buf = where(first != 0, d, where(no_dampening != 0, buf * momentum + d, buf * momentum + d * one_minus_dampening)); d = where(nesterov != 0, d + buf * momentum, buf); p = p + d * neg_lr
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void sgd_momentum_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, C neg_lr, C wd, C maximize, C momentum, C first, C no_dampening, C one_minus_dampening, C nesterov, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         C p = load(a0[i]);
         C g = load(a1[i]);
         C buf = load(a2[i]);
@@ -313,11 +630,22 @@ __device__ __forceinline__ void sgd_momentum_step(T* __restrict__ a0, const T* _
     }
 }
 
-// adam_step(p, g, m, v, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps): g = where(coupled != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = where(decay != 0, p * decay_factor, p); v = v * beta2 + g * one_minus_beta2 * g; m = where(small_weight != 0, m + (g - m) * weight, g - (g - m) * one_minus_weight); p = p + m * neg_step_size / (sqrt(v) / bias_correction2_sqrt + eps)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void adam_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C coupled, C wd, C maximize, C decay, C decay_factor, C beta2, C one_minus_beta2, C small_weight, C weight, C one_minus_weight, C neg_step_size, C bias_correction2_sqrt, C eps, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+__device__ __forceinline__ void sgd_momentum_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, C neg_lr, C wd, C maximize, C momentum, C first, C no_dampening, C one_minus_dampening, C nesterov, long long n) {
+    if (n < 2147483648LL) {
+        sgd_momentum_step_loop<T, C, unsigned int>(a0, a1, a2, neg_lr, wd, maximize, momentum, first, no_dampening, one_minus_dampening, nesterov, (unsigned int)n);
+    } else {
+        sgd_momentum_step_loop<T, C, long long>(a0, a1, a2, neg_lr, wd, maximize, momentum, first, no_dampening, one_minus_dampening, nesterov, n);
+    }
+}
+
+// adam_step(p, g, m, v, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps): g = where(coupled != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = where(decay != 0, p * decay_factor, p); v = v * beta2 + g * one_minus_beta2 * g; m = where(small_weight != 0, m + (g - m) * weight, g - (g - m) * one_minus_weight); p = p + m * neg_step_size / (sqrt(v) / bias_correction2_sqrt + eps)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void adam_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C coupled, C wd, C maximize, C decay, C decay_factor, C beta2, C one_minus_beta2, C small_weight, C weight, C one_minus_weight, C neg_step_size, C bias_correction2_sqrt, C eps, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         C p = load(a0[i]);
         C g = load(a1[i]);
         C m = load(a2[i]);
@@ -333,11 +661,22 @@ __device__ __forceinline__ void adam_step(T* __restrict__ a0, const T* __restric
     }
 }
 
-// adam_amsgrad_step(p, g, m, v, vmax, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps): g = where(coupled != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = where(decay != 0, p * decay_factor, p); v = v * beta2 + g * one_minus_beta2 * g; m = where(small_weight != 0, m + (g - m) * weight, g - (g - m) * one_minus_weight); vmax = maximum(vmax, v); p = p + m * neg_step_size / (sqrt(vmax) / bias_correction2_sqrt + eps)
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void adam_amsgrad_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, T* __restrict__ a4, C coupled, C wd, C maximize, C decay, C decay_factor, C beta2, C one_minus_beta2, C small_weight, C weight, C one_minus_weight, C neg_step_size, C bias_correction2_sqrt, C eps, long long n) {
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+__device__ __forceinline__ void adam_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C coupled, C wd, C maximize, C decay, C decay_factor, C beta2, C one_minus_beta2, C small_weight, C weight, C one_minus_weight, C neg_step_size, C bias_correction2_sqrt, C eps, long long n) {
+    if (n < 2147483648LL) {
+        adam_step_loop<T, C, unsigned int>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps, (unsigned int)n);
+    } else {
+        adam_step_loop<T, C, long long>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps, n);
+    }
+}
+
+// adam_amsgrad_step(p, g, m, v, vmax, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps): g = where(coupled != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = where(decay != 0, p * decay_factor, p); v = v * beta2 + g * one_minus_beta2 * g; m = where(small_weight != 0, m + (g - m) * weight, g - (g - m) * one_minus_weight); vmax = maximum(vmax, v); p = p + m * neg_step_size / (sqrt(vmax) / bias_correction2_sqrt + eps)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void adam_amsgrad_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, T* __restrict__ a4, C coupled, C wd, C maximize, C decay, C decay_factor, C beta2, C one_minus_beta2, C small_weight, C weight, C one_minus_weight, C neg_step_size, C bias_correction2_sqrt, C eps, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         C p = load(a0[i]);
         C g = load(a1[i]);
         C m = load(a2[i]);
@@ -353,6 +692,17 @@ __device__ __forceinline__ void adam_amsgrad_step(T* __restrict__ a0, const T* _
         a2[i] = store<T>(m);
         a3[i] = store<T>(v);
         a4[i] = store<T>(vmax);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void adam_amsgrad_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, T* __restrict__ a4, C coupled, C wd, C maximize, C decay, C decay_factor, C beta2, C one_minus_beta2, C small_weight, C weight, C one_minus_weight, C neg_step_size, C bias_correction2_sqrt, C eps, long long n) {
+    if (n < 2147483648LL) {
+        adam_amsgrad_step_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps, (unsigned int)n);
+    } else {
+        adam_amsgrad_step_loop<T, C, long long>(a0, a1, a2, a3, a4, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps, n);
     }
 }
 }  // namespace gradcore

@@ -121,3 +121,11 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch is not installed "
                                  "(pip install torch==2.13.0 to run the comparisons)")
+
+# printouts that changed between PyTorch versions (LayerNorm's bias=, from 2.12 on) are
+# compared with the pinned one only (a GPU machine may have another torch)
+TORCH_VERSION = torch.__version__ if HAVE_TORCH else None
+needs_pinned_torch = pytest.mark.skipif(
+    not HAVE_TORCH or not TORCH_VERSION.startswith("2.13."),
+    reason=f"compared with PyTorch 2.13's printout (pip install torch==2.13.0); installed: "
+           f"{TORCH_VERSION or 'none'}")

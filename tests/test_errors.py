@@ -301,8 +301,13 @@ def test_index_out_of_range_in_second_dim_and_with_tensor(device):
         x = gc.zeros(2, 3)
         x[gc.tensor([2])] = 1.0
         x.tolist()
-    with _raises(IndexError, "(3,)", "size of axis is 3", "2"):
+    with _raises(IndexError, "The shape of the mask [2] at index 0 does not match the "
+                 "shape of the indexed tensor [3] at index 0", "(3,)"):
         gc.ones(3)[gc.tensor([True, False])]
+    with _raises(IndexError, "mask [2] at index 0", "[2, 3] at index 1"):
+        gc.ones(2, 3)[:, gc.tensor([True, False])]
+    with _raises(IndexError, "mask [3] at index 0", "[2, 3] at index 0"):
+        gc.ones(2, 3)[gc.tensor([True, False, True]), ...]
 
 
 def test_index_out_of_range_on_tracked_tensor(device):

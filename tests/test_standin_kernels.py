@@ -81,6 +81,39 @@ def test_scalar_operands_pass_with_stride_zero(kernels_on):
     assert [int(v) for v in values[1:6:2]] == [1, 1, 0] and values[4].size == 1
 
 
+def test_the_same_shape_path_passes_what_the_general_one_does(kernels_on):
+    """Arrays of one shape, contiguous, of the kernel's dtype skip the broadcasting
+    (the host's cost of a launch): the same arguments as kernel_arguments, for every
+    pointwise kernel; anything else takes the general path."""
+    kc = gc.kernels_cuda
+    xp = gc.device("cuda").math.xp
+    rng = np.random.default_rng(0)
+    for k in fused.KERNELS.values():
+        if isinstance(k, fused.Update):
+            continue
+        args = [xp.asarray(rng.random((3, 4)) > 0.5) if p in k.masks else
+                xp.asarray(rng.standard_normal((3, 4)).astype(np.float32)) for p in k.params]
+        args += [0.5] * len(k.scalars)
+        fast = kc._same_shape_arguments(k, tuple(args), xp)
+        general = kc.kernel_arguments(k, tuple(args), xp, constants={})
+        assert fast is not None, k.name
+        assert fast[0] == general[0] and fast[3] == general[3] == 12
+        for a, b in zip(fast[1], general[1]):
+            assert type(a) is type(b), k.name
+            if hasattr(a, "shape") and a.shape and a is not b:  # outputs: new arrays
+                assert (a.shape, a.dtype) == (b.shape, b.dtype)
+            elif not hasattr(a, "shape") or not a.shape:
+                assert a == b, k.name
+        if len(k.params) < 2 or k.params[1] in k.masks:
+            continue
+        second = args[1]
+        square = xp.asarray(rng.standard_normal((4, 4)).astype(np.float32))
+        for odd in (second[:1],                     # broadcast
+                    square.T[:3],                   # strided, the same shape
+                    second.astype(np.float64)):     # another dtype
+            assert kc._same_shape_arguments(k, (args[0], odd, *args[2:]), xp) is None
+
+
 @pytest.fixture
 def launches(kernels_on, monkeypatch):
     """The entry points launched, in order (cleared by the test as it needs)."""

@@ -48,14 +48,16 @@ def _convert_index(idx, x: Tensor):
 
 
 def _array_axes(index, ndim):
-    """``(array, axis)`` for each integer array of a converted index: the axis it picks
-    along (an Ellipsis stands for the axes no other part names; None names none; a
-    boolean mask names as many as it has)."""
+    """``(array, axis)`` for each array (with dimensions) of a converted index: the first
+    axis it picks along (an Ellipsis stands for the axes no other part names; None
+    names none; a boolean mask names as many as it has)."""
+    def is_mask(i):
+        return getattr(i, "dtype", None) is not None and i.dtype.kind == "b"
+
     named = 0
     for i in index:
         if i is not None and i is not Ellipsis:
-            named += i.ndim if getattr(i, "dtype", None) is not None and i.dtype.kind == "b" \
-                else 1
+            named += i.ndim if is_mask(i) else 1
     out, axis = [], 0
     for i in index:
         if i is Ellipsis:
@@ -63,11 +65,8 @@ def _array_axes(index, ndim):
         elif i is None:
             continue
         elif getattr(i, "dtype", None) is not None and i.ndim:
-            if i.dtype.kind == "b":
-                axis += i.ndim
-            else:
-                out.append((i, axis))
-                axis += 1
+            out.append((i, axis))
+            axis += i.ndim if is_mask(i) else 1
         else:
             axis += 1
     return out
@@ -80,12 +79,27 @@ def _out_of_bounds(op, axis, size, shape, cls=IndexError):
     return error
 
 
+def _check_masks(index, shape):
+    """A boolean mask must match the axes it covers: PyTorch's error (NumPy and CuPy
+    word it differently)."""
+    for mask, axis in _array_axes(index, len(shape)):
+        if mask.dtype.kind != "b":
+            continue
+        for k, size in enumerate(mask.shape):
+            if axis + k >= len(shape) or shape[axis + k] != size:
+                raise IndexError(f"The shape of the mask {list(mask.shape)} at index {k} does "
+                                 f"not match the shape of the indexed tensor {list(shape)} at "
+                                 f"index {axis + k} (a tensor of shape {tuple(shape)})")
+
+
 def _check_arrays(m, index, shape, op=""):
     """Integer arrays of an index out of range: NumPy raises by itself; CuPy wraps them
     around, so there they are checked without waiting (``backend.check_range``)."""
     if m.values_on_host:
         return
     for arr, axis in _array_axes(index, len(shape)):
+        if arr.dtype.kind == "b":
+            continue
         n = shape[axis]
         check_range(m, arr, -n, n, _out_of_bounds(op, axis, n, shape))
 
@@ -140,6 +154,8 @@ def getitem(x, idx):
             return _gather_rows_cols(x, (i0, i1))
     index = _convert_index(idx, x)
     xd = x.data
+    if not _is_basic(index):
+        _check_masks(index, xd.shape)
     try:
         out = xd[index]
     except IndexError as exc:
@@ -267,6 +283,8 @@ def setitem(x, idx, value):
         node.seq = new_seq()
         if v is not None and tuple(v.shape) != region_shape:
             node.shapes = (xd.shape, v.data.shape)
+    if not _is_basic(index):
+        _check_masks(index, xd.shape)
     _check_arrays(math_of(xd), index, xd.shape, "setitem: ")
     try:
         xd[index] = vd
