@@ -122,14 +122,33 @@ def main(argv):
             h, d = _bench(tonce, n_repeat=50, n_warmup=5)
             row(f"torch {suite} {size} (with its untimed forward)", h, d)
 
+    if "--profile" in argv:  # where the host's time goes in a step, by function
+        import cProfile
+        import pstats
+
+        for suite, size in (("step", 512), ("pointwise", 1 << 20)):
+            prepare, timed = gb.SUITES[suite].build(dev, size)
+            for _ in range(5):
+                timed(prepare())
+            sync()
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(50):
+                timed(prepare())
+            sync()
+            prof.disable()
+            print(f"== cProfile: 50 x gradcore {suite} {size} (forward and backward)")
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
     width = max(len(r["what"]) for r in rows)
     print(f"{'what':<{width}}  {'host us':>9}  {'device us':>9}  note")
     for r in rows:
         hs = "-" if r["host_us"] is None else f"{r['host_us']:.1f}"
         ds = "-" if r["device_us"] is None else f"{r['device_us']:.1f}"
         print(f"{r['what']:<{width}}  {hs:>9}  {ds:>9}  {r['note']}")
-    if len(argv) > 1:
-        with open(argv[1], "w") as f:
+    paths = [a for a in argv[1:] if not a.startswith("--")]
+    if paths:
+        with open(paths[0], "w") as f:
             json.dump({"machine": gb.machine_description([dev], True), "rows": rows}, f,
                       indent=2)
 
