@@ -22,7 +22,8 @@ test)
   $PY -c "import xdist" 2>/dev/null && jobs="-n ${JOBS:-8}"
   start=$(date +%s)
   timeout "${TEST_TIMEOUT:-540}" make gpu-test PYTHON="$PY" \
-      PYTEST_ARGS="-q -rfEs $jobs -p no:cacheprovider --durations=10" 2>&1 | tee "$out/gpu-test.log"
+      PYTEST_ARGS="-q -rfEs $jobs -p no:cacheprovider --durations=10 --junitxml=$out/gpu-test.xml" \
+      2>&1 | tee "$out/gpu-test.log"
   rc=$?
   echo "gpu-test: exit $rc after $(( $(date +%s) - start )) s" | tee -a "$out/gpu-test.log"
   exit $rc

@@ -601,6 +601,9 @@ def math_of(arr) -> ArrayMath:
     return device_of(arr).math
 
 
+_cuda_by_id: dict[int, Device] = {}   # a CuPy device id -> its Device (no string parsing)
+
+
 def device_of(arr) -> Device:
     """The device an array lives on."""
     if isinstance(arr, (np.ndarray, np.generic)):
@@ -608,7 +611,10 @@ def device_of(arr) -> Device:
     dev = getattr(arr, "device", None)
     idx = getattr(dev, "id", None)
     if idx is not None and type(arr).__module__.startswith("cupy"):
-        return device(f"cuda:{idx}") if idx else device("cuda")
+        found = _cuda_by_id.get(idx)
+        if found is None:
+            found = _cuda_by_id[idx] = device(f"cuda:{idx}") if idx else device("cuda")
+        return found
     raise TypeError(f"unsupported array type {type(arr).__name__}")
 
 

@@ -146,12 +146,12 @@ def _launch(math, name, dtype, values, rows, cols, over):
     """One launch of ``<name>_<dtype>`` with ``values`` then ``rows`` and ``cols``: a
     block per row (``over="rows"``), per 32 columns (``"columns"``) or a thread per
     element (``"elements"``)."""
-    from .kernels_cuda import BLOCK, MAX_GRID, launch
+    from .kernels_cuda import BLOCK, MAX_GRID, dtype_name, launch
 
     units = {"rows": rows, "columns": -(-cols // 32),
              "elements": -(-(rows * cols) // BLOCK)}[over]
     if units and (rows or over == "columns"):
-        launch(math, f"{name}_{dtype.name}", [*values, np.int64(rows), np.int64(cols)],
+        launch(math, f"{name}_{dtype_name(dtype)}", [*values, np.int64(rows), np.int64(cols)],
                min(units, MAX_GRID), row_block(cols) if over == "rows" else BLOCK)
 
 

@@ -573,6 +573,11 @@ _BOOL = np.dtype(bool)
 _DTYPE_NAMES = {np.dtype(name): name for name in DTYPES}
 
 
+def dtype_name(dtype) -> str:
+    """``dtype.name`` by a dict lookup for the kernels' dtypes (the property is slow)."""
+    return _DTYPE_NAMES.get(dtype) or np.dtype(dtype).name
+
+
 def _same_shape_arguments(k, args, xp):
     """:func:`kernel_arguments` for the common case, in one pass with no copies: a
     pointwise kernel whose params are C-contiguous arrays of one shape and of one
@@ -620,20 +625,25 @@ def kernel_arguments(k, args, xp=np, out=None, constants=None):
     typed = [a for p, a in zip(k.params, arrays) if p not in masks and hasattr(a, "dtype")]
     if not typed:
         raise TypeError(f"{k.name}: no array among the arguments")
-    dtype = np.result_type(*(a.dtype for a in typed))
-    if dtype.name not in DTYPES:
+    dtype = typed[0].dtype if isinstance(k, Update) else \
+        np.result_type(*(a.dtype for a in typed))
+    name = _DTYPE_NAMES.get(dtype)  # (dtype.name is a slow property)
+    if name is None:
         raise TypeError(f"{k.name}: no kernel for dtype {dtype}")
-    compute = _SCALAR_TYPES[DTYPES[dtype.name][1]]
+    compute = _SCALAR_TYPES[DTYPES[name][1]]
     values = []
     if isinstance(k, Update):
         n = typed[0].size
+        shape = typed[0].shape
         for p, a in zip(k.params, arrays):
-            if a.dtype != dtype or a.shape != typed[0].shape or not a.flags.c_contiguous:
+            if getattr(a, "dtype", None) != dtype or a.shape != shape or \
+                    not a.flags.c_contiguous:
                 raise ValueError(f"{k.name}: {p} must be a contiguous {dtype} array of "
-                                 f"shape {typed[0].shape}, got {a.dtype} {a.shape}")
+                                 f"shape {shape}, got {getattr(a, 'dtype', type(a).__name__)} "
+                                 f"{getattr(a, 'shape', '')}")
             values.append(a)
         values += [compute(v) for v in scalars]
-        return _entry_name(k, dtype.name), values + [np.int64(n)], (), n
+        return _entry_name(k, name), values + [np.int64(n)], (), n
     shape = np.broadcast_shapes(*(getattr(a, "shape", ()) for a in arrays))
     n = int(np.prod(shape, dtype=np.int64))
     for p, a in zip(k.params, arrays):
@@ -663,7 +673,7 @@ def kernel_arguments(k, args, xp=np, out=None, constants=None):
         for o in outs:
             if o.shape != shape or o.dtype != dtype or not o.flags.c_contiguous:
                 raise ValueError(f"out must be a contiguous {dtype} array of shape {shape}")
-    return _entry_name(k, dtype.name), values + list(outs) + [np.int64(n)], outs, n
+    return _entry_name(k, name), values + list(outs) + [np.int64(n)], outs, n
 
 
 def run_host(name: str, *args, grid: int | None = None, block: int | None = None,

@@ -8,8 +8,10 @@ NumPy code written with in-place ufuncs.
 
 A tensor ``t`` may be overwritten when *all* of the following hold:
 
-* its array is large (page faults of fresh memory cost more than this check), owns its
-  memory, and is referenced by ``t`` alone (no view, no ``detach()`` twin, no node
+* its array is a large NumPy array (page faults of fresh memory cost more than this
+  check; on a GPU, CuPy's memory pool hands out a fresh array for less than the check
+  costs, 7 us an op measured on an H100 machine), owns its memory, and is referenced
+  by ``t`` alone (no view, no ``detach()`` twin, no node
   that saved it as an output, no NumPy array handed to the user);
 * every reference to ``t`` is accounted for: the locals of the op frames between the
   caller and here, plus exactly the reference that the caller's evaluation stack holds
@@ -30,6 +32,8 @@ from __future__ import annotations
 import dis
 import os
 import sys
+
+from numpy import ndarray as _ndarray
 
 from ..autograd.grad_mode import state as _state
 
@@ -62,8 +66,8 @@ def op_function(fn):
 
 def is_temporary(t, arr) -> bool:
     """Whether the op running now may write its result into ``arr``, ``t``'s array."""
-    if not ENABLED or arr.nbytes < MIN_BYTES or arr.base is not None or \
-            not _writeable(arr):
+    if not ENABLED or not isinstance(arr, _ndarray) or arr.nbytes < MIN_BYTES or \
+            arr.base is not None or not _writeable(arr):
         return False
     # Count first: looking at frames' locals below adds references of its own (on
     # 3.11-3.12 a snapshot dict that lives as long as the frame, so a second check in
