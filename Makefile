@@ -38,6 +38,7 @@ bench: $(STAMP)
 # issue 6's suites on the GPU (skipped, with the reason, without a usable one), then
 # gradcore bench's CPU-against-GPU sweeps, with PyTorch on each device where installed
 gpu-bench: $(STAMP)
+	mkdir -p docs/benchmarks
 	GRADCORE_BENCH_DEVICES=cuda $(PY) -m pytest bench/test_suites.py $(BENCH_FLAGS) \
 	  --benchmark-json=docs/benchmarks/gpu-suites.json $(BENCH_ARGS)
 	$(PY) -m gradcore bench --suite all --devices cpu,cuda --compare-torch \
