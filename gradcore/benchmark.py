@@ -210,12 +210,13 @@ def _measure(prepare, timed, sync, repeat: int) -> list[float]:
 
 
 class _Progress:
-    """One line per measurement on stderr, or a tqdm bar when tqdm is installed."""
+    """One line per measurement on stderr, or a tqdm bar when tqdm is installed and
+    stderr is a terminal (in a log, a bar is a line per update)."""
 
     def __init__(self, total: int, enabled: bool):
         self.total, self.done, self.bar = total, 0, None
         self.enabled = enabled
-        if enabled:
+        if enabled and sys.stderr.isatty():
             try:
                 from tqdm import tqdm
             except ImportError:
