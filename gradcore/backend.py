@@ -647,6 +647,7 @@ def to_host(arr):
 # device-side assertion at its next synchronization, but leaves the CUDA context
 # unusable; here the error is the op's own, and the device stays usable.
 _pending_checks: list = []
+_pending_lock = threading.Lock()  # ops on other threads may add checks meanwhile
 PENDING_CHECKS_LIMIT = 256   # then they are read at once, so that the list stays short
 
 
@@ -667,8 +668,10 @@ def check_range(m, idx, low: int, high: int, error) -> None:
     if isinstance(least, (np.ndarray, np.generic)):  # host memory (a profile's NumPy)
         _raise_if_outside(int(least), int(greatest), low, high, error)
         return
-    _pending_checks.append((least, greatest, low, high, error))
-    if len(_pending_checks) >= PENDING_CHECKS_LIMIT:
+    with _pending_lock:
+        _pending_checks.append((least, greatest, low, high, error))
+        full = len(_pending_checks) >= PENDING_CHECKS_LIMIT
+    if full:
         raise_failed_checks()
 
 
@@ -682,8 +685,9 @@ def _raise_if_outside(least, greatest, low, high, error) -> None:
 def raise_failed_checks() -> None:
     """Read the pending range checks (one transfer per device) and raise the first failed
     one's error. The checks are cleared either way."""
-    pending = _pending_checks[:]
-    _pending_checks.clear()
+    with _pending_lock:
+        pending = _pending_checks[:]
+        _pending_checks.clear()
     by_math: dict = {}
     for i, check in enumerate(pending):
         by_math.setdefault(id(math_of(check[0])), []).append(i)

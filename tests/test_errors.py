@@ -310,6 +310,22 @@ def test_index_out_of_range_in_second_dim_and_with_tensor(device):
         gc.ones(2, 3)[gc.tensor([True, False, True]), ...]
 
 
+def test_index_arrays_are_checked_along_the_axis_they_pick(device):
+    """An Ellipsis, None and boolean masks (a 0-d one included) shift the axis an index
+    array picks along; its range is that axis's."""
+    x = gc.arange(24.0).reshape(2, 3, 4)
+    assert x[..., gc.tensor([3, 0])].tolist()[1][2] == [23.0, 20.0]
+    assert x[gc.tensor(True), 1].shape == (1, 3, 4)
+    assert x[None, 1, gc.tensor([True, False, True])].shape == (1, 2, 4)
+    assert x[gc.tensor([True, False]), :, gc.tensor([3])].tolist() == [[3.0, 7.0, 11.0]]
+    with _raises(IndexError, "4", "(2, 3, 4)"):
+        x[..., gc.tensor([4])].tolist()
+    with _raises(IndexError, "3", "(2, 3, 4)"):
+        x[None, :, gc.tensor([3])].tolist()
+    with _raises(IndexError, "2", "(2, 3, 4)"):
+        x[gc.tensor(True), gc.tensor([2])].tolist()
+
+
 def test_index_out_of_range_on_tracked_tensor(device):
     x = gc.ones(3, requires_grad=True)
     with _raises(IndexError, "7", "(3,)"):

@@ -64,9 +64,10 @@ def _array_axes(index, ndim):
             axis += ndim - named
         elif i is None:
             continue
-        elif getattr(i, "dtype", None) is not None and i.ndim:
-            out.append((i, axis))
-            axis += i.ndim if is_mask(i) else 1
+        elif getattr(i, "dtype", None) is not None:
+            if i.ndim:
+                out.append((i, axis))
+            axis += i.ndim if is_mask(i) else 1  # (a 0-d mask names no axis)
         else:
             axis += 1
     return out

@@ -106,16 +106,19 @@ def _wrap_around(key, shape):
     def is_array(v):
         return isinstance(v, _np.ndarray) and v.ndim > 0
 
-    named = _b.sum(v.ndim if is_array(v) and v.dtype.kind == "b" else 1
-                for v in parts if v is not None and v is not Ellipsis)
+    def is_mask(v):
+        return isinstance(v, (_np.ndarray, _np.bool_, bool)) and _np.asarray(v).dtype == bool
+
+    named = _b.sum(_np.ndim(v) if is_mask(v) else 1
+                   for v in parts if v is not None and v is not Ellipsis)
     out, axis = [], 0
     for v in parts:
         if v is Ellipsis:
             axis += len(shape) - named
         elif v is None:
             pass
-        elif is_array(v) and v.dtype.kind == "b":
-            axis += v.ndim
+        elif is_mask(v):
+            axis += _np.ndim(v)
         else:
             if is_array(v) and v.dtype.kind in "iu" and axis < len(shape) and shape[axis]:
                 v = v % shape[axis]
