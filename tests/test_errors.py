@@ -337,8 +337,18 @@ def test_gather_and_index_select_out_of_range(device):
         gc.ones(2, 3).gather(1, gc.tensor([[0, 5]])).tolist()
     with pytest.raises(IndexError, match="3"):
         gc.ones(2, 3).index_select(1, gc.tensor([3])).tolist()
-    with pytest.raises((IndexError, RuntimeError), match="3"):
+    with pytest.raises(RuntimeError, match="3"):  # PyTorch's class along dim 1
+        gc.ones(2, 3).index_select(1, gc.tensor([3])).tolist()
+    with pytest.raises(RuntimeError, match="3"):
         gc.zeros(2, 3).scatter_add(1, gc.tensor([[3]]), gc.ones(1, 1)).tolist()
+    # negative indices are out of range too, as in PyTorch (NumPy would take the last)
+    msg = "index -1 is out of bounds for dimension 1 with size 3"
+    with _raises(RuntimeError, "gather(): " + msg):
+        gc.ones(2, 3).gather(1, gc.tensor([[0, -1]])).tolist()
+    with _raises(RuntimeError, "scatter_add(): " + msg):
+        gc.zeros(2, 3).scatter_add(1, gc.tensor([[-1]]), gc.ones(1, 1)).tolist()
+    with _raises(IndexError, "index_select(): " + msg):
+        gc.ones(2, 3).index_select(1, gc.tensor([-1])).tolist()
 
 
 def test_setitem_shape_mismatch_names_shapes(device):

@@ -73,6 +73,11 @@ def _array_axes(index, ndim):
     return out
 
 
+class IndexOutOfRangeError(IndexError, RuntimeError):
+    """An index out of range where PyTorch raises either, depending on the dimension
+    (``index_select``: IndexError along dim 0, RuntimeError along others)."""
+
+
 def _out_of_bounds(op, axis, size, shape, cls=IndexError):
     def error(value):
         return cls(f"{op}index {value} is out of bounds for dimension {axis} with size {size} "
@@ -342,16 +347,15 @@ def gather(x, dim, index):
     axis = normalize_dim(dim, x.data.ndim, "gather")
     tup = _along_index(index.data.astype(np.int64, copy=False), axis)
     xd = x.data
+    # [0, n), as in PyTorch (NumPy would take -1 as the last); on a GPU, at the next read
+    n = xd.shape[axis]
+    check_range(math_of(xd), tup[axis], 0, n,
+                _out_of_bounds("gather(): ", axis, n, xd.shape, RuntimeError))
     try:
         out = xd[tup]
     except IndexError as exc:
         raise RuntimeError(f"gather(): index out of bounds for dim {axis} of a tensor of shape "
                            f"{tuple(xd.shape)} ({exc})") from None
-    m = math_of(xd)
-    if not m.values_on_host:
-        n = xd.shape[axis]
-        check_range(m, tup[axis], -n, n,
-                    _out_of_bounds("gather(): ", axis, n, xd.shape, RuntimeError))
     if not (mode.enabled and x._rg):
         return wrap(out)
     node = _new(GatherBackward0)
@@ -373,10 +377,9 @@ def scatter_add(x, dim, index, src):
     sd = src.data[tuple(slice(0, n) for n in index.data.shape)]
     out = x.data.copy()
     m = math_of(out)
-    if not m.values_on_host:
-        n = out.shape[axis]
-        check_range(m, tup[axis], -n, n,
-                    _out_of_bounds("scatter_add(): ", axis, n, out.shape, RuntimeError))
+    n = out.shape[axis]  # [0, n), as in PyTorch; on a GPU, at the next read
+    check_range(m, tup[axis], 0, n,
+                _out_of_bounds("scatter_add(): ", axis, n, out.shape, RuntimeError))
     m.add.at(out, tup, sd.astype(out.dtype, copy=False))
     if not (mode.enabled and (x._rg or src._rg)):
         return wrap(out)
@@ -407,8 +410,10 @@ def index_select(x, dim, index):
         return index_select(x.reshape(1), 0, index).reshape(())
     axis = normalize_dim(dim, xd.ndim, "index_select")
     tup = (slice(None),) * axis + (index.data.reshape(-1),)
+    n = xd.shape[axis]  # [0, n), as in PyTorch; on a GPU, at the next read
+    check_range(math_of(xd), tup[axis], 0, n,
+                _out_of_bounds("index_select(): ", axis, n, xd.shape, IndexOutOfRangeError))
     out = xd[tup]
-    _check_arrays(math_of(xd), tup, xd.shape, "index_select(): ")
     if not (mode.enabled and x._rg):
         return wrap(out)
     node = _new(IndexSelectBackward0)
