@@ -89,7 +89,9 @@ __device__ __forceinline__ void softmax_forward_rows(
 // loss the row's weight wt (weight[t], or 1; 0 for an ignored target), its loss
 // -(logp[t] * wt) (0 when ignored) and the target with ignored ones made 0 (tsafe).
 // The loss reads logp[t] as stored, rounded to T, as nll_loss reads log_softmax's
-// output. A target out of range gives a NaN loss (the CPU raises; a GPU cannot).
+// output. A target out of range gives a NaN loss and is kept in tsafe as it is, where
+// the caller's range check finds it (backend.check_range: raised at the next read);
+// nothing reads memory at it.
 template <typename T, typename C>
 __device__ __forceinline__ void softmax_xent_forward(
         const T* __restrict__ x, const long long* __restrict__ target,
@@ -113,7 +115,7 @@ __device__ __forceinline__ void softmax_xent_forward(
         }
         if (threadIdx.x == 0) {
             wt[r] = w;
-            tsafe[r] = valid && in_range ? t : 0;
+            tsafe[r] = valid ? t : 0;
             if (!valid) loss[r] = C(0);
             else if (!in_range) loss[r] = not_a_number(C(0));
         }

@@ -752,9 +752,9 @@ def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     m = math_of(xd)
     wd = None if weight is None else weight.data
     logp, losses, wt, tsafe = m.softmax_xent_forward(xd, td, wd, ignore_index)
-    # the kernel clamps a target out of range; the check sees the targets as given, and is
-    # read at the next read from the device
-    check_range(m, m.where(td != ignore_index, td, 0), 0, xd.shape[1], _target_error)
+    # tsafe: the targets with ignored ones made 0 (one out of range kept as it is): the
+    # check is read at the next read from the device
+    check_range(m, tsafe, 0, xd.shape[1], _target_error)
     if reduction == "none":
         out, total = losses, None
     else:
