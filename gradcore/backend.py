@@ -651,22 +651,19 @@ _pending_lock = threading.Lock()  # ops on other threads may add checks meanwhil
 PENDING_CHECKS_LIMIT = 256   # then they are read at once, so that the list stays short
 
 
-def check_range(m, idx, low: int, high: int, error) -> None:
+def check_range(idx, low: int, high: int, error) -> None:
     """Raise ``error(value)`` (an exception naming ``value``, an element of the integer
-    array ``idx`` outside ``[low, high)``) if there is one: at once where values are on
-    the host (the first such element), else at the next read from the device (the least
-    or the greatest; :func:`raise_failed_checks`)."""
+    array ``idx`` outside ``[low, high)``) if there is one: at once for host memory (the
+    first such element), else at the next read from the device (the least or the
+    greatest; :func:`raise_failed_checks`). Two reductions either way: on a GPU (or in a
+    profile) they are the two launches the check costs."""
     if idx.size == 0:
         return
-    if m.values_on_host:
-        flat = idx.reshape(-1)
-        bad = (flat < low) | (flat >= high)
-        if bad.any():
-            raise error(int(flat[int(bad.argmax())]))
-        return
     least, greatest = idx.min(), idx.max()
-    if isinstance(least, (np.ndarray, np.generic)):  # host memory (a profile's NumPy)
-        _raise_if_outside(int(least), int(greatest), low, high, error)
+    if isinstance(least, (np.ndarray, np.generic)):  # host memory: no wait to read them
+        if int(least) < low or int(greatest) >= high:
+            flat = idx.reshape(-1)
+            raise error(int(flat[int(((flat < low) | (flat >= high)).argmax())]))
         return
     with _pending_lock:
         _pending_checks.append((least, greatest, low, high, error))
@@ -675,28 +672,22 @@ def check_range(m, idx, low: int, high: int, error) -> None:
         raise_failed_checks()
 
 
-def _raise_if_outside(least, greatest, low, high, error) -> None:
-    if least < low:
-        raise error(least)
-    if greatest >= high:
-        raise error(greatest)
-
-
 def raise_failed_checks() -> None:
     """Read the pending range checks (one transfer per device) and raise the first failed
     one's error. The checks are cleared either way."""
     with _pending_lock:
         pending = _pending_checks[:]
         _pending_checks.clear()
-    by_math: dict = {}
+    by_math: dict = {}  # the device's namespace -> the indices of its checks
     for i, check in enumerate(pending):
-        by_math.setdefault(id(math_of(check[0])), []).append(i)
+        by_math.setdefault(math_of(check[0]), []).append(i)
     read = {}
-    for indices in by_math.values():
-        m = math_of(pending[indices[0]][0])
+    for m, indices in by_math.items():
         values = m.stack([v.astype(np.int64, copy=False) for i in indices
                           for v in pending[i][:2]])
         for i, pair in zip(indices, values.get().reshape(-1, 2).tolist()):
             read[i] = pair
     for i, (_, _, low, high, error) in enumerate(pending):
-        _raise_if_outside(*read[i], low, high, error)
+        least, greatest = read[i]
+        if least < low or greatest >= high:
+            raise error(least if least < low else greatest)

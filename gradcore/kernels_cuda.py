@@ -836,20 +836,20 @@ def device_kernel(math, k):
     kernel takes arrays (or numbers) and returns new arrays; an update writes into its
     arrays (see :func:`kernel_arguments`)."""
     xp = math.xp
-    single = not isinstance(k, Update) and len(k.exprs) == 1
-
+    update = isinstance(k, Update)
+    single = not update and len(k.exprs) == 1
     constants = math.__dict__.setdefault("_kernel_constants", {})
 
     def run(*args):
-        fast = None if isinstance(k, Update) else _same_shape_arguments(k, args, xp)
+        fast = None if update else _same_shape_arguments(k, args, xp)
         entry_name, values, outs, n = fast or kernel_arguments(k, args, xp,
                                                                constants=constants)
         if n:
             launch(math, entry_name, values, min(-(-n // BLOCK), MAX_GRID), BLOCK)
-        if isinstance(k, Update):
+        if update:
             return None
         return outs[0] if single else outs
 
     run.__name__ = k.name
     # an update is called by fused_optim's wrappers, which fall back as a whole
-    return run if isinstance(k, Update) else with_fallback(math, k.name, run)
+    return run if update else with_fallback(math, k.name, run)

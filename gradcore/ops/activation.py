@@ -575,7 +575,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         padding_idx = padding_idx % num
     m = math_of(wd)
     # on a GPU without waiting: raised at the next read from the device
-    check_range(m, idx, 0, num, _embedding_index_error)
+    check_range(idx, 0, num, _embedding_index_error)
     if max_norm is not None:
         _embedding_renorm(weight, idx, max_norm, norm_type)
         wd = weight.data
@@ -689,7 +689,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     tsafe = td if all_valid else m.where(valid, td, 0)
     tsafe = tsafe.astype(np.int64, copy=False)
     # on a GPU without waiting: raised at the next read from the device
-    check_range(m, tsafe, 0, C, _target_error)
+    check_range(tsafe, 0, C, _target_error)
     w = _up(xd)
     if xd.ndim == 2:
         picked = w[m.arange(xd.shape[0]), tsafe]
@@ -754,7 +754,7 @@ def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     logp, losses, wt, tsafe = m.softmax_xent_forward(xd, td, wd, ignore_index)
     # tsafe: the targets with ignored ones made 0 (one out of range kept as it is): the
     # check is read at the next read from the device
-    check_range(m, tsafe, 0, xd.shape[1], _target_error)
+    check_range(tsafe, 0, xd.shape[1], _target_error)
     if reduction == "none":
         out, total = losses, None
     else:

@@ -85,29 +85,23 @@ def _out_of_bounds(op, axis, size, shape, cls=IndexError):
     return error
 
 
-def _check_masks(index, shape):
-    """A boolean mask must match the axes it covers: PyTorch's error (NumPy and CuPy
-    word it differently)."""
-    for mask, axis in _array_axes(index, len(shape)):
-        if mask.dtype.kind != "b":
-            continue
-        for k, size in enumerate(mask.shape):
-            if axis + k >= len(shape) or shape[axis + k] != size:
-                raise IndexError(f"The shape of the mask {list(mask.shape)} at index {k} does "
-                                 f"not match the shape of the indexed tensor {list(shape)} at "
-                                 f"index {axis + k} (a tensor of shape {tuple(shape)})")
-
-
 def _check_arrays(m, index, shape, op=""):
-    """Integer arrays of an index out of range: NumPy raises by itself; CuPy wraps them
-    around, so there they are checked without waiting (``backend.check_range``)."""
-    if m.values_on_host:
-        return
+    """The arrays of an advanced index: a boolean mask must match the axes it covers
+    (PyTorch's error; NumPy and CuPy word it differently), and an integer array must be
+    in range, which NumPy checks by itself and CuPy does not (it wraps around): there it
+    is checked without waiting (``backend.check_range``)."""
+    on_device = not m.values_on_host
     for arr, axis in _array_axes(index, len(shape)):
         if arr.dtype.kind == "b":
-            continue
-        n = shape[axis]
-        check_range(m, arr, -n, n, _out_of_bounds(op, axis, n, shape))
+            for k, size in enumerate(arr.shape):
+                if axis + k >= len(shape) or shape[axis + k] != size:
+                    raise IndexError(f"The shape of the mask {list(arr.shape)} at index {k} "
+                                     f"does not match the shape of the indexed tensor "
+                                     f"{list(shape)} at index {axis + k} (a tensor of shape "
+                                     f"{tuple(shape)})")
+        elif on_device:
+            n = shape[axis]
+            check_range(arr, -n, n, _out_of_bounds(op, axis, n, shape))
 
 
 def _is_basic(idx) -> bool:
@@ -160,15 +154,14 @@ def getitem(x, idx):
             return _gather_rows_cols(x, (i0, i1))
     index = _convert_index(idx, x)
     xd = x.data
-    if not _is_basic(index):
-        _check_masks(index, xd.shape)
+    basic = _is_basic(index)
+    if not basic:  # (before indexing: a mask of the wrong shape gets PyTorch's error)
+        _check_arrays(math_of(xd), index, xd.shape)
     try:
         out = xd[index]
     except IndexError as exc:
         raise IndexError(f"index {idx!r} is out of bounds for a tensor of shape "
                          f"{tuple(xd.shape)} ({exc})") from None
-    _check_arrays(math_of(xd), index, xd.shape)
-    basic = _is_basic(index)
     if type(out) is not type(xd):
         out = math_of(xd).asarray(out)
     if not (mode.enabled and x._rg):
@@ -191,7 +184,9 @@ def _gather_rows_cols(x, index):
     except IndexError as exc:
         raise IndexError(f"index out of bounds for a tensor of shape {tuple(xd.shape)} "
                          f"({exc})") from None
-    _check_arrays(math_of(xd), index, xd.shape)
+    m = math_of(xd)
+    if not m.values_on_host:  # (two integer arrays: nothing to check on the host)
+        _check_arrays(m, index, xd.shape)
     if not (mode.enabled and x._rg):
         return wrap(out)
     node = _new(IndexBackward0)
@@ -265,6 +260,7 @@ def setitem(x, idx, value):
         inplace_on_view(x, idx, value)
         return
     index = _convert_index(idx, x)
+    basic = _is_basic(index)
     xd = x.data
     v = value if isinstance(value, Tensor) else None
     if v is not None:
@@ -277,7 +273,7 @@ def setitem(x, idx, value):
     track = mode.enabled and (x._rg or (v is not None and v._rg))
     if track:
         node = _new(IndexPutBackward0)
-        node.basic = _is_basic(index)
+        node.basic = basic
         node.index = index
         try:
             region_shape = xd[index].shape
@@ -289,9 +285,8 @@ def setitem(x, idx, value):
         node.seq = new_seq()
         if v is not None and tuple(v.shape) != region_shape:
             node.shapes = (xd.shape, v.data.shape)
-    if not _is_basic(index):
-        _check_masks(index, xd.shape)
-    _check_arrays(math_of(xd), index, xd.shape, "setitem: ")
+    if not basic:
+        _check_arrays(math_of(xd), index, xd.shape, "setitem: ")
     try:
         xd[index] = vd
     except IndexError as exc:
@@ -349,8 +344,7 @@ def gather(x, dim, index):
     xd = x.data
     # [0, n), as in PyTorch (NumPy would take -1 as the last); on a GPU, at the next read
     n = xd.shape[axis]
-    check_range(math_of(xd), tup[axis], 0, n,
-                _out_of_bounds("gather(): ", axis, n, xd.shape, RuntimeError))
+    check_range(tup[axis], 0, n, _out_of_bounds("gather(): ", axis, n, xd.shape, RuntimeError))
     try:
         out = xd[tup]
     except IndexError as exc:
@@ -376,11 +370,10 @@ def scatter_add(x, dim, index, src):
     tup = _along_index(index.data.astype(np.int64, copy=False), axis)
     sd = src.data[tuple(slice(0, n) for n in index.data.shape)]
     out = x.data.copy()
-    m = math_of(out)
     n = out.shape[axis]  # [0, n), as in PyTorch; on a GPU, at the next read
-    check_range(m, tup[axis], 0, n,
+    check_range(tup[axis], 0, n,
                 _out_of_bounds("scatter_add(): ", axis, n, out.shape, RuntimeError))
-    m.add.at(out, tup, sd.astype(out.dtype, copy=False))
+    math_of(out).add.at(out, tup, sd.astype(out.dtype, copy=False))
     if not (mode.enabled and (x._rg or src._rg)):
         return wrap(out)
     node = _new(ScatterAddBackward0)
@@ -411,7 +404,7 @@ def index_select(x, dim, index):
     axis = normalize_dim(dim, xd.ndim, "index_select")
     tup = (slice(None),) * axis + (index.data.reshape(-1),)
     n = xd.shape[axis]  # [0, n), as in PyTorch; on a GPU, at the next read
-    check_range(math_of(xd), tup[axis], 0, n,
+    check_range(tup[axis], 0, n,
                 _out_of_bounds("index_select(): ", axis, n, xd.shape, IndexOutOfRangeError))
     out = xd[tup]
     if not (mode.enabled and x._rg):
