@@ -341,7 +341,7 @@ def to_numpy(value) -> np.ndarray:
     if value is None:
         raise AssertionError("a gradient is None: backward did not reach that parameter")
     if isinstance(value, gc.Tensor):
-        return np.asarray(gc.backend.to_host(value.data))
+        return np.asarray(gc.backend.to_host(value._data))
     if torch is not None and isinstance(value, torch.Tensor):
         return value.detach().cpu().numpy()
     return np.asarray(value)

@@ -59,7 +59,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     dev = _dev(device) if device is not None or not isinstance(data, Tensor) else data.device
     npd = _np_dtype(dtype)
     if isinstance(data, Tensor):
-        src = data.data
+        src = data._data
         arr = src.astype(npd) if npd is not None else src.copy()
         arr = dev.asarray(arr) if backend.device_of(arr) != dev else arr
         return _finish(arr, requires_grad)

@@ -2,7 +2,7 @@
 
 An optimizer's whole per-parameter update (weight decay, moments, bias correction, the
 parameter write) is one function on arrays, attached to every device's array namespace
-(``math_of(p.data).adam_update(...)``), in place and with as few temporaries as the
+(``math_of(p._data).adam_update(...)``), in place and with as few temporaries as the
 arithmetic allows (NumPy ufuncs with ``out=``).  The optimizers in :mod:`gradcore.optim`
 never do the arithmetic themselves, so a device can swap in a single CUDA kernel per
 parameter (issue 4) without touching them.

@@ -183,7 +183,7 @@ class _Encoder:
                 while f"{name}#{n}" in self.arrays:
                     n += 1
                 name = f"{name}#{n}"
-            arr = np.require(np.asarray(to_host(t.data)), requirements="C")  # keeps 0-d
+            arr = np.require(np.asarray(to_host(t._data)), requirements="C")  # keeps 0-d
             if arr.dtype.byteorder == ">":
                 arr = arr.astype(arr.dtype.newbyteorder("<"))
             self.arrays[name] = arr

@@ -596,8 +596,8 @@ class _Session:
 
         tensors, nodes = _live(Tensor, Node)
         for t in tensors:
-            if type(t.__dict__.get("data")) is np.ndarray:
-                t.data = counting(t.data)
+            if type(t.__dict__.get("_data")) is np.ndarray:
+                t._data = counting(t._data)
         for node in nodes:
             out = node.__dict__.get("out")
             if out is not None and type(out[0]) is np.ndarray:
@@ -616,9 +616,9 @@ def _restore_arrays(tensor_cls, node_cls, originals, views) -> None:
 
     tensors, nodes = _live(tensor_cls, node_cls)
     for t in tensors:
-        d = t.__dict__.get("data")
+        d = t.__dict__.get("_data")
         if isinstance(d, _Counted):
-            t.data = plain(d)
+            t._data = plain(d)
     for node in nodes:
         out = node.__dict__.get("out")
         if out is not None and isinstance(out[0], _Counted):

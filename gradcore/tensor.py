@@ -1,8 +1,8 @@
 """The user-facing :class:`Tensor`: an array, and where its gradient comes from.
 
-The class is thin: it owns the array (``data``), the autograd bookkeeping and the
-conversions; every operation is a function in :mod:`gradcore.ops`, bound here as a
-method.
+The class is thin: it owns the array (``_data``; ``.data`` is PyTorch's untracked
+tensor over it), the autograd bookkeeping and the conversions; every operation is a
+function in :mod:`gradcore.ops`, bound here as a method.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class Tensor:
             dev = backend.device(device)
             src = _wrap(dev.math.zeros(shape, dtype=(dtype and dtypes.to_dtype(dtype).np)
                                        or np.float32))
-        self.data = src.data
+        self._data = src._data
         if requires_grad:
             self.requires_grad = True
 
@@ -170,52 +170,52 @@ class Tensor:
     # -- description ----------------------------------------------------------------------
     @property
     def shape(self) -> tuple:
-        return self.data.shape
+        return self._data.shape
 
     def size(self, dim=None):
         if dim is None:
-            return self.data.shape
-        return self.data.shape[dim]
+            return self._data.shape
+        return self._data.shape[dim]
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     def dim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     ndimension = dim
 
     def numel(self) -> int:
-        return int(self.data.size)
+        return int(self._data.size)
 
     nelement = numel
 
     @property
     def dtype(self) -> dtypes.DType:
-        return dtypes.from_numpy_dtype(self.data.dtype)
+        return dtypes.from_numpy_dtype(self._data.dtype)
 
     @property
     def device(self) -> backend.Device:
-        return backend.device_of(self.data)
+        return backend.device_of(self._data)
 
     @property
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
 
     def is_floating_point(self) -> bool:
-        return self.data.dtype.kind == "f"
+        return self._data.dtype.kind == "f"
 
     def element_size(self) -> int:
-        return self.data.dtype.itemsize
+        return self._data.dtype.itemsize
 
     def __len__(self):
-        if self.data.ndim == 0:
+        if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self._data.shape[0]
 
     def __repr__(self):
-        return tensor_repr(backend.to_host(self.data), self.dtype, self.device, self.grad_fn,
+        return tensor_repr(backend.to_host(self._data), self.dtype, self.device, self.grad_fn,
                            self._rg)
 
     __str__ = __repr__
@@ -229,32 +229,32 @@ class Tensor:
         if self.device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self.device} tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
-        return backend.to_host(self.data)
+        return backend.to_host(self._data)
 
     def item(self):
-        if self.data.size != 1:
-            raise RuntimeError(f"a Tensor with {self.data.size} elements cannot be converted "
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar")
-        return self.data.reshape(()).item() if self.device.type == "cpu" \
-            else backend.to_host(self.data).item()
+        return self._data.reshape(()).item() if self.device.type == "cpu" \
+            else backend.to_host(self._data).item()
 
     def tolist(self):
-        return backend.to_host(self.data).tolist()
+        return backend.to_host(self._data).tolist()
 
     def __array__(self, dtype=None, copy=None):
         if self._rg:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        arr = backend.to_host(self.data)
+        arr = backend.to_host(self._data)
         if dtype is not None:
             arr = arr.astype(dtype, copy=False)
         return arr
 
     def __dlpack__(self, *args, **kwargs):
-        return self.data.__dlpack__(*args, **kwargs)
+        return self._data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
-        return self.data.__dlpack_device__()
+        return self._data.__dlpack_device__()
 
     def __float__(self):
         return float(self.item())
@@ -263,21 +263,41 @@ class Tensor:
         return int(self.item())
 
     def __index__(self):
-        if self.data.dtype.kind not in "iu" or self.data.size != 1:
+        if self._data.dtype.kind not in "iu" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to "
                             "an index")
         return int(self.item())
 
     def __bool__(self):
-        if self.data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self.data.size} elements is "
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self._data.size} elements is "
                                "ambiguous")
         return bool(self.item())
+
+    @property
+    def data(self) -> Tensor:
+        """This tensor's values as a tensor outside autograd, as PyTorch's ``.data``.
+
+        It shares the memory but not the version counter, so an in-place change through
+        it (``p.data.mul_(2)``, ``p.data += -lr * p.grad``) changes ``p`` without
+        recording anything and without failing the saved-tensor checks of a graph that
+        used ``p``. Assigning ``p.data = t`` makes ``p`` hold ``t``'s memory.
+        """
+        t = _new(Tensor)
+        t._data = self._data
+        return t
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got "
+                            f"{type(value).__name__}")
+        self._data = value._data
 
     def detach(self) -> Tensor:
         """A tensor sharing this one's data, cut from the graph."""
         t = _new(Tensor)
-        t.data = self.data
+        t._data = self._data
         t._vc = self._version_cell()  # detach shares the version counter, as in PyTorch
         return t
 
@@ -291,15 +311,15 @@ class Tensor:
 
     def equal(self, other) -> bool:
         """True when ``other`` has the same shape and elements (``torch.equal``)."""
-        return tuple(self.shape) == tuple(other.shape) and bool((self.data == other.data).all())
+        return tuple(self.shape) == tuple(other.shape) and bool((self._data == other._data).all())
 
     def __hash__(self):
         return id(self)
 
     def __iter__(self):
-        if self.data.ndim == 0:
+        if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self.data.shape[0]))
+        return (self[i] for i in range(self._data.shape[0]))
 
     def __reduce_ex__(self, protocol):
         raise TypeError("gradcore tensors are not picklable; save them with gradcore.save")
@@ -308,22 +328,22 @@ class Tensor:
         if self.grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
                                "support the deepcopy protocol")
-        t = _wrap(self.data.copy())
+        t = _wrap(self._data.copy())
         t._rg = self._rg
         if self.grad is not None:
-            t.grad = _wrap(self.grad.data.copy())
+            t.grad = _wrap(self.grad._data.copy())
         memo[id(self)] = t
         return t
 
     @property
     def T(self) -> Tensor:
-        return self.permute(*reversed(range(self.data.ndim)))
+        return self.permute(*reversed(range(self._data.ndim)))
 
     @property
     def mT(self) -> Tensor:
-        if self.data.ndim < 2:
+        if self._data.ndim < 2:
             raise RuntimeError(f"tensor.mT is only supported on matrices or batches of "
-                               f"matrices. Got {self.data.ndim}-D tensor.")
+                               f"matrices. Got {self._data.ndim}-D tensor.")
         return self.transpose(-2, -1)
 
     @property
@@ -353,7 +373,7 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             from .creation import tensor as _tensor
             data = _tensor(data)
-        self.data = data.data
+        self._data = data._data
         self._vc = data._version_cell()  # the same memory, the same version counter
         if requires_grad:
             self.requires_grad = True
@@ -364,9 +384,9 @@ class Parameter(Tensor):
     __str__ = __repr__
 
     def __deepcopy__(self, memo):
-        p = Parameter(_wrap(self.data.copy()), requires_grad=self._rg)
+        p = Parameter(_wrap(self._data.copy()), requires_grad=self._rg)
         if self.grad is not None:
-            p.grad = _wrap(self.grad.data.copy())
+            p.grad = _wrap(self.grad._data.copy())
         memo[id(self)] = p
         return p
 
@@ -388,7 +408,7 @@ def _wrap(data) -> Tensor:
     if type(data) is not _ndarray and isinstance(data, np.generic):
         data = np.asarray(data)
     t = _new(Tensor)
-    t.data = data
+    t._data = data
     return t
 
 

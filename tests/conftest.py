@@ -110,7 +110,7 @@ def rng():
 
 def host(t) -> np.ndarray:
     """A tensor's values as a NumPy array (from any device)."""
-    return np.asarray(gc.backend.to_host(t.data))
+    return np.asarray(gc.backend.to_host(t._data))
 
 
 try:  # PyTorch is optional: comparisons skip, with a reason, when it is absent

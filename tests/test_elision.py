@@ -52,7 +52,7 @@ def test_named_tensor_is_never_overwritten(x):
     g = a + a
     np.testing.assert_array_equal(host(a), expected)
     for t in (b, c, d, e, f, g):
-        assert t.data is not a.data
+        assert t._data is not a._data
 
 
 def test_tensor_in_a_container_or_attribute_is_never_overwritten(x):
@@ -80,7 +80,7 @@ def test_arrays_shared_with_numpy_or_detach_are_never_overwritten(x):
 
     out = export(x * 2.0) - 1.0
     np.testing.assert_allclose(exported[0], host(x) * 2, rtol=1e-6)
-    assert out.data is not exported[0]
+    assert out._data is not exported[0]
     twins = []
 
     def twin(t):

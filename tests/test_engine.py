@@ -125,8 +125,8 @@ def test_kept_loss_does_not_keep_activations_alive(device):
     a = h.tanh()                # TanhBackward0 saves its output's array
     loss = (a * h).sum()
     h_ref = weakref.ref(h)
-    h_data_ref = weakref.ref(h.data)
-    a_data_ref = weakref.ref(a.data)
+    h_data_ref = weakref.ref(h._data)
+    a_data_ref = weakref.ref(a._data)
     del h, a
     assert h_ref() is not None and a_data_ref() is not None  # the graph holds them
     loss.backward()

@@ -44,7 +44,7 @@ def test_two_leaves_sharing_one_gradient_get_separate_arrays(device):
     a = gc.tensor([1.0, 2.0], requires_grad=True)
     b = gc.tensor([3.0, 4.0], requires_grad=True)
     (a + b).sum().backward()
-    a.grad.data[0] = 100.0   # writing one leaf's .grad must not reach the other
+    a.grad._data[0] = 100.0   # writing one leaf's .grad must not reach the other
     np.testing.assert_array_equal(host(b.grad), [1.0, 1.0])
 
 
@@ -79,7 +79,7 @@ def test_grad_accumulates_into_the_same_tensor(device):
 def test_broadcast_gradient_from_sum_is_copied_into_grad(device):
     x = gc.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     x.sum().backward()          # the gradient is a read-only broadcast of one
-    x.grad.data[0, 0] = 7.0     # .grad must be an ordinary writable array
+    x.grad._data[0, 0] = 7.0     # .grad must be an ordinary writable array
     np.testing.assert_array_equal(host(x.grad), [[7.0, 1.0], [1.0, 1.0]])
 
 

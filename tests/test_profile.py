@@ -124,7 +124,7 @@ def test_kernels_are_read_when_the_profile_starts(device, monkeypatch):
     monkeypatch.setattr(m, kernel.name, kernel.compile({}), raising=False)
     a, b = gc.randn(100), gc.randn(100)
     with gc.profile() as prof:
-        math_of(a.data).scale_add_backward(a.data, b.data)
+        math_of(a._data).scale_add_backward(a._data, b._data)
     assert rows(prof) == [("scale_add_backward", "fused", 1, 800, 400)]
 
 
@@ -208,20 +208,20 @@ def test_exit_restores_everything(device, fail):
     model, step = _mlp_step(device)
     step()
     before = _installed_state(device)
-    arrays = [p.data for p in model.parameters()]
+    arrays = [p._data for p in model.parameters()]
     array_type = type(arrays[0])
     inside = []
     with pytest.raises(ZeroDivisionError) if fail else contextlib.nullcontext():
         with gc.profile() as prof:
             step()
             inside.append(model[0].weight.grad)
-            inside.append((model[0].weight * 2).data)
+            inside.append((model[0].weight * 2)._data)
             if fail:
                 raise ZeroDivisionError("in the profiled block")
     assert _installed_state(device) == before
     assert profile_module._session is None
-    assert all(p.data is a for p, a in zip(model.parameters(), arrays))
-    assert type(inside[0].data) is array_type         # made inside: a plain array again
+    assert all(p._data is a for p, a in zip(model.parameters(), arrays))
+    assert type(inside[0]._data) is array_type         # made inside: a plain array again
     assert type(inside[1] * 2) is array_type          # an array kept from inside: plain
     assert prof.launches > 0
     with gc.profile() as again:                       # and a new profile can start

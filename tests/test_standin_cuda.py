@@ -63,7 +63,7 @@ def test_training_step_makes_no_host_synchronization(standin, opt):
     cpu_losses, _, cpu_model = _train("cpu", F.mse_loss, _MSE_TARGET, _OPTIMIZERS[opt], 3)
     np.testing.assert_allclose(losses, cpu_losses, rtol=1e-6)
     for (name, p), (_, q) in zip(model.named_parameters(), cpu_model.named_parameters()):
-        assert p.device == gc.device("cuda") and type(p.data).__module__ == "cupy", name
+        assert p.device == gc.device("cuda") and type(p._data).__module__ == "cupy", name
         np.testing.assert_allclose(host(p), host(q), rtol=1e-5, atol=1e-6, err_msg=name)
 
 
@@ -90,7 +90,7 @@ def _run(fn, arrays, device):
     out = fn(*xs)
     assert out.device == gc.device(device)
     if out.requires_grad:
-        w = np.random.default_rng(7).standard_normal(out.shape).astype(out.data.dtype)
+        w = np.random.default_rng(7).standard_normal(out.shape).astype(out._data.dtype)
         (out * gc.tensor(w, device=device)).sum().backward()
     grads = [host(x.grad) if x.grad is not None else None for x in xs]
     for x in xs:
@@ -217,7 +217,7 @@ def test_to_and_from_the_device(standin):
     a = _r(2, 3)
     t = gc.tensor(a).to("cuda")
     assert t.device == gc.device("cuda")
-    assert type(t.data).__module__ == "cupy"
+    assert type(t._data).__module__ == "cupy"
     np.testing.assert_array_equal(t.cpu().numpy(), a)
     np.testing.assert_array_equal(np.asarray(t.tolist()), a)
     with pytest.raises(RuntimeError, match="same device"):
@@ -225,7 +225,7 @@ def test_to_and_from_the_device(standin):
 
 
 def test_the_standin_refuses_implicit_conversion(standin):
-    arr = gc.zeros(3, device="cuda").data
+    arr = gc.zeros(3, device="cuda")._data
     with pytest.raises(TypeError, match="Implicit conversion"):
         np.asarray(arr)
     with pytest.raises(TypeError):

@@ -86,7 +86,7 @@ class _FunctionNode(Node):
                     raise RuntimeError(f"Function {self.name()} returned an invalid gradient at "
                                        f"index {slot} - got {list(g.shape)} but expected shape "
                                        f"compatible with {list(shape)}") from None
-            out.append(g if F.tensor_mode else g.data)
+            out.append(g if F.tensor_mode else g._data)
         return tuple(out)
 
     def name(self):
@@ -159,7 +159,7 @@ class Function:
                 continue
             # `o in inputs` would compare with == (elementwise): test identity
             if o.grad_fn is not None or any(o is t for t in inputs):
-                o = _wrap(o.data)  # the output of apply is always a fresh node output
+                o = _wrap(o._data)  # the output of apply is always a fresh node output
             o.grad_fn, o._out_nr, o._rg = node, nr, True
             results.append(o)
         return results[0] if single else tuple(results)

@@ -26,10 +26,10 @@ def _root_grads(outputs, grad_outputs, create_graph):
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
                                "a grad_fn")
         if g is None:
-            if out.data.size != 1:
+            if out._data.size != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs, "
                                    f"got a tensor of shape {tuple(out.shape)}")
-            arr = math_of(out.data).ones_like(out.data)
+            arr = math_of(out._data).ones_like(out._data)
             grads.append(_wrap(arr) if create_graph else arr)
             continue
         if not isinstance(g, Tensor):
@@ -42,7 +42,7 @@ def _root_grads(outputs, grad_outputs, create_graph):
         if g.device != out.device:
             raise RuntimeError(f"grad_output[{i}] is on {g.device} but output[{i}] is on "
                                f"{out.device}")
-        grads.append(g if create_graph else g.data)
+        grads.append(g if create_graph else g._data)
     return grads
 
 
@@ -101,7 +101,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = _wrap(g)
         if g.shape != t.shape:
             from ..backend import math_of
-            g = _wrap(math_of(g.data).sum_to(g.data, t.shape)) if not create_graph else g
+            g = _wrap(math_of(g._data).sum_to(g._data, t.shape)) if not create_graph else g
         result.append(g if create_graph else g.detach())
     return tuple(result) if not single_input or len(result) != 1 else (result[0],)
 

@@ -11,7 +11,7 @@ class GradcheckError(RuntimeError):
 
 def _host(t):
     from ..backend import to_host
-    return np.array(to_host(t.data), dtype=np.float64)
+    return np.array(to_host(t._data), dtype=np.float64)
 
 
 def numerical_jacobian(fn, inputs, eps=1e-6):
@@ -68,9 +68,9 @@ def analytical_jacobian(fn, inputs):
             go = [zeros_like(x) for x in outs]
             go_flat = np.zeros(sizes[j])
             go_flat[i] = 1
-            go[j] = _wrap(go[j].device.asarray(go_flat.reshape(o.shape).astype(o.data.dtype))
+            go[j] = _wrap(go[j].device.asarray(go_flat.reshape(o.shape).astype(o._data.dtype))
                           if o.device.type != "cpu" else go_flat.reshape(o.shape)
-                          .astype(o.data.dtype))
+                          .astype(o._data.dtype))
             diff_outs = [x for x in outs if x.requires_grad]
             diff_go = [g for x, g in zip(outs, go) if x.requires_grad]
             grads = grad(diff_outs, list(inputs), diff_go, retain_graph=True,

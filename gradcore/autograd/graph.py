@@ -89,7 +89,7 @@ class Node:
         vc = tensor._vc
         if vc is None:  # a fresh output (the usual case): start its version counter
             vc = tensor._vc = [0]
-        self.out = (tensor.data, vc, vc[0], tensor._out_nr)
+        self.out = (tensor._data, vc, vc[0], tensor._out_nr)
 
     def unpack(self, F):
         """The saved inputs: arrays, or tensors when building a differentiable graph."""
@@ -102,8 +102,8 @@ class Node:
         if F.tensor_mode:
             return saved
         if len(saved) == 2:  # the common case, without a generator
-            return saved[0].data, saved[1].data
-        return tuple([t.data for t in saved])
+            return saved[0]._data, saved[1]._data
+        return tuple([t._data for t in saved])
 
     def output(self, F):
         """The saved output of this op (array, or a tensor whose grad_fn is this node)."""
@@ -192,14 +192,14 @@ def _leaf_accumulate(leaf, grad, F, create_graph, owned=False):
         leaf.grad = _wrap(grad)
     elif old.grad_fn is None:
         # Accumulate in place: the .grad tensor keeps its identity, as in PyTorch.
-        od = old.data
+        od = old._data
         if od.shape == grad.shape and od.dtype == grad.dtype and F.owns(od):
             od += grad
             old._bump()
         else:
             leaf.grad = _wrap(od + grad)
     else:
-        leaf.grad = _wrap(old.data + grad)
+        leaf.grad = _wrap(old._data + grad)
 
 
 def _collect(roots):
@@ -436,10 +436,10 @@ def _apply(node, grad, create_graph, anomaly):
     else:
         if node.n_outputs == 1:
             if isinstance(grad, tensor_math.Tensor):
-                grad = grad.data
+                grad = grad._data
             F = math_of(grad)
         else:
-            grad = [g.data if isinstance(g, tensor_math.Tensor) else g for g in grad]
+            grad = [g._data if isinstance(g, tensor_math.Tensor) else g for g in grad]
             F = math_of(next(g for g in grad if g is not None))
     grads = node.apply(F, grad)
     if anomaly:
@@ -453,7 +453,7 @@ def _check_nan(node, grads, F):
     for i, g in enumerate(grads):
         if g is None:
             continue
-        arr = g.data if F.tensor_mode else g
+        arr = g._data if F.tensor_mode else g
         m = _m(arr)
         if m.xp.isnan(arr).any():
             where = getattr(node, "_trace", None)
@@ -494,7 +494,7 @@ def _run_prehooks(node, grad):
             gt = g if isinstance(g, tensor_math.Tensor) else tensor_math.wrap(g)
             res = fn(gt)
             if res is not None:
-                g = res if isinstance(g, tensor_math.Tensor) else res.data
+                g = res if isinstance(g, tensor_math.Tensor) else res._data
         grads[nr] = g
     if node._retains:
         for nr, ref in node._retains.items():
@@ -505,7 +505,7 @@ def _run_prehooks(node, grad):
             gt = g if isinstance(g, tensor_math.Tensor) else tensor_math.wrap(g)
             gt = gt.detach() if not _mode.enabled else gt
             if t.grad is None:
-                t.grad = tensor_math.wrap(gt.data.copy()) if not _mode.enabled else gt
+                t.grad = tensor_math.wrap(gt._data.copy()) if not _mode.enabled else gt
             else:
                 t.grad = t.grad + gt
     return grads[0] if single else grads

@@ -104,7 +104,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0 or input.numel() == 0:
         return input
-    xd = input.data
+    xd = input._data
     if p == 1.0:
         noise = wrap(math_of(xd).zeros((), dtype=xd.dtype))
     else:
@@ -133,7 +133,7 @@ def one_hot(tensor, num_classes=-1):
     """int64 tensor with a trailing dimension of ``num_classes`` (``-1``: the largest
     value plus one), 1 at each value's position."""
     t = tensor if isinstance(tensor, Tensor) else as_tensor(tensor)
-    td = t.data
+    td = t._data
     if td.dtype.kind not in "iu":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     m = math_of(td)
@@ -198,7 +198,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     logp = _act.log_softmax(input, class_dim)
     wshape = [1] * input.ndim
     wshape[class_dim] = n_classes
-    if t.data.dtype.kind == "f":
+    if t._data.dtype.kind == "f":
         return _soft_targets(logp, t, weight, wshape, class_dim, n_classes, reduction,
                              label_smoothing)
     nll = _act.nll_loss(logp, t, weight, ignore_index, reduction)
@@ -213,13 +213,13 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     smooth = smooth.masked_fill(ignore_mask, 0.0)
     if reduction == "mean":
         # the total weight of the targets kept, on the device (no reading it back)
-        keep = ~ignore_mask.data
+        keep = ~ignore_mask._data
         if weight is not None:
-            tsafe = math_of(keep).where(keep, t.data, 0)
-            total = (weight.data[tsafe] * keep).sum()
+            tsafe = math_of(keep).where(keep, t._data, 0)
+            total = (weight._data[tsafe] * keep).sum()
         else:
             total = keep.sum()
-        total = wrap(math_of(keep).asarray(total).astype(smooth.data.dtype))
+        total = wrap(math_of(keep).asarray(total).astype(smooth._data.dtype))
         with np.errstate(invalid="ignore", divide="ignore"):  # every target ignored: NaN
             ret = smooth.sum() / total
     elif reduction == "sum":
@@ -234,7 +234,7 @@ def _rows_apply(x, t, weight) -> bool:
     floating input, integer targets of one per row, a weight of one per class."""
     if not isinstance(x, Tensor) or x.ndim != 2:
         return False
-    xd, td = x.data, t.data
+    xd, td = x._data, t._data
     if not math_of(xd).device_kernels or xd.dtype.kind != "f" or td.dtype.kind not in "iu":
         return False
     if tuple(td.shape) != (xd.shape[0],) or xd.dtype.name not in ("float16", "float32",

@@ -28,7 +28,7 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones
 
 def _write(tensor: Tensor, host) -> Tensor:
     """Copy the host array ``host`` into ``tensor``'s memory, untracked."""
-    d = tensor.data
+    d = tensor._data
     if type(d) is np.ndarray:
         d[...] = host
     else:

@@ -326,7 +326,7 @@ class Module:
                     continue
                 new = fn(p)
                 if new is not p:
-                    p.data = new.data
+                    p._data = new._data
                     p._vc = None
                     p._version_cell()
                 if p.grad is not None:

@@ -130,7 +130,7 @@ greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
 # ---- in-place ops ----------
 def _alias(x: Tensor) -> Tensor:
     """A new tensor object standing for ``x``'s current value in the graph."""
-    t = wrap(x.data)
+    t = wrap(x._data)
     t.grad_fn, t._out_nr, t._rg = x.grad_fn, x._out_nr, x._rg
     return t
 
@@ -146,13 +146,13 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
     if view_needs_rebase(x, *args):
         # compute out of place from the view's current value, then write through the base
         old = _alias(x)
-        old.data = x.data.copy()
+        old._data = x._data.copy()
         r = fn(old, *args, **kwargs)
         if tuple(r.shape) != tuple(x.shape):
             raise RuntimeError(f"{op_name}: output with shape {list(x.shape)} doesn't match "
                                f"the broadcast shape {list(r.shape)}")
         return index.inplace_on_view(x, None, r)
-    xd = x.data
+    xd = x._data
     # builtins.any: this module's `any` is the tensor reduction
     tracked = mode.enabled and (x._rg or builtins.any(isinstance(a, Tensor) and a._rg
                                                       for a in args))
@@ -166,11 +166,11 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
         node = r.grad_fn
         if node is not None and node.saved is not None and \
                 builtins.any(s is old for s in node.saved):
-            old.data = xd.copy()  # the node needs the value from before the write
+            old._data = xd.copy()  # the node needs the value from before the write
     else:
         with _no_grad():
             r = fn(x, *args, **kwargs)
-    rd = r.data
+    rd = r._data
     if rd.shape != xd.shape:
         raise RuntimeError(f"{op_name}: output with shape {list(xd.shape)} doesn't match the "
                            f"broadcast shape {list(rd.shape)}")
@@ -201,7 +201,7 @@ def _write_direct(x, xd, ufunc, other) -> bool:
     """``xd = ufunc(xd, other)`` in place when no promotion or broadcast of ``x`` is
     involved; False (nothing done) otherwise."""
     if isinstance(other, Tensor):
-        od = other.data
+        od = other._data
         if od.shape == xd.shape and od.dtype is xd.dtype and type(od) is _ndarray and \
                 type(xd) is _ndarray and xd.dtype.kind == "f":
             _NP_UFUNCS[ufunc](xd, od, out=xd)  # the common case: same shape, host arrays
@@ -210,7 +210,7 @@ def _write_direct(x, xd, ufunc, other) -> bool:
     if xd.dtype.kind != "f":
         return False
     if isinstance(other, Tensor):
-        od = other.data
+        od = other._data
         if od.dtype != xd.dtype or type(od) is not type(xd) or od.ndim > xd.ndim:
             return False
         if od.shape != xd.shape[xd.ndim - od.ndim:] and od.shape != xd.shape:
@@ -242,7 +242,7 @@ def _inplace_method(name, fn):
     def method(self, *args, **kwargs):
         # an optimizer step under no_grad: straight into the tensor's memory
         if ufunc is not None and not mode.enabled and len(args) == 1 and not kwargs and \
-                _write_direct(self, self.data, ufunc, args[0]):
+                _write_direct(self, self._data, ufunc, args[0]):
             return self
         return apply_inplace(self, name, fn, *args, **kwargs)
     method.__name__ = name
@@ -268,6 +268,27 @@ def copy_(x, src):
         src = src.to(x.device)
     index.setitem(x, Ellipsis, src)
     return x
+
+
+def _random_fill(x, draw):
+    """Write ``draw(rng, shape)``, values from gradcore's generator, into ``x`` in place
+    (recorded as a fill: no gradient reaches the old values, as PyTorch's in-place
+    random ops)."""
+    from ..creation import seed_generator  # noqa: PLC0415  (creation imports ops)
+
+    values = draw(seed_generator(), tuple(x.shape))
+    index.setitem(x, Ellipsis, x.device.asarray(values, x._data.dtype))
+    return x
+
+
+def normal_(x, mean=0.0, std=1.0, *, generator=None):
+    """Fill with values drawn from the normal distribution N(mean, std**2), in place."""
+    return _random_fill(x, lambda rng, shape: (generator or rng).normal(mean, std, shape))
+
+
+def uniform_(x, from_=0.0, to=1.0, *, generator=None):
+    """Fill with values drawn uniformly from [from_, to), in place."""
+    return _random_fill(x, lambda rng, shape: (generator or rng).uniform(from_, to, shape))
 
 
 # ---- binding ----------
@@ -376,6 +397,7 @@ def bind_methods(T) -> None:
                                                else device)),
         # in place
         "zero_": zero_, "fill_": fill_, "copy_": copy_,
+        "normal_": normal_, "uniform_": uniform_,
         "masked_fill_": _inplace_method("masked_fill_", masked_fill),
     }
     for name, fn in [("add_", add), ("sub_", sub), ("mul_", mul), ("div_", div),

@@ -43,7 +43,7 @@ def record(data, node: Node, *inputs: Tensor) -> Tensor:
     out = _new(Tensor)
     if type(data) is not _ndarray and isinstance(data, np.generic):
         data = np.asarray(data)
-    out.data = data
+    out._data = data
     out.grad_fn = node
     out._rg = True
     if _anomaly_blocks[0] and _mode.anomaly:
@@ -59,7 +59,7 @@ def record1(data, node: Node, x: Tensor) -> Tensor:
     out = _new(Tensor)
     if type(data) is not _ndarray and isinstance(data, np.generic):
         data = np.asarray(data)  # NumPy returns scalars from 0-d arithmetic
-    out.data = data
+    out._data = data
     out.grad_fn = node
     out._rg = True
     if _anomaly_blocks[0] and _mode.anomaly:
@@ -109,8 +109,8 @@ def check_same_device(a, b, op: str):
 def _zero_dim_aware_dtype(a: Tensor, b: Tensor):
     da, db = a.dtype, b.dtype
     dims, zeros = [], []
-    (dims if a.data.ndim else zeros).append(da)
-    (dims if b.data.ndim else zeros).append(db)
+    (dims if a._data.ndim else zeros).append(da)
+    (dims if b._data.ndim else zeros).append(db)
     return dtypes.result_type(dims, zeros, [])
 
 
@@ -124,7 +124,7 @@ def binary_operands(a, b, op: str, float_result: bool = False):
     ta = a if isinstance(a, Tensor) else None
     tb = b if isinstance(b, Tensor) else None
     if ta is not None and tb is not None:
-        ad, bd = ta.data, tb.data
+        ad, bd = ta._data, tb._data
         if type(ad) is not _ndarray or type(bd) is not _ndarray:
             check_same_device(ad, bd, op)
         if ad.dtype is bd.dtype or ad.dtype == bd.dtype:
@@ -147,7 +147,7 @@ def binary_operands(a, b, op: str, float_result: bool = False):
         if not isinstance(b, _scalar_types):
             return binary_operands(ta, as_tensor(b, ta), op, float_result)
         t, s = ta, b
-    kind = t.data.dtype.kind
+    kind = t._data.dtype.kind
     if isinstance(s, (bool, np.bool_)):
         s_cat, s = 0, bool(s)
     elif isinstance(s, (int, np.integer)):

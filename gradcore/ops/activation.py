@@ -63,7 +63,7 @@ def _floating(x: Tensor, op: str, dtype=None) -> Tensor:
         x = as_tensor(x)
     if dtype is not None:
         x = x.to(dtype=dtype)
-    if x.data.dtype.kind != "f":
+    if x._data.dtype.kind != "f":
         raise RuntimeError(f"{op}(): expected a floating point input, got {x.dtype!r} "
                            f"(pass dtype= to compute in a floating point type)")
     return x
@@ -125,7 +125,7 @@ def _softmax_shifted(m, out, axis, log):
 
 def _softmax_op(x, dim, dtype, log, cls, op):
     x = _floating(x, op, dtype)
-    xd = x.data
+    xd = x._data
     axis = normalize_dim(dim, xd.ndim, op) if xd.ndim else None
     out = _softmax_fwd(xd, axis, log)
     if not (mode.enabled and x._rg):
@@ -222,7 +222,7 @@ def erf(x):
     if not isinstance(x, Tensor):
         x = as_tensor(x)
     x = _pw._float(x)
-    xd = x.data
+    xd = x._data
     out = math_of(xd).erf(xd)
     if not (mode.enabled and x._rg):
         return wrap(out)
@@ -277,7 +277,7 @@ def gelu(x, approximate="none"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got "
                            f"{approximate!r}")
     x = _floating(x, "gelu")
-    xd = x.data
+    xd = x._data
     m = math_of(xd)
     if m.device_kernels and xd.dtype.name in ("float16", "float32", "float64"):
         # one launch (float16 in float32); the backward recomputes Phi(x) in its kernel
@@ -405,7 +405,7 @@ def _ln_rows(m, xd, n, weight, bias) -> int:
     if not m.device_kernels or not xd.size or xd.dtype.name not in ("float16", "float32",
                                                                      "float64"):
         return 0
-    if any(p is not None and p.data.dtype != xd.dtype for p in (weight, bias)):
+    if any(p is not None and p._data.dtype != xd.dtype for p in (weight, bias)):
         return 0
     return xd.size // n
 
@@ -417,7 +417,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
         normalized_shape = (normalized_shape,)
     ns = tuple(int(n) for n in normalized_shape)
     x = _floating(x, "layer_norm")
-    xd = x.data
+    xd = x._data
     k = len(ns)
     if k == 0 or xd.ndim < k or tuple(xd.shape[xd.ndim - k:]) != ns:
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
@@ -428,7 +428,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
             if tuple(p.shape) != ns:
                 raise RuntimeError(f"layer_norm: expected {name} of shape {list(ns)}, got "
                                    f"{list(p.shape)}")
-            check_same_device(xd, p.data, "layer_norm")
+            check_same_device(xd, p._data, "layer_norm")
     axes = tuple(range(xd.ndim - k, xd.ndim))
     lead = tuple(range(xd.ndim - k))
     n = int(np.prod(ns))
@@ -437,8 +437,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     rows = _ln_rows(m, xd, n, weight, bias)
     if rows:  # a device with kernels: one launch, a block per row
         out, mean, rstd = m.layer_norm_forward_rows(
-            xd.reshape(rows, n), None if weight is None else weight.data.reshape(-1),
-            None if bias is None else bias.data.reshape(-1), eps, inv_n)
+            xd.reshape(rows, n), None if weight is None else weight._data.reshape(-1),
+            None if bias is None else bias._data.reshape(-1), eps, inv_n)
         keep = xd.shape[:xd.ndim - k] + (1,) * k
         out, mean, rstd = out.reshape(xd.shape), mean.reshape(keep), rstd.reshape(keep)
     else:
@@ -449,9 +449,9 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
         rstd = 1.0 / m.sqrt(var + eps)
         xc *= rstd
         if weight is not None:
-            xc *= _up(weight.data)
+            xc *= _up(weight._data)
         if bias is not None:
-            xc += _up(bias.data)
+            xc += _up(bias._data)
         out = xc.astype(xd.dtype, copy=False)
     inputs = [x] + [p for p in (weight, bias) if p is not None]
     if not (mode.enabled and any(t._rg for t in inputs)):
@@ -462,7 +462,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     node.mean, node.rstd = mean, rstd
     node.rows = rows
     node.param_dtype = (weight if weight is not None else bias if bias is not None
-                        else x).data.dtype
+                        else x)._data.dtype
     node.save(*([x, weight] if weight is not None else [x]))
     return record(out, node, *inputs)
 
@@ -500,8 +500,8 @@ class LinearBackward(Node):
 
 def linear(x, weight, bias=None):
     """``x @ weight.T + bias`` (weight: ``(out_features, in_features)``); one node."""
-    xd, wd = x.data, weight.data
-    bd = None if bias is None else bias.data
+    xd, wd = x._data, weight._data
+    bd = None if bias is None else bias._data
     if wd.ndim == 2 and xd.ndim >= 1 and xd.shape[-1] == wd.shape[1] and \
             xd.dtype == wd.dtype and xd.dtype.kind == "f" and type(xd) is type(wd) and \
             (bd is None or (bd.shape == (wd.shape[0],) and bd.dtype == xd.dtype and
@@ -559,12 +559,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if sparse:
         raise NotImplementedError("embedding: sparse gradients are not supported")
     idx_t = input if isinstance(input, Tensor) else as_tensor(input)
-    idx = idx_t.data
+    idx = idx_t._data
     if idx.dtype.kind not in "iu":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {idx_t.dtype!r} "
                            f"instead (while checking arguments for embedding)")
-    wd = weight.data
+    wd = weight._data
     if wd.ndim != 2:
         raise RuntimeError(f"'weight' must be 2-D, got shape {list(wd.shape)}")
     check_same_device(wd, idx, "embedding")
@@ -578,7 +578,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     check_range(idx, 0, num, _embedding_index_error)
     if max_norm is not None:
         _embedding_renorm(weight, idx, max_norm, norm_type)
-        wd = weight.data
+        wd = weight._data
     out = wd[idx]
     if not (mode.enabled and weight._rg):
         return wrap(out)
@@ -594,7 +594,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 def _embedding_renorm(weight, idx, max_norm, norm_type):
     """Rows of ``weight`` used by ``idx`` with a norm above ``max_norm`` scaled down to it,
     in place and untracked (PyTorch's ``embedding_renorm_``)."""
-    wd = weight.data
+    wd = weight._data
     m = math_of(wd)
     rows = m.unique(idx.reshape(-1))
     sub = wd[rows]
@@ -663,7 +663,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     check_reduction(reduction)
     x = _floating(input, "nll_loss")
     t = target if isinstance(target, Tensor) else as_tensor(target)
-    xd, td = x.data, t.data
+    xd, td = x._data, t._data
     if td.dtype.kind not in "iu":
         raise RuntimeError(f"expected target dtype to be Long or Byte (any integer type), "
                            f"but got {t.dtype!r}")
@@ -679,7 +679,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
                            f"of shape {list(xd.shape)}, got {list(td.shape)}")
     check_same_device(xd, td, "nll_loss")
     if weight is not None:
-        check_same_device(xd, weight.data, "nll_loss")
+        check_same_device(xd, weight._data, "nll_loss")
     m = math_of(xd)
     C = xd.shape[axis]
     valid = td != ignore_index
@@ -699,7 +699,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         picked = m.take_along_axis(w, m.expand_dims(tsafe, 1), axis=1).squeeze(1)
     acc = w.dtype
     if weight is not None:
-        wt = _up(weight.data).astype(acc, copy=False)[tsafe]
+        wt = _up(weight._data).astype(acc, copy=False)[tsafe]
         if not all_valid:
             wt = m.where(valid, wt, 0)
     else:
@@ -729,7 +729,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
 def _record_nll(out, coef, target, axis, x):
     """``out`` as the output of nll_loss over ``x`` (class ``axis``), whose gradient puts
     ``coef`` at each (safe) ``target``."""
-    xd = x.data
+    xd = x._data
     node = _new(NllLossBackward0)
     node.coef = coef.astype(xd.dtype, copy=False)
     node.target, node.axis, node.in_shape = target, axis, xd.shape
@@ -745,12 +745,12 @@ def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     ``LogSoftmaxBackward0``), paired so that their backward is one kernel too. The
     caller has checked the shapes and dtypes (``nn.functional.cross_entropy``)."""
     check_reduction(reduction)
-    xd, td = x.data, t.data
+    xd, td = x._data, t._data
     check_same_device(xd, td, "nll_loss")
     if weight is not None:
-        check_same_device(xd, weight.data, "nll_loss")
+        check_same_device(xd, weight._data, "nll_loss")
     m = math_of(xd)
-    wd = None if weight is None else weight.data
+    wd = None if weight is None else weight._data
     logp, losses, wt, tsafe = m.softmax_xent_forward(xd, td, wd, ignore_index)
     # tsafe: the targets with ignored ones made 0 (one out of range kept as it is): the
     # check is read at the next read from the device
@@ -816,7 +816,7 @@ def mse_loss(input, target, reduction="mean"):
     x, y = binary_operands(input, target, "mse_loss", float_result=True)
     x = x if isinstance(x, Tensor) else as_tensor(x, y)
     y = y if isinstance(y, Tensor) else as_tensor(y, x)
-    xd, yd = x.data, y.data
+    xd, yd = x._data, y._data
     m = math_of(xd)
     d = _fresh(m, _up(xd) - _up(yd))
     d *= d
@@ -894,13 +894,13 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
                          f"({tuple(x.shape)})")
     if y.dtype != x.dtype:
         y = y.to(dtype=x.dtype)
-    xd, yd = x.data, y.data
+    xd, yd = x._data, y._data
     check_same_device(xd, yd, "binary_cross_entropy_with_logits")
     m = math_of(xd)
     w, yw = _up(xd), _up(yd)
     pwd = None
     if pos_weight is not None:
-        pwd = (pos_weight.data if isinstance(pos_weight, Tensor) else
+        pwd = (pos_weight._data if isinstance(pos_weight, Tensor) else
                m.asarray(pos_weight)).astype(xd.dtype, copy=False)
         if m.broadcast_shapes(pwd.shape, xd.shape) != xd.shape:
             raise RuntimeError(f"binary_cross_entropy_with_logits: pos_weight of shape "
@@ -916,7 +916,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
         node = _new(BinaryCrossEntropyWithLogitsBackward0)
         node.pos_weight = pwd
         node.save(x, y)
-        out = record(out.data, node, x, y)
+        out = record(out._data, node, x, y)
     if weight is not None:
         out = _pw.mul(out, weight)
     if reduction == "none":

@@ -15,7 +15,7 @@ class CloneBackward0(Node):
 
 def clone(x):
     """A copy of ``x`` with its own memory."""
-    out = x.data.copy()
+    out = x._data.copy()
     if not (mode.enabled and x._rg):
         return wrap(out)
     return record(out, _new(CloneBackward0), x)
@@ -37,7 +37,7 @@ def _to_host(arr):
 def to_device(x, dev: Device):
     """``x`` copied to ``dev``; the gradient flows back to ``x``'s device."""
     src = x.device
-    xd = x.data
+    xd = x._data
     out = dev.asarray(xd) if dev.type == "cuda" else _to_host(xd)
     if not (mode.enabled and x._rg):
         return wrap(out)

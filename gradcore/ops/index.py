@@ -21,11 +21,11 @@ def _convert_index(idx, x: Tensor):
     """A NumPy/CuPy-ready index: tensors become arrays, lists become arrays."""
     if not isinstance(idx, tuple):
         idx = (idx,)
-    m = math_of(x.data)
+    m = math_of(x._data)
     out = []
     for i in idx:
         if isinstance(i, Tensor):
-            d = i.data
+            d = i._data
             if d.dtype.kind == "f":
                 raise IndexError(f"tensors used as indices must be long, int, byte or bool "
                                  f"tensors, got {i.dtype!r}")
@@ -149,11 +149,11 @@ def getitem(x, idx):
     if type(idx) is tuple and len(idx) == 2 and type(idx[0]) in TENSOR_TYPES and \
             type(idx[1]) in TENSOR_TYPES:
         # fast path: x[rows, cols] with two integer index tensors (picking class scores)
-        i0, i1 = idx[0].data, idx[1].data
-        if i0.dtype.kind in "iu" and i1.dtype.kind in "iu" and x.data.ndim == 2:
+        i0, i1 = idx[0]._data, idx[1]._data
+        if i0.dtype.kind in "iu" and i1.dtype.kind in "iu" and x._data.ndim == 2:
             return _gather_rows_cols(x, (i0, i1))
     index = _convert_index(idx, x)
-    xd = x.data
+    xd = x._data
     basic = _is_basic(index)
     if not basic:  # (before indexing: a mask of the wrong shape gets PyTorch's error)
         _check_arrays(math_of(xd), index, xd.shape)
@@ -178,7 +178,7 @@ def getitem(x, idx):
 
 
 def _gather_rows_cols(x, index):
-    xd = x.data
+    xd = x._data
     try:
         out = xd[index]
     except IndexError as exc:
@@ -223,7 +223,7 @@ def inplace_on_view(v: Tensor, index, value) -> Tensor:
     then reads the new base through the same positions.
     """
     base = v._base
-    everywhere = math_of(base.data).positions_in(v.data, base.data)
+    everywhere = math_of(base._data).positions_in(v._data, base._data)
     positions = everywhere
     if index is not None:
         sub = _convert_index(index, v)
@@ -231,7 +231,7 @@ def inplace_on_view(v: Tensor, index, value) -> Tensor:
     setitem(base, positions, value)
     base.grad_fn.copy_slices = True
     node = _new(IndexBackward0)
-    node.basic, node.index, node.in_shape = False, everywhere, base.data.shape
+    node.basic, node.index, node.in_shape = False, everywhere, base._data.shape
     node._name = "AsStridedBackward0"
     node.next_functions = (edge(base),)
     node.seq = new_seq()
@@ -261,13 +261,13 @@ def setitem(x, idx, value):
         return
     index = _convert_index(idx, x)
     basic = _is_basic(index)
-    xd = x.data
+    xd = x._data
     v = value if isinstance(value, Tensor) else None
     if v is not None:
         if v.device != x.device:
             raise RuntimeError(f"setitem: value is on {v.device} but the tensor is on "
                                f"{x.device}")
-        vd = v.data.astype(xd.dtype, copy=False)
+        vd = v._data.astype(xd.dtype, copy=False)
     else:
         vd = value
     track = mode.enabled and (x._rg or (v is not None and v._rg))
@@ -284,7 +284,7 @@ def setitem(x, idx, value):
         node.next_functions = tuple(edge(t) for t in inputs)
         node.seq = new_seq()
         if v is not None and tuple(v.shape) != region_shape:
-            node.shapes = (xd.shape, v.data.shape)
+            node.shapes = (xd.shape, v._data.shape)
     if not basic:
         _check_arrays(math_of(xd), index, xd.shape, "setitem: ")
     try:
@@ -320,9 +320,9 @@ def _along_index(index, dim):
 def _check_index(index, op, x):
     if not isinstance(index, Tensor):
         index = as_tensor(index)
-    if index.data.dtype.kind not in "iu":
+    if index._data.dtype.kind not in "iu":
         raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {index.dtype!r}")
-    if index.data.ndim != x.data.ndim and not (index.data.ndim <= 1 and x.data.ndim <= 1):
+    if index._data.ndim != x._data.ndim and not (index._data.ndim <= 1 and x._data.ndim <= 1):
         raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
                            f"input tensor (index shape {tuple(index.shape)}, input shape "
                            f"{tuple(x.shape)})")
@@ -339,9 +339,9 @@ class GatherBackward0(Node):
 def gather(x, dim, index):
     """``out[i][j] = x[index[i][j]][j]`` for ``dim=0`` (and so on)."""
     index = _check_index(index, "gather", x)
-    axis = normalize_dim(dim, x.data.ndim, "gather")
-    tup = _along_index(index.data.astype(np.int64, copy=False), axis)
-    xd = x.data
+    axis = normalize_dim(dim, x._data.ndim, "gather")
+    tup = _along_index(index._data.astype(np.int64, copy=False), axis)
+    xd = x._data
     # [0, n), as in PyTorch (NumPy would take -1 as the last); on a GPU, at the next read
     n = xd.shape[axis]
     check_range(tup[axis], 0, n, _out_of_bounds("gather(): ", axis, n, xd.shape, RuntimeError))
@@ -365,11 +365,11 @@ class ScatterAddBackward0(Node):
 def scatter_add(x, dim, index, src):
     """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (repeats accumulate)."""
     index = _check_index(index, "scatter_add", x)
-    axis = normalize_dim(dim, x.data.ndim, "scatter_add")
+    axis = normalize_dim(dim, x._data.ndim, "scatter_add")
     src = src if isinstance(src, Tensor) else as_tensor(src, x)
-    tup = _along_index(index.data.astype(np.int64, copy=False), axis)
-    sd = src.data[tuple(slice(0, n) for n in index.data.shape)]
-    out = x.data.copy()
+    tup = _along_index(index._data.astype(np.int64, copy=False), axis)
+    sd = src._data[tuple(slice(0, n) for n in index._data.shape)]
+    out = x._data.copy()
     n = out.shape[axis]  # [0, n), as in PyTorch; on a GPU, at the next read
     check_range(tup[axis], 0, n,
                 _out_of_bounds("scatter_add(): ", axis, n, out.shape, RuntimeError))
@@ -378,11 +378,11 @@ def scatter_add(x, dim, index, src):
         return wrap(out)
     node = _new(ScatterAddBackward0)
     node.index = tup
-    if sd.shape != src.data.shape:
-        node.shapes = (x.data.shape, src.data.shape)
+    if sd.shape != src._data.shape:
+        node.shapes = (x._data.shape, src._data.shape)
         node.index_region = sd.shape
-    return record(out, node, x, src if sd.shape == src.data.shape
-                  else getitem(src, tuple(slice(0, n) for n in index.data.shape)))
+    return record(out, node, x, src if sd.shape == src._data.shape
+                  else getitem(src, tuple(slice(0, n) for n in index._data.shape)))
 
 
 class IndexSelectBackward0(Node):
@@ -395,14 +395,14 @@ class IndexSelectBackward0(Node):
 def index_select(x, dim, index):
     """The slices of ``x`` at ``index`` (1-D) along ``dim``."""
     index = index if isinstance(index, Tensor) else as_tensor(index)
-    if index.data.ndim > 1 or index.data.dtype.kind not in "iu":
+    if index._data.ndim > 1 or index._data.dtype.kind not in "iu":
         raise RuntimeError(f"index_select(): Index is supposed to be a vector of integers, got "
                            f"shape {tuple(index.shape)} and dtype {index.dtype!r}")
-    xd = x.data
+    xd = x._data
     if xd.ndim == 0:  # a scalar behaves as a one-element vector, as in PyTorch
         return index_select(x.reshape(1), 0, index).reshape(())
     axis = normalize_dim(dim, xd.ndim, "index_select")
-    tup = (slice(None),) * axis + (index.data.reshape(-1),)
+    tup = (slice(None),) * axis + (index._data.reshape(-1),)
     n = xd.shape[axis]  # [0, n), as in PyTorch; on a GPU, at the next read
     check_range(tup[axis], 0, n,
                 _out_of_bounds("index_select(): ", axis, n, xd.shape, IndexOutOfRangeError))
@@ -425,15 +425,15 @@ class MaskedFillBackward0(Node):
 def masked_fill(x, mask, value):
     """``x`` with ``value`` where ``mask`` is true."""
     mask = mask if isinstance(mask, Tensor) else as_tensor(mask)
-    if mask.data.dtype.kind != "b":
+    if mask._data.dtype.kind != "b":
         raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype!r}")
     if isinstance(value, Tensor):
-        if value.data.ndim != 0:
+        if value._data.ndim != 0:
             raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but "
-                               f"got tensor with {value.data.ndim} dimension(s).")
+                               f"got tensor with {value._data.ndim} dimension(s).")
         value = value.item()
-    xd, md = x.data, mask.data
+    xd, md = x._data, mask._data
     try:
         out = math_of(xd).where(md, xd.dtype.type(value) if xd.dtype.kind != "b" else value, xd)
     except ValueError as exc:
@@ -451,7 +451,7 @@ def masked_fill(x, mask, value):
 
 def nonzero(x, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or a tuple of them."""
-    xd = x.data
+    xd = x._data
     m = math_of(xd)
     idx = m.nonzero(xd) if xd.ndim else m.nonzero(xd.reshape(1))
     if as_tuple:
@@ -473,14 +473,14 @@ class _IntoZerosBackward(Node):
 
 def into_zeros(g: Tensor, index, shape, kind="add", axis=None) -> Tensor:
     """Zeros of ``shape`` receiving ``g`` at ``index`` (added, placed, or along an axis)."""
-    m = math_of(g.data)
+    m = math_of(g._data)
     if kind == "along":
-        out = m.scatter_into_zeros(g.data, axis, index, shape)
+        out = m.scatter_into_zeros(g._data, axis, index, shape)
     elif kind == "place":
-        out = m.zeros(shape, dtype=g.data.dtype)
-        out[index] = g.data
+        out = m.zeros(shape, dtype=g._data.dtype)
+        out[index] = g._data
     else:
-        out = m.index_add_into_zeros(g.data, index, shape)
+        out = m.index_add_into_zeros(g._data, index, shape)
     if not (mode.enabled and g._rg):
         return wrap(out)
     node = _new(_IntoZerosBackward)
@@ -497,7 +497,7 @@ class _ZeroAtBackward(Node):
 
 
 def zero_at(g: Tensor, index) -> Tensor:
-    out = math_of(g.data).zero_at(g.data, index)
+    out = math_of(g._data).zero_at(g._data, index)
     if not (mode.enabled and g._rg):
         return wrap(out)
     node = _new(_ZeroAtBackward)
@@ -514,9 +514,9 @@ class _TakeAlongBackward(Node):
 
 
 def take_along_axis(x: Tensor, index, axis) -> Tensor:
-    out = math_of(x.data).take_along_axis(x.data, index, axis=axis)
+    out = math_of(x._data).take_along_axis(x._data, index, axis=axis)
     if not (mode.enabled and x._rg):
         return wrap(out)
     node = _new(_TakeAlongBackward)
-    node.index, node.axis, node.in_shape = index, axis, x.data.shape
+    node.index, node.axis, node.in_shape = index, axis, x._data.shape
     return record(out, node, x)

@@ -60,7 +60,7 @@ def _names(a, b):
 def matmul(a, b):
     """Matrix product with NumPy's/PyTorch's rules for 1-D and batched operands."""
     if type(a) in TENSOR_TYPES and type(b) in TENSOR_TYPES:
-        ad, bd = a.data, b.data
+        ad, bd = a._data, b._data
         # fast path: two host matrices of one float dtype with matching inner sizes
         if ad.ndim == 2 and bd.ndim == 2 and type(ad) is _ndarray and type(bd) is _ndarray \
                 and ad.dtype is bd.dtype and ad.shape[1] == bd.shape[0] and \
@@ -75,7 +75,7 @@ def matmul(a, b):
             return record(out, node, a, b)
     a = a if isinstance(a, Tensor) else as_tensor(a, b)
     b = b if isinstance(b, Tensor) else as_tensor(b, a)
-    ad, bd = a.data, b.data
+    ad, bd = a._data, b._data
     check_same_device(ad, bd, "matmul")
     if ad.ndim == 0 or bd.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
@@ -176,7 +176,7 @@ class DiagonalBackward0(Node):  # matrix -> vector
 
 def diagonal(x, offset=0):
     """The ``offset``-th diagonal of a matrix, as a vector (a copy)."""
-    xd = x.data
+    xd = x._data
     if xd.ndim != 2:
         raise RuntimeError(f"diagonal: expected a 2-D tensor, got shape {tuple(xd.shape)}")
     m = math_of(xd)
@@ -195,7 +195,7 @@ _diagonal_of = diagonal  # `diag`'s argument is named like the function, as in P
 def diag(x, diagonal=0):
     """A square matrix with vector ``x`` on diagonal ``diagonal``; or, for a matrix,
     that diagonal as a vector (as ``torch.diag``)."""
-    xd = x.data
+    xd = x._data
     if xd.ndim == 2:
         return _diagonal_of(x, diagonal)
     if xd.ndim != 1:

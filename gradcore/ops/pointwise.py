@@ -46,10 +46,10 @@ def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save_inputs=False, save_out=F
     same-dtype cases; everything else goes through PyTorch's type promotion.
     """
     if type(a) in TENSOR_TYPES:
-        ad = a.data
+        ad = a._data
         tb = type(b)
         if tb in TENSOR_TYPES:
-            bd = b.data
+            bd = b._data
             if ad.dtype is bd.dtype and type(ad) is type(bd) and type(ad) is _ndarray and \
                     (not float_result or ad.dtype.kind == "f"):
                 return _finish_tt(op, cls_tt, fwd, a, b, ad, bd, save_inputs, save_out)
@@ -64,9 +64,9 @@ def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save_inputs=False, save_out=F
     tx = isinstance(x, Tensor)
     ty = isinstance(y, Tensor)
     if tx and ty:
-        return _finish_tt(op, cls_tt, fwd, x, y, x.data, y.data, save_inputs, save_out)
+        return _finish_tt(op, cls_tt, fwd, x, y, x._data, y._data, save_inputs, save_out)
     try:
-        out = fwd(x.data, y) if tx else fwd(x, y.data)
+        out = fwd(x._data, y) if tx else fwd(x, y._data)
     except ValueError as exc:
         raise _broadcast_error(op, x, y, exc) from None
     if tx:
@@ -161,7 +161,7 @@ class AddBackward1(Node):
 def add(a, b, *, alpha=1):
     """``a + alpha * b`` with broadcasting."""
     if type(b) is float and type(a) in TENSOR_TYPES:  # fast path: tensor + float
-        ad = a.data
+        ad = a._data
         if ad.dtype.kind == "f" and alpha == 1:
             out = _into(ad, "add", b) if ad.nbytes >= MIN_BYTES and is_temporary(a, ad) \
                 else ad + b
@@ -204,8 +204,8 @@ def sub(a, b, *, alpha=1):
     """``a - alpha * b`` with broadcasting."""
     if alpha != 1:
         b = mul(b, alpha)
-    if isinstance(a, Tensor) and a.data.dtype.kind == "b" or \
-            isinstance(b, Tensor) and b.data.dtype.kind == "b":
+    if isinstance(a, Tensor) and a._data.dtype.kind == "b" or \
+            isinstance(b, Tensor) and b._data.dtype.kind == "b":
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
                            "supported. If you are trying to invert a mask, use the `~` or "
                            "`logical_not()` operator instead.")
@@ -232,7 +232,7 @@ class NegBackward0(Node):
 
 def neg(x):
     """``-x``."""
-    xd = x.data
+    xd = x._data
     if xd.nbytes >= MIN_BYTES and xd.dtype.kind in "fi" and is_temporary(x, xd):
         out = math_of(xd).negative(xd, out=xd)
         _elide.note()
@@ -295,7 +295,7 @@ class MulBackward1(Node):
 def mul(a, b):
     """``a * b`` with broadcasting."""
     if type(b) is float and type(a) in TENSOR_TYPES:  # fast path: tensor * float
-        ad = a.data
+        ad = a._data
         if ad.dtype.kind == "f":
             out = _into(ad, "multiply", b) if ad.nbytes >= MIN_BYTES and \
                 is_temporary(a, ad) else ad * b
@@ -373,8 +373,8 @@ def _trunc_div(x, y):
 
 def _no_grad_binary(op, a, b, fwd):
     x, y = binary_operands(a, b, op)
-    xd = x.data if isinstance(x, Tensor) else x
-    yd = y.data if isinstance(y, Tensor) else y
+    xd = x._data if isinstance(x, Tensor) else x
+    yd = y._data if isinstance(y, Tensor) else y
     try:
         return wrap(fwd(xd, yd))
     except ValueError as exc:
@@ -424,7 +424,7 @@ class PowBackward2(Node):  # scalar ** tensor
 def pow(a, b):  # noqa: A001 - PyTorch's name
     """``a ** b`` with broadcasting."""
     if isinstance(a, Tensor) and not isinstance(b, Tensor) and \
-            isinstance(b, (int, float, np.number)) and a.data.dtype.kind in "iu" and b < 0:
+            isinstance(b, (int, float, np.number)) and a._data.dtype.kind in "iu" and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return _binary("pow", PowBackward1, PowBackward0, PowBackward2, _np_pow, a, b,
                    save_inputs=True, save_out=True)
@@ -442,7 +442,7 @@ def square(x):
 # ---- unary functions ----------
 def _float(x: Tensor) -> Tensor:
     """Integer and bool inputs of float functions compute in float32, as in PyTorch."""
-    if x.data.dtype.kind != "f":
+    if x._data.dtype.kind != "f":
         return x.to(dtype=dtypes.default_float)
     return x
 
@@ -450,9 +450,9 @@ def _float(x: Tensor) -> Tensor:
 def _unary(x, fn_name, cls, save_input=False, save_output=False, floating=True):
     if not isinstance(x, Tensor):
         x = as_tensor(x)
-    if floating and x.data.dtype.kind != "f":
+    if floating and x._data.dtype.kind != "f":
         x = _float(x)
-    xd = x.data
+    xd = x._data
     if not save_input and xd.nbytes >= MIN_BYTES and xd.dtype.kind == "f" and \
             is_temporary(x, xd):
         out = getattr(math_of(xd), fn_name)(xd, out=xd)
@@ -554,7 +554,7 @@ def _np_rsqrt(xd):
 def rsqrt(x):
     """``1 / sqrt(x)``."""
     x = _float(as_tensor(x))
-    out = _np_rsqrt(x.data)
+    out = _np_rsqrt(x._data)
     if not (mode.enabled and x._rg):
         return wrap(out)
     t = record(out, _new(RsqrtBackward0), x)
@@ -572,7 +572,7 @@ class ReciprocalBackward0(Node):
 def reciprocal(x):
     """``1 / x``."""
     x = _float(as_tensor(x))
-    out = 1 / x.data
+    out = 1 / x._data
     if not (mode.enabled and x._rg):
         return wrap(out)
     t = record(out, _new(ReciprocalBackward0), x)
@@ -645,7 +645,7 @@ class TanhBackward0(Node):
 
 def tanh(x):
     """Hyperbolic tangent."""
-    xd = x.data
+    xd = x._data
     if type(xd) is not _ndarray or xd.dtype.kind != "f":
         return _unary(x, "tanh", TanhBackward0, save_output=True)
     if xd.nbytes >= MIN_BYTES and is_temporary(x, xd):
@@ -691,7 +691,7 @@ def _np_sigmoid(xd):
 def sigmoid(x):
     """``1 / (1 + exp(-x))``."""
     x = _float(as_tensor(x))
-    out = _np_sigmoid(x.data)
+    out = _np_sigmoid(x._data)
     if not (mode.enabled and x._rg):
         return wrap(out)
     t = record(out, _new(SigmoidBackward0), x)
@@ -711,7 +711,7 @@ class ReluBackward0(Node):
 
 def relu(x):
     """``max(x, 0)``."""
-    xd = x.data
+    xd = x._data
     if xd.nbytes >= MIN_BYTES and xd.dtype.kind == "f" and is_temporary(x, xd):
         out = math_of(xd).maximum(xd, 0, out=xd)
         _elide.note()
@@ -743,10 +743,10 @@ def clamp(x, min=None, max=None):  # noqa: A002
         if max is not None:
             out = minimum(out, max)
         return out
-    xd = x.data
+    xd = x._data
     if xd.dtype.kind != "f" and (isinstance(min, float) or isinstance(max, float)):
         x = _float(x)
-        xd = x.data
+        xd = x._data
     m = math_of(xd)
     out = m.clip(xd, min, max)
     if not (mode.enabled and x._rg):
@@ -833,13 +833,13 @@ def where(condition, a=None, b=None):
         from .index import nonzero
         return nonzero(condition, as_tuple=True)
     cond = as_tensor(condition)
-    if cond.data.dtype.kind != "b":
+    if cond._data.dtype.kind != "b":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
                            f"tensor with dtype {cond.dtype!r}")
     x, y = binary_operands(a, b, "where") if (isinstance(a, Tensor) or isinstance(b, Tensor)) \
         else _both_tensors(as_tensor(a), as_tensor(b))
     x, y = _both_tensors(x, y)
-    cd, xd, yd = cond.data, x.data, y.data
+    cd, xd, yd = cond._data, x._data, y._data
     m = math_of(xd)
     try:
         out = m.where(cd, xd, yd)
@@ -866,7 +866,7 @@ class ToCopyBackward0(Node):
 def to_dtype(x: Tensor, dtype) -> Tensor:
     """``x`` converted to ``dtype``; differentiable (the gradient comes back converted)."""
     d = dtypes.to_dtype(dtype)
-    xd = x.data
+    xd = x._data
     if xd.dtype == d.np:
         return x
     out = xd.astype(d.np)
@@ -881,8 +881,8 @@ def to_dtype(x: Tensor, dtype) -> Tensor:
 def _compare(op, fwd):
     def compare(a, b):
         x, y = binary_operands(a, b, op)
-        xd = x.data if isinstance(x, Tensor) else x
-        yd = y.data if isinstance(y, Tensor) else y
+        xd = x._data if isinstance(x, Tensor) else x
+        yd = y._data if isinstance(y, Tensor) else y
         try:
             return wrap(fwd(xd, yd))
         except ValueError as exc:
@@ -910,11 +910,11 @@ def _bitwise(op, fwd):
     def bitwise(a, b):
         x, y = binary_operands(a, b, op)
         for v in (x, y):
-            if isinstance(v, Tensor) and v.data.dtype.kind == "f":
+            if isinstance(v, Tensor) and v._data.dtype.kind == "f":
                 raise RuntimeError(f"{op} is not implemented for floating dtype "
                                    f"{v.dtype!r}")
-        xd = x.data if isinstance(x, Tensor) else x
-        yd = y.data if isinstance(y, Tensor) else y
+        xd = x._data if isinstance(x, Tensor) else x
+        yd = y._data if isinstance(y, Tensor) else y
         try:
             return wrap(fwd(xd, yd))
         except ValueError as exc:
@@ -929,25 +929,25 @@ bitwise_xor = _bitwise("bitwise_xor", lambda x, y: x ^ y)
 
 
 def logical_not(x):
-    return wrap(math_of(x.data).logical_not(x.data))
+    return wrap(math_of(x._data).logical_not(x._data))
 
 
 def bitwise_not(x):
-    if x.data.dtype.kind == "f":
+    if x._data.dtype.kind == "f":
         raise RuntimeError(f"bitwise_not is not implemented for floating dtype {x.dtype!r}")
-    return wrap(~x.data)
+    return wrap(~x._data)
 
 
 def isnan(x):
-    return wrap(math_of(x.data).isnan(x.data))
+    return wrap(math_of(x._data).isnan(x._data))
 
 
 def isfinite(x):
-    return wrap(math_of(x.data).isfinite(x.data))
+    return wrap(math_of(x._data).isfinite(x._data))
 
 
 def isinf(x):
-    return wrap(math_of(x.data).isinf(x.data))
+    return wrap(math_of(x._data).isinf(x._data))
 
 
 # The ufunc behind each elementwise forward, for writing into a temporary operand.

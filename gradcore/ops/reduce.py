@@ -63,7 +63,7 @@ def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  #
     """Sum over ``dim`` (int or tuple; all dimensions when None)."""
     dim = _dim_arg(dim, axis)
     keepdim = keepdim if keepdims is None else keepdims
-    xd = x.data
+    xd = x._data
     axes = normalize_dims(dim, xd.ndim, "sum")
     acc, res = _accum_dtype(xd, dtype)
     out = xd.sum(axis=axes, dtype=acc, keepdims=keepdim)
@@ -95,7 +95,7 @@ def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Mean over ``dim`` (int or tuple; all dimensions when None)."""
     dim = _dim_arg(dim, axis)
     keepdim = keepdim if keepdims is None else keepdims
-    xd = x.data
+    xd = x._data
     if dtype is None and xd.dtype.kind != "f":
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either "
                            f"a floating point or complex dtype. Got: {x.dtype!r}")
@@ -161,7 +161,7 @@ def _prod_grad_exact(F, g, x, axis, keepdim):
 def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Product over one ``dim`` (an int, as in PyTorch) or over everything."""
     dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
-    xd = x.data
+    xd = x._data
     if isinstance(dim, (tuple, list)):
         raise TypeError("prod(): argument 'dim' must be int, not tuple")
     axis = None if dim is None else normalize_dim(dim, xd.ndim, "prod")
@@ -209,7 +209,7 @@ def _var_std(x, dim, unbiased, keepdim, correction, axis, keepdims, is_std):
         dim, unbiased = None, dim
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    xd = x.data
+    xd = x._data
     op = "std" if is_std else "var"
     if xd.dtype.kind != "f":
         raise RuntimeError(f"{op}(): std and var only support floating point and complex "
@@ -287,7 +287,7 @@ class MaxBackward0(Node):  # with dim: the gradient goes to the returned index
 
 
 def _max_min(x, dim, keepdim, which):
-    xd = x.data
+    xd = x._data
     m = math_of(xd)
     if dim is None:
         if xd.size == 0:
@@ -350,7 +350,7 @@ def min(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
 
 
 def _amax_amin(x, dim, keepdim, which):
-    xd = x.data
+    xd = x._data
     axes = normalize_dims(dim, xd.ndim, which) if dim not in (None, (), []) else None
     fn = xd.max if which == "amax" else xd.min
     out = math_of(xd).asarray(fn(axis=axes, keepdims=keepdim))
@@ -380,7 +380,7 @@ def amin(x, dim=(), keepdim=False, *, axis=None, keepdims=None):
 
 
 def _arg(x, dim, keepdim, which):
-    xd = x.data
+    xd = x._data
     m = math_of(xd)
     fn = m.argmax if which == "argmax" else m.argmin
     if dim is None:
@@ -426,7 +426,7 @@ def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     if dim is None:
         raise TypeError("logsumexp() missing required argument 'dim'")
     x = pw._float(x)
-    xd = x.data
+    xd = x._data
     axes = normalize_dims(dim, xd.ndim, "logsumexp")
     m = math_of(xd)
     if xd.size == 0:
@@ -478,7 +478,7 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None, *, axis=None, keepdims
     x = pw._float(x)
     if dtype is not None:
         x = x.to(dtype=dtype)
-    xd = x.data
+    xd = x._data
     axes = normalize_dims(dim, xd.ndim, "norm")
     if p in ("fro", 2, 2.0, None):
         out = math_of(xd).sqrt((xd * xd).sum(axis=axes, keepdims=keepdim))
@@ -505,12 +505,12 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None, *, axis=None, keepdims
 def any(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """Whether any element is true (bool tensor, never tracked)."""
     dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
-    axes = normalize_dims(dim, x.data.ndim, "any")
-    return wrap(math_of(x.data).asarray(x.data.astype(bool).any(axis=axes, keepdims=keepdim)))
+    axes = normalize_dims(dim, x._data.ndim, "any")
+    return wrap(math_of(x._data).asarray(x._data.astype(bool).any(axis=axes, keepdims=keepdim)))
 
 
 def all(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """Whether every element is true (bool tensor, never tracked)."""
     dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
-    axes = normalize_dims(dim, x.data.ndim, "all")
-    return wrap(math_of(x.data).asarray(x.data.astype(bool).all(axis=axes, keepdims=keepdim)))
+    axes = normalize_dims(dim, x._data.ndim, "all")
+    return wrap(math_of(x._data).asarray(x._data.astype(bool).all(axis=axes, keepdims=keepdim)))

@@ -28,7 +28,7 @@ def _view_of(out, x: Tensor, node_cls, **attrs) -> Tensor:
         t = record(out, node, x)
     else:
         t = wrap(out)
-    if out.base is not None or out is x.data:
+    if out.base is not None or out is x._data:
         t._vc = x._version_cell()
         t._base = x if x._base is None else x._base
     return t
@@ -59,7 +59,7 @@ def _infer_shape(shape, size, op, in_shape):
 
 def reshape(x, *shape):
     """The same elements in a new shape (a view when possible; ``-1`` is inferred)."""
-    xd = x.data
+    xd = x._data
     shape = _infer_shape(_shape_arg(shape), xd.size, "reshape", xd.shape)
     return _view_of(xd.reshape(shape), x, ViewBackward0, in_shape=xd.shape)
 
@@ -68,7 +68,7 @@ def view(x, *shape):
     """Like :func:`reshape`, but raises when the result cannot share memory."""
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
         return x.to(dtype=shape[0])  # view(dtype): a cast is the honest NumPy equivalent
-    xd = x.data
+    xd = x._data
     shape = _infer_shape(_shape_arg(shape), xd.size, "view", xd.shape)
     try:
         out = xd.view()
@@ -83,19 +83,19 @@ def view(x, *shape):
 
 def flatten(x, start_dim=0, end_dim=-1):
     """Merge dimensions ``start_dim..end_dim`` into one."""
-    nd = x.data.ndim
+    nd = x._data.ndim
     if nd == 0:
         return reshape(x, (1,))
     s, e = normalize_dim(start_dim, nd, "flatten"), normalize_dim(end_dim, nd, "flatten")
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    shp = x.data.shape
+    shp = x._data.shape
     return reshape(x, shp[:s] + (-1 if 0 not in shp[s:e + 1] else 0,) + shp[e + 1:])
 
 
 def unflatten(x, dim, sizes):
     """Split dimension ``dim`` into ``sizes``."""
-    shp = x.data.shape
+    shp = x._data.shape
     d = normalize_dim(dim, len(shp), "unflatten")
     sizes = tuple(sizes)
     inner = _infer_shape(sizes, shp[d], "unflatten", shp)
@@ -112,7 +112,7 @@ class SqueezeBackward(Node):
 
 def squeeze(x, dim=None):
     """Drop dimensions of size 1 (only ``dim`` when given)."""
-    xd = x.data
+    xd = x._data
     if dim is None:
         axes = tuple(i for i, n in enumerate(xd.shape) if n == 1)
         name = "SqueezeBackward0"
@@ -131,7 +131,7 @@ class UnsqueezeBackward0(Node):
 
 def unsqueeze(x, dim):
     """Insert a dimension of size 1 at ``dim``."""
-    xd = x.data
+    xd = x._data
     d = normalize_dim(dim, xd.ndim + 1, "unsqueeze")
     return _view_of(np.expand_dims(xd, d) if type(xd) is np.ndarray
                     else math_of(xd).expand_dims(xd, d), x, UnsqueezeBackward0,
@@ -146,7 +146,7 @@ class TransposeBackward0(Node):
 
 def transpose(x, dim0, dim1):
     """Swap two dimensions (a view)."""
-    xd = x.data
+    xd = x._data
     d0, d1 = normalize_dim(dim0, xd.ndim, "transpose"), normalize_dim(dim1, xd.ndim, "transpose")
     return _view_of(xd.swapaxes(d0, d1), x, TransposeBackward0, d0=d0, d1=d1)
 
@@ -162,7 +162,7 @@ class PermuteBackward0(Node):
 
 def permute(x, *dims):
     """Reorder dimensions (a view)."""
-    xd = x.data
+    xd = x._data
     dims = _shape_arg(dims)
     if len(dims) != xd.ndim:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
@@ -176,7 +176,7 @@ def permute(x, *dims):
 
 
 def movedim(x, source, destination):
-    nd = x.data.ndim
+    nd = x._data.ndim
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     src = [normalize_dim(s, nd, "movedim") for s in src]
@@ -198,7 +198,7 @@ class ExpandBackward0(Node):
 
 def broadcast_to(x, *shape):
     """A read-only broadcast view of ``x`` with ``shape``."""
-    xd = x.data
+    xd = x._data
     shape = _shape_arg(shape)
     lead = len(shape) - xd.ndim
     if lead < 0:
@@ -241,7 +241,7 @@ class RepeatBackward0(Node):
 
 def repeat(x, *repeats):
     """Tile ``x``: ``repeat(2, 3)`` repeats twice along dim 0 and 3 times along dim 1."""
-    xd = x.data
+    xd = x._data
     reps = _shape_arg(repeats)
     if len(reps) < xd.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
@@ -295,20 +295,20 @@ def cat(tensors, dim=0):
     """Join tensors along an existing dimension."""
     ts = _tensors_on_one_device(list(tensors), "cat")
     # PyTorch skips 1-D empty tensors in cat (legacy behaviour)
-    ts_nonempty = [t for t in ts if not (t.data.ndim == 1 and t.data.shape[0] == 0)] or ts[:1]
-    ref = ts_nonempty[0].data
+    ts_nonempty = [t for t in ts if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or ts[:1]
+    ref = ts_nonempty[0]._data
     axis = normalize_dim(dim, ref.ndim, "cat")
     for t in ts_nonempty[1:]:
-        s = t.data.shape
+        s = t._data.shape
         if len(s) != ref.ndim or builtins.any(a != b for i, (a, b) in enumerate(zip(s, ref.shape))
                                                if i != axis):
             raise RuntimeError(f"cat: sizes of tensors must match except in dimension {axis}; "
                                f"got shapes {tuple(ref.shape)} and {tuple(s)}")
-    out = math_of(ref).concatenate([t.data for t in ts_nonempty], axis=axis)
+    out = math_of(ref).concatenate([t._data for t in ts_nonempty], axis=axis)
     if not (mode.enabled and builtins.any(t._rg for t in ts_nonempty)):
         return wrap(out)
     node = _new(CatBackward0)
-    node.axis, node.sizes = axis, [t.data.shape[axis] for t in ts_nonempty]
+    node.axis, node.sizes = axis, [t._data.shape[axis] for t in ts_nonempty]
     return record(out, node, *ts_nonempty)
 
 
@@ -325,14 +325,14 @@ class StackBackward0(Node):
 def stack(tensors, dim=0):
     """Join same-shaped tensors along a new dimension."""
     ts = _tensors_on_one_device(list(tensors), "stack")
-    s0 = ts[0].data.shape
+    s0 = ts[0]._data.shape
     for t in ts[1:]:
-        if t.data.shape != s0:
+        if t._data.shape != s0:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{tuple(s0)} at entry 0 and {tuple(t.data.shape)} at another "
+                               f"{tuple(s0)} at entry 0 and {tuple(t._data.shape)} at another "
                                "entry")
     axis = normalize_dim(dim, len(s0) + 1, "stack")
-    out = math_of(ts[0].data).stack([t.data for t in ts], axis=axis)
+    out = math_of(ts[0]._data).stack([t._data for t in ts], axis=axis)
     if not (mode.enabled and builtins.any(t._rg for t in ts)):
         return wrap(out)
     node = _new(StackBackward0)
@@ -356,7 +356,7 @@ class SplitBackward0(Node):
 
 def split(x, split_size_or_sections, dim=0):
     """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of listed sizes."""
-    xd = x.data
+    xd = x._data
     axis = normalize_dim(dim, xd.ndim, "split")
     n = xd.shape[axis]
     if isinstance(split_size_or_sections, int):
@@ -400,7 +400,7 @@ def _extra_output(data, node, nr):
 
 def chunk(x, chunks, dim=0):
     """``chunks`` nearly equal pieces along ``dim``."""
-    n = x.data.shape[normalize_dim(dim, x.data.ndim, "chunk")]
+    n = x._data.shape[normalize_dim(dim, x._data.ndim, "chunk")]
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     step = -(-n // chunks) if n else 1
@@ -409,7 +409,7 @@ def chunk(x, chunks, dim=0):
 
 def unbind(x, dim=0):
     """The slices along ``dim``, each without that dimension."""
-    axis = normalize_dim(dim, x.data.ndim, "unbind")
+    axis = normalize_dim(dim, x._data.ndim, "unbind")
     return tuple(squeeze(p, axis) for p in split(x, 1, axis))
 
 
@@ -424,7 +424,7 @@ class SumToBackward(Node):
 
 def sum_to(x, shape):
     """Sum ``x`` down to ``shape``: the one rule that undoes broadcasting."""
-    xd = x.data
+    xd = x._data
     shape = tuple(shape)
     if xd.shape == shape:
         return x

@@ -23,7 +23,7 @@ wrap = _wrap
 
 def wrap_output(data, node, nr):
     t = _new(Tensor)
-    t.data, t.grad_fn, t._out_nr, t._rg = data, node, nr, True
+    t._data, t.grad_fn, t._out_nr, t._rg = data, node, nr, True
     return t
 
 
@@ -44,7 +44,7 @@ def concatenate(xs, axis=0):
 
 
 def sum(x, axis=None, keepdims=False, dtype=None):  # noqa: A001
-    if x.data.dtype.kind == "b" and dtype is not None:
+    if x._data.dtype.kind == "b" and dtype is not None:
         x = x.to(dtype=dtype)
         dtype = None
     return _red.sum(x, axis, keepdims, dtype=dtype)
@@ -69,7 +69,7 @@ def astype(x, dtype):
 def zeros_like(ref, shape=None, dtype=None):
     """Zeros on ``ref``'s device (of ``shape`` and ``dtype`` when given)."""
     from ..backend import math_of
-    d = ref.data
+    d = ref._data
     return _wrap(math_of(d).zeros_like(d, dtype=dtype, shape=shape))
 
 

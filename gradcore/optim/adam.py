@@ -66,9 +66,9 @@ class Adam(Optimizer):
                             "'max_exp_avg_sq' (was it loaded from a state dict saved with "
                             "amsgrad=False?)")
                     state["step"] += 1
-                    vmax = state["max_exp_avg_sq"].data if amsgrad else None
-                    math_of(p.data).adam_update(
-                        p.data, p.grad.data, state["exp_avg"].data, state["exp_avg_sq"].data,
+                    vmax = state["max_exp_avg_sq"]._data if amsgrad else None
+                    math_of(p._data).adam_update(
+                        p._data, p.grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data,
                         vmax, step=state["step"], lr=group["lr"], beta1=beta1, beta2=beta2,
                         eps=group["eps"], weight_decay=group["weight_decay"],
                         amsgrad=amsgrad, maximize=group["maximize"],

@@ -119,7 +119,7 @@ class Optimizer:
                         g = p.grad = g.detach()
                     else:
                         g.requires_grad = False
-                    g.data[...] = 0
+                    g._data[...] = 0
                     g._bump()
 
     def step(self, closure=None):

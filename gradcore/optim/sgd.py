@@ -59,8 +59,8 @@ class SGD(Optimizer):
                         if buf is None:
                             buf = state["momentum_buffer"] = empty_like(p, requires_grad=False)
                             first = True
-                    math_of(p.data).sgd_update(
-                        p.data, p.grad.data, None if buf is None else buf.data,
+                    math_of(p._data).sgd_update(
+                        p._data, p.grad._data, None if buf is None else buf._data,
                         lr=group["lr"], momentum=momentum, dampening=group["dampening"],
                         weight_decay=group["weight_decay"], nesterov=group["nesterov"],
                         maximize=group["maximize"], first_step=first)
