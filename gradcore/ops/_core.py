@@ -179,5 +179,7 @@ def normalize_dims(dim, ndim: int, op: str = "") -> tuple | None:
         if len(axes) != len(dim):
             raise RuntimeError(f"{op}: dim {list(dim)} appears multiple times in the list of "
                                "dims")
-        return axes
-    return (normalize_dim(int(dim), ndim, op),)
+    else:
+        axes = (normalize_dim(int(dim), ndim, op),)
+    # a 0-d tensor accepts dim 0 and -1, as in PyTorch: it has no axis to reduce
+    return axes if ndim else ()

@@ -456,6 +456,8 @@ def nonzero(x, as_tuple=False):
     idx = m.nonzero(xd) if xd.ndim else m.nonzero(xd.reshape(1))
     if as_tuple:
         return tuple(wrap(i.astype(np.int64)) for i in idx)
+    if not xd.ndim:  # one row per non-zero element, no column: (1, 0) or (0, 0)
+        return wrap(m.zeros((idx[0].shape[0], 0), dtype=np.int64))
     return wrap(m.stack(idx, axis=1).astype(np.int64) if idx else
                 m.zeros((0, xd.ndim), dtype=np.int64))
 

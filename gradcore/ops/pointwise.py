@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..backend import math_of
+from ..backend import check_range, math_of
 from . import _elide
 from ._core import (
     TENSOR_TYPES,
@@ -353,7 +353,7 @@ def div(a, b, *, rounding_mode=None):
     if rounding_mode == "floor":
         return floor_divide(a, b)
     if rounding_mode == "trunc":
-        return _no_grad_binary("div", a, b, lambda x, y: _trunc_div(x, y))
+        return _no_grad_binary("div", a, b, _trunc_div, division=True)
     if rounding_mode is not None:
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
                          f"'floor' but found '{rounding_mode}'")
@@ -366,15 +366,31 @@ def _np_div(x, y):
 
 
 def _trunc_div(x, y):
+    """The quotient rounded toward zero, in the operands' dtype (integers stay integers,
+    as in PyTorch)."""
+    if getattr(x, "dtype", getattr(y, "dtype", None)).kind in "iub":
+        q = x // y  # the floor: one more toward zero where negative and inexact
+        return q + ((q < 0) & (q * y != x))
     q = x / y
-    m = math_of(q)
-    return m.trunc(q).astype(q.dtype) if q.dtype.kind == "f" else q
+    return math_of(q).trunc(q).astype(q.dtype, copy=False)
 
 
-def _no_grad_binary(op, a, b, fwd):
+def _zero_division(value):
+    return RuntimeError("ZeroDivisionError")
+
+
+def _no_grad_binary(op, a, b, fwd, division=False):
     x, y = binary_operands(a, b, op)
     xd = x._data if isinstance(x, Tensor) else x
     yd = y._data if isinstance(y, Tensor) else y
+    if division and (xd if isinstance(x, Tensor) else yd).dtype.kind in "iub":
+        # an integer divided by zero raises, as on PyTorch's CPU (NumPy gives 0); on a
+        # GPU the check is read with the next values read back (backend.check_range)
+        if not isinstance(y, Tensor):
+            if yd == 0:
+                raise _zero_division(0)
+        else:
+            check_range(yd == 0, 0, 1, _zero_division)
     try:
         return wrap(fwd(xd, yd))
     except ValueError as exc:
@@ -383,12 +399,12 @@ def _no_grad_binary(op, a, b, fwd):
 
 def floor_divide(a, b):
     """``a // b``: not differentiable (the result does not require grad)."""
-    return _no_grad_binary("floor_divide", a, b, lambda x, y: x // y)
+    return _no_grad_binary("floor_divide", a, b, lambda x, y: x // y, division=True)
 
 
 def remainder(a, b):
     """``a % b`` with the sign of ``b`` (Python's and PyTorch's convention)."""
-    return _no_grad_binary("remainder", a, b, lambda x, y: x % y)
+    return _no_grad_binary("remainder", a, b, lambda x, y: x % y, division=True)
 
 
 # ---- pow ----------
@@ -409,7 +425,9 @@ class PowBackward1(Node):  # tensor ** tensor
         gb = None
         if self.needs(1):
             y = self.output(F)
-            gb = F.where(a == 0, 0 * g, g * y * F.log(F.where(a == 0, 1, a)))
+            # PyTorch's rule: 0 where the base is 0 and the exponent >= 0, else
+            # y * log(a) (-inf at a zero base and a negative exponent, as y is inf)
+            gb = F.where((a == 0) & (b >= 0), 0 * g, g * y * F.log(a))
         return ga, gb
 
 
@@ -418,13 +436,16 @@ class PowBackward2(Node):  # scalar ** tensor
 
     def apply(self, F, g):
         y = self.output(F)
-        return (g * y * float(np.log(self.scalar)) if self.scalar != 0 else 0 * g,)
+        if self.scalar != 0:
+            return (g * y * float(np.log(self.scalar)),)
+        (b,) = self.unpack(F)  # PowBackward1's rule at a zero base
+        return (F.where(b >= 0, 0 * g, g * y * float("-inf")),)
 
 
 def pow(a, b):  # noqa: A001 - PyTorch's name
     """``a ** b`` with broadcasting."""
     if isinstance(a, Tensor) and not isinstance(b, Tensor) and \
-            isinstance(b, (int, float, np.number)) and a._data.dtype.kind in "iu" and b < 0:
+            isinstance(b, (int, np.integer)) and a._data.dtype.kind in "iu" and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return _binary("pow", PowBackward1, PowBackward0, PowBackward2, _np_pow, a, b,
                    save_inputs=True, save_out=True)

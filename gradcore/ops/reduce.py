@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import builtins
+import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -59,10 +59,21 @@ def _accum_dtype(xd, dtype):
     return xd.dtype, xd.dtype
 
 
+def _cast_input(x, dtype):
+    """``x`` cast to ``dtype`` before a reduction given ``dtype=`` (PyTorch's meaning of
+    the argument), through a differentiable cast when ``x`` is tracked: the gradient
+    comes back in ``x``'s own dtype."""
+    if dtype is None or not (mode.enabled and x._rg):
+        return x
+    d = dtypes.to_dtype(dtype)
+    return pw.to_dtype(x, d) if d.is_floating_point else x
+
+
 def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001
     """Sum over ``dim`` (int or tuple; all dimensions when None)."""
     dim = _dim_arg(dim, axis)
     keepdim = keepdim if keepdims is None else keepdims
+    x = _cast_input(x, dtype)
     xd = x._data
     axes = normalize_dims(dim, xd.ndim, "sum")
     acc, res = _accum_dtype(xd, dtype)
@@ -95,6 +106,7 @@ def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Mean over ``dim`` (int or tuple; all dimensions when None)."""
     dim = _dim_arg(dim, axis)
     keepdim = keepdim if keepdims is None else keepdims
+    x = _cast_input(x, dtype)
     xd = x._data
     if dtype is None and xd.dtype.kind != "f":
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either "
@@ -126,22 +138,26 @@ class ProdBackward(Node):
     def apply(self, F, g):
         (x,) = self.unpack(F)
         y = self.output(F)
+        if not x.shape:  # a 0-d input is its own product (a new array: fresh_grads)
+            return (g * 1,)
         axis = self.axis
-        if F.tensor_mode:
-            # differentiable composite: exact away from zeros
-            if axis is None:
-                return (g * y / x,)
-            if not self.keepdim:
-                g, y = F.expand_dims(g, axis), F.expand_dims(y, axis)
+        if axis is not None and not self.keepdim:
+            g, y = F.expand_dims(g, axis), F.expand_dims(y, axis)
+        # PyTorch's rule: y / x when no element is zero (NaN and inf propagate as in
+        # PyTorch's, an empty input gets an empty gradient), else the product of the
+        # other elements, without dividing; the differentiable composite (create_graph)
+        # keeps y / x
+        if F.tensor_mode or not bool((x == 0).any()):
             return (g * y / x,)
-        return (_prod_grad_exact(F, g, x, axis, self.keepdim),)
+        return (_prod_grad_exact(F, g, x, axis),)
 
     def name(self):
         return "ProdBackward0" if self.axis is None else "ProdBackward1"
 
 
-def _prod_grad_exact(F, g, x, axis, keepdim):
-    """Product of all other elements, without dividing (exact when some are zero)."""
+def _prod_grad_exact(F, g, x, axis):
+    """Product of all other elements, without dividing (exact when some are zero);
+    ``g`` has the reduced axis kept."""
     if axis is None:
         flat = x.reshape(-1)
         left = F.concatenate([F.ones(1, dtype=x.dtype), F.cumprod(flat[:-1])])
@@ -153,14 +169,13 @@ def _prod_grad_exact(F, g, x, axis, keepdim):
     left = F.concatenate([ones, F.cumprod(xm[..., :n - 1], axis=-1)], axis=-1)
     right = F.concatenate([F.cumprod(xm[..., ::-1][..., :n - 1], axis=-1)[..., ::-1], ones],
                           axis=-1)
-    if not keepdim:
-        g = F.expand_dims(g, axis)
     return F.moveaxis(left * right, -1, axis) * g
 
 
 def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Product over one ``dim`` (an int, as in PyTorch) or over everything."""
     dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
+    x = _cast_input(x, dtype)
     xd = x._data
     if isinstance(dim, (tuple, list)):
         raise TypeError("prod(): argument 'dim' must be int, not tuple")
@@ -181,7 +196,11 @@ def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
 
 # ---- var / std ----------
 class VarBackward0(Node):
-    """d var / dx = 2 (x - mean) / (n - correction); std divides by 2 std as well."""
+    """d var / dx = 2 (x - mean) / (n - correction); std divides by 2 std as well.
+
+    PyTorch's rule where n - correction <= 0: over all elements (no ``dim``), the
+    gradient is nan where x equals the mean and inf elsewhere (times g); along ``dim``
+    the factor 2 / (n - correction) is taken as it is (inf at 0)."""
 
     fresh_grads = True
 
@@ -190,13 +209,16 @@ class VarBackward0(Node):
         shape = _keep_shape(x.shape, self.axes)
         if not self.keepdim:
             g = g.reshape(shape)
-        centered = x - F.sum(x, axis=self.axes, keepdims=True) * (1.0 / self.n)
-        if self.is_std:
+        n, dof = self.n, self.n - self.correction
+        mean = F.sum(x, axis=self.axes, keepdims=True) * (1.0 / n) if n else x
+        if self.is_std:  # d std = d var / (2 std)
             y = self.output(F)
             if not self.keepdim:
                 y = y.reshape(shape)
-            return (centered * (g / (y * self.denom)),)
-        return (centered * (g * (2.0 / self.denom)),)
+            g = g / (y * 2)
+        if dof <= 0 and (self.axes is None or not x.shape):
+            return (g * F.where(x == mean, float("nan"), float("inf")),)
+        return ((x - mean) * (g * (2.0 / dof if dof else float("inf"))),)
 
     def name(self):
         return "StdBackward0" if self.is_std else "VarBackward0"
@@ -216,21 +238,28 @@ def _var_std(x, dim, unbiased, keepdim, correction, axis, keepdims, is_std):
                            f"dtypes, got {x.dtype!r}")
     axes = normalize_dims(dim, xd.ndim, op)
     n = xd.size if axes is None else int(np.prod([xd.shape[a] for a in axes]))
-    denom = builtins.max(n - correction, 0)
     acc = np.float32 if xd.dtype == np.float16 else xd.dtype
     m = math_of(xd)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = xd.var(axis=axes, dtype=acc, ddof=correction, keepdims=keepdim) if denom else \
-            m.full(_keep_shape(xd.shape, axes) if keepdim else
-                   tuple(s for i, s in enumerate(xd.shape) if axes is not None and i not in axes),
-                   np.nan, dtype=acc)
-        if is_std:
-            out = m.sqrt(out)
+    if n - correction > 0:
+        out = xd.var(axis=axes, dtype=acc, ddof=correction, keepdims=keepdim)
+    else:
+        # PyTorch divides the sum of squares by max(0, n - correction): inf, or nan
+        # where every element equals the mean (and over nothing); so does it warn
+        warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly "
+                      "less than the reduction factor (input numel divided by output "
+                      "numel).", UserWarning, stacklevel=3)
+        centered = xd - xd.sum(axis=axes, dtype=acc, keepdims=True) * (1.0 / n) if n else xd
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = m.divide((centered * centered).sum(axis=axes, dtype=acc, keepdims=keepdim),
+                           0.0)
+    if is_std:
+        out = m.sqrt(out)
     out = m.asarray(out).astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
         return wrap(out)
     node = _new(VarBackward0)
-    node.axes, node.keepdim, node.n, node.denom, node.is_std = axes, keepdim, n, denom, is_std
+    node.axes, node.keepdim, node.n, node.is_std = axes, keepdim, n, is_std
+    node.correction = correction
     node.save(x)
     t = record(out, node, x)
     if is_std:
@@ -280,6 +309,8 @@ class MaxBackward0(Node):  # with dim: the gradient goes to the returned index
     fresh_grads = True
 
     def apply(self, F, g):
+        if not self.in_shape:  # a 0-d input is its own maximum (a new array: fresh_grads)
+            return (g * 1,)
         idx = self.indices
         if not self.keepdim:
             g = F.expand_dims(g, self.axis)
@@ -318,7 +349,7 @@ def _max_min(x, dim, keepdim, which):
         out_idx = idx.squeeze(axis)
     else:
         out_idx = idx
-    if not (mode.enabled and x._rg) or not xd.ndim:
+    if not (mode.enabled and x._rg):
         return values_indices(wrap(vals), wrap(out_idx))
     node = _new(MaxBackward0)
     node.axis, node.keepdim, node.indices, node.in_shape = axis, keepdim, idx, xd.shape
