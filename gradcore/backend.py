@@ -378,6 +378,34 @@ class ArrayMath:
         """True when ``arr`` is a writable array that views no other array."""
         return arr.base is None and arr.flags.writeable
 
+    def expm1(self, x, out=None):
+        """``exp(x) - 1``; float32 computed in float64 and rounded once: NumPy's own
+        float32 expm1 is an ulp off the correctly rounded value for about 7% of inputs
+        (PyTorch's for 0.1%), and no faster."""
+        return self._widened(self.xp.expm1, x, out)
+
+    def log1p(self, x, out=None):
+        """``log(1 + x)``; float32 computed in float64 and rounded once, as
+        :meth:`expm1` (NumPy's float32 log1p is an ulp off for about 6% of inputs)."""
+        return self._widened(self.xp.log1p, x, out)
+
+    def _widened(self, fn, x, out):
+        if getattr(x, "dtype", None) != np.float32:
+            return fn(x) if out is None else fn(x, out=out)
+        wide = fn(x.astype(np.float64))
+        if out is None:
+            return wide.astype(np.float32)
+        out[...] = wide
+        return out
+
+    def sign(self, x, out=None):
+        """PyTorch's sign: -1, 0 or 1, and 0 at NaN (NumPy's sign gives NaN there)."""
+        xp = self.xp
+        x = xp.asarray(x)
+        if x.dtype.kind != "f":
+            return xp.sign(x, out=out)
+        return xp.subtract(x > 0, x < 0, dtype=x.dtype, out=out)
+
     def erf(self, x):
         """The error function, elementwise (NumPy has none).
 

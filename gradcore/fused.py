@@ -141,10 +141,16 @@ def _sigmoid_backward_consume_cpu(g, y):
     return g
 
 
+def _passes_relu(y):
+    """The mask of PyTorch's threshold_backward: not y <= 0 (NaN passes the gradient)."""
+    mask = np.less_equal(y, 0)
+    return np.logical_not(mask, out=mask) if type(mask) is np.ndarray else not mask
+
+
 def _relu_backward_cpu(g, y):
-    # g * (y > 0): a multiply by the mask is ~10x faster in NumPy than where() or a
-    # masked copy; it differs from where(y > 0, g, 0) only where g is inf or NaN.
-    return np.multiply(g, y > 0)
+    # g * mask: a multiply by the mask is ~10x faster in NumPy than where() or a
+    # masked copy; it differs from where(y <= 0, 0, g) only where g is inf or NaN.
+    return np.multiply(g, _passes_relu(y))
 
 
 # The twins below multiply by a mask where the expression selects with where(): with a
@@ -153,7 +159,8 @@ def _relu_backward_cpu(g, y):
 # NaN (0 * inf is NaN, not 0), and may give -0.0 where it gives 0.0.
 def _maximum_backward_a_cpu(g, a, b):
     w = np.multiply(a == b, 0.5, dtype=np.result_type(g, a, b))  # ties split the gradient
-    w += a > b
+    wins = np.less_equal(a, b)  # a wins where not a <= b: a > b, or a NaN on either side
+    w += np.logical_not(wins, out=wins) if type(wins) is np.ndarray else not wins
     w *= g
     return w
 
@@ -171,7 +178,7 @@ def _clamp_backward_cpu(g, x, lo, hi):
 
 
 def _relu_backward_inplace_cpu(g, y):
-    return np.multiply(g, y > 0, out=g)
+    return np.multiply(g, _passes_relu(y), out=g)
 
 
 # NumPy makes one pass over memory per operation. Over arrays of several MB each pass
@@ -223,18 +230,21 @@ INPLACE_CPU = {name: sliced(fn) for name, fn in {
 KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("tanh_backward", ("g", "y"), "g * (1 - y * y)", cpu=_tanh_backward_cpu),
     Kernel("sigmoid_backward", ("g", "y"), "g * (y * (1 - y))", cpu=_sigmoid_backward_cpu),
-    Kernel("relu_backward", ("g", "y"), "where(y > 0, g, 0)", cpu=_relu_backward_cpu),
+    # PyTorch's threshold_backward: no gradient where y <= 0 (NaN passes it)
+    Kernel("relu_backward", ("g", "y"), "where(y <= 0, 0, g)", cpu=_relu_backward_cpu),
     Kernel("sqrt_backward", ("g", "y"), "g / (2 * y)"),
     Kernel("rsqrt_backward", ("g", "y"), "-0.5 * g * (y * y * y)"),
     Kernel("reciprocal_backward", ("g", "y"), "-g * (y * y)"),
-    Kernel("abs_backward", ("g", "x"), "g * sign(x)"),
+    Kernel("abs_backward", ("g", "x"), "g * sign(x)"),  # PyTorch's sign: 0 at NaN
     Kernel("pow_backward", ("g", "x", "e"), "where(e == 0, 0 * g, g * e * pow(x, e - 1))"),
     Kernel("clamp_backward", ("g", "x", "lo", "hi"), "where((x >= lo) & (x <= hi), g, 0)",
            cpu=_clamp_backward_cpu),
+    # PyTorch's rule: the side that is smaller gets nothing, a tie half, otherwise (a NaN
+    # on either side included) the whole gradient
     Kernel("maximum_backward_a", ("g", "a", "b"),
-           "where(a > b, g, where(a == b, 0.5 * g, 0))", cpu=_maximum_backward_a_cpu),
+           "where(a < b, 0, where(a == b, 0.5 * g, g))", cpu=_maximum_backward_a_cpu),
     Kernel("maximum_backward_b", ("g", "a", "b"),
-           "where(b > a, g, where(a == b, 0.5 * g, 0))", cpu=_maximum_backward_b_cpu),
+           "where(b < a, 0, where(a == b, 0.5 * g, g))", cpu=_maximum_backward_b_cpu),
     Kernel("div_backward_b", ("g", "a", "b"), "-g * a / (b * b)"),
     Kernel("exp_backward", ("g", "y"), "g * y"),
     Kernel("log_backward", ("g", "x"), "g / x"),
@@ -268,7 +278,7 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
 
 _NUMPY_NAMES = {
     "where": np.where, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sin": np.sin,
-    "cos": np.cos, "tanh": np.tanh, "sign": np.sign, "pow": np.power,
+    "cos": np.cos, "tanh": np.tanh, "sign": None, "pow": np.power,
     "maximum": np.maximum,
 }
 
@@ -277,7 +287,7 @@ def numpy_names() -> dict:
     """The functions kernel expressions may call, over NumPy (erf from the backend)."""
     from .backend import cpu
 
-    return dict(_NUMPY_NAMES, erf=cpu.math.erf)
+    return dict(_NUMPY_NAMES, erf=cpu.math.erf, sign=cpu.math.sign)
 
 
 def attach(math, device_kernels: bool | None = None) -> None:
@@ -287,6 +297,7 @@ def attach(math, device_kernels: bool | None = None) -> None:
     names = {k: getattr(math.xp, k) for k in _NUMPY_NAMES if k != "pow"}
     names["pow"] = math.xp.power
     names["erf"] = math.erf
+    names["sign"] = math.sign  # PyTorch's (0 at NaN), not the array module's
     wanted, device_kernels = device_kernels, None
     if math.xp is not np:
         from . import kernels_cuda  # the generated CUDA kernels

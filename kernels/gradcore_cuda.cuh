@@ -63,12 +63,12 @@ __device__ __forceinline__ gc_half store<gc_half>(float v) {
 __device__ __forceinline__ float where(bool c, float a, float b) { return c ? a : b; }
 __device__ __forceinline__ double where(bool c, double a, double b) { return c ? a : b; }
 
-// sign: NumPy's sign, including sign(0) == 0 and sign(NaN) == NaN.
+// sign: PyTorch's sign, sign(0) == 0 and sign(NaN) == 0 (NumPy's gives NaN there).
 __device__ __forceinline__ float sign(float x) {
-    return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : (x == 0.0f ? 0.0f : x));
+    return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
 }
 __device__ __forceinline__ double sign(double x) {
-    return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : (x == 0.0 ? 0.0 : x));
+    return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : 0.0);
 }
 
 // The transcendental functions, single precision for float (no silent promotion).

@@ -61,7 +61,7 @@ __device__ __forceinline__ void sigmoid_backward(const T* __restrict__ a0, long 
     }
 }
 
-// relu_backward(g, y) = where(y > 0, g, 0)
+// relu_backward(g, y) = where(y <= 0, 0, g)
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void relu_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
@@ -70,7 +70,7 @@ __device__ __forceinline__ void relu_backward_loop(const T* __restrict__ a0, lon
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const C g = load(a0[i & m1]);
         const C y = load(a2[i & m3]);
-        out0[i] = store<T>(where(y > C(0), g, C(0)));
+        out0[i] = store<T>(where(y <= C(0), C(0), g));
     }
 }
 
@@ -235,7 +235,7 @@ __device__ __forceinline__ void clamp_backward(const T* __restrict__ a0, long lo
     }
 }
 
-// maximum_backward_a(g, a, b) = where(a > b, g, where(a == b, 0.5 * g, 0))
+// maximum_backward_a(g, a, b) = where(a < b, 0, where(a == b, 0.5 * g, g))
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void maximum_backward_a_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
@@ -246,7 +246,7 @@ __device__ __forceinline__ void maximum_backward_a_loop(const T* __restrict__ a0
         const C g = load(a0[i & m1]);
         const C a = load(a2[i & m3]);
         const C b = load(a4[i & m5]);
-        out0[i] = store<T>(where(a > b, g, where(a == b, C(0.5) * g, C(0))));
+        out0[i] = store<T>(where(a < b, C(0), where(a == b, C(0.5) * g, g)));
     }
 }
 
@@ -261,7 +261,7 @@ __device__ __forceinline__ void maximum_backward_a(const T* __restrict__ a0, lon
     }
 }
 
-// maximum_backward_b(g, a, b) = where(b > a, g, where(a == b, 0.5 * g, 0))
+// maximum_backward_b(g, a, b) = where(b < a, 0, where(a == b, 0.5 * g, g))
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void maximum_backward_b_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
@@ -272,7 +272,7 @@ __device__ __forceinline__ void maximum_backward_b_loop(const T* __restrict__ a0
         const C g = load(a0[i & m1]);
         const C a = load(a2[i & m3]);
         const C b = load(a4[i & m5]);
-        out0[i] = store<T>(where(b > a, g, where(a == b, C(0.5) * g, C(0))));
+        out0[i] = store<T>(where(b < a, C(0), where(a == b, C(0.5) * g, g)));
     }
 }
 

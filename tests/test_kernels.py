@@ -250,17 +250,21 @@ def _away_from_zero(lo, hi):
 DOMAINS = {
     "tanh_backward": [_normal, _uniform(-0.9, 0.9)],
     "sigmoid_backward": [_normal, _uniform(0.02, 0.98)],
-    "relu_backward": [_normal, _grid(-1.5, -0.5, 0.0, 0.0, 0.25, 1.0, 2.0)],
+    # NaN: PyTorch's conventions (relu passes the gradient at NaN, abs's is 0, maximum
+    # gives a NaN side the whole gradient), the same in the kernel and its twins
+    "relu_backward": [_normal, _grid(-1.5, -0.5, -0.0, 0.0, 0.0, 0.25, 1.0, 2.0, np.nan)],
     "sqrt_backward": [_normal, _uniform(0.1, 3.0)],
     "rsqrt_backward": [_normal, _uniform(0.2, 3.0)],
     "reciprocal_backward": [_normal, _uniform(-3.0, 3.0)],
-    "abs_backward": [_normal, _grid(-2.0, -0.5, 0.0, 0.75, 3.0)],
+    "abs_backward": [_normal, _grid(-2.0, -0.5, 0.0, 0.75, 3.0, np.nan)],
     # positive x: the exponents are not all integers; e == 0 takes the other branch
     "pow_backward": [_normal, _uniform(0.1, 3.0), _grid(0.0, 0.5, 1.0, 1.5, 2.0, 3.0, -0.5)],
     "clamp_backward": [_normal, _grid(-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5),
                        _grid(-1.0, -0.5), _grid(0.5, 1.0)],
-    "maximum_backward_a": [_normal, _grid(-1.0, 0.0, 0.5, 2.0), _grid(-1.0, 0.0, 0.5, 2.0)],
-    "maximum_backward_b": [_normal, _grid(-1.0, 0.0, 0.5, 2.0), _grid(-1.0, 0.0, 0.5, 2.0)],
+    "maximum_backward_a": [_normal, _grid(-1.0, 0.0, 0.5, 2.0, np.nan),
+                           _grid(-1.0, 0.0, 0.5, 2.0, np.nan)],
+    "maximum_backward_b": [_normal, _grid(-1.0, 0.0, 0.5, 2.0, np.nan),
+                           _grid(-1.0, 0.0, 0.5, 2.0, np.nan)],
     "div_backward_b": [_normal, _normal, _away_from_zero(0.5, 2.0)],
     "exp_backward": [_normal, _uniform(0.05, 3.0)],
     "log_backward": [_normal, _uniform(0.2, 3.0)],

@@ -138,6 +138,7 @@ def _finish_ts(op, cls, out, tensor, scalar, save_inputs, save_out):
 
 
 _ndarray = np.ndarray
+_f16, _f32 = np.dtype(np.float16), np.dtype(np.float32)
 
 
 # ---- add / sub ----------
@@ -712,7 +713,9 @@ def _np_sigmoid(xd):
 def sigmoid(x):
     """``1 / (1 + exp(-x))``."""
     x = _float(as_tensor(x))
-    out = _np_sigmoid(x._data)
+    xd = x._data
+    # float16 is computed in float32 and rounded once, as PyTorch does
+    out = _np_sigmoid(xd) if xd.dtype != _f16 else _np_sigmoid(xd.astype(_f32)).astype(_f16)
     if not (mode.enabled and x._rg):
         return wrap(out)
     t = record(out, _new(SigmoidBackward0), x)
@@ -733,11 +736,13 @@ class ReluBackward0(Node):
 def relu(x):
     """``max(x, 0)``."""
     xd = x._data
+    # maximum(0, x), not maximum(x, 0): x itself where it is not below 0, so that -0.0
+    # and NaN come back as they are, as from PyTorch's clamp_min
     if xd.nbytes >= MIN_BYTES and xd.dtype.kind == "f" and is_temporary(x, xd):
-        out = math_of(xd).maximum(xd, 0, out=xd)
+        out = math_of(xd).maximum(0, xd, out=xd)
         _elide.note()
     else:
-        out = math_of(xd).maximum(xd, 0)
+        out = math_of(xd).maximum(0, xd)
     if not (mode.enabled and x._rg):
         return wrap(out)
     t = record(out, _new(ReluBackward0), x)

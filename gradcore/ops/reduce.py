@@ -286,7 +286,8 @@ class MaxBackward1(Node):  # full reduction: ties share the gradient evenly
     def apply(self, F, g):
         (x,) = self.unpack(F)
         y = self.output(F)
-        mask = x == y
+        # PyTorch's evenly_distribute_backward: a NaN maximum is shared by the NaNs
+        mask = (x == y) | ((x != x) & (y != y))
         count = F.sum(mask, axis=None, keepdims=False, dtype=x.dtype)
         return (F.where(mask, g / count, 0),)
 
@@ -302,7 +303,9 @@ class AmaxBackward0(Node):
             g = g.reshape(y.shape)
         mask = x == y
         count = F.sum(mask, axis=self.axes, keepdims=True, dtype=x.dtype)
-        return (F.where(mask, g / count, 0),)
+        # PyTorch's scale_grad_by_count: where the extremum is NaN, no element equals it,
+        # and the gradient is NaN (g / 0 * 0)
+        return ((g / count) * mask,)
 
 
 class MaxBackward0(Node):  # with dim: the gradient goes to the returned index
@@ -470,7 +473,9 @@ def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     # row: testing the values first would wait for them on a GPU
     shift = m.where(m.isfinite(shift), shift, 0)
     e = m.exp(xd - shift)
-    out = m.log(e.sum(axis=axes, keepdims=True, dtype=acc)).astype(xd.dtype, copy=False)
+    # PyTorch's steps, each rounded to the input's dtype (float16 sums accumulate in
+    # float32, rounded once): exp, sum, log, + shift
+    out = m.log(e.sum(axis=axes, keepdims=True, dtype=acc).astype(xd.dtype, copy=False))
     out += shift
     if not keepdim:
         out = out.reshape(tuple(n for i, n in enumerate(xd.shape)
