@@ -141,16 +141,10 @@ def _sigmoid_backward_consume_cpu(g, y):
     return g
 
 
-def _passes_relu(y):
-    """The mask of PyTorch's threshold_backward: not y <= 0 (NaN passes the gradient)."""
-    mask = np.less_equal(y, 0)
-    return np.logical_not(mask, out=mask) if type(mask) is np.ndarray else not mask
-
-
 def _relu_backward_cpu(g, y):
-    # g * mask: a multiply by the mask is ~10x faster in NumPy than where() or a
-    # masked copy; it differs from where(y <= 0, 0, g) only where g is inf or NaN.
-    return np.multiply(g, _passes_relu(y))
+    # g * (y != 0): a multiply by the mask is ~10x faster in NumPy than where() or a
+    # masked copy; it differs from where(y != 0, g, 0) only where g is inf or NaN.
+    return np.multiply(g, y != 0)
 
 
 # The twins below multiply by a mask where the expression selects with where(): with a
@@ -178,7 +172,7 @@ def _clamp_backward_cpu(g, x, lo, hi):
 
 
 def _relu_backward_inplace_cpu(g, y):
-    return np.multiply(g, _passes_relu(y), out=g)
+    return np.multiply(g, y != 0, out=g)
 
 
 # NumPy makes one pass over memory per operation. Over arrays of several MB each pass
@@ -230,8 +224,9 @@ INPLACE_CPU = {name: sliced(fn) for name, fn in {
 KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("tanh_backward", ("g", "y"), "g * (1 - y * y)", cpu=_tanh_backward_cpu),
     Kernel("sigmoid_backward", ("g", "y"), "g * (y * (1 - y))", cpu=_sigmoid_backward_cpu),
-    # PyTorch's threshold_backward: no gradient where y <= 0 (NaN passes it)
-    Kernel("relu_backward", ("g", "y"), "where(y <= 0, 0, g)", cpu=_relu_backward_cpu),
+    # y is relu's output: positive, +-0 or NaN. PyTorch's threshold_backward gives no
+    # gradient where y <= 0, that is where y == 0 (NaN passes the gradient)
+    Kernel("relu_backward", ("g", "y"), "where(y != 0, g, 0)", cpu=_relu_backward_cpu),
     Kernel("sqrt_backward", ("g", "y"), "g / (2 * y)"),
     Kernel("rsqrt_backward", ("g", "y"), "-0.5 * g * (y * y * y)"),
     Kernel("reciprocal_backward", ("g", "y"), "-g * (y * y)"),

@@ -61,7 +61,7 @@ __device__ __forceinline__ void sigmoid_backward(const T* __restrict__ a0, long 
     }
 }
 
-// relu_backward(g, y) = where(y <= 0, 0, g)
+// relu_backward(g, y) = where(y != 0, g, 0)
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void relu_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
@@ -70,7 +70,7 @@ __device__ __forceinline__ void relu_backward_loop(const T* __restrict__ a0, lon
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const C g = load(a0[i & m1]);
         const C y = load(a2[i & m3]);
-        out0[i] = store<T>(where(y <= C(0), C(0), g));
+        out0[i] = store<T>(where(y != C(0), g, C(0)));
     }
 }
 

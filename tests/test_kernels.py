@@ -251,8 +251,9 @@ DOMAINS = {
     "tanh_backward": [_normal, _uniform(-0.9, 0.9)],
     "sigmoid_backward": [_normal, _uniform(0.02, 0.98)],
     # NaN: PyTorch's conventions (relu passes the gradient at NaN, abs's is 0, maximum
-    # gives a NaN side the whole gradient), the same in the kernel and its twins
-    "relu_backward": [_normal, _grid(-1.5, -0.5, -0.0, 0.0, 0.0, 0.25, 1.0, 2.0, np.nan)],
+    # gives a NaN side the whole gradient), the same in the kernel and its twins; y is
+    # relu's output
+    "relu_backward": [_normal, _grid(-0.0, 0.0, 0.0, 0.25, 1.0, 2.0, np.nan)],
     "sqrt_backward": [_normal, _uniform(0.1, 3.0)],
     "rsqrt_backward": [_normal, _uniform(0.2, 3.0)],
     "reciprocal_backward": [_normal, _uniform(-3.0, 3.0)],

@@ -175,6 +175,19 @@ def test_an_integer_tensor_to_a_negative_float_power_is_float32(lib, device):
 
 
 @pytest.mark.parametrize("lib", LIBS)
+def test_integer_tensor_powers_with_negative_exponents_follow_pytorch(lib, device):
+    m = _lib(lib)
+    b = m.tensor([0, 1, -1, 2, -2, 3, 0, -1, 2])
+    e = m.tensor([-1, -2, -3, -1, -1, -2, 0, -2, 3])
+    y = b ** e  # NumPy raised ValueError, reported as a broadcasting error
+    assert y.dtype == m.int64
+    assert y.tolist() == [0, 1, -1, 0, 0, 0, 1, 1, 8]
+    assert (2 ** m.tensor([-1, 0, 3])).tolist() == [0, 1, 8]
+    assert (m.tensor([1, -1, 2], dtype=m.int32) ** m.tensor(-1, dtype=m.int32)).tolist() == \
+        [1, -1, 0]
+
+
+@pytest.mark.parametrize("lib", LIBS)
 @pytest.mark.parametrize("dtype", ["int64", "int32", "int16"])
 def test_trunc_division_of_integers_keeps_the_integer_dtype(dtype, lib, device):
     m = _lib(lib)

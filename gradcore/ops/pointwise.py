@@ -453,7 +453,22 @@ def pow(a, b):  # noqa: A001 - PyTorch's name
 
 
 def _np_pow(x, y):
-    return x ** y
+    try:
+        return x ** y
+    except ValueError:  # NumPy refuses integer arrays to negative integer powers
+        if getattr(x, "dtype", getattr(y, "dtype", None)).kind not in "iu":
+            raise
+        return _int_pow(x, y)
+
+
+def _int_pow(x, y):
+    """PyTorch's integer power of a tensor exponent with negative elements: there
+    1 ** e is 1, (-1) ** e is 1 or -1 by parity, and any other base gives 0."""
+    m = math_of(y if hasattr(y, "dtype") else x)
+    negative = y < 0
+    out = x ** m.where(negative, 0, y)
+    at_negative = m.where(x == 1, 1, m.where(x == -1, 1 - 2 * (y % 2), 0))
+    return m.where(negative, at_negative, out).astype(out.dtype, copy=False)
 
 
 def square(x):
