@@ -118,6 +118,12 @@ OPS = [
     Op("amax", lambda m, x: m.amax(x, (0, 1)), lambda x: x.max((0, 1)), M3, distinct=True),
     Op("amin", lambda m, x: m.amin(x, -1), lambda x: x.min(-1), M3, distinct=True),
     Op("logsumexp", lambda m, x: m.logsumexp(x, 1), lambda x: _lse_np(x, 1), M3),
+    # a 0-d tensor takes dim 0 and -1 (and max/min along it stay in the graph)
+    Op("sum_0d", lambda m, x: x.sum(0) * x, lambda x: x * x, [((),)]),
+    Op("prod_0d", lambda m, x: x.prod(-1) * x, lambda x: x * x, [((),)]),
+    Op("logsumexp_0d", lambda m, x: m.logsumexp(x, 0) * x, lambda x: x * x, [((),)]),
+    Op("max_dim_0d", lambda m, x: x.max(0)[0] * x.min(-1, keepdim=True)[0],
+       lambda x: x * x, [((),)]),
     Op("norm", lambda m, x: x.norm(), lambda x: np.sqrt((x * x).sum()), [(5,), (3, 4)],
        away=0.1),
     Op("norm_dim", lambda m, x: m.norm(x, dim=1), lambda x: np.sqrt((x * x).sum(1)), M3,
