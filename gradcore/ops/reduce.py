@@ -145,11 +145,13 @@ class ProdBackward(Node):
             g, y = F.expand_dims(g, axis), F.expand_dims(y, axis)
         # PyTorch's rule: y / x when no element is zero (NaN and inf propagate as in
         # PyTorch's, an empty input gets an empty gradient), else the product of the
-        # other elements, without dividing; the differentiable composite (create_graph)
-        # keeps y / x
-        if F.tensor_mode or not bool((x == 0).any()):
-            return (g * y / x,)
-        return (_prod_grad_exact(F, g, x, axis),)
+        # other elements, without dividing. Both are computed and one is selected on the
+        # device: reading "any zero?" back would make the backward wait for a GPU. The
+        # differentiable composite (create_graph) keeps y / x.
+        quotient = g * y / x
+        if F.tensor_mode or not x.size:
+            return (quotient,)
+        return (F.where((x == 0).any(), _prod_grad_exact(F, g, x, axis), quotient),)
 
     def name(self):
         return "ProdBackward0" if self.axis is None else "ProdBackward1"
