@@ -354,7 +354,7 @@ def div(a, b, *, rounding_mode=None):
     if rounding_mode == "floor":
         return floor_divide(a, b)
     if rounding_mode == "trunc":
-        return _no_grad_binary("div", a, b, _trunc_div, division=True)
+        return _no_grad_binary("div", a, b, _trunc_div, division="div_trunc")
     if rounding_mode is not None:
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
                          f"'floor' but found '{rounding_mode}'")
@@ -380,11 +380,17 @@ def _zero_division(value):
     return RuntimeError("ZeroDivisionError")
 
 
-def _no_grad_binary(op, a, b, fwd, division=False):
+def _no_grad_binary(op, a, b, fwd, division=None):
+    """``fwd`` of the operands, untracked; ``division`` names PyTorch's kernel of an
+    integer division (for its errors)."""
     x, y = binary_operands(a, b, op)
     xd = x._data if isinstance(x, Tensor) else x
     yd = y._data if isinstance(y, Tensor) else y
-    if division and (xd if isinstance(x, Tensor) else yd).dtype.kind in "iub":
+    kind = (xd if isinstance(x, Tensor) else yd).dtype.kind if division else ""
+    if kind == "b":
+        dev = "cpu" if type(xd if isinstance(x, Tensor) else yd) is _ndarray else "cuda"
+        raise NotImplementedError(f'"{division}_{dev}" not implemented for \'Bool\'')
+    if kind in ("i", "u"):
         # an integer divided by zero raises, as on PyTorch's CPU (NumPy gives 0); on a
         # GPU the check is read with the next values read back (backend.check_range)
         if not isinstance(y, Tensor):
@@ -400,12 +406,12 @@ def _no_grad_binary(op, a, b, fwd, division=False):
 
 def floor_divide(a, b):
     """``a // b``: not differentiable (the result does not require grad)."""
-    return _no_grad_binary("floor_divide", a, b, lambda x, y: x // y, division=True)
+    return _no_grad_binary("floor_divide", a, b, lambda x, y: x // y, division="div_floor")
 
 
 def remainder(a, b):
     """``a % b`` with the sign of ``b`` (Python's and PyTorch's convention)."""
-    return _no_grad_binary("remainder", a, b, lambda x, y: x % y, division=True)
+    return _no_grad_binary("remainder", a, b, lambda x, y: x % y, division="remainder")
 
 
 # ---- pow ----------
