@@ -388,7 +388,7 @@ def test_float16_forwards_equal_pytorchs(op):
            "log_softmax_dim0": lambda m, t: t.log_softmax(0)}
     got = host(fns[op](gc, gc.tensor(x)))
     want = fns[op](torch, torch.from_numpy(x)).numpy()
-    assert (got != want).mean() <= 0.001, f"{(got != want).mean():.2%} of {op} differ"
+    np.testing.assert_array_equal(got, want)  # bit for bit (sigmoid: 30% differed)
 
 
 def _float32_inputs():
