@@ -93,7 +93,8 @@ def _parser():
                    help="comma separated: cpu, cuda, cuda:N; each must be usable (default: "
                         "the CPU, and the GPU when one is usable)")
     b.add_argument("--repeat", type=_positive_int, default=10)
-    b.add_argument("--compare-torch", action="store_true", help="also time PyTorch on the CPU")
+    b.add_argument("--compare-torch", action="store_true",
+                   help="also time PyTorch, on each device it can use")
     b.add_argument("--json", default=None, metavar="PATH", help="write the results to PATH")
     b.add_argument("--plot", default=None, metavar="PATH", help="write a PNG to PATH")
     b.add_argument("--no-progress", action="store_true", help="no progress lines")
