@@ -114,11 +114,20 @@ def _write_safetensors(fh, arrays, metadata) -> None:
     """Write the safetensors file to the binary file object ``fh`` (a seam: tests make it
     fail half-way).  Large tensors go in slices, so a signal is handled between them."""
     head, order = _serialize_header(arrays, metadata)
-    fh.write(head)
+    _write_all(fh, memoryview(head))
     for _, arr in order:
-        flat = arr.reshape(-1).view(np.uint8)  # a view: contiguous, little-endian
-        for start in range(0, flat.size, _CHUNK):
-            fh.write(flat[start:start + _CHUNK])
+        data = memoryview(arr.reshape(-1).view(np.uint8))  # no copy: C order, little-endian
+        for start in range(0, len(data), _CHUNK):
+            _write_all(fh, data[start:start + _CHUNK])
+
+
+def _write_all(fh, data: memoryview) -> None:
+    """``fh.write`` until all of ``data`` is written (a raw file may take part of it)."""
+    while len(data):
+        n = fh.write(data)
+        if n is None or n >= len(data):  # None: a writer that does not count
+            return
+        data = data[n:]
 
 
 class _Terminated(BaseException):
@@ -586,7 +595,11 @@ def _read_tensors(fh, entries, name) -> dict:
     """Each tensor into a fresh array of its own (aligned, writable), in file order."""
     arrays = {}
     for key, dtype, shape, start, stop in entries:
-        arr = np.empty(shape, dtype)
+        try:
+            arr = np.empty(shape, dtype)
+        except ValueError as e:  # a 65th dimension, or sizes no array can index
+            raise CheckpointError(f"{name}: tensor {key!r:.80} has shape {shape!r:.80}, "
+                                  f"which no array can hold ({e})") from None
         if stop > start:
             view = memoryview(arr.reshape(-1).view(np.uint8))
             got = 0
