@@ -216,9 +216,18 @@ def _atomic_write(path, arrays, metadata) -> None:
         raise IsADirectoryError(errno.EISDIR, "gc.save needs a file name, and a path "
                                 "ending in a separator names a folder", path)
     target = os.path.realpath(path)  # through a symlink: replace its target, keep the link
-    if os.path.isdir(target):
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        mode = None  # nothing there yet (or unreachable: the write below will say)
+    if mode is not None and stat.S_ISDIR(mode):
         raise IsADirectoryError(errno.EISDIR, "gc.save cannot replace a folder with a "
                                 "checkpoint", path)
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = next((what for test, what in _FILE_KINDS if test(mode)), "not a file")
+        raise OSError(errno.EINVAL, f"gc.save renames a new file over the old one and will "
+                      f"not replace {kind} (to write into it, pass an open binary file "
+                      "object)", path)
     folder, base = os.path.split(target)
     prefix = _tmp_prefix(base)
     _remove_stale_temporaries(folder, prefix)

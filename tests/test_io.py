@@ -6,6 +6,7 @@ import json
 import math
 import os
 import pickle
+import stat
 import struct
 
 import numpy as np
@@ -608,6 +609,11 @@ def test_save_refuses_paths_that_name_no_file_and_names_the_users_path(tmp_path,
         gc.save({"a": 1}, ".")
     assert err.value.filename == "."
     assert os.listdir(tmp_path) == ["work"] and os.listdir(work) == []
+    os.mkfifo("pipe")  # a save replaces files; it must not turn a FIFO or a device
+    with pytest.raises(OSError, match="will not replace a named pipe") as err:  # into one
+        gc.save({"a": 1}, "pipe")
+    assert err.value.filename == "pipe" and stat.S_ISFIFO(os.stat("pipe").st_mode)
+    os.unlink("pipe")
     gc.save({"a": 1}, "x.st")
     with pytest.raises(NotADirectoryError):  # as open("x.st/") and torch.load say
         gc.load("x.st/")
