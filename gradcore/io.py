@@ -54,7 +54,7 @@ __all__ = ["save", "load", "CheckpointError"]
 
 FORMAT_VERSION = 1
 _META_KEY = "gradcore"
-_MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit on the JSON header
+_MAX_HEADER = 100_000_000  # safetensors' own limit on the JSON header, in bytes
 _MAX_DEPTH = 100  # containers inside containers: state dicts need a handful
 _CHUNK = 64 * 1024 * 1024  # bytes per write: signals are handled between writes
 
@@ -63,8 +63,7 @@ _CHUNK = 64 * 1024 * 1024  # bytes per write: signals are handled between writes
 _ST_DTYPES = [("I64", "<i8"), ("F64", "<f8"), ("F32", "<f4"), ("I32", "<i4"),
               ("F16", "<f2"), ("I16", "<i2"), ("I8", "i1"), ("U8", "u1"), ("BOOL", "?")]
 _LOADS = {code: np.dtype(dt) for code, dt in _ST_DTYPES}
-_CODES = {np.dtype(dt).newbyteorder("="): (code, rank)
-          for rank, (code, dt) in enumerate(_ST_DTYPES)}
+_CODES = {np.dtype(dt): (code, rank) for rank, (code, dt) in enumerate(_ST_DTYPES)}
 _OTHER_DTYPES = {"BF16": "bfloat16", "U16": "uint16", "U32": "uint32", "U64": "uint64",
                  "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
                  "F8_E8M0": "float8_e8m0fnu", "F4": "float4_e2m1fn_x2",
@@ -107,6 +106,11 @@ def _serialize_header(arrays, metadata):
         raise ValueError(f"gc.save: a dict key is not valid Unicode ({e.reason}: "
                          f"{e.object[e.start:e.end]!r}) and cannot name a tensor") from None
     text += b" " * (-len(text) % 8)  # as safetensors pads: tensor data 8-byte aligned
+    if len(text) > _MAX_HEADER:
+        raise ValueError(f"gc.save: the checkpoint's structure and Python values take "
+                         f"{len(text)} bytes of JSON, more than the {_MAX_HEADER} a "
+                         "safetensors header may hold (store long lists of numbers as "
+                         "tensors)")
     return struct.pack("<Q", len(text)) + text, order
 
 
@@ -373,8 +377,7 @@ class _Encoder:
                     n += 1
                 name = f"{name}#{n}"
             arr = np.require(np.asarray(to_host(t.data)), requirements="C")  # keeps 0-d
-            if arr.dtype.byteorder == ">":
-                arr = arr.astype(arr.dtype.newbyteorder("<"))
+            arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)  # safetensors: LE
             self.arrays[name] = arr
             self.names[id(t)] = name
             self.keep.append(t)
@@ -500,15 +503,18 @@ def _read_safetensors(fh, size: int, name: str):
     head = _read_exact(fh, 8)
     if len(head) == 8:
         (n,) = struct.unpack("<Q", head)
-        if 0 < n <= _MAX_HEADER:
-            first = _read_exact(fh, 1)
-            if first == b"{" or (not first and size == 8):  # it begins as safetensors does
-                if n > size - 8:
-                    raise CheckpointError(f"{name} is truncated: its header alone needs "
-                                          f"{n + 8} bytes but the file has {size}")
-                header, entries = _parse_header(first + _read_exact(fh, n - 1),
-                                                size - 8 - n, name)
-                return header, _read_tensors(fh, entries, name)
+        first = _read_exact(fh, 1)
+        begins = first == b"{" if first else size == 8  # as safetensors headers do (or
+        if begins and 0 < n <= _MAX_HEADER:             # the file was cut right there)
+            if n > size - 8:
+                raise CheckpointError(f"{name} is truncated: its header alone needs "
+                                      f"{n + 8} bytes but the file has {size}")
+            header, entries = _parse_header(first + _read_exact(fh, n - 1),
+                                            size - 8 - n, name)
+            return header, _read_tensors(fh, entries, name)
+        if begins and _MAX_HEADER < n <= size - 8:
+            raise CheckpointError(f"{name}: its safetensors header is {n} bytes long, more "
+                                  f"than the {_MAX_HEADER} the format allows")
     raise CheckpointError(_not_safetensors(head, size, name))
 
 

@@ -569,6 +569,20 @@ def test_malformed_safetensors_headers_are_refused_as_the_library_refuses_them(t
         safetensors.numpy.load(data)
 
 
+def test_headers_over_the_safetensors_limit_are_refused_on_both_sides(tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.setattr(gio, "_MAX_HEADER", 1000)  # the library's is 100,000,000 bytes
+    gc.save({"note": "x" * 800}, tmp_path / "f")
+    with pytest.raises(ValueError, match="more than the 1000 a safetensors header may hold"):
+        gc.save({"note": "x" * 1000}, tmp_path / "f")
+    assert gc.load(tmp_path / "f") == {"note": "x" * 800}
+    text = json.dumps({"__metadata__": {"n": "x" * 1000}}).encode()
+    (tmp_path / "f").write_bytes(struct.pack("<Q", len(text)) + text)
+    with pytest.raises(gio.CheckpointError, match=f"its safetensors header is {len(text)} "
+                                                  "bytes long, more than the 1000"):
+        gc.load(tmp_path / "f")
+
+
 def test_unsupported_dtypes_name_the_file_tensor_and_dtype(tmp_path):
     path = tmp_path / "u.safetensors"
     safetensors.numpy.save_file({"ids": np.arange(3, dtype=np.uint16)}, path)
