@@ -419,7 +419,8 @@ def load(f, map_location=None):
     """
     place = _placement(map_location)
     if hasattr(f, "read"):
-        name = "the file object"
+        given = getattr(f, "name", None)
+        name = repr(given) if isinstance(given, (str, bytes)) else "the file object"
         data = f.read()
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"gc.load needs a binary file object (opened with 'rb'); its "
@@ -479,6 +480,8 @@ def _open_regular(path, name):
                  | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         _check_regular(os.fstat(fd), path, name)  # what was opened, if it was swapped
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
         return open(fd, "rb", buffering=0)
     except BaseException:
         os.close(fd)

@@ -535,6 +535,9 @@ def test_crafted_metadata_gives_checkpoint_errors_naming_the_file(tmp_path):
         with pytest.raises(gio.CheckpointError, match=message) as err:
             gc.load(tmp_path / "f")
         assert repr(str(tmp_path / "f")) in str(err.value)
+        with open(tmp_path / "f", "rb") as fh, pytest.raises(gio.CheckpointError) as err:
+            gc.load(fh)  # an open file is named too
+        assert repr(str(tmp_path / "f")) in str(err.value)
 
 
 def _hand_made(header: dict, data: bytes = b"") -> bytes:
