@@ -769,3 +769,67 @@ def test_the_next_save_removes_temporaries_of_killed_writers_only(tmp_path):
         live.send_signal(signal.SIGTERM)
         live.wait(30)
     assert set(os.listdir(tmp_path)) == others | {path.name}
+
+
+def test_damaged_checkpoints_raise_only_checkpoint_errors():
+    """Item 5's promise, sampled: bytes flipped, cut or replaced anywhere in a checkpoint
+    (header, metadata, data) give a CheckpointError or a checkpoint, nothing else."""
+    import random
+    obj = {"model": {"w": gc.randn(3, 4), "b": gc.zeros(4, dtype=gc.int64)},
+           "opt": {"state": {0: {"step": 3, "m": (gc.ones(2), 1.5)}}, "lr": [0.1, math.inf]},
+           "flag": True}
+    buf = io.BytesIO()
+    gc.save(obj, buf)
+    good = buf.getvalue()
+    n = _header_length(good)
+    rng = random.Random(0)
+    outcomes = {"refused": 0, "loaded": 0}
+    for _ in range(1500):
+        data = bytearray(good)
+        how = rng.randrange(3)
+        if how == 0:
+            for _ in range(rng.randint(1, 4)):
+                data[rng.randrange(8 + n)] = rng.randrange(256)
+        elif how == 1:
+            data = data[:rng.randrange(len(data))]
+        else:  # a JSON character swapped in or out; the length kept consistent
+            at = rng.randrange(8, 8 + n)
+            data[at:at + 1] = rng.choice([b"{", b"}", b"[", b"]", b'"', b",", b"1", b"-", b"",
+                                          b"null", b"true", b":", b"\\"])
+            data[:8] = struct.pack("<Q", n + len(data) - len(good))
+        try:
+            gc.load(io.BytesIO(bytes(data)))
+            outcomes["loaded"] += 1
+        except gio.CheckpointError:
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 1000 and outcomes["loaded"] > 0
+
+    # well-formed JSON, wrong structure: random trees of tags and values
+    def tree(depth=0):
+        atoms = [None, True, 1, -2**70, 1.5, "x", "", [], {}, "inf", "w", "i", "cuda:0"]
+        if depth > 4 or rng.random() < 0.3:
+            return rng.choice(atoms)
+        if rng.random() < 0.2:
+            return [tree(depth + 1) for _ in range(rng.randrange(3))]
+        keys = ["$dict", "$tuple", "$float", "$tensor", "device", "requires_grad"]
+        node = {rng.choice(keys): tree(depth + 1) for _ in range(rng.randint(1, 3))}
+        if rng.random() < 0.3:
+            node = {"$dict": [[rng.choice(["a", 1, True, None, []]), tree(depth + 1)]
+                              for _ in range(2)]}
+        if rng.random() < 0.2:
+            node = {"$tensor": rng.choice(["w", "i", "zz", 3]),
+                    "device": rng.choice(["cpu", "cuda:1", 3, "x", None]),
+                    "requires_grad": rng.choice([True, False, 1, "y"])}
+        return node
+
+    arrays = {"w": np.ones(2, np.float32), "i": np.arange(2)}
+    outcomes = {"refused": 0, "loaded": 0}
+    for _ in range(800):
+        doc = {"version": rng.choice([1, 1, 1, 0, True, "1", 2]), "tree": tree()}
+        data = safetensors.numpy.save(arrays, metadata={"gradcore": json.dumps(doc)})
+        try:
+            gc.load(io.BytesIO(data))
+            outcomes["loaded"] += 1
+        except gio.CheckpointError:
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 500 and outcomes["loaded"] > 0
