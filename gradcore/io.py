@@ -228,7 +228,7 @@ def _atomic_write(path, arrays, metadata) -> None:
         raise IsADirectoryError(errno.EISDIR, "gc.save cannot replace a folder with a "
                                 "checkpoint", path)
     if mode is not None and not stat.S_ISREG(mode):
-        kind = next((what for test, what in _FILE_KINDS if test(mode)), "not a file")
+        kind = next((what for test, what in _FILE_KINDS if test(mode)), "a special file")
         raise OSError(errno.EINVAL, f"gc.save renames a new file over the old one and will "
                       f"not replace {kind} (to write into it, pass an open binary file "
                       "object)", path)
@@ -466,7 +466,7 @@ def _check_regular(st, path, name) -> None:
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "gc.load reads a checkpoint file, not a "
                                 "folder", path)
-    kind = next((what for test, what in _FILE_KINDS if test(st.st_mode)), "not a file")
+    kind = next((what for test, what in _FILE_KINDS if test(st.st_mode)), "a special file")
     raise CheckpointError(f"{name} is {kind}, not a regular file: gc.load reads "
                           "checkpoints from regular files only (to read a stream, pass "
                           "an open binary file object)")
