@@ -7,6 +7,8 @@ function in :mod:`gradcore.ops`, bound here as a method.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from . import backend, dtypes
@@ -18,6 +20,7 @@ __all__ = ["Tensor"]
 
 _new = object.__new__
 _ndarray = np.ndarray
+_accum_lock = threading.Lock()  # creation of a leaf's AccumulateGrad node
 
 
 class Tensor:
@@ -111,9 +114,15 @@ class Tensor:
         # back to this tensor weakly, so no reference cycle keeps either alive.
         node = self._accum
         if node is None:
-            node = self._accum = AccumulateGrad(self)
-            if self._leaf_hooks is not None:
-                node._pre_hooks = self._leaf_hooks
+            # Once per leaf, under a lock: two threads building graphs on a new leaf at
+            # once must share one node (and so one lock around .grad).
+            with _accum_lock:
+                node = self._accum
+                if node is None:
+                    node = AccumulateGrad(self)
+                    if self._leaf_hooks is not None:
+                        node._pre_hooks = self._leaf_hooks
+                    self._accum = node
         return node
 
     def retain_grad(self) -> None:

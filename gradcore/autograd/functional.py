@@ -114,10 +114,12 @@ def backward_to_inputs(output, root_grad, inputs, retain_graph, create_graph):
     grads = grad([output], inputs, [root_grad if isinstance(root_grad, Tensor) or
                                     root_grad is None else _wrap_arr(root_grad)],
                  retain_graph=retain_graph, create_graph=create_graph, allow_unused=True)
+    from .graph import grad_lock
     for t, g in zip(inputs, grads):
         if g is None:
             continue
-        t.grad = g if t.grad is None else t.grad + g
+        with grad_lock(t):
+            t.grad = g if t.grad is None else t.grad + g
 
 
 def _wrap_arr(a):

@@ -11,6 +11,7 @@ build a differentiable graph.  The engine knows nothing about individual ops.
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 from heapq import heapify, heappop, heappush
 
@@ -153,13 +154,19 @@ new_seq = _sequence.__next__  # a node's sequence number: later than its inputs'
 
 
 class AccumulateGrad(Node):
-    """Sink of a leaf tensor that requires grad: adds what arrives into ``.grad``."""
+    """Sink of a leaf tensor that requires grad: adds what arrives into ``.grad``.
+
+    ``lock`` makes the read-modify-write of ``.grad`` atomic, so that backward passes
+    run at once from several threads into graphs sharing this leaf all land (one
+    uncontended acquire per leaf per backward; NumPy drops the GIL inside ``+=``).
+    """
 
     is_sink = True
 
     def __init__(self, variable):
         self._variable = weakref.ref(variable)  # the leaf holds this node, not vice versa
         self.seq = -new_seq()  # leaves run last (below every op's node)
+        self.lock = threading.Lock()
 
     @property
     def variable(self):
@@ -170,13 +177,26 @@ class AccumulateGrad(Node):
         raise RuntimeError("AccumulateGrad is handled by the engine")
 
 
-def _leaf_accumulate(leaf, grad, F, create_graph, owned=False):
-    """Add ``grad`` (array, or Tensor in tensor mode) into ``leaf.grad``.
+_nonleaf_lock = threading.Lock()  # .grad of non-leaves (retain_grad, inputs=): rare
+
+
+def grad_lock(t):
+    """The lock that guards ``t.grad``: its AccumulateGrad's for a leaf."""
+    return t._accumulator().lock if t.grad_fn is None else _nonleaf_lock
+
+
+def _leaf_accumulate(node, leaf, grad, F, create_graph, owned=False):
+    """Add ``grad`` (array, or Tensor in tensor mode) into ``leaf.grad``, atomically.
 
     ``owned``: the engine made this array and nobody else can see it, so ``.grad`` may
     take it as is; otherwise it gets a copy (the array may be a read-only broadcast,
     a view, or shared with another leaf).
     """
+    with node.lock:  # ``node`` is the leaf's AccumulateGrad
+        _accumulate_locked(leaf, grad, F, create_graph, owned)
+
+
+def _accumulate_locked(leaf, grad, F, create_graph, owned):
     _wrap = _tensor_math().wrap
     old = leaf.grad
     if F.tensor_mode:
@@ -313,7 +333,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                             grad = tensor_math.wrap(grad)
                         leaf = node.variable
                         if leaf is not None:
-                            _leaf_accumulate(leaf, grad, Fs, create_graph, is_owned)
+                            _leaf_accumulate(node, leaf, grad, Fs, create_graph, is_owned)
                     break
                 if create_graph or not single:
                     grads = _apply(node, grad, create_graph, anomaly)
@@ -504,10 +524,11 @@ def _run_prehooks(node, grad):
                 continue
             gt = g if isinstance(g, tensor_math.Tensor) else tensor_math.wrap(g)
             gt = gt.detach() if not _mode.enabled else gt
-            if t.grad is None:
-                t.grad = tensor_math.wrap(gt._data.copy()) if not _mode.enabled else gt
-            else:
-                t.grad = t.grad + gt
+            with _nonleaf_lock:
+                if t.grad is None:
+                    t.grad = tensor_math.wrap(gt._data.copy()) if not _mode.enabled else gt
+                else:
+                    t.grad = t.grad + gt
     return grads[0] if single else grads
 
 
