@@ -8,6 +8,7 @@ function in :mod:`gradcore.ops`, bound here as a method.
 from __future__ import annotations
 
 import threading
+import warnings
 
 import numpy as np
 
@@ -23,6 +24,33 @@ _ndarray = np.ndarray
 _accum_lock = threading.Lock()  # creation of a leaf's AccumulateGrad node
 
 
+_NONLEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+    "instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
+
+
+class _UnsetGrad:
+    """``Tensor.grad`` while a tensor has none: None, with PyTorch's warning for a
+    non-leaf that does not retain its gradient.
+
+    A non-data descriptor: once ``.grad`` is assigned it lives in the instance's
+    ``__dict__``, which Python reads first, so reading a gradient that is there (every
+    optimizer step) costs exactly what a plain attribute does; only reads of an unset
+    ``.grad`` come here.
+    """
+
+    def __get__(self, t, owner=None):
+        if t is None:
+            return self
+        fn = t.grad_fn
+        if fn is not None and (fn._retains is None or t._out_nr not in fn._retains):
+            warnings.warn(_NONLEAF_GRAD, UserWarning, stacklevel=2)
+        return None
+
+
 class Tensor:
     """An n-dimensional array that can record the operations applied to it.
 
@@ -35,7 +63,7 @@ class Tensor:
     """
 
     # Class-level defaults keep the per-op cost of a new tensor to a few attribute writes.
-    grad = None
+    grad = _UnsetGrad()  # None until assigned (the warning of a non-leaf's unset .grad)
     grad_fn = None
     _rg = False            # requires_grad
     _out_nr = 0            # which output of grad_fn this tensor is
@@ -375,6 +403,11 @@ class Parameter(Tensor):
     >>> w.requires_grad, w.is_leaf
     (True, True)
     """
+
+    # Always a leaf: a plain default, so that reading .grad (twice a step per parameter
+    # in every optimizer) stays a specialized attribute read (CPython 3.11 does not
+    # specialize reads through a class-level descriptor such as Tensor's).
+    grad = None
 
     def __init__(self, data=None, requires_grad=True):
         if data is None:

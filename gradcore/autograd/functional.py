@@ -42,6 +42,8 @@ def _root_grads(outputs, grad_outputs, create_graph):
         if g.device != out.device:
             raise RuntimeError(f"grad_output[{i}] is on {g.device} but output[{i}] is on "
                                f"{out.device}")
+        if g.dtype != out.dtype:  # PyTorch casts the root gradient to its output's dtype
+            g = g.to(out.dtype)
         grads.append(g if create_graph else g._data)
     return grads
 
@@ -119,7 +121,8 @@ def backward_to_inputs(output, root_grad, inputs, retain_graph, create_graph):
         if g is None:
             continue
         with grad_lock(t):
-            t.grad = g if t.grad is None else t.grad + g
+            old = t.__dict__.get("grad")  # not t.grad: no warning for a non-leaf input
+            t.grad = g if old is None else old + g
 
 
 def _wrap_arr(a):

@@ -514,6 +514,7 @@ def _run_prehooks(node, grad):
             gt = g if isinstance(g, tensor_math.Tensor) else tensor_math.wrap(g)
             res = fn(gt)
             if res is not None:
+                _check_hook_result(fn, gt, res, tensor_math.Tensor)
                 g = res if isinstance(g, tensor_math.Tensor) else res._data
         grads[nr] = g
     if node._retains:
@@ -530,6 +531,35 @@ def _run_prehooks(node, grad):
                 else:
                     t.grad = t.grad + gt
     return grads[0] if single else grads
+
+
+_LEGACY_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                "bool": "Bool"}
+
+
+def _type_name(t):
+    """PyTorch's legacy type string of a tensor (``torch.cuda.FloatTensor``), gradcore's."""
+    where = "cuda." if t.device.type == "cuda" else ""
+    return f"gradcore.{where}{_LEGACY_TYPE.get(t.dtype.name, t.dtype.name)}Tensor"
+
+
+def _check_hook_result(fn, original, result, tensor_cls):
+    """A tensor hook may replace the gradient only by a tensor of the same dtype, device
+    type and shape: PyTorch's errors (``check_variable_result``) otherwise."""
+    if not isinstance(result, tensor_cls):
+        raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+    if result.dtype != original.dtype or result.device.type != original.device.type:
+        raise RuntimeError(f"hook '{_hook_name(fn)}' has changed the type of value (was "
+                           f"{_type_name(original)} got {_type_name(result)})")
+    if result.shape != original.shape:
+        raise RuntimeError(f"hook '{_hook_name(fn)}' has changed the size of value (was "
+                           f"{list(original.shape)} got {list(result.shape)})")
+
+
+def _hook_name(fn):
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else "<unknown>"
 
 
 def _capture(capture, captured, node, grad):
