@@ -192,34 +192,26 @@ def _leaf_accumulate(node, leaf, grad, F, create_graph, owned=False):
     take it as is; otherwise it gets a copy (the array may be a read-only broadcast,
     a view, or shared with another leaf).
     """
-    with node.lock:  # ``node`` is the leaf's AccumulateGrad
-        _accumulate_locked(leaf, grad, F, create_graph, owned)
-
-
-def _accumulate_locked(leaf, grad, F, create_graph, owned):
     _wrap = _tensor_math().wrap
-    old = leaf.grad
-    if F.tensor_mode:
-        if old is None:
-            leaf.grad = grad if create_graph else grad.detach()
+    with node.lock:  # ``node`` is the leaf's AccumulateGrad
+        old = leaf.grad
+        if F.tensor_mode:
+            if old is None:
+                leaf.grad = grad if create_graph else grad.detach()
+            else:
+                leaf.grad = old + grad if create_graph else (old.detach() + grad.detach())
+        elif old is None:
+            leaf.grad = _wrap(grad if owned else grad.copy())
+        elif old.grad_fn is None:
+            # Accumulate in place: the .grad tensor keeps its identity, as in PyTorch.
+            od = old._data
+            if od.shape == grad.shape and od.dtype == grad.dtype and F.owns(od):
+                od += grad
+                old._bump()
+            else:
+                leaf.grad = _wrap(od + grad)
         else:
-            new = old + grad if create_graph else (old.detach() + grad.detach())
-            leaf.grad = new
-        return
-    if old is None:
-        if not owned:
-            grad = grad.copy()
-        leaf.grad = _wrap(grad)
-    elif old.grad_fn is None:
-        # Accumulate in place: the .grad tensor keeps its identity, as in PyTorch.
-        od = old._data
-        if od.shape == grad.shape and od.dtype == grad.dtype and F.owns(od):
-            od += grad
-            old._bump()
-        else:
-            leaf.grad = _wrap(od + grad)
-    else:
-        leaf.grad = _wrap(old._data + grad)
+            leaf.grad = _wrap(old._data + grad)
 
 
 def _collect(roots):
