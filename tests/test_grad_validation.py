@@ -229,6 +229,27 @@ def test_function_gradients_per_forward_argument(backward, expected):
         assert run(torch) == got
 
 
+def test_function_gradient_for_an_input_without_grad_is_not_checked():
+    """PyTorch validates only the gradients it will send on (an input that requires no
+    grad has no edge): a gradient of any shape for it is dropped."""
+    def run(lib):
+        def fwd(ctx, x, c):
+            return x * c
+
+        def bwd(ctx, g):
+            return g, lib.ones(7, dtype=lib.float64)
+
+        fn = type("MyFn", (lib.autograd.Function,), {"forward": staticmethod(fwd),
+                                                     "backward": staticmethod(bwd)})
+        x, c = lib.ones(3, requires_grad=True), lib.ones(3)
+        fn.apply(x, c).sum().backward()
+        return x.grad.tolist(), c.grad
+
+    assert run(gc) == ([1.0, 1.0, 1.0], None)
+    if HAVE_TORCH:
+        assert run(torch) == ([1.0, 1.0, 1.0], None)
+
+
 def test_function_returning_a_non_tensor_raises():
     fn = _custom_fn(gc, lambda g: 1.0)
     x = gc.ones(3, requires_grad=True)

@@ -118,6 +118,9 @@ class _FunctionNode(Node):
                 raise RuntimeError(f"Function {self.name()} returned an invalid gradient at "
                                    f"index {i} - expected Variable or None (got "
                                    f"{type(g).__name__})")
+            if self.next_functions[i][0] is None:  # no gradient wanted: PyTorch drops it
+                out.append(None)
+                continue
             g = _validate_grad(g, meta, lambda msg, i=i: f"Function {self.name()} returned an "
                                f"invalid gradient at index {i} - {msg}")
             out.append(g if F.tensor_mode else g._data)
