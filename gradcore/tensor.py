@@ -37,9 +37,11 @@ class _UnsetGrad:
     non-leaf that does not retain its gradient.
 
     A non-data descriptor: once ``.grad`` is assigned it lives in the instance's
-    ``__dict__``, which Python reads first, so reading a gradient that is there (every
-    optimizer step) costs exactly what a plain attribute does; only reads of an unset
-    ``.grad`` come here.
+    ``__dict__``, which Python reads first, so no code runs when a gradient is there;
+    only reads of an unset ``.grad`` come here. (CPython 3.11 does not specialize a read
+    or write through a class-level descriptor, which costs a set ``.grad`` of a plain
+    tensor about 15 ns a read; ``Parameter``, the optimizers' case, keeps a plain
+    ``None`` default and pays nothing.)
     """
 
     def __get__(self, t, owner=None):
