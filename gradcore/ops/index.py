@@ -40,11 +40,89 @@ def _convert_index(idx, x: Tensor):
                 raise IndexError("tensors used as indices must be long, int, byte or bool "
                                  "tensors, got float")
             out.append(arr)
-        elif isinstance(i, (np.integer, bool, np.bool_)) and not isinstance(i, bool):
+        elif isinstance(i, np.integer):
             out.append(int(i))
+        elif isinstance(i, np.bool_):
+            out.append(bool(i))
         else:
             out.append(i)
     return tuple(out)
+
+
+def _torch_order(index, ndim):
+    """Where PyTorch puts the axes of an advanced index that NumPy puts elsewhere.
+
+    PyTorch applies an int index first, as a ``select`` (ints are not advanced indices
+    there, as they are in NumPy), so in ``x[0, :, idx]`` the index arrays' axes stay where
+    ``idx`` is, ``x[0][:, idx]``, while NumPy moves them to the front (an int and an array
+    separated by a slice are not adjacent). For a converted index with both an int and an
+    array, returns ``(p_np, p_torch, n_basic)``: the position of the block of advanced
+    axes in NumPy's result and in PyTorch's, and how many other axes the result has;
+    None when the two agree.
+    """
+    has_int = has_array = False
+    for i in index:
+        if type(i) is int:
+            has_int = True
+        elif not (i is None or i is Ellipsis or type(i) is slice):
+            has_array = True
+    if not (has_int and has_array):
+        return None
+    named = 0
+    for i in index:
+        if type(i) is int or type(i) is slice:
+            named += 1
+        elif not (i is None or i is Ellipsis or type(i) is bool):
+            named += i.ndim if i.dtype.kind == "b" else 1
+    # per rule: [first position (in basic axes), a gap seen after the first, not adjacent]
+    np_rule, torch_rule = [None, False, False], [None, False, False]
+    n_basic = 0
+    for i in index:
+        if i is Ellipsis:
+            width = ndim - named
+        elif i is None or type(i) is slice:
+            width = 1
+        else:
+            for rule in ((np_rule, torch_rule) if type(i) is not int else (np_rule,)):
+                if rule[0] is None:
+                    rule[0] = n_basic
+                elif rule[1]:
+                    rule[2] = True
+            continue
+        if width:
+            for rule in (np_rule, torch_rule):
+                if rule[0] is not None:
+                    rule[1] = True
+        n_basic += width
+    if not builtins.any(i is Ellipsis for i in index):
+        n_basic += ndim - named  # the axes after the index, as an Ellipsis at its end
+    p_np = 0 if np_rule[2] else np_rule[0]
+    p_torch = 0 if torch_rule[2] else torch_rule[0]
+    return None if p_np == p_torch else (p_np, p_torch, n_basic)
+
+
+def _torch_axes(order, out_ndim):
+    """The transpose taking NumPy's result to PyTorch's (see :func:`_torch_order`)."""
+    p_np, p_torch, n_basic = order
+    block = list(range(p_np, p_np + out_ndim - n_basic))
+    rest = [k for k in range(out_ndim) if not p_np <= k < p_np + len(block)]
+    return tuple(rest[:p_torch] + block + rest[p_torch:])
+
+
+def _inverse(axes):
+    inv = [0] * len(axes)
+    for k, a in enumerate(axes):
+        inv[a] = k
+    return tuple(inv)
+
+
+def take(arr, index):
+    """``arr[index]`` for a converted index, with PyTorch's order of axes."""
+    out = arr[index]
+    order = _torch_order(index, arr.ndim)
+    if order is not None:
+        out = math_of(out).ascontiguousarray(out.transpose(_torch_axes(order, out.ndim)))
+    return out
 
 
 def _array_axes(index, ndim):
@@ -134,10 +212,13 @@ def _node_name(idx):
 
 class IndexBackward0(Node):
     fresh_grads = True
+    axes = None  # the transpose back to NumPy's order of axes (see _torch_order)
 
     def apply(self, F, g):
         if self.basic:
             return (F.place_into_zeros(g, self.index, self.in_shape),)
+        if self.axes is not None:
+            g = F.transpose(g, self.axes)
         return (F.index_add_into_zeros(g, self.index, self.in_shape),)
 
     def name(self):
@@ -164,6 +245,12 @@ def getitem(x, idx):
                          f"{tuple(xd.shape)} ({exc})") from None
     if type(out) is not type(xd):
         out = math_of(xd).asarray(out)
+    axes = None
+    if not basic:
+        order = _torch_order(index, xd.ndim)
+        if order is not None:  # an int and an array: PyTorch's order of axes
+            axes = _torch_axes(order, out.ndim)
+            out = math_of(out).ascontiguousarray(out.transpose(axes))
     if not (mode.enabled and x._rg):
         t = wrap(out)
     else:
@@ -171,6 +258,8 @@ def getitem(x, idx):
         node.basic = basic
         node.index = index if basic else _expand_bool(index)
         node.in_shape, node._name = xd.shape, _node_name(index)
+        if axes is not None:
+            node.axes = _inverse(axes)
         t = record(out, node, x)
     if basic:
         t._vc, t._base = x._version_cell(), x if x._base is None else x._base
@@ -227,7 +316,7 @@ def inplace_on_view(v: Tensor, index, value) -> Tensor:
     positions = everywhere
     if index is not None:
         sub = _convert_index(index, v)
-        positions = tuple(p[sub] for p in everywhere)
+        positions = tuple(take(p, sub) for p in everywhere)
     setitem(base, positions, value)
     base.grad_fn.copy_slices = True
     node = _new(IndexBackward0)
@@ -240,11 +329,17 @@ def inplace_on_view(v: Tensor, index, value) -> Tensor:
 
 
 class IndexPutBackward0(Node):
+    axes = None  # the transpose to PyTorch's order of the region's axes (_torch_order)
+
     def apply(self, F, g):
         gx = F.zero_at(g, self.index) if self.needs(0) else None
         if len(self.next_functions) == 1:
             return (gx,)
-        gv = g[self.index] if self.needs(1) else None
+        gv = None
+        if self.needs(1):
+            gv = g[self.index]
+            if self.axes is not None:
+                gv = F.transpose(gv, self.axes)
         return gx, gv
 
     def name(self):
@@ -270,16 +365,38 @@ def setitem(x, idx, value):
         vd = v._data.astype(xd.dtype, copy=False)
     else:
         vd = value
+    axes = None
+    order = None if basic else _torch_order(index, xd.ndim)
+    if order is not None:  # an int and an array: the region's axes in PyTorch's order
+        try:
+            np_region = xd[index].shape
+        except IndexError as exc:
+            raise IndexError(f"setitem: index {idx!r} is out of bounds for a tensor of shape "
+                             f"{tuple(xd.shape)} ({exc})") from None
+        axes = _torch_axes(order, len(np_region))
+        region = tuple(np_region[a] for a in axes)
+        if getattr(vd, "ndim", 0):
+            m = math_of(xd)
+            try:
+                vd = m.broadcast_to(vd, region)
+            except ValueError:
+                raise RuntimeError(f"setitem: value of shape {tuple(vd.shape)} cannot be "
+                                   f"assigned to a region of shape {region} of a tensor of "
+                                   f"shape {tuple(xd.shape)}") from None
+            vd = vd.transpose(_inverse(axes))
     track = mode.enabled and (x._rg or (v is not None and v._rg))
     if track:
         node = _new(IndexPutBackward0)
         node.basic = basic
         node.index = index
-        try:
-            region_shape = xd[index].shape
-        except IndexError as exc:
-            raise IndexError(f"setitem: index {idx!r} is out of bounds for a tensor of shape "
-                             f"{tuple(xd.shape)} ({exc})") from None
+        if axes is not None:
+            node.axes, region_shape = axes, region
+        else:
+            try:
+                region_shape = xd[index].shape
+            except IndexError as exc:
+                raise IndexError(f"setitem: index {idx!r} is out of bounds for a tensor of "
+                                 f"shape {tuple(xd.shape)} ({exc})") from None
         inputs = (x, v) if v is not None else (x,)
         node.next_functions = tuple(edge(t) for t in inputs)
         node.seq = new_seq()
