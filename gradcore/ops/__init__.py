@@ -135,6 +135,26 @@ def _alias(x: Tensor) -> Tensor:
     return t
 
 
+_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to "
+            "a single memory location. Please clone() the tensor before performing the "
+            "operation.")
+
+
+def _internal_overlap(xd) -> bool:
+    """Whether two elements of ``xd`` are one memory location (an ``expand()``ed view:
+    a stride of 0 along a dimension longer than 1)."""
+    return 0 in xd.strides and builtins.any(
+        s == 0 and n > 1 for s, n in zip(xd.strides, xd.shape))
+
+
+def check_writable(xd, op_name: str) -> None:
+    """PyTorch's refusal of an in-place op whose output overlaps itself (every element
+    would be written more than once; NumPy's broadcast views are read-only, CuPy's
+    are not, so the strides decide)."""
+    if _internal_overlap(xd):
+        raise RuntimeError(f"{op_name}: {_OVERLAP}")
+
+
 def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
     """Run the out-of-place ``fn(x, *args)`` and write its result into ``x``.
 
@@ -143,6 +163,7 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
     share ``x``'s memory see their version change and backward then raises.
     """
     _check_inplace(x, op_name)
+    check_writable(x._data, op_name)
     if view_needs_rebase(x, *args):
         # compute out of place from the view's current value, then write through the base
         old = _alias(x)
@@ -204,11 +225,15 @@ def _write_direct(x, xd, ufunc, other) -> bool:
         od = other._data
         if od.shape == xd.shape and od.dtype is xd.dtype and type(od) is _ndarray and \
                 type(xd) is _ndarray and xd.dtype.kind == "f":
-            _NP_UFUNCS[ufunc](xd, od, out=xd)  # the common case: same shape, host arrays
+            try:  # the common case: same shape, host arrays
+                _NP_UFUNCS[ufunc](xd, od, out=xd)
+            except ValueError:  # read-only: an expand()ed view (PyTorch's error)
+                check_writable(xd, ufunc)
+                raise
             x._bump()
             return True
-    if xd.dtype.kind != "f":
-        return False
+    if xd.dtype.kind != "f" or _internal_overlap(xd):
+        return False  # (apply_inplace raises PyTorch's error for an overlapping output)
     if isinstance(other, Tensor):
         od = other._data
         if od.dtype != xd.dtype or type(od) is not type(xd) or od.ndim > xd.ndim:
@@ -264,6 +289,7 @@ def fill_(x, value):
 def copy_(x, src):
     """Copy ``src`` (broadcast) into ``x`` in place; differentiable with respect to ``src``."""
     src = src if isinstance(src, Tensor) else as_tensor(src, x)
+    check_writable(x._data, "copy_")
     if src.device != x.device:
         src = src.to(x.device)
     index.setitem(x, Ellipsis, src)
