@@ -168,6 +168,12 @@ REFUSALS = [
      RuntimeError, OVERLAP),
     ("expand().copy_", lambda m: m.ones(1, 3).expand(2, 3).copy_(m.zeros(2, 3)),
      RuntimeError, OVERLAP),
+    ("expand()[:] = 4", lambda m: m.ones(1, 3).expand(2, 3).__setitem__(slice(None), 4.),
+     RuntimeError, OVERLAP),
+    ("expand()[:, 1] = 4", lambda m: m.ones(3)[None].expand(2, 3).__setitem__(
+        (slice(None), 1), 4.), RuntimeError, OVERLAP),
+    ("expand().normal_", lambda m: m.ones(1, 3).expand(2, 3).normal_(), RuntimeError,
+     OVERLAP),
     ("expand().add_ under no_grad",
      lambda m: _no_grad(m, lambda: m.ones(1, 3).expand(2, 3).add_(m.ones(2, 3))),
      RuntimeError, OVERLAP),
@@ -355,3 +361,31 @@ def test_bool_ops_pytorch_accepts_still_work(device):
     assert host(gc.tensor([3., -4.]).abs()).tolist() == [3., 4.]
     assert host(gc.tensor([-3, 4]).abs()).tolist() == [3, 4]
     assert host(gc.tensor([-1, 2]).relu()).tolist() == [0, 2]
+
+
+def test_writes_pytorch_allows_on_an_expanded_tensor(device):
+    # fill_, zero_ and a region without repeated elements write through the shared memory
+    a = gc.ones(3, device=device)
+    e = a[None].expand(2, 3)
+    e.fill_(2.)
+    assert host(a).tolist() == [2., 2., 2.] and host(e).tolist() == [[2., 2., 2.]] * 2
+    e.zero_()
+    assert host(a).tolist() == [0., 0., 0.]
+    e[0] = 4.
+    assert host(a).tolist() == [4., 4., 4.]
+    e[1] = gc.arange(3., device=device)
+    assert host(a).tolist() == [0., 1., 2.] and host(e).tolist() == [[0., 1., 2.]] * 2
+    with pytest.warns(UserWarning, match="index_put_ on expanded tensors is deprecated"):
+        e[gc.tensor([0, 1], device=device)] = 5.
+    assert host(a).tolist() == [5., 5., 5.]
+
+
+@needs_torch
+def test_writes_on_an_expanded_tensor_match_torch():
+    import torch
+    for m in (torch, gc):
+        a = m.ones(3)
+        e = a[None].expand(2, 3)
+        e.fill_(2.)
+        e[0] = m.arange(3.)
+        assert a.tolist() == [0., 1., 2.]

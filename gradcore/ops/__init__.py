@@ -27,6 +27,8 @@ from ._core import Tensor, as_tensor, mode, same_device, wrap
 from .activation import erf, gelu, layer_norm, log_softmax, softmax
 from .index import (
     _check_inplace,
+    _internal_overlap,
+    check_writable,
     gather,
     index_select,
     masked_fill,
@@ -133,26 +135,6 @@ def _alias(x: Tensor) -> Tensor:
     t = wrap(x._data)
     t.grad_fn, t._out_nr, t._rg = x.grad_fn, x._out_nr, x._rg
     return t
-
-
-_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to "
-            "a single memory location. Please clone() the tensor before performing the "
-            "operation.")
-
-
-def _internal_overlap(xd) -> bool:
-    """Whether two elements of ``xd`` are one memory location (an ``expand()``ed view:
-    a stride of 0 along a dimension longer than 1)."""
-    return 0 in xd.strides and builtins.any(
-        s == 0 and n > 1 for s, n in zip(xd.strides, xd.shape))
-
-
-def check_writable(xd, op_name: str) -> None:
-    """PyTorch's refusal of an in-place op whose output overlaps itself (every element
-    would be written more than once; NumPy's broadcast views are read-only, CuPy's
-    are not, so the strides decide)."""
-    if _internal_overlap(xd):
-        raise RuntimeError(f"{op_name}: {_OVERLAP}")
 
 
 def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
@@ -281,8 +263,8 @@ def zero_(x):
 
 
 def fill_(x, value):
-    """Fill with ``value`` in place."""
-    index.setitem(x, Ellipsis, value)
+    """Fill with ``value`` in place (also an ``expand()``ed tensor, as PyTorch does)."""
+    index.setitem(x, Ellipsis, value, fill=True)
     return x
 
 

@@ -6,6 +6,7 @@ Gradients of advanced (integer array) indices accumulate where indices repeat.
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
@@ -284,6 +285,26 @@ def _gather_rows_cols(x, index):
     return record(out, node, x)
 
 
+_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to "
+            "a single memory location. Please clone() the tensor before performing the "
+            "operation.")
+
+
+def _internal_overlap(xd) -> bool:
+    """Whether two elements of ``xd`` are one memory location (an ``expand()``ed view:
+    a stride of 0 along a dimension longer than 1)."""
+    return 0 in xd.strides and builtins.any(
+        s == 0 and n > 1 for s, n in zip(xd.strides, xd.shape))
+
+
+def check_writable(xd, op_name: str) -> None:
+    """PyTorch's refusal of an in-place op whose output overlaps itself (elements
+    written more than once; NumPy's broadcast views are read-only, CuPy's are not, so
+    the strides decide)."""
+    if _internal_overlap(xd):
+        raise RuntimeError(f"{op_name}: {_OVERLAP}")
+
+
 def _check_inplace(x: Tensor, op: str):
     if not mode.enabled:
         return
@@ -347,9 +368,10 @@ class IndexPutBackward0(Node):
             else "IndexPutBackward0"
 
 
-def setitem(x, idx, value):
+def setitem(x, idx, value, fill=False):
     """``x[idx] = value`` in place; tracked like PyTorch's (the old value's gradient is
-    zero where it was overwritten)."""
+    zero where it was overwritten). ``fill``: ``fill_``/``zero_``, which PyTorch lets
+    write an ``expand()``ed tensor."""
     _check_inplace(x, "setitem")
     if view_needs_rebase(x, value):
         inplace_on_view(x, idx, value)
@@ -357,6 +379,14 @@ def setitem(x, idx, value):
     index = _convert_index(idx, x)
     basic = _is_basic(index)
     xd = x._data
+    if 0 in xd.strides and not fill:  # (rare) an expand()ed tensor: PyTorch's rules
+        if basic:
+            check_writable(xd[index], "setitem")
+        elif _internal_overlap(xd):
+            warnings.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() "
+                          "the tensor before performing this operation. This also applies to "
+                          "advanced indexing e.g. tensor[indices] = tensor", UserWarning,
+                          stacklevel=3)
     v = value if isinstance(value, Tensor) else None
     if v is not None:
         if v.device != x.device:
@@ -410,12 +440,40 @@ def setitem(x, idx, value):
         raise IndexError(f"setitem: index {idx!r} is out of bounds for a tensor of shape "
                          f"{tuple(xd.shape)} ({exc})") from None
     except ValueError as exc:
-        raise RuntimeError(f"setitem: value of shape {tuple(getattr(vd, 'shape', ()))} cannot "
-                           f"be assigned to a region of shape {tuple(xd[index].shape)} of a "
-                           f"tensor of shape {tuple(xd.shape)} ({exc})") from None
+        alias = _writable_alias(xd)
+        if alias is None:
+            raise RuntimeError(f"setitem: value of shape {tuple(getattr(vd, 'shape', ()))} "
+                               f"cannot be assigned to a region of shape "
+                               f"{tuple(xd[index].shape)} of a tensor of shape "
+                               f"{tuple(xd.shape)} ({exc})") from None
+        try:  # an expand()ed tensor: PyTorch writes through it (fill_, zero_, t[i] = v)
+            alias[index] = vd
+        except ValueError as exc2:
+            raise RuntimeError(f"setitem: value of shape {tuple(getattr(vd, 'shape', ()))} "
+                               f"cannot be assigned to a region of shape "
+                               f"{tuple(xd[index].shape)} of a tensor of shape "
+                               f"{tuple(xd.shape)} ({exc2})") from None
     x._bump()
     if track:
         x.grad_fn, x._out_nr, x._rg = node, 0, True
+
+
+def _writable_alias(xd):
+    """A writable array over the memory of a read-only NumPy broadcast view (NumPy marks
+    ``broadcast_to``'s views read-only; PyTorch writes through an ``expand()``ed tensor),
+    or None when ``xd`` is writable, not a broadcast view, or its memory is read-only."""
+    if type(xd) is not np.ndarray or xd.flags.writeable or 0 not in xd.strides:
+        return None
+    root = xd
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not root.flags.writeable or not root.flags.c_contiguous:
+        return None
+    offset = xd.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    try:
+        return np.ndarray(xd.shape, xd.dtype, buffer=root, offset=offset, strides=xd.strides)
+    except (TypeError, ValueError):
+        return None
 
 
 # ---- gather / scatter_add / index_select ----------

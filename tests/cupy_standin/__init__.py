@@ -523,6 +523,17 @@ for _name in _FUNCS:
 for _name in ("nonzero", "flatnonzero", "argwhere", "unique", "bincount"):
     globals()[_name] = _plain(_name, syncs=True)
 
+
+def _np_broadcast_to(a, shape, subok=False):
+    """CuPy's broadcast views are writable (NumPy's are read-only): the same strides over
+    ``a``'s memory, written through as CuPy would."""
+    b = _np.broadcast_to(a, shape, subok=subok)
+    return _np.lib.stride_tricks.as_strided(a, b.shape, b.strides) if a.flags.writeable else b
+
+
+def broadcast_to(array, shape, subok=False):
+    return _call(_np_broadcast_to, (array, shape), {"subok": subok})
+
 for _name in ("float16", "float32", "float64", "complex64", "complex128", "int8", "int16",
               "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool_", "intp",
               "uintp", "dtype", "finfo", "iinfo", "pi", "e", "inf", "nan", "newaxis",
