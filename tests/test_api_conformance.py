@@ -389,3 +389,43 @@ def test_writes_on_an_expanded_tensor_match_torch():
         e.fill_(2.)
         e[0] = m.arange(3.)
         assert a.tolist() == [0., 1., 2.]
+
+
+def test_an_empty_dim_list_reduces_every_dimension(device):
+    # PyTorch: sum(dim=[]) is sum() (was: the tensor unchanged, silently)
+    t = gc.arange(6., device=device).reshape(2, 3)
+    for op, value in [("sum", 15.), ("mean", 2.5), ("amax", 5.), ("amin", 0.), ("var", 3.5)]:
+        for d in ([], ()):
+            r = getattr(t, op)(dim=d)
+            assert tuple(r.shape) == () and host(r).item() == value, (op, d)
+    assert host(t.norm(dim=[])).item() == pytest.approx(55 ** 0.5)
+    assert tuple(t.sum(dim=[], keepdim=True).shape) == (1, 1)
+    assert tuple(t.any(dim=[]).shape) == (2, 3)  # any and all keep the shape, as PyTorch's
+    x = gc.ones(2, 3, device=device, requires_grad=True)
+    x.sum(dim=[]).backward()
+    assert host(x.grad).tolist() == [[1.] * 3] * 2
+
+
+@needs_torch
+def test_an_empty_dim_list_matches_torch():
+    import torch
+    for op in ("sum", "mean", "amax", "amin", "var", "std", "norm", "any", "all"):
+        ta, ga = torch.arange(6.).reshape(2, 3), gc.arange(6.).reshape(2, 3)
+        r, g = getattr(ta, op)(dim=[]), getattr(ga, op)(dim=[])
+        assert tuple(r.shape) == tuple(g.shape), op
+        np.testing.assert_allclose(host(g), r.numpy(), rtol=1e-6)
+
+
+def test_gather_and_scatter_add_of_a_0d_tensor(device):
+    x = gc.tensor(2., device=device, requires_grad=True)
+    y = x.gather(0, gc.tensor([0, 0], device=device))
+    assert host(y).tolist() == [2., 2.]
+    y.sum().backward()
+    assert host(x.grad).item() == 2.
+    assert host(x.gather(-1, gc.tensor(0, device=device))).item() == 2.
+    s = gc.tensor(1., device=device).scatter_add(0, gc.tensor([0, 0], device=device),
+                                                  gc.tensor([5., 1.], device=device))
+    assert tuple(s.shape) == () and host(s).item() == 7.
+    with pytest.raises(IndexError, match=re.escape("Dimension out of range (expected to be in "
+                                                   "range of [-1, 0], but got 1)")):
+        x.gather(1, gc.tensor(0, device=device))

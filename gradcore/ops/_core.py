@@ -193,11 +193,18 @@ def normalize_dim(dim: int, ndim: int, op: str = "") -> int:
     return dim % n
 
 
+# the reductions that PyTorch runs over every dimension for an empty dim list (any and
+# all keep the shape; logsumexp refuses it)
+_EMPTY_DIM_REDUCES_ALL = frozenset({"sum", "mean", "var", "std", "norm", "amax", "amin"})
+
+
 def normalize_dims(dim, ndim: int, op: str = "") -> tuple | None:
     """``dim`` (None, int, list or tuple) as a sorted tuple of non-negative axes."""
     if dim is None:
         return None
     if isinstance(dim, (list, tuple)):
+        if not dim and op in _EMPTY_DIM_REDUCES_ALL:
+            return None  # PyTorch: sum(dim=[]) reduces every dimension, as dim=None
         axes = tuple(sorted({normalize_dim(int_arg(d, op, pos=i), ndim, op)
                              for i, d in enumerate(dim)}))
         if len(axes) != len(dim):

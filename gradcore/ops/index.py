@@ -515,6 +515,8 @@ def gather(x, dim, index):
     """``out[i][j] = x[index[i][j]][j]`` for ``dim=0`` (and so on)."""
     index = _check_index(index, "gather", x)
     axis = normalize_dim(dim, x._data.ndim, "gather")
+    if not x._data.ndim:  # a scalar behaves as a one-element vector, as in PyTorch
+        return gather(x.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
     tup = _along_index(index._data.astype(np.int64, copy=False), axis)
     xd = x._data
     # [0, n), as in PyTorch (NumPy would take -1 as the last); on a GPU, at the next read
@@ -542,6 +544,8 @@ def scatter_add(x, dim, index, src):
     index = _check_index(index, "scatter_add", x)
     axis = normalize_dim(dim, x._data.ndim, "scatter_add")
     src = src if isinstance(src, Tensor) else as_tensor(src, x)
+    if not x._data.ndim:  # a scalar behaves as a one-element vector, as in PyTorch
+        return scatter_add(x.reshape(1), 0, index.reshape(-1), src.reshape(-1)).reshape(())
     tup = _along_index(index._data.astype(np.int64, copy=False), axis)
     sd = src._data[tuple(slice(0, n) for n in index._data.shape)]
     out = x._data.copy()
