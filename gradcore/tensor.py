@@ -176,8 +176,11 @@ class Tensor:
         if dim is None:
             return self._data.shape
         shape = self._data.shape
-        if type(dim) is int and -len(shape) <= dim < len(shape):
-            return shape[dim]
+        if type(dim) is int:
+            try:
+                return shape[dim]  # (negative dims wrap as PyTorch's do)
+            except IndexError:
+                pass
         from .ops._core import int_arg, normalize_dim
         if not shape:
             raise IndexError(f"Dimension specified as {int_arg(dim, 'size')} but tensor has "

@@ -62,12 +62,23 @@ def _torch_order(index, ndim):
     None when the two agree.
     """
     has_int = has_array = False
-    for i in index:
+    first = last = -1
+    for k, i in enumerate(index):
         if type(i) is int:
             has_int = True
-        elif not (i is None or i is Ellipsis or type(i) is slice):
+        elif i is None or i is Ellipsis or type(i) is slice:
+            continue
+        else:
             has_array = True
+        if first < 0:
+            first = k
+        last = k
     if not (has_int and has_array):
+        return None
+    for i in index[first:last]:
+        if i is None or i is Ellipsis or type(i) is slice:
+            break
+    else:  # ints and arrays side by side (x[idx, 0]): NumPy's order is PyTorch's
         return None
     named = 0
     for i in index:
