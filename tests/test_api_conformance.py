@@ -127,6 +127,17 @@ REFUSALS = [
      "only one element tensors can be converted to Python scalars"),
     ("bool() of 0 elements", lambda m: bool(m.ones(0)), RuntimeError,
      "Boolean value of Tensor with no values is ambiguous"),
+    ("x[5]", lambda m: m.ones(2, 3)[5], IndexError,
+     "index 5 is out of bounds for dimension 0 with size 2"),
+    ("x[:, -4]", lambda m: m.ones(2, 3)[:, -4], IndexError,
+     "index -4 is out of bounds for dimension 1 with size 3"),
+    ("x[0, 0, 0]", lambda m: m.ones(2, 3)[0, 0, 0], IndexError,
+     "too many indices for tensor of dimension 2"),
+    ("x[1.5]", lambda m: m.ones(2, 3)[1.5], IndexError,
+     "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+     "valid indices (got float)"),
+    ("x[..., 7] = 1", lambda m: m.ones(2, 3).__setitem__((Ellipsis, 7), 1.), IndexError,
+     "index 7 is out of bounds for dimension 1 with size 3"),
     # item 19: what PyTorch refuses
     ("relu(bool)", lambda m: m.relu(m.tensor([True, False])), RuntimeError,
      "Boolean inputs not supported for relu"),

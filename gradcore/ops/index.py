@@ -6,6 +6,7 @@ Gradients of advanced (integer array) indices accumulate where indices repeat.
 from __future__ import annotations
 
 import builtins
+import re
 import warnings
 
 import numpy as np
@@ -194,6 +195,33 @@ def _check_arrays(m, index, shape, op=""):
             check_range(arr, -n, n, _out_of_bounds(op, axis, n, shape))
 
 
+_NUMPY_INDEX_ERRORS = (
+    (re.compile(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)"),
+     "index {0} is out of bounds for dimension {1} with size {2}"),
+    (re.compile(r"too many indices for array: array is (\d+)-dimensional"),
+     "too many indices for tensor of dimension {0}"),
+)
+
+
+def _index_error(exc, idx, shape, op=""):
+    """NumPy's IndexError of an index, as PyTorch words it (with the tensor's shape)."""
+    msg = str(exc)
+    for pattern, words in _NUMPY_INDEX_ERRORS:
+        m = pattern.search(msg)
+        if m:
+            return IndexError(f"{op}{words.format(*m.groups())} (a tensor of shape "
+                              f"{tuple(shape)})")
+    if msg.startswith("only integers"):
+        bad = next((i for i in (idx if isinstance(idx, tuple) else (idx,))
+                    if not isinstance(i, (int, slice, type(None), type(Ellipsis), Tensor,
+                                          list, np.ndarray))), None)
+        return IndexError(f"{op}only integers, slices (`:`), ellipsis (`...`), None and long "
+                          f"or byte Variables are valid indices (got "
+                          f"{type(bad).__name__ if bad is not None else 'an invalid index'})")
+    return IndexError(f"{op}index {idx!r} is not valid for a tensor of shape {tuple(shape)} "
+                      f"({msg})")
+
+
 def _is_basic(idx) -> bool:
     for i in idx:
         if not isinstance(i, _BASIC) or isinstance(i, bool):
@@ -253,8 +281,7 @@ def getitem(x, idx):
     try:
         out = xd[index]
     except IndexError as exc:
-        raise IndexError(f"index {idx!r} is out of bounds for a tensor of shape "
-                         f"{tuple(xd.shape)} ({exc})") from None
+        raise _index_error(exc, idx, xd.shape) from None
     if type(out) is not type(xd):
         out = math_of(xd).asarray(out)
     axes = None
@@ -283,8 +310,7 @@ def _gather_rows_cols(x, index):
     try:
         out = xd[index]
     except IndexError as exc:
-        raise IndexError(f"index out of bounds for a tensor of shape {tuple(xd.shape)} "
-                         f"({exc})") from None
+        raise _index_error(exc, index, xd.shape) from None
     m = math_of(xd)
     if not m.values_on_host:  # (two integer arrays: nothing to check on the host)
         _check_arrays(m, index, xd.shape)
@@ -412,8 +438,7 @@ def setitem(x, idx, value, fill=False):
         try:
             np_region = xd[index].shape
         except IndexError as exc:
-            raise IndexError(f"setitem: index {idx!r} is out of bounds for a tensor of shape "
-                             f"{tuple(xd.shape)} ({exc})") from None
+            raise _index_error(exc, idx, xd.shape, "setitem: ") from None
         axes = _torch_axes(order, len(np_region))
         region = tuple(np_region[a] for a in axes)
         if getattr(vd, "ndim", 0):
@@ -436,8 +461,7 @@ def setitem(x, idx, value, fill=False):
             try:
                 region_shape = xd[index].shape
             except IndexError as exc:
-                raise IndexError(f"setitem: index {idx!r} is out of bounds for a tensor of "
-                                 f"shape {tuple(xd.shape)} ({exc})") from None
+                raise _index_error(exc, idx, xd.shape, "setitem: ") from None
         inputs = (x, v) if v is not None else (x,)
         node.next_functions = tuple(edge(t) for t in inputs)
         node.seq = new_seq()
@@ -448,8 +472,7 @@ def setitem(x, idx, value, fill=False):
     try:
         xd[index] = vd
     except IndexError as exc:
-        raise IndexError(f"setitem: index {idx!r} is out of bounds for a tensor of shape "
-                         f"{tuple(xd.shape)} ({exc})") from None
+        raise _index_error(exc, idx, xd.shape, "setitem: ") from None
     except ValueError as exc:
         alias = _writable_alias(xd)
         if alias is None:
