@@ -260,13 +260,27 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     npd = _np_dtype(dtype) or dtypes.default_float.np
-    arr = _dev(device).math.linspace(start, end, int(steps), dtype=np.float64).astype(npd)
+    n = _as_int(steps)
+    if n is None:
+        raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not "
+                        f"{_type_name(steps)}")
+    if n < 0:
+        raise RuntimeError("linspace(): number of steps must be non-negative")
+    arr = _dev(device).math.linspace(start, end, n, dtype=np.float64).astype(npd)
     return _finish(arr, requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """The identity matrix (``n`` x ``m``)."""
     npd = _np_dtype(dtype) or dtypes.default_float.np
+    for name, pos, v in (("n", 1, n), ("m", 2, m)):
+        if v is not None and _as_int(v) is None:
+            raise TypeError(f"eye(): argument '{name}' (position {pos}) must be int, not "
+                            f"{_type_name(v)}")
+    n, m = _as_int(n), (None if m is None else _as_int(m))
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"eye(): {name} must be greater or equal to 0, got {v}")
     return _finish(_dev(device).math.eye(n, m, dtype=npd), requires_grad)
 
 

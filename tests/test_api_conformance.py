@@ -66,6 +66,12 @@ REFUSALS = [
      "not implemented for 'Long'"),
     ("rand(dtype=bool)", lambda m: m.rand(2, dtype=m.bool), NotImplementedError,
      "not implemented for 'Bool'"),
+    ("linspace(0, 1, 2.5)", lambda m: m.linspace(0, 1, 2.5), TypeError, "linspace()"),
+    ("linspace(0, 1, -1)", lambda m: m.linspace(0, 1, -1), RuntimeError,
+     "number of steps must be non-negative"),
+    ("eye(2.5)", lambda m: m.eye(2.5), TypeError, "eye(): argument 'n' (position 1) must be "
+                                                    "int, not float"),
+    ("eye(-1)", lambda m: m.eye(-1), RuntimeError, "n must be greater or equal to 0, got -1"),
     ("sum(dim=1.5)", lambda m: m.ones(2, 3).sum(dim=1.5), TypeError, "sum()"),
     ("sum(dim=True)", lambda m: m.ones(2, 3).sum(dim=True), TypeError, "sum()"),
     ("sum(dim=(0, 1.0))", lambda m: m.ones(2, 3).sum(dim=(0, 1.0)), TypeError,
