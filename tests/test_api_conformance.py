@@ -144,6 +144,12 @@ REFUSALS = [
      "valid indices (got float)"),
     ("x[..., 7] = 1", lambda m: m.ones(2, 3).__setitem__((Ellipsis, 7), 1.), IndexError,
      "index 7 is out of bounds for dimension 1 with size 3"),
+    ("add of (2, 3) and (2, 4)", lambda m: m.ones(2, 3) + m.ones(2, 4), RuntimeError,
+     "The size of tensor a (3) must match the size of tensor b (4) at non-singleton "
+     "dimension 1"),
+    ("sub of (5, 2, 3) and (4, 3)", lambda m: m.ones(5, 2, 3) - m.ones(4, 3), RuntimeError,
+     "The size of tensor a (2) must match the size of tensor b (4) at non-singleton "
+     "dimension 1"),
     # item 19: what PyTorch refuses
     ("relu(bool)", lambda m: m.relu(m.tensor([True, False])), RuntimeError,
      "Boolean inputs not supported for relu"),
@@ -446,3 +452,8 @@ def test_gather_and_scatter_add_of_a_0d_tensor(device):
     with pytest.raises(IndexError, match=re.escape("Dimension out of range (expected to be in "
                                                    "range of [-1, 0], but got 1)")):
         x.gather(1, gc.tensor(0, device=device))
+
+
+def test_a_broadcast_error_names_the_op_and_shapes(device):
+    with pytest.raises(RuntimeError, match=re.escape("(mul of shapes (2, 3) and (4,))")):
+        gc.ones(2, 3, device=device) * gc.ones(4, device=device)

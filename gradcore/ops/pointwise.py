@@ -30,10 +30,19 @@ _new = object.__new__
 
 
 def _broadcast_error(op, a, b, exc):
+    """PyTorch's error for operands that do not broadcast, with both shapes; a ValueError
+    of another cause (NumPy's integer power) is reported as itself."""
     sa = tuple(a.shape) if hasattr(a, "shape") else ()
     sb = tuple(b.shape) if hasattr(b, "shape") else ()
-    return RuntimeError(f"{op}: shapes {sa} and {sb} cannot be broadcast together "
-                        f"({exc})")
+    n = max(len(sa), len(sb))
+    for k in range(1, n + 1):
+        da = sa[-k] if k <= len(sa) else 1
+        db = sb[-k] if k <= len(sb) else 1
+        if da != db and da != 1 and db != 1:
+            return RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b "
+                                f"({db}) at non-singleton dimension {n - k} ({op} of shapes "
+                                f"{sa} and {sb})")
+    return RuntimeError(f"{op}: {exc}")
 
 
 def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save_inputs=False, save_out=False,
