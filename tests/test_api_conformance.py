@@ -150,6 +150,14 @@ REFUSALS = [
     ("sub of (5, 2, 3) and (4, 3)", lambda m: m.ones(5, 2, 3) - m.ones(4, 3), RuntimeError,
      "The size of tensor a (2) must match the size of tensor b (4) at non-singleton "
      "dimension 1"),
+    ("expand (3,) to (2, 4)", lambda m: m.ones(3).expand(2, 4), RuntimeError,
+     "The expanded size of the tensor (4) must match the existing size (3) at non-singleton "
+     "dimension 1.  Target sizes: [2, 4].  Tensor sizes: [3]"),
+    ("expand (2, 3) to (1, 3)", lambda m: m.ones(2, 3).expand(1, 3), RuntimeError,
+     "The expanded size of the tensor (1) must match the existing size (2) at non-singleton "
+     "dimension 0.  Target sizes: [1, 3].  Tensor sizes: [2, 3]"),
+    ("mm of (2, 3) and (2, 3)", lambda m: m.ones(2, 3) @ m.ones(2, 3), RuntimeError,
+     "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"),
     # item 19: what PyTorch refuses
     ("relu(bool)", lambda m: m.relu(m.tensor([True, False])), RuntimeError,
      "Boolean inputs not supported for relu"),

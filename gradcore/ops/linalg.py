@@ -90,6 +90,10 @@ def matmul(a, b):
                                f"{tuple(ad.shape)} and {tuple(bd.shape)})")
     k_a = ad.shape[-1]
     k_b = bd.shape[-2] if bd.ndim > 1 else bd.shape[0]
+    if k_a != k_b and ad.ndim == 2 and bd.ndim == 2:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({ad.shape[0]}x{k_a} "
+                           f"and {k_b}x{bd.shape[1]}) (matmul of shapes {tuple(ad.shape)} "
+                           f"and {tuple(bd.shape)})")
     if k_a != k_b:
         raise RuntimeError(f"matmul: shapes {tuple(ad.shape)} and {tuple(bd.shape)} cannot be "
                            f"multiplied ({k_a} != {k_b})")

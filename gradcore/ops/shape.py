@@ -231,8 +231,13 @@ def broadcast_to(x, *shape):
     try:
         out = math_of(xd).broadcast_to(xd, target)
     except ValueError:
-        raise RuntimeError(f"expand: shape {tuple(xd.shape)} cannot be broadcast to "
-                           f"{target}") from None
+        bad = next((i for i in range(lead, len(target))
+                    if xd.shape[i - lead] not in (1, target[i])), lead)
+        raise RuntimeError(f"The expanded size of the tensor ({target[bad]}) must match the "
+                           f"existing size ({xd.shape[bad - lead]}) at non-singleton dimension "
+                           f"{bad}.  Target sizes: {list(shape)}.  Tensor sizes: "
+                           f"{list(xd.shape)} (expand: shape {tuple(xd.shape)} cannot be "
+                           f"broadcast to {target})") from None
     return _view_of(out, x, ExpandBackward0, in_shape=xd.shape)
 
 
