@@ -105,6 +105,8 @@ REFUSALS = [
      "Dimension out of range (expected to be in range of [-1, 0], but got -2)"),
     ("0-d flatten(1)", lambda m: m.tensor(1.).flatten(1), IndexError,
      "Dimension out of range (expected to be in range of [-1, 0], but got 1)"),
+    ("0-d index_select(1)", lambda m: m.tensor(1.).index_select(1, m.tensor([0])),
+     IndexError, "Dimension out of range (expected to be in range of [-1, 0], but got 1)"),
     ("transpose(0, 5)", lambda m: m.ones(2, 3).transpose(0, 5), IndexError,
      "Dimension out of range (expected to be in range of [-2, 1], but got 5)"),
     ("unsqueeze(5)", lambda m: m.ones(2, 3).unsqueeze(5), IndexError,

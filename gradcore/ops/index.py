@@ -612,9 +612,9 @@ def index_select(x, dim, index):
         raise RuntimeError(f"index_select(): Index is supposed to be a vector of integers, got "
                            f"shape {tuple(index.shape)} and dtype {index.dtype!r}")
     xd = x._data
+    axis = normalize_dim(dim, xd.ndim, "index_select")
     if xd.ndim == 0:  # a scalar behaves as a one-element vector, as in PyTorch
         return index_select(x.reshape(1), 0, index).reshape(())
-    axis = normalize_dim(dim, xd.ndim, "index_select")
     tup = (slice(None),) * axis + (index._data.reshape(-1),)
     n = xd.shape[axis]  # [0, n), as in PyTorch; on a GPU, at the next read
     check_range(tup[axis], 0, n,

@@ -111,9 +111,9 @@ def flatten(x, start_dim=0, end_dim=-1):
 def unflatten(x, dim, sizes):
     """Split dimension ``dim`` into ``sizes``."""
     shp = x._data.shape
-    if not shp:
-        raise RuntimeError(f"unflatten: {_no_dims_error(0)}")
     d = normalize_dim(dim, len(shp), "unflatten")
+    if not shp:
+        raise RuntimeError(f"unflatten: {_no_dims_error(d)}")
     sizes = tuple(sizes)
     inner = _infer_shape(sizes, shp[d], "unflatten", shp)
     return reshape(x, shp[:d] + inner + shp[d + 1:])
@@ -457,7 +457,7 @@ def chunk(x, chunks, dim=0):
 def unbind(x, dim=0):
     """The slices along ``dim``, each without that dimension."""
     if not x._data.ndim:
-        raise _no_dims_error(dim)
+        raise _no_dims_error(normalize_dim(dim, 0, "unbind"))
     axis = normalize_dim(dim, x._data.ndim, "unbind")
     return tuple(squeeze(p, axis) for p in split(x, 1, axis))
 

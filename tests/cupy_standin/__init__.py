@@ -528,7 +528,14 @@ def _np_broadcast_to(a, shape, subok=False):
     """CuPy's broadcast views are writable (NumPy's are read-only): the same strides over
     ``a``'s memory, written through as CuPy would."""
     b = _np.broadcast_to(a, shape, subok=subok)
-    return _np.lib.stride_tricks.as_strided(a, b.shape, b.strides) if a.flags.writeable else b
+    root = a
+    while isinstance(root.base, _np.ndarray):
+        root = root.base
+    if not (a.flags.writeable and root.flags.writeable and root.flags.c_contiguous):
+        return b
+    offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    # a view of the owner's memory (its base is the owner, as a view's is)
+    return _np.ndarray(b.shape, b.dtype, buffer=root, offset=offset, strides=b.strides)
 
 
 def broadcast_to(array, shape, subok=False):
