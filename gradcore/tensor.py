@@ -214,7 +214,17 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return self._data.shape
-        return self._data.shape[dim]
+        shape = self._data.shape
+        if type(dim) is int:
+            try:
+                return shape[dim]  # (negative dims wrap as PyTorch's do)
+            except IndexError:
+                pass
+        from .ops._core import int_arg, normalize_dim
+        if not shape:
+            raise IndexError(f"Dimension specified as {int_arg(dim, 'size')} but tensor has "
+                             "no dimensions")
+        return shape[normalize_dim(dim, len(shape), "size")]
 
     @property
     def ndim(self) -> int:
@@ -296,9 +306,13 @@ class Tensor:
         return self._data.__dlpack_device__()
 
     def __float__(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return float(self.item())
 
     def __int__(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self.item())
 
     def __index__(self):
@@ -309,9 +323,17 @@ class Tensor:
 
     def __bool__(self):
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self._data.size} elements is "
-                               "ambiguous")
+            raise RuntimeError("Boolean value of Tensor with " +
+                               ("no values" if self._data.size == 0 else "more than one value")
+                               + " is ambiguous")
         return bool(self.item())
+
+    def __format__(self, spec):
+        # PyTorch's rule: a 0-d tensor formats its value (f"{loss:.4f}"); any other
+        # tensor takes object's, which accepts only the empty spec (str(t))
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
 
     @property
     def data(self) -> Tensor:
