@@ -232,8 +232,7 @@ def test_integer_division_by_zero_raises(op, lib, device):
     # bools are refused, as PyTorch has no such kernel (NumPy gave int8)
     kernel = {"floor_divide": "div_floor", "floor": "div_floor", "trunc": "div_trunc",
               "remainder": "remainder"}[op]
-    dev = "cuda" if device.startswith("cuda") and m is gc else "cpu"  # (torch: CPU)
-    with pytest.raises(NotImplementedError, match=f'"{kernel}_{dev}" not implemented for '
+    with pytest.raises(NotImplementedError, match=f'"{kernel}(_cpu)?" not implemented for '
                                                   "'Bool'"):
         fn(m, m.tensor([True, False]), m.tensor([True, True]))
 
