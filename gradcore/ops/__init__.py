@@ -23,7 +23,7 @@ from . import (
     shape,
     tensor_math,  # noqa: F401  (the engine's math for create_graph=True)
 )
-from ._core import Tensor, as_tensor, mode, same_device, wrap
+from ._core import Tensor, as_tensor, mode, rebase_views, same_device, wrap
 from .activation import erf, gelu, layer_norm, log_softmax, softmax
 from .index import (
     _check_inplace,
@@ -185,6 +185,8 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
         x.grad_fn, x._out_nr, x._rg = r.grad_fn, r._out_nr, True
         if r.grad_fn.out is not None:
             r.grad_fn.save_output(x)  # the saved output is x's value now
+        if len(x._vc) > 1:  # views of x taken before now read the new values
+            rebase_views(x)
     return x
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import backend, dtypes
@@ -65,6 +67,65 @@ def record1(data, node: Node, x: Tensor) -> Tensor:
     if _anomaly_blocks[0] and _mode.anomaly:
         _remember_forward(node)
     return out
+
+
+_ref = weakref.ref
+
+
+def make_view(t: Tensor, x: Tensor) -> Tensor:
+    """Make ``t`` a view of ``x``: it shares ``x``'s version counter and base, and (in
+    grad mode) is registered in the counter, so that a recorded in-place change of the
+    base or of any of its views rebases ``t``'s history (:func:`rebase_views`).
+
+    The version cell is ``[version, weakref to a view, ...]``: the registration is one
+    weak reference; dead ones are dropped when the list reaches a power of two."""
+    vc = x._vc
+    if vc is None:
+        vc = x._vc = [0]
+    t._vc = vc
+    base = x._base
+    t._base = x if base is None else base
+    if _mode.enabled:
+        vc.append(_ref(t))
+        n = len(vc)
+        if n >= 16 and not n & (n - 1):
+            vc[1:] = [r for r in vc[1:] if r() is not None]
+    return t
+
+
+def rebase_views(x: Tensor, skip: Tensor | None = None) -> None:
+    """After a recorded in-place change of ``x`` (a base), the views of ``x`` taken
+    before it read the new values: their history becomes "a view of the base's
+    current history" (PyTorch regenerates a view's grad_fn the same way, as an
+    ``AsStridedBackward0`` over its base). ``skip``: a view that sets its own."""
+    vc = x._vc
+    if vc is None or len(vc) == 1:
+        return
+    root = x if x._base is None else x._base
+    if root.grad_fn is None:
+        return
+    live = [vc[0]]
+    for r in vc[1:]:
+        v = r()
+        if v is None:
+            continue
+        live.append(r)
+        if v is not skip and v._base is root:
+            view_history(v, root)
+    vc[:] = live
+
+
+def view_history(v: Tensor, root: Tensor, index=None) -> None:
+    """Give the view ``v`` the history "these elements of ``root``" (``index``: their
+    positions in ``root``, found from the memory offsets when first needed)."""
+    from .index import AsStridedBackward0  # noqa: PLC0415  (index imports this module)
+
+    node = _new(AsStridedBackward0)
+    node.view_arr, node.base_arr, node.index = v._data, root._data, index
+    node.in_shape = root._data.shape
+    node.next_functions = (edge(root),)
+    node.seq = new_seq()
+    v.grad_fn, v._out_nr, v._rg = node, 0, True
 
 
 def _remember_forward(node: Node) -> None:

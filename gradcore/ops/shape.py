@@ -7,7 +7,16 @@ import builtins
 import numpy as np
 
 from ..backend import math_of
-from ._core import Node, Tensor, mode, normalize_dim, normalize_dims, record, wrap  # noqa: F401
+from ._core import (  # noqa: F401
+    Node,
+    Tensor,
+    make_view,
+    mode,
+    normalize_dim,
+    normalize_dims,
+    record,
+    wrap,
+)
 
 _new = object.__new__
 
@@ -29,8 +38,7 @@ def _view_of(out, x: Tensor, node_cls, **attrs) -> Tensor:
     else:
         t = wrap(out)
     if out.base is not None or out is x._data:
-        t._vc = x._version_cell()
-        t._base = x if x._base is None else x._base
+        make_view(t, x)
     return t
 
 
@@ -386,9 +394,8 @@ def split(x, split_size_or_sections, dim=0):
         for i, p in enumerate(pieces):
             t = record(p, node, x) if i == 0 else _extra_output(p, node, i)
             outs.append(t)
-    vc = x._version_cell()
     for t in outs:
-        t._vc, t._base = vc, x if x._base is None else x._base
+        make_view(t, x)
     return tuple(outs)
 
 
