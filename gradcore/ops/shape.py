@@ -82,10 +82,14 @@ def view(x, *shape):
         out = xd.view()
         out.shape = shape  # NumPy raises instead of copying
     except AttributeError:
+        # NumPy refuses exactly where PyTorch's stride rule does (a view merges or
+        # splits only dimensions whose strides chain)
+        strides = tuple(s // xd.itemsize for s in xd.strides)
         raise RuntimeError(
-            f"view size is not compatible with input tensor's size and stride (input shape "
-            f"{tuple(xd.shape)}, requested {shape}): at least one dimension spans across "
-            "two contiguous subspaces. Use .reshape(...) instead.") from None
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
+            f"(view: input shape {tuple(xd.shape)} with strides {strides}, requested "
+            f"{shape})") from None
     return _view_of(out, x, ViewBackward0, in_shape=xd.shape)
 
 
@@ -263,8 +267,68 @@ def repeat(x, *repeats):
     return record(out, node, x)
 
 
-def contiguous(x):
-    return x
+class memory_format:
+    """How a tensor's elements are laid out in memory (PyTorch's ``torch.memory_format``);
+    gradcore's tensors know one: ``contiguous_format``, row-major."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"gradcore.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+
+
+def _check_format(fmt, op):
+    if fmt is contiguous_format:
+        return
+    if fmt is preserve_format and op == "contiguous":
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    raise RuntimeError(f"{op}: memory format {fmt!r} is not supported (gradcore tensors are "
+                       f"laid out in gradcore.contiguous_format)")
+
+
+def _row_major(xd) -> bool:
+    """PyTorch's contiguity: each dimension of more than one element steps over the
+    ones after it (dimensions of size 1 do not count; an empty tensor is contiguous)."""
+    if xd.flags.c_contiguous:
+        return True
+    shape = xd.shape
+    if 0 in shape:
+        return True
+    expected = xd.itemsize
+    for n, stride in zip(reversed(shape), reversed(xd.strides)):
+        if n != 1:
+            if stride != expected:
+                return False
+            expected *= n
+    return True
+
+
+def is_contiguous(x, memory_format=contiguous_format) -> bool:
+    """Whether the elements lie in memory in row-major order with no gaps (a transposed,
+    strided or expanded view does not)."""
+    if memory_format is not contiguous_format:
+        _check_format(memory_format, "is_contiguous")
+    return _row_major(x._data)
+
+
+def contiguous(x, *, memory_format=contiguous_format):
+    """``x`` itself when it is contiguous, else a contiguous copy (differentiable, as
+    ``clone``: ``CloneBackward0``)."""
+    if memory_format is not contiguous_format:
+        _check_format(memory_format, "contiguous")
+    if _row_major(x._data):
+        return x
+    from .device import clone  # noqa: PLC0415
+
+    return clone(x)
 
 
 # ---- cat / stack / split ----------

@@ -344,7 +344,10 @@ class ndarray:  # noqa: N801  (CuPy's name)
         k = _wrap_around(_unwrap_index(key), self.shape)
         if _has_bool_mask(k):
             _sync("boolean-mask indexing")
-        return _wrap(self._a[k])
+        r = self._a[k]
+        if isinstance(r, _np.generic):  # CuPy: an element is a 0-d view, not a copy
+            r = self._a[(k if type(k) is tuple else (k,)) + (Ellipsis,)]
+        return _wrap(r)
 
     def __setitem__(self, key, value):
         k = _wrap_around(_unwrap_index(key), self.shape)
