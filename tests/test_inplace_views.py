@@ -320,6 +320,7 @@ def test_dead_views_are_dropped_from_the_version_cell():
     y = gc.tensor([1.0, 2.0], requires_grad=True) * 1
     for _ in range(1000):
         _ = y[0], y.T
+    del _
     assert len(y._vc) < 64
     keep = [y[i] for i in range(2)]
     y.mul_(2)
