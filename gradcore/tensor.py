@@ -290,8 +290,10 @@ class Tensor:
     @data.setter
     def data(self, value):
         if not isinstance(value, Tensor):
-            raise TypeError(f"Variable data has to be a tensor, but got "
-                            f"{type(value).__name__}")
+            cls = type(value)
+            name = cls.__qualname__ if cls.__module__ == "builtins" else \
+                f"{cls.__module__}.{cls.__qualname__}"
+            raise TypeError(f"Variable data has to be a tensor, but got {name}")
         self._data = value._data
 
     def detach(self) -> Tensor:
