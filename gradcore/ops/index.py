@@ -15,12 +15,12 @@ from ._core import (
     TENSOR_TYPES,
     Node,
     Tensor,
+    adopt_views,
     as_tensor,
     edge,
     make_view,
     mode,
     normalize_dim,
-    rebase_views,
     record,
     view_history,
     wrap,
@@ -249,7 +249,7 @@ def inplace_on_view(v: Tensor, index, value) -> Tensor:
     The write is recorded on the base, as PyTorch's CopySlices does: the base's
     gradient skips the overwritten region, whose gradient flows to ``value``; ``v``
     and every other view of the base then read the new base through their positions
-    in it (:func:`rebase_views`).
+    in it (``_core.fresh_history``, ``_core.adopt_views``).
     """
     base = v._base
     everywhere = math_of(base._data).positions_in(v._data, base._data)
@@ -295,6 +295,7 @@ def setitem(x, idx, value, _skip=None):
     else:
         vd = value
     track = mode.enabled and (x._rg or (v is not None and v._rg))
+    joins = track and not x._rg  # x joins a graph: its untracked views follow
     if track:
         node = _new(IndexPutBackward0)
         node.basic = basic
@@ -323,8 +324,8 @@ def setitem(x, idx, value, _skip=None):
     x._bump()
     if track:
         x.grad_fn, x._out_nr, x._rg = node, 0, True
-        if len(x._vc) > 1:  # views of x taken before now read the new values
-            rebase_views(x, _skip)
+        if joins:
+            adopt_views(x, _skip)
 
 
 # ---- gather / scatter_add / index_select ----------
