@@ -192,3 +192,32 @@ def test_memory_format():
         x.contiguous(memory_format=gc.preserve_format)
     with pytest.raises(TypeError):
         x.contiguous(gc.contiguous_format)  # keyword-only, as in PyTorch
+
+
+def _reshape_copy(m):
+    x = m.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    y = x * 1
+    r = y.T.reshape(-1)  # a copy: the transpose is not contiguous
+    r.mul_(2)  # changes r only
+    s = y.T.reshape(-1)
+    y.mul_(10)  # changes y only
+    out = (r * m.arange(6.0)).sum() + (s * m.arange(6.0)).sum() + y.sum()
+    out.backward()
+    return r.tolist(), s.tolist(), y.tolist(), x.grad.tolist()
+
+
+def test_reshape_that_copies_is_not_a_view(device):
+    r, s, y, g = _reshape_copy(gc)
+    assert r == [2.0, 8.0, 4.0, 10.0, 6.0, 12.0]
+    assert s == [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]
+    assert y == [[10.0, 20.0, 30.0], [40.0, 50.0, 60.0]]
+    assert g == [[10.0, 16.0, 22.0], [13.0, 19.0, 25.0]]
+    x = gc.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert x.reshape(4)._base is x and x.T.reshape(4)._base is None
+
+
+@needs_torch
+def test_reshape_that_copies_matches_pytorch():
+    import torch
+
+    assert _reshape_copy(gc) == _reshape_copy(torch)

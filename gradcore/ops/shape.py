@@ -42,6 +42,13 @@ def _view_of(out, x: Tensor, node_cls, **attrs) -> Tensor:
     return t
 
 
+def _copied(out, xd) -> bool:
+    """Whether ``out``, the result of a reshape of ``xd``, is a copy: a view's base is
+    the owner of ``xd``'s memory (NumPy and CuPy point views at it), a copy's is not."""
+    owner = xd.base
+    return out.base is not (xd if owner is None else owner)
+
+
 # ---- reshape family ----------
 class ViewBackward0(Node):
     def apply(self, F, g):
@@ -69,7 +76,14 @@ def reshape(x, *shape):
     """The same elements in a new shape (a view when possible; ``-1`` is inferred)."""
     xd = x._data
     shape = _infer_shape(_shape_arg(shape), xd.size, "reshape", xd.shape)
-    return _view_of(xd.reshape(shape), x, ViewBackward0, in_shape=xd.shape)
+    out = xd.reshape(shape)
+    if _copied(out, xd):  # (not a view of x: in-place changes of either stay apart)
+        if not (mode.enabled and x._rg):
+            return wrap(out)
+        node = _new(ViewBackward0)
+        node.in_shape = xd.shape
+        return record(out, node, x)
+    return _view_of(out, x, ViewBackward0, in_shape=xd.shape)
 
 
 def view(x, *shape):
