@@ -347,3 +347,38 @@ def test_untracked_views_join_when_their_base_does(device, monkeypatch):
     v.sum().backward()
     np.testing.assert_array_equal(host(x.grad), [0.0, 3.0])
     np.testing.assert_array_equal(host(v.detach()), [6.0, 0.0])
+
+
+@pytest.mark.parametrize("how", ["mul_", "iadd", "fill_", "setitem", "no_grad", "tracked"])
+def test_in_place_into_an_expanded_view_is_refused(how, device):
+    # NumPy refused with "output array is read-only"; CuPy wrote the last value silently
+    e = gc.ones(3, 1).expand(3, 4)
+    msg = "more than one element of the written-to tensor refers to a single memory location"
+    with pytest.raises(RuntimeError, match=msg):
+        if how == "mul_":
+            e.mul_(2)
+        elif how == "iadd":
+            e += 1
+        elif how == "fill_":
+            e.fill_(0)
+        elif how == "setitem":
+            e[0] = 5.0
+        elif how == "no_grad":
+            with gc.no_grad():
+                e.mul_(2)
+        else:
+            x = gc.ones(3, 1, requires_grad=True)
+            (x * 1).expand(3, 4).mul_(2)
+    # a strided view without repeats is fine
+    base = gc.ones(3, 4)
+    base[:, 1].mul_(2)
+    np.testing.assert_array_equal(host(base)[:, 1], [2.0, 2.0, 2.0])
+
+
+@needs_torch
+def test_in_place_into_an_expanded_view_matches_pytorch():
+    import torch
+
+    for m in (gc, torch):
+        with pytest.raises(RuntimeError, match="refers to a single memory location"):
+            m.ones(3, 1).expand(3, 4).mul_(2)

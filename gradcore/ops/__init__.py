@@ -249,7 +249,7 @@ def _inplace_method(name, fn):
     def method(self, *args, **kwargs):
         # an optimizer step under no_grad: straight into the tensor's memory
         if ufunc is not None and not mode.enabled and len(args) == 1 and not kwargs and \
-                _write_direct(self, self._data, ufunc, args[0]):
+                self._base is None and _write_direct(self, self._data, ufunc, args[0]):
             return self
         return apply_inplace(self, name, fn, *args, **kwargs)
     method.__name__ = name

@@ -223,7 +223,23 @@ def _gather_rows_cols(x, index):
     return record(out, node, x)
 
 
+def check_overlap(x: Tensor, op: str):
+    """Refuse an in-place write into a view in which several elements share one memory
+    location (an expanded tensor), as PyTorch does: NumPy refuses it with a read-only
+    error and CuPy writes silently, leaving the last of the values. Only views can."""
+    xd = x._data
+    for n, stride in zip(xd.shape, xd.strides):
+        if stride == 0 and n > 1:
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor "
+                "refers to a single memory location. Please clone() the tensor before "
+                f"performing the operation. ({op} on a tensor of shape {tuple(xd.shape)} "
+                f"with strides {tuple(s // xd.itemsize for s in xd.strides)})")
+
+
 def _check_inplace(x: Tensor, op: str):
+    if x._base is not None:
+        check_overlap(x, op)
     if not mode.enabled:
         return
     if x.grad_fn is None and x._rg:
