@@ -188,7 +188,19 @@ def _rebase_cases():
         r.copy_(x[:2] * x[2:])
         return c * x[2:]
 
-    return [base_mul_then_view, overlapping_views, setitem_on_view_a_read_view_b,
+    def diagonal_after_base_mul(m, x):
+        y = (x * 1).view(2, 2)
+        d = y.diagonal()
+        y.mul_(x.view(2, 2))
+        return d
+
+    def write_through_diagonal(m, x):
+        y = (x * 1).view(2, 2)
+        y.diagonal().add_(x[:2] * x[2:])
+        return y
+
+    return [diagonal_after_base_mul, write_through_diagonal,
+            base_mul_then_view, overlapping_views, setitem_on_view_a_read_view_b,
             view_of_view_after_base_add, transpose_row_zeroed, setitem_on_base_read_select,
             copy_into_untracked_base, unsqueeze_view_base_mul_by_x,
             column_select_after_add_and_mul, zero_on_one_view_read_other,
@@ -200,6 +212,12 @@ def _rebase_cases():
 # (output, d(sum(out * w))/dx, d(sum(grad * grad))/dx of that gradient with
 # create_graph=True) for x = [1, 2, 3, 4] and w = 1, 2, ..., from PyTorch 2.13
 REBASE_EXPECTED = {
+    "diagonal_after_base_mul": ([1.0, 16.0],
+                              [2.0, 0.0, 0.0, 16.0],
+                              [8.0, 0.0, 0.0, 128.0]),
+    "write_through_diagonal": ([4.0, 2.0, 3.0, 12.0],
+                             [4.0, 18.0, 4.0, 12.0],
+                             [8.0, 96.0, 8.0, 144.0]),
     "base_mul_then_view": ([2.0, 4.0],
                            [2.0, 4.0, 0.0, 0.0],
                            [0.0, 0.0, 0.0, 0.0]),
