@@ -45,6 +45,8 @@ def _view_of(out, x: Tensor, node_cls, **attrs) -> Tensor:
 def _copied(out, xd) -> bool:
     """Whether ``out``, the result of a reshape of ``xd``, is a copy: a view's base is
     the owner of ``xd``'s memory (NumPy and CuPy point views at it), a copy's is not."""
+    if out is xd:  # (an array module may return the array itself for its own shape)
+        return False
     owner = xd.base
     return out.base is not (xd if owner is None else owner)
 
