@@ -400,3 +400,62 @@ def test_in_place_into_an_expanded_view_matches_pytorch():
     for m in (gc, torch):
         with pytest.raises(RuntimeError, match="refers to a single memory location"):
             m.ones(3, 1).expand(3, 4).mul_(2)
+
+
+def _random_view_program(m, rng):
+    """Views of views of y = x * 1 (slices, selects, transposes, unsqueezes, flat views,
+    diagonals) and in-place changes through any of them, in a random order; the output
+    reads every tensor made."""
+    x = m.tensor(np.arange(1.0, 13.0, dtype=np.float32).reshape(3, 4) / 4, requires_grad=True)
+    flat = x.reshape(-1)
+    ts = [x * 1]
+    for _ in range(rng.randint(2, 7)):
+        t = ts[rng.randrange(len(ts))]
+        if rng.random() < 0.5:
+            kind = rng.choice(["slice", "select", "T", "unsqueeze", "view", "diagonal"])
+            if kind == "slice" and t.ndim >= 1 and t.shape[0] > 1:
+                ts.append(t[rng.randrange(t.shape[0] - 1):])
+            elif kind == "select" and t.ndim >= 2:
+                ts.append(t[rng.randrange(t.shape[0])])
+            elif kind == "T" and t.ndim == 2:
+                ts.append(t.transpose(0, 1))
+            elif kind == "unsqueeze":
+                ts.append(t.unsqueeze(0))
+            elif kind == "view" and t.is_contiguous():
+                ts.append(t.view(-1))
+            elif kind == "diagonal" and t.ndim == 2:
+                ts.append(t.diagonal())
+        else:
+            op = rng.choice(["mul_x", "add_", "mul_", "zero_", "copy_", "setitem"])
+            if op == "mul_x":
+                t.mul_(flat[rng.randrange(12)])
+            elif op == "add_":
+                t.add_(0.5)
+            elif op == "mul_":
+                t.mul_(3.0)
+            elif op == "zero_" and rng.random() < 0.3:
+                t.zero_()
+            elif op == "copy_":
+                t.copy_(flat[: t.numel()].reshape(tuple(t.shape)) * 2)
+            elif op == "setitem" and t.ndim >= 1:
+                t[0] = flat[rng.randrange(12)] ** 2
+    out = 0
+    for i, t in enumerate(ts):
+        w = m.tensor(np.cos(np.arange(t.numel(), dtype=np.float32) + i).reshape(tuple(t.shape)))
+        out = out + (t * w).sum()
+    out.backward()
+    return [t.detach().tolist() for t in ts], x.grad.tolist()
+
+
+@needs_torch
+def test_random_view_programs_match_pytorch(device):
+    import random
+
+    import torch
+
+    for seed in range(120):
+        (ours, g), (theirs, tg) = (_random_view_program(m, random.Random(seed))
+                                   for m in (gc, torch))
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"seed {seed}")
+        np.testing.assert_allclose(g, tg, rtol=1e-4, atol=1e-5, err_msg=f"seed {seed}")
