@@ -186,3 +186,36 @@ def detach(t):
 # code calling NumPy directly keeps its warnings.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"gradcore(\.|$)",
                          message=r".*(divide by zero|invalid value|overflow) encountered")
+
+
+def _tensor_input(fn):
+    """``fn`` refusing a first argument that is not a tensor with PyTorch's TypeError
+    (``gc.reshape(ndarray, ...)`` raised NumPy's AttributeError). The check runs only
+    when ``fn`` fails: a call with a tensor costs one frame. Not for the pointwise ops,
+    whose temporary elision counts the references the caller's frames hold."""
+    import functools
+
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AttributeError:
+            if not args or isinstance(args[0], Tensor):
+                raise
+            kind = type(args[0])
+            kind = kind.__name__ if kind.__module__ == "builtins" else \
+                f"{kind.__module__.split('.')[0]}.{kind.__qualname__}"
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{kind}") from None
+    return call
+
+
+(all, amax, amin, any, argmax, argmin, broadcast_to, diag, diagonal, expand, flatten,  # noqa: A001
+ max, mean, min, movedim, nonzero, norm, permute, prod, repeat, reshape, squeeze, std, sum,
+ unbind, unflatten, unsqueeze, transpose, swapaxes, var, numel, clone, detach) = map(
+    _tensor_input,
+    (all, amax, amin, any, argmax, argmin, broadcast_to, diag, diagonal, expand, flatten,
+     max, mean, min, movedim, nonzero, norm, permute, prod, repeat, reshape, squeeze, std,
+     sum, unbind, unflatten, unsqueeze, transpose, swapaxes, var, numel, clone, detach))

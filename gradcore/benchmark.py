@@ -36,7 +36,7 @@ import numpy as np
 import gradcore as gc
 
 __all__ = ["SUITES", "run", "crossover", "format_table", "machine_description", "plot",
-           "profile_suite", "PROFILE_SIZES"]
+           "plot_unavailable_reason", "profile_suite", "PROFILE_SIZES"]
 
 WARMUP = 2
 SETTLE_S = 0.3     # pause before the torch phase
@@ -91,18 +91,20 @@ def _gpu_description(dev) -> dict:
 # Each workload takes (m, device, size), m being gradcore or torch (their APIs agree), and
 # returns (prepare, timed): prepare() runs untimed and returns the state timed(state)
 # needs. Suite.build binds it to gradcore on a device, Suite.build_torch to torch on one.
-def _mlp(n_in, hidden, n_out, nn):
+def _mlp(n_in, hidden, n_out, nn, dev):
+    """The MLP with its parameters made on ``dev`` (not on the default device, which
+    ``GRADCORE_DEVICE`` may set to one that is not timed, or not usable)."""
     layers = []
     for width in hidden:
-        layers += [nn.Linear(n_in, width), nn.ReLU()]
+        layers += [nn.Linear(n_in, width, device=dev), nn.ReLU()]
         n_in = width
-    layers.append(nn.Linear(n_in, n_out))
+    layers.append(nn.Linear(n_in, n_out, device=dev))
     return nn.Sequential(*layers)
 
 
 def _mlp_backward(m, dev, w):
     m.manual_seed(0)
-    model = _mlp(w, [w, w], 10, m.nn).to(dev)
+    model = _mlp(w, [w, w], 10, m.nn, dev)
     batch = max(1, w // 2)
     x = m.randn(batch, w, device=dev)
     y = m.randint(0, 10, (batch,), device=dev)
@@ -149,7 +151,7 @@ def _broadcast_backward(m, dev, n):
 
 def _train_step(m, dev, w):
     m.manual_seed(0)
-    model = _mlp(784, [w, w], 10, m.nn).to(dev)
+    model = _mlp(784, [w, w], 10, m.nn, dev)
     opt = m.optim.Adam(model.parameters(), lr=1e-3)
     x = m.randn(STEP_BATCH, 784, device=dev)
     y = m.randint(0, 10, (STEP_BATCH,), device=dev)
@@ -459,15 +461,33 @@ def write_json(path, results, suites, machine, settings) -> None:
 PLOT_MISSING = "--plot needs matplotlib: pip install 'gradcore[plot]'"
 
 
+def _pyplot():
+    """matplotlib's pyplot, drawing to files (Agg); ImportError without matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_unavailable_reason() -> str | None:
+    """None when :func:`plot` can draw, else why not (``PLOT_MISSING`` and the import's
+    error): ``gradcore bench --plot`` asks before its sweep, not after it."""
+    try:
+        _pyplot()
+    except Exception as exc:  # noqa: BLE001 - ImportError, or a broken install raising anything
+        return f"{PLOT_MISSING} ({exc})"
+    return None
+
+
 def plot(path, results, suites, machine) -> bool:
     """A log-log PNG of time against size, one panel per suite, a line per device (and
     torch), the crossover marked. False (and nothing written) without matplotlib."""
     try:
-        import matplotlib
+        plt = _pyplot()
     except ImportError:
         return False
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     width = max(6.5, 4.5 * len(suites))  # room for the title over a single panel
     fig, axes = plt.subplots(1, len(suites), figsize=(width, 4), squeeze=False)

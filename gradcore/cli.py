@@ -2,12 +2,13 @@
 ``gradcore compare`` (CPU against GPU backward time) and ``gradcore bench`` (CPU-against-GPU
 sweeps, ``gradcore/benchmark.py``).
 
-``python -m gradcore`` is the same command.
+``python -m gradcore`` is the same command; ``gradcore`` alone prints its usage.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -61,7 +62,9 @@ def _widths(text):
 
 def _parser():
     p = _Parser(prog="gradcore", description="gradcore: PyTorch-style autograd on NumPy/CuPy")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    # not required=True: without a command, main() prints the whole help (what each
+    # command does), not argparse's one line naming the missing argument
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
     t = sub.add_parser("train", help="train an MLP on scikit-learn's handwritten digits")
     t.add_argument("--device", default=None,
                    help="cpu, cuda or cuda:N (default: GRADCORE_DEVICE, else the best available)")
@@ -75,7 +78,8 @@ def _parser():
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--save", default=None, metavar="PATH",
                    help="save the model and optimizer state (safetensors) to PATH")
-    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (there is none when stderr is not a terminal)")
     c = sub.add_parser("compare", help="time an MLP backward pass on the CPU and on the GPU")
     c.add_argument("--batch-size", type=_positive_int, default=256)
     c.add_argument("--width", type=_positive_int, default=512)
@@ -85,10 +89,12 @@ def _parser():
                    default="all")
     b.add_argument("--sizes", type=_widths, default=None,
                    help="sizes, comma separated (default: each suite's own sweep)")
-    b.add_argument("--devices", type=_devices, default=["cpu", "cuda"],
-                   help="comma separated: cpu, cuda, cuda:N (default: cpu,cuda)")
+    b.add_argument("--devices", type=_devices, default=None,
+                   help="comma separated: cpu, cuda, cuda:N; each must be usable (default: "
+                        "the CPU, and the GPU when one is usable)")
     b.add_argument("--repeat", type=_positive_int, default=10)
-    b.add_argument("--compare-torch", action="store_true", help="also time PyTorch on the CPU")
+    b.add_argument("--compare-torch", action="store_true",
+                   help="also time PyTorch, on each device it can use")
     b.add_argument("--json", default=None, metavar="PATH", help="write the results to PATH")
     b.add_argument("--plot", default=None, metavar="PATH", help="write a PNG to PATH")
     b.add_argument("--no-progress", action="store_true", help="no progress lines")
@@ -107,7 +113,7 @@ def _devices(text):
             gc.device(name)
         except (ValueError, TypeError) as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
-    return list(dict.fromkeys(names))
+    return names
 
 
 # ---- data ------------------------------------------------------------------------------------
@@ -127,12 +133,14 @@ def load_digits_split(seed: int):
     return (x[order[:cut]], y[order[:cut]]), (x[order[cut:]], y[order[cut:]])
 
 
-def build_model(n_in: int, hidden: list[int], n_out: int):
+def build_model(n_in: int, hidden: list[int], n_out: int, device=None):
+    """The MLP, its parameters made on ``device`` (not on the default device and then
+    moved: ``--device cpu`` works whatever ``GRADCORE_DEVICE`` says)."""
     layers = []
     for width in hidden:
-        layers += [gc.nn.Linear(n_in, width), gc.nn.ReLU()]
+        layers += [gc.nn.Linear(n_in, width, device=device), gc.nn.ReLU()]
         n_in = width
-    layers.append(gc.nn.Linear(n_in, n_out))
+    layers.append(gc.nn.Linear(n_in, n_out, device=device))
     return gc.nn.Sequential(*layers)
 
 
@@ -144,7 +152,9 @@ def _optimizer(name, params, lr):
 
 
 def _progress(total, desc, enabled):
-    if not enabled:
+    """A tqdm bar on stderr, only when stderr is a terminal (in a log or a pipe a bar is a
+    fragment per update) and tqdm is installed; the epoch lines on stdout say the rest."""
+    if not (enabled and sys.stderr is not None and sys.stderr.isatty()):
         return None
     try:
         from tqdm import tqdm
@@ -167,11 +177,19 @@ def evaluate(model, x, y, batch_size=512):
 
 
 def _device(spec):
+    """The device ``--device`` names, else the default one (``GRADCORE_DEVICE``); either
+    must be usable: the error names where the device came from and why it cannot be used."""
     try:
-        dev = gc.device(spec) if spec else gc.get_default_device()
+        dev = gc.get_default_device() if spec is None else gc.device(spec)
         dev.math  # noqa: B018  (an unusable CUDA device raises here, saying why)
     except (ValueError, TypeError, gc.backend.CudaUnavailableError) as exc:
-        raise OptionError(f"gradcore train: --device {spec}: {exc}") from None
+        if spec is not None:
+            source = f"--device {spec}"
+        elif "GRADCORE_DEVICE" in os.environ:
+            source = f"GRADCORE_DEVICE={os.environ['GRADCORE_DEVICE']} (or pass --device)"
+        else:  # set in-process by gc.set_default_device
+            source = "the default device"
+        raise OptionError(f"gradcore train: {source}: {exc}") from None
     return dev
 
 
@@ -179,7 +197,7 @@ def train(args) -> int:
     device = _device(args.device)
     (xtr, ytr), (xte, yte) = load_digits_split(args.seed)
     gc.manual_seed(args.seed)
-    model = build_model(xtr.shape[1], args.hidden, 10).to(device)
+    model = build_model(xtr.shape[1], args.hidden, 10, device)
     opt = _optimizer(args.optimizer, model.parameters(), args.lr)
     loss_fn = gc.nn.CrossEntropyLoss()
     x_train, y_train = gc.tensor(xtr, device=device), gc.tensor(ytr, device=device)
@@ -241,7 +259,7 @@ def _save(model, opt, args, epoch):
 # ---- compare ---------------------------------------------------------------------------------
 def _backward_time(device, batch, width, repeat):
     gc.manual_seed(0)
-    model = build_model(784, [width, width], 10).to(device)
+    model = build_model(784, [width, width], 10, device)
     x = gc.randn(batch, 784, device=device)
     y = gc.randint(0, 10, (batch,), device=device)
     loss_fn = gc.nn.CrossEntropyLoss()
@@ -285,13 +303,12 @@ def bench(args) -> int:
                               (args.compare_torch, "--compare-torch")):
             if given:
                 raise OptionError(f"gradcore bench: --profile cannot be combined with {option}")
-    devices = [gc.device(d) for d in args.devices if gc.device(d).type == "cpu"]
-    if any(gc.device(d).type == "cuda" for d in args.devices):
-        if gc.cuda.is_available():
-            devices += [gc.device(d) for d in args.devices if gc.device(d).type == "cuda"]
-        else:
-            print(f"no GPU found ({gc.cuda.unavailable_reason()}): running the CPU side only")
-            devices = devices or [gc.device("cpu")]
+    # what a sweep needs is checked before it runs, not found missing after it
+    if args.plot:
+        missing = benchmark.plot_unavailable_reason()
+        if missing:
+            raise OptionError(f"gradcore bench: {missing}")
+    devices = _bench_devices(args.devices)
     if args.profile:
         return _bench_profile(benchmark, suites, devices, args.sizes)
     compare_torch = args.compare_torch
@@ -315,11 +332,32 @@ def bench(args) -> int:
         benchmark.write_json(args.json, results, suites, machine, settings)
         print(f"wrote {args.json}")
     if args.plot:
-        if benchmark.plot(args.plot, results, suites, machine):
-            print(f"wrote {args.plot}")
-        else:
-            print(benchmark.PLOT_MISSING)
+        if not benchmark.plot(args.plot, results, suites, machine):  # checked above
+            print(f"gradcore bench: {benchmark.PLOT_MISSING}", file=sys.stderr)
+            return 1
+        print(f"wrote {args.plot}")
     return 0
+
+
+def _bench_devices(names):
+    """The devices ``gradcore bench`` times. Named with ``--devices``, each must be usable:
+    one that is not is an error naming it and why. By default, the CPU and, when one is
+    usable, the GPU (one line says why not otherwise)."""
+    if names is None:
+        if gc.cuda.is_available():
+            return [gc.device("cpu"), gc.device("cuda")]
+        print(f"no GPU found ({gc.cuda.unavailable_reason()}): running the CPU side only")
+        return [gc.device("cpu")]
+    devices = []
+    for name in names:
+        dev = gc.device(name)
+        try:
+            dev.math  # noqa: B018  (an unusable CUDA device raises here, saying why)
+        except gc.backend.CudaUnavailableError as exc:
+            raise OptionError(f"gradcore bench: --devices {name}: {exc}") from None
+        if dev not in devices:  # cuda and cuda:0 are one device
+            devices.append(dev)
+    return devices
 
 
 def _bench_profile(benchmark, suites, devices, sizes) -> int:
@@ -341,8 +379,12 @@ def _bench_profile(benchmark, suites, devices, sizes) -> int:
 
 
 def main(argv=None) -> int:
+    parser = _parser()
     try:
-        args = _parser().parse_args(argv)
+        args = parser.parse_args(argv)
+        if args.command is None:  # `gradcore` alone: the usage, as for a missing argument
+            parser.print_help(sys.stderr)
+            return 2
         if args.command == "train":
             return train(args)
         if args.command == "bench":

@@ -137,32 +137,93 @@ class NegativeDimensionError(RuntimeError, ValueError):
     does."""
 
 
-def _size(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = size[0]
-    shape = tuple(int(s) for s in size)
+def _as_int(v):
+    """``v`` as an int where PyTorch takes one (an int, a NumPy integer, a 0-d integer
+    tensor), else None: a float or a bool is never silently truncated."""
+    if type(v) is int:
+        return v
+    if isinstance(v, Tensor):
+        d = v._data
+        return int(v.item()) if d.ndim == 0 and d.dtype.kind in "iu" else None
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return int(v)
+    return None
+
+
+def _type_name(v):
+    t = type(v)
+    return t.__name__ if t.__module__ in ("builtins", "gradcore.tensor") else \
+        f"{t.__module__.split('.')[0]}.{t.__name__}"
+
+
+def _size(size, name="", size_kw=None):
+    """A factory's size, as PyTorch takes it: ``2, 3``, ``(2, 3)``, ``[2, 3]`` or the
+    keyword ``size=(2, 3)``; anything but ints is PyTorch's TypeError, naming ``name``."""
+    if size_kw is not None:
+        if size:
+            raise TypeError(f"{name}() got multiple values for argument 'size'")
+        if not isinstance(size_kw, (tuple, list)):
+            raise TypeError(f"{name}(): argument 'size' must be tuple of ints, not "
+                            f"{_type_name(size_kw)}")
+        seq, varargs = size_kw, False
+    elif len(size) == 1 and isinstance(size[0], (tuple, list)):
+        seq, varargs = size[0], False
+    elif not size:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
+    else:
+        seq, varargs = size, True
+    shape = []
+    for i, d in enumerate(seq):
+        n = _as_int(d)
+        if n is None:
+            if varargs and len(seq) == 1:
+                raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of "
+                                f"ints, not {_type_name(d)}")
+            if varargs:
+                raise TypeError(f"{name}(): argument 'size' failed to unpack the object at pos "
+                                f"{i + 1} with error \"type must be tuple of ints,but got "
+                                f"{_type_name(d)}\"")
+            raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, "
+                            f"but found element of type {_type_name(d)} at pos {i}")
+        shape.append(n)
     for d in shape:
         if d < 0:  # checked here: CuPy and NumPy word it differently
             raise NegativeDimensionError(
-                f"Trying to create tensor with negative dimension {d}: {list(shape)}")
-    return shape
+                f"Trying to create tensor with negative dimension {d}: {shape}")
+    return tuple(shape)
 
 
-def _factory(fill):
-    def factory(*size, dtype=None, device=None, requires_grad=False):
-        shape = _size(size)
+def _factory(name, fill, doc):
+    def factory(*size, size_=None, dtype=None, device=None, requires_grad=False):
+        shape = _size(size, name, size_)
         npd = _np_dtype(dtype) or dtypes.default_float.np
         arr = fill(_dev(device).math, shape, npd)
         return _finish(arr, requires_grad)
-    return factory
+    return _with_size_keyword(factory, name, doc)
 
 
-zeros = _factory(lambda m, s, d: m.zeros(s, dtype=d))
-zeros.__name__, zeros.__doc__ = "zeros", "A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."
-ones = _factory(lambda m, s, d: m.ones(s, dtype=d))
-ones.__name__, ones.__doc__ = "ones", "A tensor of ones."
-empty = _factory(lambda m, s, d: m.empty(s, dtype=d))
-empty.__name__, empty.__doc__ = "empty", "An uninitialized tensor."
+def _with_size_keyword(impl, name, doc):
+    """``impl`` as the public ``name(*size, size=None, ...)``: Python cannot spell a
+    keyword named like the varargs, so it is renamed on the way in; an unknown keyword
+    names the public function, as PyTorch's message does."""
+    allowed = ("dtype", "device", "requires_grad")
+
+    def public(*size, **kwargs):
+        if "size" in kwargs:
+            kwargs["size_"] = kwargs.pop("size")
+        for k in kwargs:
+            if k not in allowed and k != "size_":
+                raise TypeError(f"{name}() got an unexpected keyword argument '{k}'")
+        return impl(*size, **kwargs)
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = doc
+    return public
+
+
+zeros = _factory("zeros", lambda m, s, d: m.zeros(s, dtype=d),
+                 "A tensor of zeros: ``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``.")
+ones = _factory("ones", lambda m, s, d: m.ones(s, dtype=d), "A tensor of ones.")
+empty = _factory("empty", lambda m, s, d: m.empty(s, dtype=d), "An uninitialized tensor.")
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -174,7 +235,10 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> T
             dtype = dtypes.int64
         else:
             dtype = dtypes.default_float
-    shape = _size((size,)) if isinstance(size, (tuple, list)) else (int(size),)
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{_type_name(size)}")
+    shape = _size((size,), "full")
     arr = _dev(device).math.full(shape, fill_value, dtype=_np_dtype(dtype))
     return _finish(arr, requires_grad)
 
@@ -196,13 +260,27 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     npd = _np_dtype(dtype) or dtypes.default_float.np
-    arr = _dev(device).math.linspace(start, end, int(steps), dtype=np.float64).astype(npd)
+    n = _as_int(steps)
+    if n is None:
+        raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not "
+                        f"{_type_name(steps)}")
+    if n < 0:
+        raise RuntimeError("linspace(): number of steps must be non-negative")
+    arr = _dev(device).math.linspace(start, end, n, dtype=np.float64).astype(npd)
     return _finish(arr, requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """The identity matrix (``n`` x ``m``)."""
     npd = _np_dtype(dtype) or dtypes.default_float.np
+    for name, pos, v in (("n", 1, n), ("m", 2, m)):
+        if v is not None and _as_int(v) is None:
+            raise TypeError(f"eye(): argument '{name}' (position {pos}) must be int, not "
+                            f"{_type_name(v)}")
+    n, m = _as_int(n), (None if m is None else _as_int(m))
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"eye(): {name} must be greater or equal to 0, got {v}")
     return _finish(_dev(device).math.eye(n, m, dtype=npd), requires_grad)
 
 
@@ -221,36 +299,68 @@ def seed_generator() -> np.random.Generator:
     return _rng
 
 
-def _random(sample):
-    def factory(*size, dtype=None, device=None, requires_grad=False):
-        shape = _size(size)
-        npd = _np_dtype(dtype) or dtypes.default_float.np
-        host = sample(shape).astype(npd)
+def _random(name, sample, kernel, doc):
+    def factory(*size, size_=None, dtype=None, device=None, requires_grad=False):
+        shape = _size(size, name, size_)
+        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.default_float
+        if not dt.is_floating_point:  # PyTorch has no integer normal or uniform samples
+            raise NotImplementedError(f'"{kernel}" not implemented for '
+                                      f"'{dtypes.torch_name(dt)}' ({name}() samples floating "
+                                      f"point dtypes only; use randint for integers)")
+        host = sample(shape).astype(dt.np)
         dev = _dev(device)
         return _finish(dev.asarray(host) if dev.type != "cpu" else host, requires_grad)
-    return factory
+    return _with_size_keyword(factory, name, doc)
 
 
-randn = _random(lambda s: _rng.standard_normal(s))
-randn.__name__, randn.__doc__ = "randn", "Samples of the standard normal distribution."
-rand = _random(lambda s: _rng.random(s))
-rand.__name__, rand.__doc__ = "rand", "Samples of the uniform distribution on [0, 1)."
+randn = _random("randn", lambda s: _rng.standard_normal(s), "normal",
+                "Samples of the standard normal distribution.")
+rand = _random("rand", lambda s: _rng.random(s), "uniform",
+               "Samples of the uniform distribution on [0, 1).")
+
+_MISSING = object()
 
 
-def randint(low, high=None, size=None, *, dtype=None, device=None) -> Tensor:
-    """Random integers in ``[low, high)`` of ``size`` (int64)."""
-    if high is None:
-        low, high = 0, low
-    if size is None:
-        raise TypeError("randint() missing required argument 'size'")
-    host = _rng.integers(low, high, size=tuple(size)).astype(_np_dtype(dtype) or np.int64)
+def randint(*args, low=_MISSING, high=_MISSING, size=_MISSING, dtype=None, device=None,
+            requires_grad=False) -> Tensor:
+    """Random integers in ``[low, high)`` of ``size`` (int64), as PyTorch's
+    ``randint(high, size)`` and ``randint(low, high, size)``."""
+    names = ("low", "high", "size") if len(args) + (high is not _MISSING) + \
+        (size is not _MISSING) + (low is not _MISSING) >= 3 else ("high", "size")
+    given = dict(zip(names, args))
+    if len(args) > len(names):
+        raise TypeError(f"randint() takes at most 3 positional arguments ({len(args)} given)")
+    for k, v in (("low", low), ("high", high), ("size", size)):
+        if v is not _MISSING:
+            if k in given:
+                raise TypeError(f"randint() got multiple values for argument '{k}'")
+            given[k] = v
+    if "high" not in given or "size" not in given:
+        missing = [k for k in ("high", "size") if k not in given]
+        raise TypeError(f"randint() missing required argument '{missing[0]}' (randint(high, "
+                        f"size) or randint(low, high, size))")
+    lo, hi = given.get("low", 0), given["high"]
+    for k, v, pos in (("low", lo, 1), ("high", hi, 2 if "low" in given else 1)):
+        if _as_int(v) is None:
+            raise TypeError(f"randint(): argument '{k}' (position {pos}) must be int, not "
+                            f"{_type_name(v)}")
+    lo, hi = _as_int(lo), _as_int(hi)
+    sz = given["size"]
+    if not isinstance(sz, (tuple, list)):
+        raise TypeError(f"randint(): argument 'size' must be tuple of ints, not "
+                        f"{_type_name(sz)}")
+    shape = _size((sz,), "randint")
+    if lo >= hi:
+        raise RuntimeError(f"randint(): expects 'low' to be less than 'high', but got "
+                           f"low={lo} >= high={hi}")
+    host = _rng.integers(lo, hi, size=shape).astype(_np_dtype(dtype) or np.int64)
     dev = _dev(device)
-    return _wrap(dev.asarray(host) if dev.type != "cpu" else host)
+    return _finish(dev.asarray(host) if dev.type != "cpu" else host, requires_grad)
 
 
 def _like(factory):
     def like(t, *, dtype=None, device=None, requires_grad=False):
-        return factory(*t.shape, dtype=dtype or t.dtype, device=device or t.device,
+        return factory(tuple(t.shape), dtype=dtype or t.dtype, device=device or t.device,
                        requires_grad=requires_grad)
     return like
 

@@ -59,6 +59,16 @@ int32 = DType("int32", np.int32, 1)
 int64 = DType("int64", np.int64, 1)
 bool_ = DType("bool", np.bool_, 0)
 
+# PyTorch's names of the scalar types, for the messages that quote them ("... for 'Bool'")
+_TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char",
+                "uint8": "Byte", "int16": "Short", "int32": "Int", "int64": "Long",
+                "bool": "Bool"}
+
+
+def torch_name(dt) -> str:
+    """PyTorch's name of a dtype's scalar type: ``Float``, ``Long``, ``Bool``..."""
+    return _TORCH_NAMES.get(to_dtype(dt).name, str(dt))
+
 
 _ALL = (float16, float32, float64, int8, uint8, int16, int32, int64, bool_)
 _BY_NP: dict[np.dtype, DType] = {d.np: d for d in _ALL}

@@ -7,6 +7,9 @@ function in :mod:`gradcore.ops`, bound here as a method.
 
 from __future__ import annotations
 
+import threading
+import warnings
+
 import numpy as np
 
 from . import backend, dtypes
@@ -18,6 +21,36 @@ __all__ = ["Tensor"]
 
 _new = object.__new__
 _ndarray = np.ndarray
+_accum_lock = threading.Lock()  # creation of a leaf's AccumulateGrad node
+
+
+_NONLEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+    "instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
+
+
+class _UnsetGrad:
+    """``Tensor.grad`` while a tensor has none: None, with PyTorch's warning for a
+    non-leaf that does not retain its gradient.
+
+    A non-data descriptor: once ``.grad`` is assigned it lives in the instance's
+    ``__dict__``, which Python reads first, so no code runs when a gradient is there;
+    only reads of an unset ``.grad`` come here. (CPython 3.11 does not specialize a read
+    or write through a class-level descriptor, which costs a set ``.grad`` of a plain
+    tensor about 15 ns a read; ``Parameter``, the optimizers' case, keeps a plain
+    ``None`` default and pays nothing.)
+    """
+
+    def __get__(self, t, owner=None):
+        if t is None:
+            return self
+        fn = t.grad_fn
+        if fn is not None and (fn._retains is None or t._out_nr not in fn._retains):
+            warnings.warn(_NONLEAF_GRAD, UserWarning, stacklevel=2)
+        return None
 
 
 class Tensor:
@@ -32,7 +65,7 @@ class Tensor:
     """
 
     # Class-level defaults keep the per-op cost of a new tensor to a few attribute writes.
-    grad = None
+    grad = _UnsetGrad()  # None until assigned (the warning of a non-leaf's unset .grad)
     grad_fn = None
     _rg = False            # requires_grad
     _out_nr = 0            # which output of grad_fn this tensor is
@@ -111,9 +144,15 @@ class Tensor:
         # back to this tensor weakly, so no reference cycle keeps either alive.
         node = self._accum
         if node is None:
-            node = self._accum = AccumulateGrad(self)
-            if self._leaf_hooks is not None:
-                node._pre_hooks = self._leaf_hooks
+            # Once per leaf, under a lock: two threads building graphs on a new leaf at
+            # once must share one node (and so one lock around .grad).
+            with _accum_lock:
+                node = self._accum
+                if node is None:
+                    node = AccumulateGrad(self)
+                    if self._leaf_hooks is not None:
+                        node._pre_hooks = self._leaf_hooks
+                    self._accum = node
         return node
 
     def retain_grad(self) -> None:
@@ -179,7 +218,17 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return self._data.shape
-        return self._data.shape[dim]
+        shape = self._data.shape
+        if type(dim) is int:
+            try:
+                return shape[dim]  # (negative dims wrap as PyTorch's do)
+            except IndexError:
+                pass
+        from .ops._core import int_arg, normalize_dim
+        if not shape:
+            raise IndexError(f"Dimension specified as {int_arg(dim, 'size')} but tensor has "
+                             "no dimensions")
+        return shape[normalize_dim(dim, len(shape), "size")]
 
     @property
     def ndim(self) -> int:
@@ -261,9 +310,13 @@ class Tensor:
         return self._data.__dlpack_device__()
 
     def __float__(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return float(self.item())
 
     def __int__(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self.item())
 
     def __index__(self):
@@ -274,9 +327,17 @@ class Tensor:
 
     def __bool__(self):
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self._data.size} elements is "
-                               "ambiguous")
+            raise RuntimeError("Boolean value of Tensor with " +
+                               ("no values" if self._data.size == 0 else "more than one value")
+                               + " is ambiguous")
         return bool(self.item())
+
+    def __format__(self, spec):
+        # PyTorch's rule: a 0-d tensor formats its value (f"{loss:.4f}"); any other
+        # tensor takes object's, which accepts only the empty spec (str(t))
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
 
     @property
     def data(self) -> Tensor:
@@ -372,6 +433,11 @@ class Parameter(Tensor):
     >>> w.requires_grad, w.is_leaf
     (True, True)
     """
+
+    # Always a leaf: a plain default, so that reading .grad (twice a step per parameter
+    # in every optimizer) stays a specialized attribute read (CPython 3.11 does not
+    # specialize reads through a class-level descriptor such as Tensor's).
+    grad = None
 
     def __init__(self, data=None, requires_grad=True):
         if data is None:

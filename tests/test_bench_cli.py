@@ -1,8 +1,12 @@
-"""``gradcore bench``: every suite at tiny sizes, its table, JSON, plot and options."""
+"""``gradcore bench``: every suite at tiny sizes, its table, JSON, plot and options; and
+``gradcore`` alone (its usage)."""
 
 import importlib.util
 import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -12,12 +16,27 @@ from gradcore import benchmark, cli
 TINY = {"mlp": "8,16", "pointwise": "16,64", "broadcast": "8,32", "step": "8,16"}
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+REASON = "no CUDA device found (the driver reports 0 GPUs)"
+
+
+def cuda_unusable(monkeypatch, reason=REASON):
+    """CUDA unusable for ``reason`` until the test ends, whatever this machine has (a GPU,
+    the stand-in or neither): the probe's answer is replaced and what it cached forgotten."""
+    monkeypatch.setattr(gc.backend, "_probe_cuda", lambda: (None, reason))
+    monkeypatch.setattr(gc.backend, "_cuda_maths", {})
+    for dev in list(gc.backend._devices.values()):
+        if dev.type == "cuda":
+            monkeypatch.setattr(dev, "_math", None)
+    assert not gc.cuda.is_available() and gc.cuda.unavailable_reason() == reason
 
 
 def _bench(tmp_path, suite, *extra, devices="cpu"):
+    """Run ``gradcore bench`` on tiny sizes (``devices=None``: the default devices)."""
     path = tmp_path / f"{suite}.json"
-    argv = ["bench", "--suite", suite, "--sizes", TINY.get(suite, "8,16"), "--devices",
-            devices, "--repeat", "2", "--json", str(path), "--no-progress", *extra]
+    argv = ["bench", "--suite", suite, "--sizes", TINY.get(suite, "8,16"), "--repeat", "2",
+            "--json", str(path), "--no-progress", *extra]
+    if devices is not None:
+        argv += ["--devices", devices]
     assert cli.main(argv) == 0
     return path
 
@@ -28,7 +47,7 @@ def _rows(out, suite):
 
 @pytest.mark.parametrize("suite", ["mlp", "pointwise", "broadcast", "step"])
 def test_each_suite_prints_a_table_and_writes_json(suite, tmp_path, capsys):
-    path = _bench(tmp_path, suite, devices="cpu,cuda")
+    path = _bench(tmp_path, suite, devices=None)  # the default: the CPU, and a usable GPU
     out = capsys.readouterr().out
     gpu = gc.cuda.is_available()  # a real GPU: make gpu-test on a lent machine
     if not gpu:
@@ -114,15 +133,116 @@ def test_table_sets_torch_beside_gradcore_on_each_device():
     assert row[6:] == ["4.00x", "2.00", "ms", "2.00x", "500.0", "us", "2.00x"]
 
 
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed (the plot extra): "
+                    "test_plot_without_matplotlib_stops_before_the_sweep covers that")
 def test_plot(tmp_path, capsys):
     png = tmp_path / "bench.png"
     _bench(tmp_path, "pointwise", "--plot", str(png))
-    out = capsys.readouterr().out
-    if not HAS_MATPLOTLIB:
-        assert benchmark.PLOT_MISSING in out and not png.exists()
-        assert "gradcore[plot]" in out
-        pytest.skip("matplotlib is not installed: only the one-line message is checked")
+    assert f"wrote {png}" in capsys.readouterr().out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _no_sweep(*args, **kwargs):
+    raise AssertionError("the sweep ran")
+
+
+def test_plot_without_matplotlib_stops_before_the_sweep(tmp_path, capsys, monkeypatch):
+    """--plot without matplotlib: one line, exit status 2, before any timing (not the whole
+    sweep, then nothing written and status 0); --json is not written either."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    monkeypatch.setattr(benchmark, "run", _no_sweep)
+    assert benchmark.plot_unavailable_reason().startswith(benchmark.PLOT_MISSING)
+    png, path = tmp_path / "bench.png", tmp_path / "bench.json"
+    assert cli.main(["bench", "--suite", "pointwise", "--sizes", "16", "--devices", "cpu",
+                     "--json", str(path), "--plot", str(png)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"gradcore bench: {benchmark.PLOT_MISSING} (")
+    assert "matplotlib" in captured.err and "gradcore[plot]" in captured.err
+    assert not png.exists() and not path.exists()
+
+
+def test_plot_failing_after_the_sweep_is_an_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(benchmark, "plot_unavailable_reason", lambda: None)
+    monkeypatch.setattr(benchmark, "plot", lambda *args: False)
+    png = tmp_path / "bench.png"
+    assert cli.main(["bench", "--suite", "broadcast", "--sizes", "8", "--devices", "cpu",
+                     "--repeat", "1", "--no-progress", "--plot", str(png)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"gradcore bench: {benchmark.PLOT_MISSING}\n"
+    assert "wrote" not in captured.out
+
+
+@pytest.mark.parametrize("devices", ["cuda", "cuda:0", "cpu,cuda"])
+@pytest.mark.parametrize("profile", [[], ["--profile"]])
+def test_devices_named_but_unusable_is_an_error(devices, profile, capsys, monkeypatch):
+    """A GPU named with --devices that cannot be used: one line naming it and why, exit
+    status 2, nothing timed (not the CPU alone, quietly, with status 0)."""
+    cuda_unusable(monkeypatch)
+    monkeypatch.setattr(benchmark, "run", _no_sweep)
+    monkeypatch.setattr(benchmark, "profile_suite", _no_sweep)
+    assert cli.main(["bench", "--suite", "broadcast", "--sizes", "8", "--devices", devices,
+                     *profile]) == 2
+    captured = capsys.readouterr()
+    name = devices.split(",")[-1]
+    assert captured.out == ""
+    assert captured.err == (f"gradcore bench: --devices {name}: CUDA was requested but "
+                            f"cannot be used: {REASON}\n")
+
+
+def test_default_devices_without_a_gpu_time_the_cpu(capsys, monkeypatch):
+    """Without --devices, no usable GPU is no error: one line says why, the CPU is timed."""
+    cuda_unusable(monkeypatch)
+    assert cli.main(["bench", "--suite", "broadcast", "--sizes", "8", "--repeat", "1",
+                     "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"no GPU found ({REASON}): running the CPU side only\n")
+    assert [r[:2] for r in _rows(out, "broadcast")] == [["broadcast", "8"]]
+
+
+def test_devices_beyond_the_gpus_there_are(standin, capsys, monkeypatch):
+    monkeypatch.setattr(benchmark, "run", _no_sweep)
+    assert cli.main(["bench", "--devices", "cpu,cuda:1"]) == 2
+    assert capsys.readouterr().err == ("gradcore bench: --devices cuda:1: cuda:1 requested "
+                                       "but only 1 CUDA device(s) exist\n")
+
+
+def test_devices_name_one_device_once(standin, tmp_path, capsys):
+    path = _bench(tmp_path, "broadcast", devices="cuda,cpu,cuda:0")
+    doc = json.loads(path.read_text())
+    assert doc["settings"]["devices"] == ["cuda", "cpu"]
+    assert sorted(r["device"] for r in doc["results"]) == ["cpu", "cpu", "cuda", "cuda"]
+
+
+def test_bench_ignores_an_unusable_gradcore_device(tmp_path, capsys, monkeypatch):
+    """GRADCORE_DEVICE picks the default device, which bench does not time: an unusable
+    one does not stop a CPU sweep (the models are made on the devices timed)."""
+    cuda_unusable(monkeypatch)
+    monkeypatch.setenv("GRADCORE_DEVICE", "cuda")
+    gc.set_default_device(None)  # re-read GRADCORE_DEVICE (the fixtures restore it)
+    for suite in ("mlp", "step"):
+        path = _bench(tmp_path, suite, devices="cpu")
+        assert {r["device"] for r in json.loads(path.read_text())["results"]} == {"cpu"}
+
+
+def test_no_command_prints_the_usage(capsys):
+    """``gradcore`` alone: the usage and what each command does, on stderr, exit status 2
+    (argparse's status for a missing argument), nothing on stdout."""
+    assert cli.main([]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("usage: gradcore [-h] {train,compare,bench} ...\n")
+    for command in ("train", "compare", "bench"):
+        assert re.search(rf"^\s+{command}\s+\S", captured.err, flags=re.M), command
+
+
+def test_python_dash_m_gradcore_alone_prints_the_usage():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
+    out = subprocess.run([sys.executable, "-m", "gradcore"], capture_output=True, text=True,
+                         timeout=120, cwd=root, env=env)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("usage: gradcore") and "bench" in out.stderr
 
 
 def test_progress_lines(tmp_path, capsys, monkeypatch):

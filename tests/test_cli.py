@@ -1,19 +1,26 @@
 """The main job: ``gradcore train`` (and ``gradcore compare``), run in-process."""
 
+import importlib.util
 import re
+import sys
+import types
 
 import pytest
+from test_bench_cli import REASON, cuda_unusable
 
 import gradcore as gc
 from gradcore import cli
 
-pytest.importorskip("sklearn", reason="gradcore train needs scikit-learn (the examples extra)")
+# the tests that train; those of options and devices fail before the data is read
+needs_sklearn = pytest.mark.skipif(importlib.util.find_spec("sklearn") is None,
+                                   reason="gradcore train needs scikit-learn (the examples extra)")
 
 
 def _accuracies(out):
     return [float(a) for a in re.findall(r"test accuracy\s+([\d.]+)%", out)]
 
 
+@needs_sklearn
 def test_default_training_reaches_97_percent(capsys):
     assert cli.main(["train", "--no-progress"]) == 0
     out = capsys.readouterr().out
@@ -23,6 +30,7 @@ def test_default_training_reaches_97_percent(capsys):
     assert len(_accuracies(out)) == 31   # one line per epoch, and the final one
 
 
+@needs_sklearn
 def test_same_seed_same_result_on_the_cpu(capsys):
     args = ["train", "--epochs", "3", "--seed", "5", "--no-progress", "--hidden", "32"]
     cli.main(args)
@@ -46,14 +54,89 @@ def test_bad_options_give_one_line(argv, message, capsys):
     assert err.count("\n") == 1 and message in err and "Traceback" not in err
 
 
-def test_unusable_cuda_is_one_line(capsys):
-    if gc.cuda.is_available():
-        pytest.skip("a GPU is usable here")
+def test_unusable_cuda_is_one_line(capsys, monkeypatch):
+    cuda_unusable(monkeypatch)
     assert cli.main(["train", "--device", "cuda"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "CuPy" in err
+    assert capsys.readouterr().err == ("gradcore train: --device cuda: CUDA was requested but "
+                                       f"cannot be used: {REASON}\n")
 
 
+def test_a_gpu_beyond_those_there_are_is_one_line(standin, capsys):
+    assert cli.main(["train", "--device", "cuda:1"]) == 2
+    assert capsys.readouterr().err == ("gradcore train: --device cuda:1: cuda:1 requested but "
+                                       "only 1 CUDA device(s) exist\n")
+
+
+@pytest.mark.parametrize("value, why", [
+    ("cuda", f"CUDA was requested but cannot be used: {REASON}"),
+    ("tpu", "unknown device 'tpu': expected 'cpu', 'cuda' or 'cuda:N'"),
+])
+def test_an_unusable_gradcore_device_is_named(value, why, capsys, monkeypatch):
+    """Without --device, train runs on GRADCORE_DEVICE's device: when that cannot be
+    used, the error names the variable and its value (it blamed "--device None")."""
+    cuda_unusable(monkeypatch)
+    monkeypatch.setenv("GRADCORE_DEVICE", value)
+    gc.set_default_device(None)  # re-read GRADCORE_DEVICE (the fixtures restore it)
+    assert cli.main(["train", "--no-progress"]) == 2
+    assert capsys.readouterr().err == \
+        f"gradcore train: GRADCORE_DEVICE={value} (or pass --device): {why}\n"
+
+
+@needs_sklearn
+def test_device_option_overrides_an_unusable_gradcore_device(capsys, monkeypatch):
+    """--device cpu trains on the CPU whatever GRADCORE_DEVICE says: the model is made on
+    the device asked for, not on the default one and then moved."""
+    cuda_unusable(monkeypatch)
+    monkeypatch.setenv("GRADCORE_DEVICE", "cuda")
+    gc.set_default_device(None)
+    assert cli.main(["train", "--device", "cpu", "--epochs", "1", "--hidden", "16",
+                     "--no-progress"]) == 0
+    assert "final test accuracy" in capsys.readouterr().out
+
+
+def test_compare_ignores_an_unusable_gradcore_device(capsys, monkeypatch):
+    cuda_unusable(monkeypatch)
+    monkeypatch.setenv("GRADCORE_DEVICE", "cuda")
+    gc.set_default_device(None)
+    assert cli.main(["compare", "--batch-size", "8", "--width", "16", "--repeat", "1"]) == 0
+    assert f"no GPU found ({REASON})" in capsys.readouterr().out
+
+
+class _Bar:
+    """A stand-in for tqdm's bar: records that one was made."""
+    made = []
+
+    def __init__(self, **kwargs):
+        _Bar.made.append(kwargs)
+
+    def set_postfix(self, **kwargs):
+        pass
+
+    def update(self, n):
+        pass
+
+    def close(self):
+        pass
+
+
+@needs_sklearn
+def test_progress_bar_only_when_stderr_is_a_terminal(capsys, monkeypatch):
+    """A bar's carriage-return fragments belong on a terminal, not in a log or a pipe."""
+    monkeypatch.setitem(sys.modules, "tqdm", types.SimpleNamespace(tqdm=_Bar))
+    monkeypatch.setattr(_Bar, "made", [])
+    args = ["train", "--epochs", "2", "--hidden", "16"]
+    assert cli.main(args) == 0  # stderr is pytest's capture: not a terminal
+    captured = capsys.readouterr()
+    assert _Bar.made == [] and captured.err == ""
+    assert len(_accuracies(captured.out)) == 3  # the epoch lines say what the bar would
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert cli.main(args) == 0
+    assert [bar["desc"] for bar in _Bar.made] == ["epoch 1/2", "epoch 2/2"]
+    assert cli.main([*args, "--no-progress"]) == 0
+    assert len(_Bar.made) == 2
+
+
+@needs_sklearn
 def test_save_writes_a_checkpoint_that_loads(tmp_path, capsys):
     path = tmp_path / "digits.safetensors"
     assert cli.main(["train", "--epochs", "1", "--no-progress", "--save", str(path)]) == 0
@@ -63,6 +146,7 @@ def test_save_writes_a_checkpoint_that_loads(tmp_path, capsys):
     assert ckpt["epoch"] == 1 and "state" in ckpt["optimizer"]
 
 
+@needs_sklearn
 def test_ctrl_c_stops_cleanly_and_saves_first(tmp_path, capsys, monkeypatch):
     path = tmp_path / "interrupted.safetensors"
     steps = {"n": 0}
@@ -89,6 +173,7 @@ def test_compare_says_when_there_is_no_gpu(capsys):
         assert "no GPU found" in out
 
 
+@needs_sklearn
 def test_training_on_the_cuda_path_matches_the_cpu(capsys):
     """gradcore train on the CUDA code path (the CuPy stand-in, gradcore's kernels on):
     the same losses and accuracies as on the CPU to the printed digits, and the host

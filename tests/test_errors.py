@@ -169,8 +169,15 @@ def test_gather_with_float_index_names_dtype(device):
 
 
 def test_sub_of_bool_tensors(device):
-    with _raises(RuntimeError, "bool", "logical_not"):
+    # PyTorch's two messages: two bool operands (a Python bool counts), or one
+    with _raises(RuntimeError, "two bool tensors", "logical_xor"):
         gc.tensor([True]) - gc.tensor([False])
+    with _raises(RuntimeError, "two bool tensors", "logical_xor"):
+        gc.tensor([True]) - True
+    with _raises(RuntimeError, "with a bool tensor", "logical_not"):
+        1 - gc.tensor([True])
+    with _raises(RuntimeError, "with a bool tensor", "logical_not"):
+        gc.ones(1) - gc.tensor([True])
 
 
 def test_integer_to_negative_power(device):
@@ -230,8 +237,11 @@ def test_dim_out_of_range_names_op_and_range(device, op):
 
 
 def test_repeated_dims(device):
-    with _raises(RuntimeError, "sum", "[0, 0]", "multiple times"):
+    # PyTorch's wording: "dim 0 appears multiple times in the list of dims"
+    with _raises(RuntimeError, "sum", "dim 0 appears multiple times in the list of dims"):
         gc.ones(2, 3).sum(dim=(0, 0))
+    with _raises(RuntimeError, "dim 1 appears multiple times"):
+        gc.ones(2, 3).sum(dim=(1, -1))
 
 
 def test_permute_errors(device):
@@ -420,7 +430,7 @@ def test_saved_tensor_modified_in_place_names_op(device):
 def test_item_and_bool_of_many_elements(device):
     with _raises(RuntimeError, "2 elements", "Scalar"):
         gc.ones(2).item()
-    with _raises(RuntimeError, "2 elements", "ambiguous"):
+    with _raises(RuntimeError, "more than one value", "ambiguous"):
         bool(gc.ones(2))
 
 

@@ -41,6 +41,36 @@ class FunctionCtx:
         self.materialize_grads = value
 
 
+def _expandable(shape, to):
+    """Whether ``shape`` broadcasts to ``to`` (PyTorch's ``is_expandable_to``)."""
+    if len(shape) > len(to):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(to)))
+
+
+def _validate_grad(g, meta, error):
+    """A gradient from user code made fit for the input ``meta`` = (shape, dtype, device)
+    describes, as PyTorch's engine does (``validate_outputs``): a gradient of a shape the
+    input broadcasts to is summed down to it (the input was broadcast), any other shape
+    raises ``error(message)``; another dtype is cast to the input's; another device
+    raises, except for a 0-d gradient, which is moved.
+    """
+    shape, dtype, device = meta
+    if g.shape != shape:
+        if not _expandable(shape, g.shape):
+            raise RuntimeError(error(f"got {list(g.shape)} but expected shape compatible "
+                                     f"with {list(shape)}"))
+        from ..ops.shape import sum_to
+        g = sum_to(g, shape)
+    if g.dtype != dtype:
+        g = g.to(dtype)
+    if g.device != device:
+        if g.ndim != 0:
+            raise RuntimeError(error(f"expected device {device} but got {g.device}"))
+        g = g.to(device)
+    return g
+
+
 class _FunctionNode(Node):
     fixed_outputs = False  # as many outputs as forward returned
 
@@ -65,27 +95,34 @@ class _FunctionNode(Node):
                 result = self.fn_cls.backward(self.ctx, *wrapped)
         if not isinstance(result, tuple):
             result = (result,)
-        n_in = len(self.input_slots)
-        if len(result) < n_in:
-            raise RuntimeError(f"function {self.name()} returned an incorrect number of "
-                               f"gradients (expected {n_in}, got {len(result)})")
+        n_args = self.n_args
+        if len(result) != n_args:
+            # extra Nones past the inputs are allowed, as in PyTorch
+            if len(result) < n_args or any(g is not None for g in result[n_args:]):
+                raise RuntimeError(f"function {self.name()} returned an incorrect number of "
+                                   f"gradients (expected {n_args}, got {len(result)})")
+        slots = self.input_slots
+        if len(slots) != n_args:  # a non-tensor input must get None
+            for pos, g in enumerate(result[:n_args]):
+                if g is not None and pos not in slots:
+                    raise RuntimeError(f"function {self.name()} returned a gradient different "
+                                       f"than None at position {pos + 1}, but the corresponding "
+                                       "forward input was not a Variable")
         out = []
-        for slot, shape in zip(self.input_slots, self.in_shapes):
+        for i, (slot, meta) in enumerate(zip(slots, self.in_meta)):
             g = result[slot]
             if g is None:
                 out.append(None)
                 continue
             if not isinstance(g, Tensor):
-                raise TypeError(f"{self.name()}.backward must return Tensors or None, got "
-                                f"{type(g).__name__}")
-            if tuple(g.shape) != tuple(shape):
-                try:
-                    import numpy as np
-                    np.broadcast_shapes(tuple(shape), tuple(g.shape))
-                except ValueError:
-                    raise RuntimeError(f"Function {self.name()} returned an invalid gradient at "
-                                       f"index {slot} - got {list(g.shape)} but expected shape "
-                                       f"compatible with {list(shape)}") from None
+                raise RuntimeError(f"Function {self.name()} returned an invalid gradient at "
+                                   f"index {i} - expected Variable or None (got "
+                                   f"{type(g).__name__})")
+            if self.next_functions[i][0] is None:  # no gradient wanted: PyTorch drops it
+                out.append(None)
+                continue
+            g = _validate_grad(g, meta, lambda msg, i=i: f"Function {self.name()} returned an "
+                               f"invalid gradient at index {i} - {msg}")
             out.append(g if F.tensor_mode else g._data)
         return tuple(out)
 
@@ -142,7 +179,8 @@ class Function:
         ctx._node = node
         inputs = [args[i] for i in tensor_slots]
         node.input_slots = tensor_slots
-        node.in_shapes = [t.shape for t in inputs]
+        node.n_args = len(args)
+        node.in_meta = [(t.shape, t.dtype, t.device) for t in inputs]
         node.next_functions = tuple(edge(t) for t in inputs)
         node.seq = new_seq()
         node.n_outputs = len(outs)

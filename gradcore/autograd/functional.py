@@ -42,6 +42,8 @@ def _root_grads(outputs, grad_outputs, create_graph):
         if g.device != out.device:
             raise RuntimeError(f"grad_output[{i}] is on {g.device} but output[{i}] is on "
                                f"{out.device}")
+        if g.dtype != out.dtype:  # PyTorch casts the root gradient to its output's dtype
+            g = g.to(out.dtype)
         grads.append(g if create_graph else g._data)
     return grads
 
@@ -127,10 +129,13 @@ def backward_to_inputs(output, root_grad, inputs, retain_graph, create_graph):
     grads = grad([output], inputs, [root_grad if isinstance(root_grad, Tensor) or
                                     root_grad is None else _wrap_arr(root_grad)],
                  retain_graph=retain_graph, create_graph=create_graph, allow_unused=True)
+    from .graph import grad_lock
     for t, g in zip(inputs, grads):
         if g is None:
             continue
-        t.grad = g if t.grad is None else t.grad + g
+        with grad_lock(t):
+            old = t.__dict__.get("grad")  # not t.grad: no warning for a non-leaf input
+            t.grad = g if old is None else old + g
 
 
 def _wrap_arr(a):

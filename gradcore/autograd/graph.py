@@ -11,6 +11,7 @@ build a differentiable graph.  The engine knows nothing about individual ops.
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 from heapq import heapify, heappop, heappush
 
@@ -153,13 +154,19 @@ new_seq = _sequence.__next__  # a node's sequence number: later than its inputs'
 
 
 class AccumulateGrad(Node):
-    """Sink of a leaf tensor that requires grad: adds what arrives into ``.grad``."""
+    """Sink of a leaf tensor that requires grad: adds what arrives into ``.grad``.
+
+    ``lock`` makes the read-modify-write of ``.grad`` atomic, so that backward passes
+    run at once from several threads into graphs sharing this leaf all land (one
+    uncontended acquire per leaf per backward; NumPy drops the GIL inside ``+=``).
+    """
 
     is_sink = True
 
     def __init__(self, variable):
         self._variable = weakref.ref(variable)  # the leaf holds this node, not vice versa
         self.seq = -new_seq()  # leaves run last (below every op's node)
+        self.lock = threading.Lock()
 
     @property
     def variable(self):
@@ -170,36 +177,41 @@ class AccumulateGrad(Node):
         raise RuntimeError("AccumulateGrad is handled by the engine")
 
 
-def _leaf_accumulate(leaf, grad, F, create_graph, owned=False):
-    """Add ``grad`` (array, or Tensor in tensor mode) into ``leaf.grad``.
+_nonleaf_lock = threading.Lock()  # .grad of non-leaves (retain_grad, inputs=): rare
+
+
+def grad_lock(t):
+    """The lock that guards ``t.grad``: its AccumulateGrad's for a leaf."""
+    return t._accumulator().lock if t.grad_fn is None else _nonleaf_lock
+
+
+def _leaf_accumulate(node, leaf, grad, F, create_graph, owned=False):
+    """Add ``grad`` (array, or Tensor in tensor mode) into ``leaf.grad``, atomically.
 
     ``owned``: the engine made this array and nobody else can see it, so ``.grad`` may
     take it as is; otherwise it gets a copy (the array may be a read-only broadcast,
     a view, or shared with another leaf).
     """
     _wrap = _tensor_math().wrap
-    old = leaf.grad
-    if F.tensor_mode:
-        if old is None:
-            leaf.grad = grad if create_graph else grad.detach()
+    with node.lock:  # ``node`` is the leaf's AccumulateGrad
+        old = leaf.grad
+        if F.tensor_mode:
+            if old is None:
+                leaf.grad = grad if create_graph else grad.detach()
+            else:
+                leaf.grad = old + grad if create_graph else (old.detach() + grad.detach())
+        elif old is None:
+            leaf.grad = _wrap(grad if owned else grad.copy())
+        elif old.grad_fn is None:
+            # Accumulate in place: the .grad tensor keeps its identity, as in PyTorch.
+            od = old._data
+            if od.shape == grad.shape and od.dtype == grad.dtype and F.owns(od):
+                od += grad
+                old._bump()
+            else:
+                leaf.grad = _wrap(od + grad)
         else:
-            new = old + grad if create_graph else (old.detach() + grad.detach())
-            leaf.grad = new
-        return
-    if old is None:
-        if not owned:
-            grad = grad.copy()
-        leaf.grad = _wrap(grad)
-    elif old.grad_fn is None:
-        # Accumulate in place: the .grad tensor keeps its identity, as in PyTorch.
-        od = old._data
-        if od.shape == grad.shape and od.dtype == grad.dtype and F.owns(od):
-            od += grad
-            old._bump()
-        else:
-            leaf.grad = _wrap(od + grad)
-    else:
-        leaf.grad = _wrap(old._data + grad)
+            leaf.grad = _wrap(old._data + grad)
 
 
 def _collect(roots):
@@ -313,7 +325,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                             grad = tensor_math.wrap(grad)
                         leaf = node.variable
                         if leaf is not None:
-                            _leaf_accumulate(leaf, grad, Fs, create_graph, is_owned)
+                            _leaf_accumulate(node, leaf, grad, Fs, create_graph, is_owned)
                     break
                 if create_graph or not single:
                     grads = _apply(node, grad, create_graph, anomaly)
@@ -494,6 +506,7 @@ def _run_prehooks(node, grad):
             gt = g if isinstance(g, tensor_math.Tensor) else tensor_math.wrap(g)
             res = fn(gt)
             if res is not None:
+                _check_hook_result(fn, gt, res, tensor_math.Tensor)
                 g = res if isinstance(g, tensor_math.Tensor) else res._data
         grads[nr] = g
     if node._retains:
@@ -504,11 +517,41 @@ def _run_prehooks(node, grad):
                 continue
             gt = g if isinstance(g, tensor_math.Tensor) else tensor_math.wrap(g)
             gt = gt.detach() if not _mode.enabled else gt
-            if t.grad is None:
-                t.grad = tensor_math.wrap(gt._data.copy()) if not _mode.enabled else gt
-            else:
-                t.grad = t.grad + gt
+            with _nonleaf_lock:
+                if t.grad is None:
+                    t.grad = tensor_math.wrap(gt._data.copy()) if not _mode.enabled else gt
+                else:
+                    t.grad = t.grad + gt
     return grads[0] if single else grads
+
+
+_LEGACY_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                "bool": "Bool"}
+
+
+def _type_name(t):
+    """PyTorch's legacy type string of a tensor (``torch.cuda.FloatTensor``), gradcore's."""
+    where = "cuda." if t.device.type == "cuda" else ""
+    return f"gradcore.{where}{_LEGACY_TYPE.get(t.dtype.name, t.dtype.name)}Tensor"
+
+
+def _check_hook_result(fn, original, result, tensor_cls):
+    """A tensor hook may replace the gradient only by a tensor of the same dtype, device
+    type and shape: PyTorch's errors (``check_variable_result``) otherwise."""
+    if not isinstance(result, tensor_cls):
+        raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+    if result.dtype != original.dtype or result.device.type != original.device.type:
+        raise RuntimeError(f"hook '{_hook_name(fn)}' has changed the type of value (was "
+                           f"{_type_name(original)} got {_type_name(result)})")
+    if result.shape != original.shape:
+        raise RuntimeError(f"hook '{_hook_name(fn)}' has changed the size of value (was "
+                           f"{list(original.shape)} got {list(result.shape)})")
+
+
+def _hook_name(fn):
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else "<unknown>"
 
 
 def _capture(capture, captured, node, grad):

@@ -27,6 +27,8 @@ from ._core import Tensor, adopt_views, as_tensor, fresh_history, mode, same_dev
 from .activation import erf, gelu, layer_norm, log_softmax, softmax
 from .index import (
     _check_inplace,
+    _internal_overlap,
+    check_writable,
     gather,
     index_select,
     masked_fill,
@@ -147,6 +149,7 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
     share ``x``'s memory see their version change and backward then raises.
     """
     _check_inplace(x, op_name)
+    check_writable(x._data, op_name)
     if view_needs_rebase(x, *args):
         # compute out of place from the view's current value, then write through the base
         old = _alias(x)
@@ -211,11 +214,15 @@ def _write_direct(x, xd, ufunc, other) -> bool:
         od = other._data
         if od.shape == xd.shape and od.dtype is xd.dtype and type(od) is _ndarray and \
                 type(xd) is _ndarray and xd.dtype.kind == "f":
-            _NP_UFUNCS[ufunc](xd, od, out=xd)  # the common case: same shape, host arrays
+            try:  # the common case: same shape, host arrays
+                _NP_UFUNCS[ufunc](xd, od, out=xd)
+            except ValueError:  # read-only: an expand()ed view (PyTorch's error)
+                check_writable(xd, ufunc)
+                raise
             x._bump()
             return True
-    if xd.dtype.kind != "f":
-        return False
+    if xd.dtype.kind != "f" or _internal_overlap(xd):
+        return False  # (apply_inplace raises PyTorch's error for an overlapping output)
     if isinstance(other, Tensor):
         od = other._data
         if od.dtype != xd.dtype or type(od) is not type(xd) or od.ndim > xd.ndim:
@@ -249,7 +256,7 @@ def _inplace_method(name, fn):
     def method(self, *args, **kwargs):
         # an optimizer step under no_grad: straight into the tensor's memory
         if ufunc is not None and not mode.enabled and len(args) == 1 and not kwargs and \
-                self._base is None and _write_direct(self, self._data, ufunc, args[0]):
+                _write_direct(self, self._data, ufunc, args[0]):
             return self
         return apply_inplace(self, name, fn, *args, **kwargs)
     method.__name__ = name
@@ -263,14 +270,15 @@ def zero_(x):
 
 
 def fill_(x, value):
-    """Fill with ``value`` in place."""
-    index.setitem(x, Ellipsis, value)
+    """Fill with ``value`` in place (also an ``expand()``ed tensor, as PyTorch does)."""
+    index.setitem(x, Ellipsis, value, fill=True)
     return x
 
 
 def copy_(x, src):
     """Copy ``src`` (broadcast) into ``x`` in place; differentiable with respect to ``src``."""
     src = src if isinstance(src, Tensor) else as_tensor(src, x)
+    check_writable(x._data, "copy_")
     if src.device != x.device:
         src = src.to(x.device)
     index.setitem(x, Ellipsis, src)

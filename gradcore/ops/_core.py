@@ -14,7 +14,8 @@ from ..autograd.graph import Node, new_seq
 from ..tensor import Parameter, Tensor, _new, _wrap
 
 __all__ = ["Node", "Tensor", "record", "edge", "binary_operands", "as_tensor",
-           "wrap", "mode", "check_same_device", "normalize_dims", "normalize_dim"]
+           "wrap", "mode", "check_same_device", "normalize_dims", "normalize_dim",
+           "int_arg"]
 
 mode = _mode
 wrap = _wrap
@@ -243,7 +244,29 @@ def binary_operands(a, b, op: str, float_result: bool = False):
     return (t, s) if ta is not None else (s, t)
 
 
+def int_arg(value, op: str, name: str = "dim", pos=None) -> int:
+    """``value`` as an int where PyTorch takes one: an int, a NumPy integer or a 0-d
+    integer tensor; anything else (a float, a bool, a string) is PyTorch's TypeError,
+    never a silent ``int()``."""
+    if type(value) is int:
+        return value
+    if isinstance(value, Tensor):
+        d = value._data
+        if d.ndim == 0 and d.dtype.kind in "iu":
+            return int(value.item())
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    where = f"{op}(): " if op else ""
+    kind = type(value).__name__ if not isinstance(value, Tensor) else "Tensor"
+    if pos is None:
+        raise TypeError(f"{where}argument '{name}' must be int, not {kind}")
+    raise TypeError(f"{where}argument '{name}' must be tuple of ints, but found element of "
+                    f"type {kind} at pos {pos}")
+
+
 def normalize_dim(dim: int, ndim: int, op: str = "") -> int:
+    if type(dim) is not int:
+        dim = int_arg(dim, op)
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"{op + ': ' if op else ''}Dimension out of range (expected to be in "
@@ -251,14 +274,27 @@ def normalize_dim(dim: int, ndim: int, op: str = "") -> int:
     return dim % n
 
 
+# the reductions that PyTorch runs over every dimension for an empty dim list (any and
+# all keep the shape; logsumexp refuses it)
+_EMPTY_DIM_REDUCES_ALL = frozenset({"sum", "mean", "var", "std", "norm", "amax", "amin"})
+
+
 def normalize_dims(dim, ndim: int, op: str = "") -> tuple | None:
     """``dim`` (None, int, list or tuple) as a sorted tuple of non-negative axes."""
     if dim is None:
         return None
     if isinstance(dim, (list, tuple)):
-        axes = tuple(sorted({normalize_dim(int(d), ndim, op) for d in dim}))
+        if not dim and op in _EMPTY_DIM_REDUCES_ALL:
+            return None  # PyTorch: sum(dim=[]) reduces every dimension, as dim=None
+        axes = tuple(sorted({normalize_dim(int_arg(d, op, pos=i), ndim, op)
+                             for i, d in enumerate(dim)}))
         if len(axes) != len(dim):
-            raise RuntimeError(f"{op}: dim {list(dim)} appears multiple times in the list of "
-                               "dims")
+            seen = set()
+            for d in dim:
+                a = normalize_dim(int_arg(d, op), ndim, op)
+                if a in seen:
+                    raise RuntimeError(f"{op + ': ' if op else ''}dim {a} appears multiple "
+                                       "times in the list of dims")
+                seen.add(a)
         return axes
-    return (normalize_dim(int(dim), ndim, op),)
+    return (normalize_dim(dim, ndim, op),)

@@ -126,7 +126,8 @@ def _softmax_shifted(m, out, axis, log):
 def _softmax_op(x, dim, dtype, log, cls, op):
     x = _floating(x, op, dtype)
     xd = x._data
-    axis = normalize_dim(dim, xd.ndim, op) if xd.ndim else None
+    axis = normalize_dim(dim, xd.ndim, op)
+    axis = axis if xd.ndim else None
     out = _softmax_fwd(xd, axis, log)
     if not (mode.enabled and x._rg):
         return wrap(out)

@@ -6,6 +6,8 @@ Gradients of advanced (integer array) indices accumulate where indices repeat.
 from __future__ import annotations
 
 import builtins
+import re
+import warnings
 
 import numpy as np
 
@@ -53,11 +55,100 @@ def _convert_index(idx, x: Tensor):
                 raise IndexError("tensors used as indices must be long, int, byte or bool "
                                  "tensors, got float")
             out.append(arr)
-        elif isinstance(i, (np.integer, bool, np.bool_)) and not isinstance(i, bool):
+        elif isinstance(i, np.integer):
             out.append(int(i))
+        elif isinstance(i, np.bool_):
+            out.append(bool(i))
         else:
             out.append(i)
     return tuple(out)
+
+
+def _torch_order(index, ndim):
+    """Where PyTorch puts the axes of an advanced index that NumPy puts elsewhere.
+
+    PyTorch applies an int index first, as a ``select`` (ints are not advanced indices
+    there, as they are in NumPy), so in ``x[0, :, idx]`` the index arrays' axes stay where
+    ``idx`` is, ``x[0][:, idx]``, while NumPy moves them to the front (an int and an array
+    separated by a slice are not adjacent). For a converted index with both an int and an
+    array, returns ``(p_np, p_torch, n_basic)``: the position of the block of advanced
+    axes in NumPy's result and in PyTorch's, and how many other axes the result has;
+    None when the two agree.
+    """
+    has_int = has_array = False
+    first = last = -1
+    for k, i in enumerate(index):
+        if type(i) is int:
+            has_int = True
+        elif i is None or i is Ellipsis or type(i) is slice:
+            continue
+        else:
+            has_array = True
+        if first < 0:
+            first = k
+        last = k
+    if not (has_int and has_array):
+        return None
+    for i in index[first:last]:
+        if i is None or i is Ellipsis or type(i) is slice:
+            break
+    else:  # ints and arrays side by side (x[idx, 0]): NumPy's order is PyTorch's
+        return None
+    named = 0
+    for i in index:
+        if type(i) is int or type(i) is slice:
+            named += 1
+        elif not (i is None or i is Ellipsis or type(i) is bool):
+            named += i.ndim if i.dtype.kind == "b" else 1
+    # per rule: [first position (in basic axes), a gap seen after the first, not adjacent]
+    np_rule, torch_rule = [None, False, False], [None, False, False]
+    n_basic = 0
+    for i in index:
+        if i is Ellipsis:
+            width = ndim - named
+        elif i is None or type(i) is slice:
+            width = 1
+        else:
+            for rule in ((np_rule, torch_rule) if type(i) is not int else (np_rule,)):
+                if rule[0] is None:
+                    rule[0] = n_basic
+                elif rule[1]:
+                    rule[2] = True
+            continue
+        if width:
+            for rule in (np_rule, torch_rule):
+                if rule[0] is not None:
+                    rule[1] = True
+        n_basic += width
+    if not builtins.any(i is Ellipsis for i in index):
+        n_basic += ndim - named  # the axes after the index, as an Ellipsis at its end
+    p_np = 0 if np_rule[2] else np_rule[0]
+    p_torch = 0 if torch_rule[2] else torch_rule[0]
+    return None if p_np == p_torch else (p_np, p_torch, n_basic)
+
+
+def _torch_axes(order, out_ndim):
+    """The transpose taking NumPy's result to PyTorch's (see :func:`_torch_order`)."""
+    p_np, p_torch, n_basic = order
+    block = list(range(p_np, p_np + out_ndim - n_basic))
+    rest = [k for k in range(out_ndim) if not p_np <= k < p_np + len(block)]
+    return tuple(rest[:p_torch] + block + rest[p_torch:])
+
+
+def _inverse(axes):
+    inv = [0] * len(axes)
+    for k, a in enumerate(axes):
+        inv[a] = k
+    return tuple(inv)
+
+
+def take(arr, index):
+    """``arr[index]`` for a converted index, with PyTorch's order of axes."""
+    out = arr[index]
+    order = _torch_order(index, arr.ndim)
+    if order is not None:
+        out = math_of(out).ascontiguousarray(out.transpose(_torch_axes(order, out.ndim)))
+    return out
 
 
 def _array_axes(index, ndim):
@@ -117,6 +208,33 @@ def _check_arrays(m, index, shape, op=""):
             check_range(arr, -n, n, _out_of_bounds(op, axis, n, shape))
 
 
+_NUMPY_INDEX_ERRORS = (
+    (re.compile(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)"),
+     "index {0} is out of bounds for dimension {1} with size {2}"),
+    (re.compile(r"too many indices for array: array is (\d+)-dimensional"),
+     "too many indices for tensor of dimension {0}"),
+)
+
+
+def _index_error(exc, idx, shape, op=""):
+    """NumPy's IndexError of an index, as PyTorch words it (with the tensor's shape)."""
+    msg = str(exc)
+    for pattern, words in _NUMPY_INDEX_ERRORS:
+        m = pattern.search(msg)
+        if m:
+            return IndexError(f"{op}{words.format(*m.groups())} (a tensor of shape "
+                              f"{tuple(shape)})")
+    if msg.startswith("only integers"):
+        bad = next((i for i in (idx if isinstance(idx, tuple) else (idx,))
+                    if not isinstance(i, (int, slice, type(None), type(Ellipsis), Tensor,
+                                          list, np.ndarray))), None)
+        return IndexError(f"{op}only integers, slices (`:`), ellipsis (`...`), None and long "
+                          f"or byte Variables are valid indices (got "
+                          f"{type(bad).__name__ if bad is not None else 'an invalid index'})")
+    return IndexError(f"{op}index {idx!r} is not valid for a tensor of shape {tuple(shape)} "
+                      f"({msg})")
+
+
 def _is_basic(idx) -> bool:
     for i in idx:
         if not isinstance(i, _BASIC) or isinstance(i, bool):
@@ -147,10 +265,13 @@ def _node_name(idx):
 
 class IndexBackward0(Node):
     fresh_grads = True
+    axes = None  # the transpose back to NumPy's order of axes (see _torch_order)
 
     def apply(self, F, g):
         if self.basic:
             return (F.place_into_zeros(g, self.index, self.in_shape),)
+        if self.axes is not None:
+            g = F.transpose(g, self.axes)
         return (F.index_add_into_zeros(g, self.index, self.in_shape),)
 
     def name(self):
@@ -188,10 +309,15 @@ def getitem(x, idx):
     try:
         out = xd[index]
     except IndexError as exc:
-        raise IndexError(f"index {idx!r} is out of bounds for a tensor of shape "
-                         f"{tuple(xd.shape)} ({exc})") from None
+        raise _index_error(exc, idx, xd.shape) from None
     if type(out) is not type(xd):  # NumPy gives a scalar for an element: take a 0-d view
         out = xd[index + (Ellipsis,)] if basic else math_of(xd).asarray(out)
+    axes = None
+    if not basic:
+        order = _torch_order(index, xd.ndim)
+        if order is not None:  # an int and an array: PyTorch's order of axes
+            axes = _torch_axes(order, out.ndim)
+            out = math_of(out).ascontiguousarray(out.transpose(axes))
     if not (mode.enabled and x._rg):
         t = wrap(out)
     else:
@@ -199,6 +325,8 @@ def getitem(x, idx):
         node.basic = basic
         node.index = index if basic else _expand_bool(index)
         node.in_shape, node._name = xd.shape, _node_name(index)
+        if axes is not None:
+            node.axes = _inverse(axes)
         t = record(out, node, x)
     if basic:
         make_view(t, x)
@@ -210,8 +338,7 @@ def _gather_rows_cols(x, index):
     try:
         out = xd[index]
     except IndexError as exc:
-        raise IndexError(f"index out of bounds for a tensor of shape {tuple(xd.shape)} "
-                         f"({exc})") from None
+        raise _index_error(exc, index, xd.shape) from None
     m = math_of(xd)
     if not m.values_on_host:  # (two integer arrays: nothing to check on the host)
         _check_arrays(m, index, xd.shape)
@@ -223,23 +350,27 @@ def _gather_rows_cols(x, index):
     return record(out, node, x)
 
 
-def check_overlap(x: Tensor, op: str):
-    """Refuse an in-place write into a view in which several elements share one memory
-    location (an expanded tensor), as PyTorch does: NumPy refuses it with a read-only
-    error and CuPy writes silently, leaving the last of the values. Only views can."""
-    xd = x._data
-    for n, stride in zip(xd.shape, xd.strides):
-        if stride == 0 and n > 1:
-            raise RuntimeError(
-                "unsupported operation: more than one element of the written-to tensor "
-                "refers to a single memory location. Please clone() the tensor before "
-                f"performing the operation. ({op} on a tensor of shape {tuple(xd.shape)} "
-                f"with strides {tuple(s // xd.itemsize for s in xd.strides)})")
+_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to "
+            "a single memory location. Please clone() the tensor before performing the "
+            "operation.")
+
+
+def _internal_overlap(xd) -> bool:
+    """Whether two elements of ``xd`` are one memory location (an ``expand()``ed view:
+    a stride of 0 along a dimension longer than 1)."""
+    return 0 in xd.strides and builtins.any(
+        s == 0 and n > 1 for s, n in zip(xd.strides, xd.shape))
+
+
+def check_writable(xd, op_name: str) -> None:
+    """PyTorch's refusal of an in-place op whose output overlaps itself (elements
+    written more than once; NumPy's broadcast views are read-only, CuPy's are not, so
+    the strides decide)."""
+    if _internal_overlap(xd):
+        raise RuntimeError(f"{op_name}: {_OVERLAP}")
 
 
 def _check_inplace(x: Tensor, op: str):
-    if x._base is not None:
-        check_overlap(x, op)
     if not mode.enabled:
         return
     if x.grad_fn is None and x._rg:
@@ -272,7 +403,7 @@ def inplace_on_view(v: Tensor, index, value) -> Tensor:
     positions = everywhere
     if index is not None:
         sub = _convert_index(index, v)
-        positions = tuple(p[sub] for p in everywhere)
+        positions = tuple(take(p, sub) for p in everywhere)
     setitem(base, positions, value, _skip=v)
     base.grad_fn.copy_slices = True
     view_history(v, base, everywhere)
@@ -280,11 +411,17 @@ def inplace_on_view(v: Tensor, index, value) -> Tensor:
 
 
 class IndexPutBackward0(Node):
+    axes = None  # the transpose to PyTorch's order of the region's axes (_torch_order)
+
     def apply(self, F, g):
         gx = F.zero_at(g, self.index) if self.needs(0) else None
         if len(self.next_functions) == 1:
             return (gx,)
-        gv = g[self.index] if self.needs(1) else None
+        gv = None
+        if self.needs(1):
+            gv = g[self.index]
+            if self.axes is not None:
+                gv = F.transpose(gv, self.axes)
         return gx, gv
 
     def name(self):
@@ -292,9 +429,10 @@ class IndexPutBackward0(Node):
             else "IndexPutBackward0"
 
 
-def setitem(x, idx, value, _skip=None):
+def setitem(x, idx, value, fill=False, _skip=None):
     """``x[idx] = value`` in place; tracked like PyTorch's (the old value's gradient is
-    zero where it was overwritten)."""
+    zero where it was overwritten). ``fill``: ``fill_``/``zero_``, which PyTorch lets
+    write an ``expand()``ed tensor."""
     _check_inplace(x, "setitem")
     if view_needs_rebase(x, value):
         inplace_on_view(x, idx, value)
@@ -302,6 +440,14 @@ def setitem(x, idx, value, _skip=None):
     index = _convert_index(idx, x)
     basic = _is_basic(index)
     xd = x._data
+    if 0 in xd.strides and not fill:  # (rare) an expand()ed tensor: PyTorch's rules
+        if basic:
+            check_writable(xd[index], "setitem")
+        elif _internal_overlap(xd):
+            warnings.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() "
+                          "the tensor before performing this operation. This also applies to "
+                          "advanced indexing e.g. tensor[indices] = tensor", UserWarning,
+                          stacklevel=3)
     v = value if isinstance(value, Tensor) else None
     if v is not None:
         if v.device != x.device:
@@ -310,17 +456,37 @@ def setitem(x, idx, value, _skip=None):
         vd = v._data.astype(xd.dtype, copy=False)
     else:
         vd = value
+    axes = None
+    order = None if basic else _torch_order(index, xd.ndim)
+    if order is not None:  # an int and an array: the region's axes in PyTorch's order
+        try:
+            np_region = xd[index].shape
+        except IndexError as exc:
+            raise _index_error(exc, idx, xd.shape, "setitem: ") from None
+        axes = _torch_axes(order, len(np_region))
+        region = tuple(np_region[a] for a in axes)
+        if getattr(vd, "ndim", 0):
+            m = math_of(xd)
+            try:
+                vd = m.broadcast_to(vd, region)
+            except ValueError:
+                raise RuntimeError(f"setitem: value of shape {tuple(vd.shape)} cannot be "
+                                   f"assigned to a region of shape {region} of a tensor of "
+                                   f"shape {tuple(xd.shape)}") from None
+            vd = vd.transpose(_inverse(axes))
     track = mode.enabled and (x._rg or (v is not None and v._rg))
     joins = track and not x._rg  # x joins a graph: its untracked views follow
     if track:
         node = _new(IndexPutBackward0)
         node.basic = basic
         node.index = index
-        try:
-            region_shape = xd[index].shape
-        except IndexError as exc:
-            raise IndexError(f"setitem: index {idx!r} is out of bounds for a tensor of shape "
-                             f"{tuple(xd.shape)} ({exc})") from None
+        if axes is not None:
+            node.axes, region_shape = axes, region
+        else:
+            try:
+                region_shape = xd[index].shape
+            except IndexError as exc:
+                raise _index_error(exc, idx, xd.shape, "setitem: ") from None
         inputs = (x, v) if v is not None else (x,)
         node.next_functions = tuple(edge(t) for t in inputs)
         node.seq = new_seq()
@@ -331,17 +497,44 @@ def setitem(x, idx, value, _skip=None):
     try:
         xd[index] = vd
     except IndexError as exc:
-        raise IndexError(f"setitem: index {idx!r} is out of bounds for a tensor of shape "
-                         f"{tuple(xd.shape)} ({exc})") from None
+        raise _index_error(exc, idx, xd.shape, "setitem: ") from None
     except ValueError as exc:
-        raise RuntimeError(f"setitem: value of shape {tuple(getattr(vd, 'shape', ()))} cannot "
-                           f"be assigned to a region of shape {tuple(xd[index].shape)} of a "
-                           f"tensor of shape {tuple(xd.shape)} ({exc})") from None
+        alias = _writable_alias(xd)
+        if alias is None:
+            raise RuntimeError(f"setitem: value of shape {tuple(getattr(vd, 'shape', ()))} "
+                               f"cannot be assigned to a region of shape "
+                               f"{tuple(xd[index].shape)} of a tensor of shape "
+                               f"{tuple(xd.shape)} ({exc})") from None
+        try:  # an expand()ed tensor: PyTorch writes through it (fill_, zero_, t[i] = v)
+            alias[index] = vd
+        except ValueError as exc2:
+            raise RuntimeError(f"setitem: value of shape {tuple(getattr(vd, 'shape', ()))} "
+                               f"cannot be assigned to a region of shape "
+                               f"{tuple(xd[index].shape)} of a tensor of shape "
+                               f"{tuple(xd.shape)} ({exc2})") from None
     x._bump()
     if track:
         x.grad_fn, x._out_nr, x._rg = node, 0, True
         if joins:
             adopt_views(x, _skip)
+
+
+def _writable_alias(xd):
+    """A writable array over the memory of a read-only NumPy broadcast view (NumPy marks
+    ``broadcast_to``'s views read-only; PyTorch writes through an ``expand()``ed tensor),
+    or None when ``xd`` is writable, not a broadcast view, or its memory is read-only."""
+    if type(xd) is not np.ndarray or xd.flags.writeable or 0 not in xd.strides:
+        return None
+    root = xd
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not root.flags.writeable or not root.flags.c_contiguous:
+        return None
+    offset = xd.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    try:
+        return np.ndarray(xd.shape, xd.dtype, buffer=root, offset=offset, strides=xd.strides)
+    except (TypeError, ValueError):
+        return None
 
 
 # ---- gather / scatter_add / index_select ----------
@@ -383,6 +576,8 @@ def gather(x, dim, index):
     """``out[i][j] = x[index[i][j]][j]`` for ``dim=0`` (and so on)."""
     index = _check_index(index, "gather", x)
     axis = normalize_dim(dim, x._data.ndim, "gather")
+    if not x._data.ndim:  # a scalar behaves as a one-element vector, as in PyTorch
+        return gather(x.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
     tup = _along_index(index._data.astype(np.int64, copy=False), axis)
     xd = x._data
     # [0, n), as in PyTorch (NumPy would take -1 as the last); on a GPU, at the next read
@@ -410,6 +605,8 @@ def scatter_add(x, dim, index, src):
     index = _check_index(index, "scatter_add", x)
     axis = normalize_dim(dim, x._data.ndim, "scatter_add")
     src = src if isinstance(src, Tensor) else as_tensor(src, x)
+    if not x._data.ndim:  # a scalar behaves as a one-element vector, as in PyTorch
+        return scatter_add(x.reshape(1), 0, index.reshape(-1), src.reshape(-1)).reshape(())
     tup = _along_index(index._data.astype(np.int64, copy=False), axis)
     sd = src._data[tuple(slice(0, n) for n in index._data.shape)]
     out = x._data.copy()
@@ -442,9 +639,9 @@ def index_select(x, dim, index):
         raise RuntimeError(f"index_select(): Index is supposed to be a vector of integers, got "
                            f"shape {tuple(index.shape)} and dtype {index.dtype!r}")
     xd = x._data
+    axis = normalize_dim(dim, xd.ndim, "index_select")
     if xd.ndim == 0:  # a scalar behaves as a one-element vector, as in PyTorch
         return index_select(x.reshape(1), 0, index).reshape(())
-    axis = normalize_dim(dim, xd.ndim, "index_select")
     tup = (slice(None),) * axis + (index._data.reshape(-1),)
     n = xd.shape[axis]  # [0, n), as in PyTorch; on a GPU, at the next read
     check_range(tup[axis], 0, n,

@@ -90,13 +90,20 @@ def matmul(a, b):
     if ad.ndim == 0 or bd.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{ad.ndim}D and {bd.ndim}D")
+    if ad.dtype.kind == "b" and bd.dtype.kind == "b":  # PyTorch has no boolean products
+        raise NotImplementedError(f'"matmul" not implemented for \'Bool\' (matmul of shapes '
+                                  f"{tuple(ad.shape)} and {tuple(bd.shape)})")
     if ad.dtype != bd.dtype:
-        if ad.dtype.kind == "f" or bd.dtype.kind == "f":
+        if ad.dtype.kind == "f" or bd.dtype.kind == "f" or "b" in (ad.dtype.kind, bd.dtype.kind):
             raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                                f"{a.dtype!r} != {b.dtype!r} (matmul of shapes "
                                f"{tuple(ad.shape)} and {tuple(bd.shape)})")
     k_a = ad.shape[-1]
     k_b = bd.shape[-2] if bd.ndim > 1 else bd.shape[0]
+    if k_a != k_b and ad.ndim == 2 and bd.ndim == 2:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({ad.shape[0]}x{k_a} "
+                           f"and {k_b}x{bd.shape[1]}) (matmul of shapes {tuple(ad.shape)} "
+                           f"and {tuple(bd.shape)})")
     if k_a != k_b:
         raise RuntimeError(f"matmul: shapes {tuple(ad.shape)} and {tuple(bd.shape)} cannot be "
                            f"multiplied ({k_a} != {k_b})")

@@ -30,10 +30,19 @@ _new = object.__new__
 
 
 def _broadcast_error(op, a, b, exc):
+    """PyTorch's error for operands that do not broadcast, with both shapes; a ValueError
+    of another cause (NumPy's integer power) is reported as itself."""
     sa = tuple(a.shape) if hasattr(a, "shape") else ()
     sb = tuple(b.shape) if hasattr(b, "shape") else ()
-    return RuntimeError(f"{op}: shapes {sa} and {sb} cannot be broadcast together "
-                        f"({exc})")
+    n = max(len(sa), len(sb))
+    for k in range(1, n + 1):
+        da = sa[-k] if k <= len(sa) else 1
+        db = sb[-k] if k <= len(sb) else 1
+        if da != db and da != 1 and db != 1:
+            return RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b "
+                                f"({db}) at non-singleton dimension {n - k} ({op} of shapes "
+                                f"{sa} and {sb})")
+    return RuntimeError(f"{op}: {exc}")
 
 
 def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save_inputs=False, save_out=False,
@@ -204,8 +213,14 @@ def sub(a, b, *, alpha=1):
     """``a - alpha * b`` with broadcasting."""
     if alpha != 1:
         b = mul(b, alpha)
-    if isinstance(a, Tensor) and a._data.dtype.kind == "b" or \
-            isinstance(b, Tensor) and b._data.dtype.kind == "b":
+    a_bool = isinstance(a, (bool, np.bool_)) or isinstance(a, Tensor) and \
+        a._data.dtype.kind == "b"
+    b_bool = isinstance(b, (bool, np.bool_)) or isinstance(b, Tensor) and \
+        b._data.dtype.kind == "b"
+    if a_bool and b_bool:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if a_bool and isinstance(a, Tensor) or b_bool and isinstance(b, Tensor):
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
                            "supported. If you are trying to invert a mask, use the `~` or "
                            "`logical_not()` operator instead.")
@@ -233,6 +248,10 @@ class NegBackward0(Node):
 def neg(x):
     """``-x``."""
     xd = x._data
+    if xd.dtype.kind == "b":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
+                           "you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
     if xd.nbytes >= MIN_BYTES and xd.dtype.kind in "fi" and is_temporary(x, xd):
         out = math_of(xd).negative(xd, out=xd)
         _elide.note()
@@ -355,7 +374,7 @@ def div(a, b, *, rounding_mode=None):
     if rounding_mode == "trunc":
         return _no_grad_binary("div", a, b, lambda x, y: _trunc_div(x, y))
     if rounding_mode is not None:
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or "
                          f"'floor' but found '{rounding_mode}'")
     return _binary("div", DivBackward0, DivBackward1, RdivBackward, _np_div, a, b,
                    save_inputs=True, float_result=True)
@@ -381,13 +400,24 @@ def _no_grad_binary(op, a, b, fwd):
         raise _broadcast_error(op, x, y, exc) from None
 
 
+def _no_bool_pair(op, a, b):
+    """PyTorch has no boolean kernel for ``op``: two bool operands (a bool tensor and a
+    bool tensor or Python bool) are refused, as PyTorch does."""
+    if (isinstance(a, (bool, np.bool_)) or isinstance(a, Tensor) and a._data.dtype.kind == "b") \
+            and (isinstance(b, (bool, np.bool_)) or
+                 isinstance(b, Tensor) and b._data.dtype.kind == "b"):
+        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
+
+
 def floor_divide(a, b):
     """``a // b``: not differentiable (the result does not require grad)."""
+    _no_bool_pair("div_floor", a, b)
     return _no_grad_binary("floor_divide", a, b, lambda x, y: x // y)
 
 
 def remainder(a, b):
     """``a % b`` with the sign of ``b`` (Python's and PyTorch's convention)."""
+    _no_bool_pair("remainder", a, b)
     return _no_grad_binary("remainder", a, b, lambda x, y: x % y)
 
 
@@ -423,6 +453,8 @@ class PowBackward2(Node):  # scalar ** tensor
 
 def pow(a, b):  # noqa: A001 - PyTorch's name
     """``a ** b`` with broadcasting."""
+    if isinstance(b, Tensor):
+        _no_bool_pair("pow", a, b)
     if isinstance(a, Tensor) and not isinstance(b, Tensor) and \
             isinstance(b, (int, float, np.number)) and a._data.dtype.kind in "iu" and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -590,6 +622,8 @@ class AbsBackward0(Node):
 
 def abs(x):  # noqa: A001
     """Absolute value (gradient 0 at 0, as in PyTorch)."""
+    if isinstance(x, Tensor) and x._data.dtype.kind == "b":
+        raise NotImplementedError("\"abs\" not implemented for 'Bool'")
     return _unary(x, "abs", AbsBackward0, save_input=True, floating=False)
 
 
@@ -602,6 +636,8 @@ class SignBackward0(Node):
 
 def sign(x):
     """-1, 0 or 1 (zero gradient)."""
+    if isinstance(x, Tensor) and x._data.dtype.kind == "b":
+        return wrap(x._data.copy())  # PyTorch: the sign of a bool is itself
     return _unary(x, "sign", SignBackward0, floating=False)
 
 
@@ -712,6 +748,8 @@ class ReluBackward0(Node):
 def relu(x):
     """``max(x, 0)``."""
     xd = x._data
+    if xd.dtype.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu")
     if xd.nbytes >= MIN_BYTES and xd.dtype.kind == "f" and is_temporary(x, xd):
         out = math_of(xd).maximum(xd, 0, out=xd)
         _elide.note()

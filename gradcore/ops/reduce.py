@@ -381,6 +381,8 @@ def amin(x, dim=(), keepdim=False, *, axis=None, keepdims=None):
 
 def _arg(x, dim, keepdim, which):
     xd = x._data
+    if xd.dtype.kind == "b":
+        raise RuntimeError(f"{which}(): does not support bool input")
     m = math_of(xd)
     fn = m.argmax if which == "argmax" else m.argmin
     if dim is None:
@@ -475,6 +477,9 @@ class NormBackward1(Node):
 def norm(x, p="fro", dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
     """Vector p-norm over ``dim`` (default 2, i.e. Frobenius over everything)."""
     dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
+    if x._data.dtype.kind != "f":  # PyTorch does not promote: an integer norm is refused
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {dtypes.torch_name(x.dtype)}")
     x = pw._float(x)
     if dtype is not None:
         x = x.to(dtype=dtype)

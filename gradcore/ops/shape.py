@@ -10,6 +10,7 @@ from ..backend import math_of
 from ._core import (  # noqa: F401
     Node,
     Tensor,
+    int_arg,
     make_view,
     mode,
     normalize_dim,
@@ -21,11 +22,16 @@ from ._core import (  # noqa: F401
 _new = object.__new__
 
 
-def _shape_arg(shape):
-    """``(2, 3)``, ``[2, 3]`` or ``2, 3`` as a tuple of ints."""
+def _shape_arg(shape, op=""):
+    """``(2, 3)``, ``[2, 3]`` or ``2, 3`` as a tuple of ints (a float is PyTorch's
+    TypeError, not truncated)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return tuple(int(s) for s in shape)
+    return tuple(s if type(s) is int else int_arg(s, op, "shape", i) for i, s in enumerate(shape))
+
+
+def _no_dims_error(dim):
+    return IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
 
 
 def _view_of(out, x: Tensor, node_cls, **attrs) -> Tensor:
@@ -77,7 +83,7 @@ def _infer_shape(shape, size, op, in_shape):
 def reshape(x, *shape):
     """The same elements in a new shape (a view when possible; ``-1`` is inferred)."""
     xd = x._data
-    shape = _infer_shape(_shape_arg(shape), xd.size, "reshape", xd.shape)
+    shape = _infer_shape(_shape_arg(shape, "reshape"), xd.size, "reshape", xd.shape)
     out = xd.reshape(shape)
     if _copied(out, xd):  # (not a view of x: in-place changes of either stay apart)
         if not (mode.enabled and x._rg):
@@ -93,7 +99,7 @@ def view(x, *shape):
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
         return x.to(dtype=shape[0])  # view(dtype): a cast is the honest NumPy equivalent
     xd = x._data
-    shape = _infer_shape(_shape_arg(shape), xd.size, "view", xd.shape)
+    shape = _infer_shape(_shape_arg(shape, "view"), xd.size, "view", xd.shape)
     try:
         out = xd.view()
         out.shape = shape  # NumPy raises instead of copying
@@ -113,6 +119,7 @@ def flatten(x, start_dim=0, end_dim=-1):
     """Merge dimensions ``start_dim..end_dim`` into one."""
     nd = x._data.ndim
     if nd == 0:
+        normalize_dim(start_dim, 0, "flatten"), normalize_dim(end_dim, 0, "flatten")
         return reshape(x, (1,))
     s, e = normalize_dim(start_dim, nd, "flatten"), normalize_dim(end_dim, nd, "flatten")
     if s > e:
@@ -125,6 +132,8 @@ def unflatten(x, dim, sizes):
     """Split dimension ``dim`` into ``sizes``."""
     shp = x._data.shape
     d = normalize_dim(dim, len(shp), "unflatten")
+    if not shp:
+        raise RuntimeError(f"unflatten: {_no_dims_error(d)}")
     sizes = tuple(sizes)
     inner = _infer_shape(sizes, shp[d], "unflatten", shp)
     return reshape(x, shp[:d] + inner + shp[d + 1:])
@@ -176,6 +185,8 @@ def transpose(x, dim0, dim1):
     """Swap two dimensions (a view)."""
     xd = x._data
     d0, d1 = normalize_dim(dim0, xd.ndim, "transpose"), normalize_dim(dim1, xd.ndim, "transpose")
+    if not xd.ndim:  # a 0-d tensor takes dims 0 and -1 and stays as it is, as in PyTorch
+        return _view_of(xd.view(), x, ViewBackward0, in_shape=xd.shape)
     return _view_of(xd.swapaxes(d0, d1), x, TransposeBackward0, d0=d0, d1=d1)
 
 
@@ -209,6 +220,8 @@ def movedim(x, source, destination):
     dst = [destination] if isinstance(destination, int) else list(destination)
     src = [normalize_dim(s, nd, "movedim") for s in src]
     dst = [normalize_dim(d, nd, "movedim") for d in dst]
+    if not nd:
+        return permute(x)
     order = [i for i in range(nd) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -238,8 +251,13 @@ def broadcast_to(x, *shape):
     try:
         out = math_of(xd).broadcast_to(xd, target)
     except ValueError:
-        raise RuntimeError(f"expand: shape {tuple(xd.shape)} cannot be broadcast to "
-                           f"{target}") from None
+        bad = next((i for i in range(lead, len(target))
+                    if xd.shape[i - lead] not in (1, target[i])), lead)
+        raise RuntimeError(f"The expanded size of the tensor ({target[bad]}) must match the "
+                           f"existing size ({xd.shape[bad - lead]}) at non-singleton dimension "
+                           f"{bad}.  Target sizes: {list(shape)}.  Tensor sizes: "
+                           f"{list(xd.shape)} (expand: shape {tuple(xd.shape)} cannot be "
+                           f"broadcast to {target})") from None
     return _view_of(out, x, ExpandBackward0, in_shape=xd.shape)
 
 
@@ -359,11 +377,17 @@ class CatBackward0(Node):
         return tuple(grads)
 
 
+class _EmptyListError(ValueError, RuntimeError):
+    """``cat([])``: PyTorch's ValueError (a RuntimeError here before, kept for callers)."""
+
+
 def _tensors_on_one_device(tensors, op):
     from .. import dtypes
 
     if not tensors:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+        if op == "stack":
+            raise RuntimeError("stack expects a non-empty TensorList")
+        raise _EmptyListError(f"{op}(): expected a non-empty list of Tensors")
     ts = [t if isinstance(t, Tensor) else None for t in tensors]
     if builtins.any(t is None for t in ts):
         raise TypeError(f"{op}(): expected a sequence of Tensors, got "
@@ -384,14 +408,25 @@ def cat(tensors, dim=0):
     ts = _tensors_on_one_device(list(tensors), "cat")
     # PyTorch skips 1-D empty tensors in cat (legacy behaviour)
     ts_nonempty = [t for t in ts if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or ts[:1]
+    for i, t in enumerate(ts):
+        if not t._data.ndim:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
     ref = ts_nonempty[0]._data
     axis = normalize_dim(dim, ref.ndim, "cat")
     for t in ts_nonempty[1:]:
         s = t._data.shape
-        if len(s) != ref.ndim or builtins.any(a != b for i, (a, b) in enumerate(zip(s, ref.shape))
-                                               if i != axis):
-            raise RuntimeError(f"cat: sizes of tensors must match except in dimension {axis}; "
-                               f"got shapes {tuple(ref.shape)} and {tuple(s)}")
+        if len(s) != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} "
+                               f"and {len(s)} (cat of shapes {tuple(ref.shape)} and "
+                               f"{tuple(s)})")
+        for i, (a, b) in enumerate(zip(ref.shape, s)):
+            if i != axis and a != b:
+                number = next(j for j, u in enumerate(ts) if u is t)
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {axis}. "
+                                   f"Expected size {a} but got size {b} for tensor number "
+                                   f"{number} in the list (cat of shapes {tuple(ref.shape)} "
+                                   f"and {tuple(s)}).")
     out = math_of(ref).concatenate([t._data for t in ts_nonempty], axis=axis)
     if not (mode.enabled and builtins.any(t._rg for t in ts_nonempty)):
         return wrap(out)
@@ -445,6 +480,8 @@ class SplitBackward0(Node):
 def split(x, split_size_or_sections, dim=0):
     """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of listed sizes."""
     xd = x._data
+    if not xd.ndim:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     axis = normalize_dim(dim, xd.ndim, "split")
     n = xd.shape[axis]
     if isinstance(split_size_or_sections, int):
@@ -487,6 +524,8 @@ def _extra_output(data, node, nr):
 
 def chunk(x, chunks, dim=0):
     """``chunks`` nearly equal pieces along ``dim``."""
+    if not x._data.ndim:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     n = x._data.shape[normalize_dim(dim, x._data.ndim, "chunk")]
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
@@ -496,6 +535,8 @@ def chunk(x, chunks, dim=0):
 
 def unbind(x, dim=0):
     """The slices along ``dim``, each without that dimension."""
+    if not x._data.ndim:
+        raise _no_dims_error(normalize_dim(dim, 0, "unbind"))
     axis = normalize_dim(dim, x._data.ndim, "unbind")
     return tuple(squeeze(p, axis) for p in split(x, 1, axis))
 

@@ -532,6 +532,24 @@ for _name in _FUNCS:
 for _name in ("nonzero", "flatnonzero", "argwhere", "unique", "bincount"):
     globals()[_name] = _plain(_name, syncs=True)
 
+
+def _np_broadcast_to(a, shape, subok=False):
+    """CuPy's broadcast views are writable (NumPy's are read-only): the same strides over
+    ``a``'s memory, written through as CuPy would."""
+    b = _np.broadcast_to(a, shape, subok=subok)
+    root = a
+    while isinstance(root.base, _np.ndarray):
+        root = root.base
+    if not (a.flags.writeable and root.flags.writeable and root.flags.c_contiguous):
+        return b
+    offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    # a view of the owner's memory (its base is the owner, as a view's is)
+    return _np.ndarray(b.shape, b.dtype, buffer=root, offset=offset, strides=b.strides)
+
+
+def broadcast_to(array, shape, subok=False):
+    return _call(_np_broadcast_to, (array, shape), {"subok": subok})
+
 for _name in ("float16", "float32", "float64", "complex64", "complex128", "int8", "int16",
               "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool_", "intp",
               "uintp", "dtype", "finfo", "iinfo", "pi", "e", "inf", "nan", "newaxis",
