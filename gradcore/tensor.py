@@ -157,11 +157,12 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` of this non-leaf tensor after backward (a no-op on leaves)."""
-        if self.grad_fn is None:
+        fn = self.grad_fn if self._base is None else _fresh_history(self)
+        if fn is None:
             if not self._rg:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             return
-        self.grad_fn.retain(self._out_nr, self)
+        fn.retain(self._out_nr, self)
 
     @property
     def retains_grad(self) -> bool:
@@ -177,6 +178,8 @@ class Tensor:
         if not self._rg:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require "
                                "gradient")
+        if self._base is not None:
+            _fresh_history(self)
         if self.grad_fn is not None:
             self.grad_fn.register_prehook(self._out_nr, hook)
             hooks = self.grad_fn._pre_hooks[self._out_nr]
@@ -198,7 +201,8 @@ class Tensor:
         if retain_graph is None:
             retain_graph = create_graph
         (g,) = _root_grads([self], [gradient], create_graph)
-        node = self.grad_fn if self.grad_fn is not None else self._accumulator()
+        fn = self.grad_fn if self._base is None else _fresh_history(self)
+        node = fn if fn is not None else self._accumulator()
         if inputs is not None:
             from .autograd.functional import backward_to_inputs
             backward_to_inputs(self, g, inputs, retain_graph, create_graph)
@@ -264,8 +268,8 @@ class Tensor:
         return self._data.shape[0]
 
     def __repr__(self):
-        return tensor_repr(backend.to_host(self._data), self.dtype, self.device, self.grad_fn,
-                           self._rg)
+        fn = self.grad_fn if self._base is None else _fresh_history(self)
+        return tensor_repr(backend.to_host(self._data), self.dtype, self.device, fn, self._rg)
 
     __str__ = __repr__
 
@@ -351,8 +355,10 @@ class Tensor:
     @data.setter
     def data(self, value):
         if not isinstance(value, Tensor):
-            raise TypeError(f"Variable data has to be a tensor, but got "
-                            f"{type(value).__name__}")
+            cls = type(value)
+            name = cls.__qualname__ if cls.__module__ == "builtins" else \
+                f"{cls.__module__}.{cls.__qualname__}"
+            raise TypeError(f"Variable data has to be a tensor, but got {name}")
         self._data = value._data
 
     def detach(self) -> Tensor:
@@ -483,3 +489,5 @@ def _wrap(data) -> Tensor:
 from . import ops as _ops  # noqa: E402
 
 _ops.bind_methods(Tensor)
+
+from .ops._core import fresh_history as _fresh_history  # noqa: E402

@@ -70,6 +70,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         retain_graph = create_graph
     if allow_unused is None:
         allow_unused = materialize_grads
+    _fresh_views(outputs, inputs)
     for i, t in enumerate(inputs):
         if not t._rg:
             raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require "
@@ -108,6 +109,18 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(result) if not single_input or len(result) != 1 else (result[0],)
 
 
+def _fresh_views(*groups):
+    """Views among these tensors whose base changed in place get their history rebased
+    first (``ops._core.fresh_history``), as PyTorch's grad_fn of a view is."""
+    fresh = None
+    for group in groups:
+        for t in group:
+            if t._base is not None:
+                if fresh is None:
+                    from ..ops._core import fresh_history as fresh
+                fresh(t)
+
+
 def backward_to_inputs(output, root_grad, inputs, retain_graph, create_graph):
     """``output.backward(inputs=...)``: accumulate into the listed tensors' ``.grad`` only."""
     from ..tensor import Tensor
@@ -140,6 +153,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         for t, g in zip(tensors, grad_tensors):
             t.backward(g, retain_graph=True, create_graph=create_graph, inputs=inputs)
         return
+    _fresh_views(tensors)
     roots = [(t.grad_fn if t.grad_fn is not None else t._accumulator(), t._out_nr)
              for t in tensors]
     run_backward(roots, _root_grads(tensors, grad_tensors, create_graph),

@@ -23,7 +23,7 @@ from . import (
     shape,
     tensor_math,  # noqa: F401  (the engine's math for create_graph=True)
 )
-from ._core import Tensor, as_tensor, mode, same_device, wrap
+from ._core import Tensor, adopt_views, as_tensor, fresh_history, mode, same_device, wrap
 from .activation import erf, gelu, layer_norm, log_softmax, softmax
 from .index import (
     _check_inplace,
@@ -106,10 +106,13 @@ from .shape import (
     cat,
     chunk,
     concat,
+    contiguous_format,
     expand,
     flatten,
+    memory_format,
     movedim,
     permute,
+    preserve_format,
     repeat,
     reshape,
     split,
@@ -133,7 +136,8 @@ greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
 def _alias(x: Tensor) -> Tensor:
     """A new tensor object standing for ``x``'s current value in the graph."""
     t = wrap(x._data)
-    t.grad_fn, t._out_nr, t._rg = x.grad_fn, x._out_nr, x._rg
+    t.grad_fn = fresh_history(x)  # (a view: its base may have changed since)
+    t._out_nr, t._rg = x._out_nr, x._rg
     return t
 
 
@@ -185,7 +189,10 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
     math_of(xd).copyto(xd, rd, casting="unsafe")
     x._bump()
     if tracked and r.grad_fn is not None:
+        joins = not x._rg  # x joins a graph: its untracked views follow
         x.grad_fn, x._out_nr, x._rg = r.grad_fn, r._out_nr, True
+        if joins:
+            adopt_views(x)
         if r.grad_fn.out is not None:
             r.grad_fn.save_output(x)  # the saved output is x's value now
     return x
@@ -382,7 +389,7 @@ def bind_methods(T) -> None:
         "view_as": lambda self, other: view(self, other.shape),
         "reshape_as": lambda self, other: reshape(self, other.shape),
         "repeat": repeat, "split": split, "chunk": chunk, "unbind": unbind,
-        "contiguous": shape.contiguous,
+        "contiguous": shape.contiguous, "is_contiguous": shape.is_contiguous,
         # indexing
         "__getitem__": index.getitem, "__setitem__": index.setitem, "gather": gather,
         "scatter_add": scatter_add, "index_select": index_select, "masked_fill": masked_fill,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc as _gc
+import sys
+
 import numpy as np
 
 from .. import backend, dtypes
@@ -28,6 +31,8 @@ def edge(t: Tensor):
     """The graph edge to ``t``: its grad_fn, its leaf accumulator, or none."""
     fn = t.grad_fn
     if fn is not None:
+        if t._base is not None:  # a view: its base may have changed in place since
+            fn = fresh_history(t)
         return (fn, t._out_nr)
     if t._rg:
         return (t._accumulator(), 0)
@@ -55,6 +60,8 @@ def record(data, node: Node, *inputs: Tensor) -> Tensor:
 def record1(data, node: Node, x: Tensor) -> Tensor:
     """:func:`record` for the common case of one input that requires grad."""
     fn = x.grad_fn
+    if fn is not None and x._base is not None:  # a view: see fresh_history
+        fn = fresh_history(x)
     node.next_functions = ((fn, x._out_nr),) if fn is not None else ((x._accumulator(), 0),)
     node.seq = new_seq()
     out = _new(Tensor)
@@ -66,6 +73,80 @@ def record1(data, node: Node, x: Tensor) -> Tensor:
     if _anomaly_blocks[0] and _mode.anomaly:
         _remember_forward(node)
     return out
+
+
+def make_view(t: Tensor, x: Tensor) -> Tensor:
+    """Make ``t`` a view of ``x``: it shares ``x``'s version counter and base.
+
+    Nothing more is paid here: a view whose base later changes in place gets its
+    history rebased when an op or backward reads it (:func:`fresh_history`)."""
+    vc = x._vc
+    if vc is None:
+        vc = x._vc = [0]
+    t._vc = vc
+    base = x._base
+    t._base = x if base is None else base
+    return t
+
+
+def fresh_history(t: Tensor):
+    """``t.grad_fn``, after rebasing it if ``t`` is a view whose base changed in place
+    since the view's history was recorded: the base's history is then newer (higher
+    sequence number) than the view's, and the view becomes "these elements of the
+    base's current history" (PyTorch regenerates a view's grad_fn the same way, as an
+    ``AsStridedBackward0``). For other tensors it is ``t.grad_fn``."""
+    fn = t.grad_fn
+    base = t._base
+    if base is not None and fn is not None:
+        bf = base.grad_fn
+        if bf is not None and bf.seq > fn.seq:
+            view_history(t, base)
+            return t.grad_fn
+    return fn
+
+
+def view_history(v: Tensor, root: Tensor, index=None) -> None:
+    """Give the view ``v`` the history "these elements of ``root``" (``index``: their
+    positions in ``root``, found from the memory offsets when first needed)."""
+    from .index import AsStridedBackward0  # noqa: PLC0415  (index imports this module)
+
+    node = _new(AsStridedBackward0)
+    node.view_arr, node.base_arr, node.index = v._data, root._data, index
+    node.in_shape = root._data.shape
+    node.next_functions = (edge(root),)
+    node.seq = new_seq()
+    v.grad_fn, v._out_nr, v._rg = node, 0, True
+
+
+def _lone_holder_refs() -> int:
+    # sys.getrefcount of a version cell held by one tensor, read the way
+    # adopt_views reads it (a local name and the call's argument)
+    holder = _new(Tensor)
+    holder._vc = [0]
+    vc = holder._vc
+    return sys.getrefcount(vc)
+
+
+_LONE = _lone_holder_refs()
+
+
+def adopt_views(root: Tensor, skip: Tensor | None = None) -> None:
+    """``root``, untracked until now, just joined a graph through an in-place op: its
+    live views, untracked too, now read values that depend on the graph, so they join
+    it as views of ``root``'s new history (PyTorch's views do, as their base's version
+    moved on). Views hold ``root``'s version cell; when nothing but ``root`` (and
+    ``skip``, the view being written, which sets its own history) holds it there are
+    none, and this costs a reference count. Otherwise the holders are found by the
+    garbage collector's referrer walk: a rare case (a view of an untracked tensor kept
+    while a tracked value is written into that tensor)."""
+    vc = root._vc
+    others = sys.getrefcount(vc) - _LONE - (skip is not None and skip._vc is vc)
+    if others <= 0:
+        return
+    for obj in _gc.get_referrers(vc):
+        if isinstance(obj, Tensor) and obj._base is root and obj is not skip and \
+                obj.grad_fn is None:
+            view_history(obj, root)
 
 
 def _remember_forward(node: Node) -> None:

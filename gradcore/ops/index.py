@@ -13,7 +13,20 @@ import numpy as np
 
 from ..autograd.graph import new_seq
 from ..backend import check_range, math_of
-from ._core import TENSOR_TYPES, Node, Tensor, as_tensor, edge, mode, normalize_dim, record, wrap
+from ._core import (
+    TENSOR_TYPES,
+    Node,
+    Tensor,
+    adopt_views,
+    as_tensor,
+    edge,
+    make_view,
+    mode,
+    normalize_dim,
+    record,
+    view_history,
+    wrap,
+)
 
 _new = object.__new__
 _BASIC = (int, slice, type(None), type(Ellipsis))
@@ -265,6 +278,21 @@ class IndexBackward0(Node):
         return self._name
 
 
+class AsStridedBackward0(Node):
+    """The history of a view whose base changed in place after the view was taken:
+    its elements' gradient goes to their positions in the base (repeated positions,
+    as in an expanded view, accumulate)."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        index = self.index
+        if index is None:  # found once, from where the view lies in the base's memory
+            index = self.index = math_of(self.base_arr).positions_in(self.view_arr,
+                                                                     self.base_arr)
+        return (F.index_add_into_zeros(g, index, self.in_shape),)
+
+
 def getitem(x, idx):
     """``x[idx]``: ints, slices (with steps), None, ..., integer tensors and bool masks."""
     if type(idx) is tuple and len(idx) == 2 and type(idx[0]) in TENSOR_TYPES and \
@@ -282,8 +310,8 @@ def getitem(x, idx):
         out = xd[index]
     except IndexError as exc:
         raise _index_error(exc, idx, xd.shape) from None
-    if type(out) is not type(xd):
-        out = math_of(xd).asarray(out)
+    if type(out) is not type(xd):  # NumPy gives a scalar for an element: take a 0-d view
+        out = xd[index + (Ellipsis,)] if basic else math_of(xd).asarray(out)
     axes = None
     if not basic:
         order = _torch_order(index, xd.ndim)
@@ -301,7 +329,7 @@ def getitem(x, idx):
             node.axes = _inverse(axes)
         t = record(out, node, x)
     if basic:
-        t._vc, t._base = x._version_cell(), x if x._base is None else x._base
+        make_view(t, x)
     return t
 
 
@@ -367,7 +395,8 @@ def inplace_on_view(v: Tensor, index, value) -> Tensor:
 
     The write is recorded on the base, as PyTorch's CopySlices does: the base's
     gradient skips the overwritten region, whose gradient flows to ``value``; ``v``
-    then reads the new base through the same positions.
+    and every other view of the base then read the new base through their positions
+    in it (``_core.fresh_history``, ``_core.adopt_views``).
     """
     base = v._base
     everywhere = math_of(base._data).positions_in(v._data, base._data)
@@ -375,14 +404,9 @@ def inplace_on_view(v: Tensor, index, value) -> Tensor:
     if index is not None:
         sub = _convert_index(index, v)
         positions = tuple(take(p, sub) for p in everywhere)
-    setitem(base, positions, value)
+    setitem(base, positions, value, _skip=v)
     base.grad_fn.copy_slices = True
-    node = _new(IndexBackward0)
-    node.basic, node.index, node.in_shape = False, everywhere, base._data.shape
-    node._name = "AsStridedBackward0"
-    node.next_functions = (edge(base),)
-    node.seq = new_seq()
-    v.grad_fn, v._out_nr, v._rg = node, 0, True
+    view_history(v, base, everywhere)
     return v
 
 
@@ -405,7 +429,7 @@ class IndexPutBackward0(Node):
             else "IndexPutBackward0"
 
 
-def setitem(x, idx, value, fill=False):
+def setitem(x, idx, value, fill=False, _skip=None):
     """``x[idx] = value`` in place; tracked like PyTorch's (the old value's gradient is
     zero where it was overwritten). ``fill``: ``fill_``/``zero_``, which PyTorch lets
     write an ``expand()``ed tensor."""
@@ -451,6 +475,7 @@ def setitem(x, idx, value, fill=False):
                                    f"shape {tuple(xd.shape)}") from None
             vd = vd.transpose(_inverse(axes))
     track = mode.enabled and (x._rg or (v is not None and v._rg))
+    joins = track and not x._rg  # x joins a graph: its untracked views follow
     if track:
         node = _new(IndexPutBackward0)
         node.basic = basic
@@ -490,6 +515,8 @@ def setitem(x, idx, value, fill=False):
     x._bump()
     if track:
         x.grad_fn, x._out_nr, x._rg = node, 0, True
+        if joins:
+            adopt_views(x, _skip)
 
 
 def _writable_alias(xd):

@@ -6,7 +6,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import math_of
-from ._core import TENSOR_TYPES, Node, Tensor, as_tensor, check_same_device, mode, record, wrap
+from ._core import (
+    TENSOR_TYPES,
+    Node,
+    Tensor,
+    as_tensor,
+    check_same_device,
+    make_view,
+    mode,
+    record,
+    wrap,
+)
 from .pointwise import _float
 
 _new = object.__new__
@@ -182,21 +192,30 @@ class DiagonalBackward0(Node):  # matrix -> vector
 
 
 def diagonal(x, offset=0):
-    """The ``offset``-th diagonal of a matrix, as a vector (a copy)."""
+    """The ``offset``-th diagonal of a matrix, as a vector: a view, as PyTorch's
+    (``A.diagonal().add_(eps)`` changes ``A``)."""
+    return _diagonal(x, offset, True)
+
+
+def _diagonal(x, offset, as_view):
     xd = x._data
     if xd.ndim != 2:
         raise RuntimeError(f"diagonal: expected a 2-D tensor, got shape {tuple(xd.shape)}")
     m = math_of(xd)
     index = _diagonal_positions(m, xd.shape, offset)
-    out = xd[index]
+    if as_view:
+        out = xd.diagonal(offset)
+        if type(out) is np.ndarray and not out.flags.writeable and xd.flags.writeable:
+            out.flags.writeable = True  # NumPy's is read-only by policy only; CuPy's not
+    else:
+        out = xd[index]
     if not (mode.enabled and x._rg):
-        return wrap(out)
-    node = _new(DiagonalBackward0)
-    node.index, node.in_shape = index, xd.shape
-    return record(out, node, x)
-
-
-_diagonal_of = diagonal  # `diag`'s argument is named like the function, as in PyTorch
+        t = wrap(out)
+    else:
+        node = _new(DiagonalBackward0)
+        node.index, node.in_shape = index, xd.shape
+        t = record(out, node, x)
+    return make_view(t, x) if as_view else t
 
 
 def diag(x, diagonal=0):
@@ -204,7 +223,7 @@ def diag(x, diagonal=0):
     that diagonal as a vector (as ``torch.diag``)."""
     xd = x._data
     if xd.ndim == 2:
-        return _diagonal_of(x, diagonal)
+        return _diagonal(x, diagonal, False)  # torch.diag copies
     if xd.ndim != 1:
         raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got shape {tuple(xd.shape)}")
     m = math_of(xd)

@@ -11,6 +11,7 @@ from ._core import (  # noqa: F401
     Node,
     Tensor,
     int_arg,
+    make_view,
     mode,
     normalize_dim,
     normalize_dims,
@@ -43,9 +44,17 @@ def _view_of(out, x: Tensor, node_cls, **attrs) -> Tensor:
     else:
         t = wrap(out)
     if out.base is not None or out is x._data:
-        t._vc = x._version_cell()
-        t._base = x if x._base is None else x._base
+        make_view(t, x)
     return t
+
+
+def _copied(out, xd) -> bool:
+    """Whether ``out``, the result of a reshape of ``xd``, is a copy: a view's base is
+    the owner of ``xd``'s memory (NumPy and CuPy point views at it), a copy's is not."""
+    if out is xd:  # (an array module may return the array itself for its own shape)
+        return False
+    owner = xd.base
+    return out.base is not (xd if owner is None else owner)
 
 
 # ---- reshape family ----------
@@ -75,7 +84,14 @@ def reshape(x, *shape):
     """The same elements in a new shape (a view when possible; ``-1`` is inferred)."""
     xd = x._data
     shape = _infer_shape(_shape_arg(shape, "reshape"), xd.size, "reshape", xd.shape)
-    return _view_of(xd.reshape(shape), x, ViewBackward0, in_shape=xd.shape)
+    out = xd.reshape(shape)
+    if _copied(out, xd):  # (not a view of x: in-place changes of either stay apart)
+        if not (mode.enabled and x._rg):
+            return wrap(out)
+        node = _new(ViewBackward0)
+        node.in_shape = xd.shape
+        return record(out, node, x)
+    return _view_of(out, x, ViewBackward0, in_shape=xd.shape)
 
 
 def view(x, *shape):
@@ -88,10 +104,14 @@ def view(x, *shape):
         out = xd.view()
         out.shape = shape  # NumPy raises instead of copying
     except AttributeError:
+        # NumPy refuses exactly where PyTorch's stride rule does (a view merges or
+        # splits only dimensions whose strides chain)
+        strides = tuple(s // xd.itemsize for s in xd.strides)
         raise RuntimeError(
-            f"view size is not compatible with input tensor's size and stride (input shape "
-            f"{tuple(xd.shape)}, requested {shape}): at least one dimension spans across "
-            "two contiguous subspaces. Use .reshape(...) instead.") from None
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
+            f"(view: input shape {tuple(xd.shape)} with strides {strides}, requested "
+            f"{shape})") from None
     return _view_of(out, x, ViewBackward0, in_shape=xd.shape)
 
 
@@ -281,8 +301,68 @@ def repeat(x, *repeats):
     return record(out, node, x)
 
 
-def contiguous(x):
-    return x
+class memory_format:
+    """How a tensor's elements are laid out in memory (PyTorch's ``torch.memory_format``);
+    gradcore's tensors know one: ``contiguous_format``, row-major."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"gradcore.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+
+
+def _check_format(fmt, op):
+    if fmt is contiguous_format:
+        return
+    if fmt is preserve_format and op == "contiguous":
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    raise RuntimeError(f"{op}: memory format {fmt!r} is not supported (gradcore tensors are "
+                       f"laid out in gradcore.contiguous_format)")
+
+
+def _row_major(xd) -> bool:
+    """PyTorch's contiguity: each dimension of more than one element steps over the
+    ones after it (dimensions of size 1 do not count; an empty tensor is contiguous)."""
+    if xd.flags.c_contiguous:
+        return True
+    shape = xd.shape
+    if 0 in shape:
+        return True
+    expected = xd.itemsize
+    for n, stride in zip(reversed(shape), reversed(xd.strides)):
+        if n != 1:
+            if stride != expected:
+                return False
+            expected *= n
+    return True
+
+
+def is_contiguous(x, memory_format=contiguous_format) -> bool:
+    """Whether the elements lie in memory in row-major order with no gaps (a transposed,
+    strided or expanded view does not)."""
+    if memory_format is not contiguous_format:
+        _check_format(memory_format, "is_contiguous")
+    return _row_major(x._data)
+
+
+def contiguous(x, *, memory_format=contiguous_format):
+    """``x`` itself when it is contiguous, else a contiguous copy (differentiable, as
+    ``clone``: ``CloneBackward0``)."""
+    if memory_format is not contiguous_format:
+        _check_format(memory_format, "contiguous")
+    if _row_major(x._data):
+        return x
+    from .device import clone  # noqa: PLC0415
+
+    return clone(x)
 
 
 # ---- cat / stack / split ----------
@@ -431,9 +511,8 @@ def split(x, split_size_or_sections, dim=0):
         for i, p in enumerate(pieces):
             t = record(p, node, x) if i == 0 else _extra_output(p, node, i)
             outs.append(t)
-    vc = x._version_cell()
     for t in outs:
-        t._vc, t._base = vc, x if x._base is None else x._base
+        make_view(t, x)
     return tuple(outs)
 
 

@@ -257,6 +257,12 @@ class ndarray:  # noqa: N801  (CuPy's name)
                 "data": (a.__array_interface__["data"][0], False),
                 "strides": None if a.flags.c_contiguous else a.strides, "version": 3}
 
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        d = self._a.diagonal(offset, axis1, axis2)
+        if self._a.flags.writeable:
+            d.flags.writeable = True  # CuPy's diagonal is a writable view
+        return ndarray._new(d)
+
     def __getattr__(self, name):
         if name in _METHODS:
             meth = getattr(self._a, name)
@@ -344,7 +350,10 @@ class ndarray:  # noqa: N801  (CuPy's name)
         k = _wrap_around(_unwrap_index(key), self.shape)
         if _has_bool_mask(k):
             _sync("boolean-mask indexing")
-        return _wrap(self._a[k])
+        r = self._a[k]
+        if isinstance(r, _np.generic):  # CuPy: an element is a 0-d view, not a copy
+            r = self._a[(k if type(k) is tuple else (k,)) + (Ellipsis,)]
+        return _wrap(r)
 
     def __setitem__(self, key, value):
         k = _wrap_around(_unwrap_index(key), self.shape)
