@@ -31,18 +31,19 @@ test: $(STAMP)
 gpu-test: $(STAMP)
 	GRADCORE_TEST_DEVICES=cuda $(PY) -m pytest tests $(PYTEST_ARGS)
 
-# bench/: issue 3's targets and issue 6's suites (test_suites.py) on the CPU
+# bench/: the five speed targets (test_targets.py) and the suites (test_suites.py) on the CPU
 bench: $(STAMP)
 	GRADCORE_BENCH_DEVICES=cpu $(PY) -m pytest bench $(BENCH_FLAGS) $(BENCH_ARGS)
 
-# issue 6's suites on the GPU (skipped, with the reason, without a usable one), then
-# gradcore bench's CPU-against-GPU sweeps, with PyTorch on each device where installed
+# the suites on the GPU (skipped, with the reason, without a usable one), then gradcore
+# bench's CPU-against-GPU sweeps, with PyTorch on each device where installed; the
+# figures are written to dev/benchmarks/ (measurement records, not users' docs)
 gpu-bench: $(STAMP)
-	mkdir -p docs/benchmarks
+	mkdir -p dev/benchmarks
 	GRADCORE_BENCH_DEVICES=cuda $(PY) -m pytest bench/test_suites.py $(BENCH_FLAGS) \
-	  --benchmark-json=docs/benchmarks/gpu-suites.json $(BENCH_ARGS)
+	  --benchmark-json=dev/benchmarks/gpu-suites.json $(BENCH_ARGS)
 	$(PY) -m gradcore bench --suite all --devices cpu,cuda --compare-torch \
-	  --json docs/benchmarks/gpu.json --plot docs/benchmarks/gpu.png
+	  --json dev/benchmarks/gpu.json --plot dev/benchmarks/gpu.png
 
 lint: $(STAMP)
 	$(PY) -m ruff check gradcore tests bench

@@ -4,7 +4,8 @@ Run on a machine with a GPU (``python bench/gpu_probe.py [out.json]``); it print
 table. Each figure comes from ``cupyx.profiler.benchmark`` (host time per call, and
 device time between CUDA events), or from a host clock around a loop that synchronizes
 once at its end (``per call, queued``: what a sequence of calls costs when the host
-does not wait for each). docs/benchmarks.md reads these figures.
+does not wait for each). The recorded run is dev/benchmarks/gpu-probe.txt (and .json);
+docs/benchmarks.md quotes it.
 """
 
 from __future__ import annotations

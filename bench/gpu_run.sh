@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The runs of a session lent a GPU (docs/benchmarks.md, "GPU figures"), in two calls so
-# that each fits a device call's limit:
+# The runs on a lent GPU machine whose records are in dev/benchmarks/ (docs/benchmarks.md,
+# "GPU figures", quotes them), in two calls so that each fits a device call's limit:
 #   bench/gpu_run.sh test  OUTDIR   the machine's description, then make gpu-test
 #   bench/gpu_run.sh bench OUTDIR   make gpu-bench; its JSON, PNG and logs copied to OUTDIR
 # PYTHON (default python3) is taken as it is: no virtualenv, no installs, since the GPU
@@ -32,7 +32,7 @@ bench)
   start=$(date +%s)
   make gpu-bench PYTHON="$PY" 2>&1 | tee "$out/gpu-bench.log"
   rc=$?
-  cp docs/benchmarks/gpu.json docs/benchmarks/gpu.png docs/benchmarks/gpu-suites.json "$out"/
+  cp dev/benchmarks/gpu.json dev/benchmarks/gpu.png dev/benchmarks/gpu-suites.json "$out"/
   echo "gpu-bench: exit $rc after $(( $(date +%s) - start )) s" | tee -a "$out/gpu-bench.log"
   exit $rc
   ;;
