@@ -75,6 +75,11 @@ def _torch_order(index, ndim):
     axes in NumPy's result and in PyTorch's, and how many other axes the result has;
     None when the two agree.
     """
+    for i in index:  # fast exit: without an int (x[idx], x[:, idx], x[mask]) they agree
+        if type(i) is int:
+            break
+    else:
+        return None
     has_int = has_array = False
     first = last = -1
     for k, i in enumerate(index):
