@@ -214,17 +214,18 @@ def sub(a, b, *, alpha=1):
     """``a - alpha * b`` with broadcasting."""
     if alpha != 1:
         b = mul(b, alpha)
-    a_bool = isinstance(a, (bool, np.bool_)) or isinstance(a, Tensor) and \
-        a._data.dtype.kind == "b"
-    b_bool = isinstance(b, (bool, np.bool_)) or isinstance(b, Tensor) and \
-        b._data.dtype.kind == "b"
-    if a_bool and b_bool:
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                           "supported. Use the `^` or `logical_xor()` operator instead.")
-    if a_bool and isinstance(a, Tensor) or b_bool and isinstance(b, Tensor):
-        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
-                           "supported. If you are trying to invert a mask, use the `~` or "
-                           "`logical_not()` operator instead.")
+    # (one isinstance per operand on the common path: sub is hot)
+    a_t, b_t = isinstance(a, Tensor), isinstance(b, Tensor)
+    a_bool = a._data.dtype.kind == "b" if a_t else isinstance(a, (bool, np.bool_))
+    b_bool = b._data.dtype.kind == "b" if b_t else isinstance(b, (bool, np.bool_))
+    if a_bool or b_bool:
+        if a_bool and b_bool:
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
+        if a_bool and a_t or b_bool and b_t:
+            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                               "supported. If you are trying to invert a mask, use the `~` "
+                               "or `logical_not()` operator instead.")
     return _binary("sub", SubBackward0, SubBackward1, RsubBackward1, _np_sub, a, b)
 
 
