@@ -260,6 +260,15 @@ class ArrayMath:
         setattr(self, name, value)  # cache: later lookups are plain attribute reads
         return value
 
+    def either(self, cond, if_true, if_false):
+        """``where(cond, if_true(), if_false())`` for a 0-d ``cond``, the branches given
+        as functions. Where values are on the host, reading ``cond`` costs nothing and
+        only the branch needed is computed; on a device both are, and the choice is
+        made there (reading ``cond`` back would wait for the device)."""
+        if self.values_on_host:
+            return if_true() if cond else if_false()
+        return self.where(cond, if_true(), if_false())
+
     def asarray(self, data, dtype=None):
         return self.xp.asarray(data, dtype=dtype)
 

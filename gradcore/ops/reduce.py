@@ -145,15 +145,12 @@ class ProdBackward(Node):
             g, y = F.expand_dims(g, axis), F.expand_dims(y, axis)
         # PyTorch's rule: y / x when no element is zero (NaN and inf propagate as in
         # PyTorch's, an empty input gets an empty gradient), else the product of the
-        # other elements, without dividing. Both are computed and one is selected on the
-        # device: reading "any zero?" back would make the backward wait for a GPU. The
-        # differentiable composite (create_graph) keeps y / x.
+        # other elements, without dividing. The differentiable composite (create_graph)
+        # keeps y / x: gradcore has no differentiable cumprod yet.
         if F.tensor_mode or not x.size:
             return (g * y / x,)
-        has_zero = (x == 0).any()
-        if F.values_on_host:  # the CPU reads the answer at no cost: compute only that one
-            return (_prod_grad_exact(F, g, x, axis) if has_zero else g * y / x,)
-        return (F.where(has_zero, _prod_grad_exact(F, g, x, axis), g * y / x),)
+        return (F.either((x == 0).any(), lambda: _prod_grad_exact(F, g, x, axis),
+                         lambda: g * y / x),)
 
     def name(self):
         return "ProdBackward0" if self.axis is None else "ProdBackward1"
@@ -290,13 +287,8 @@ class MaxBackward1(Node):  # full reduction: ties share the gradient evenly
     def apply(self, F, g):
         (x,) = self.unpack(F)
         y = self.output(F)
-        # PyTorch's evenly_distribute_backward: a NaN maximum is shared by the NaNs. On
-        # the CPU, where reading y costs nothing, a maximum that is not NaN needs one
-        # comparison instead of four passes over x.
-        if not F.tensor_mode and F.values_on_host and (y == y).all():
-            mask = x == y
-        else:
-            mask = (x == y) | ((x != x) & (y != y))
+        # PyTorch's evenly_distribute_backward: a NaN maximum is shared by the NaNs
+        mask = F.either(y != y, lambda: x != x, lambda: x == y)
         count = F.sum(mask, axis=None, keepdims=False, dtype=x.dtype)
         return (F.where(mask, g / count, 0),)
 

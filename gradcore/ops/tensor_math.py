@@ -62,6 +62,11 @@ def where(c, a, b):
     return _pw.where(c, a, b)
 
 
+def either(c, if_true, if_false):
+    """``ArrayMath.either`` over tensors: both branches, selected by ``c``."""
+    return _pw.where(c, if_true(), if_false())
+
+
 def astype(x, dtype):
     return _pw.to_dtype(x, dtype)
 
