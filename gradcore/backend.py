@@ -398,6 +398,18 @@ class ArrayMath:
         :meth:`expm1` (NumPy's float32 log1p is an ulp off for about 6% of inputs)."""
         return self._widened(self.xp.log1p, x, out)
 
+    def sigmoid(self, x):
+        """``1 / (1 + exp(-x))`` without overflow warnings and with one temporary;
+        float16 computed in float32 and rounded once, as PyTorch does."""
+        if x.dtype == np.float16:
+            return self.sigmoid(x.astype(np.float32)).astype(np.float16)
+        out = self.negative(x)
+        if not isinstance(out, self.ndarray):
+            out = self.asarray(out)
+        self.exp(out, out=out)
+        self.add(out, 1, out=out)
+        return self.divide(1, out, out=out)
+
     def _widened(self, fn, x, out):
         """``fn(x)``, float32 computed in float64 and rounded once."""
         if getattr(x, "dtype", None) != np.float32:

@@ -866,7 +866,7 @@ class BinaryCrossEntropyWithLogitsBackward0(Node):
         else:
             dt = x.dtype
             x, y, g = _up(x), _up(y), _up(g)
-            sig = _pw._np_sigmoid(x)
+            sig = math_of(x).sigmoid(x)
             if pw is not None:
                 pw = _up(pw)
         gx = gy = None

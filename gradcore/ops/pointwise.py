@@ -147,7 +147,6 @@ def _finish_ts(op, cls, out, tensor, scalar, save_inputs, save_out):
 
 
 _ndarray = np.ndarray
-_f16, _f32 = np.dtype(np.float16), np.dtype(np.float32)
 
 
 # ---- add / sub ----------
@@ -489,12 +488,13 @@ def pow(a, b):  # noqa: A001 - PyTorch's name
 
 
 def _np_pow(x, y):
-    try:
-        return x ** y
-    except ValueError:  # NumPy refuses integer arrays to negative integer powers
-        if getattr(x, "dtype", getattr(y, "dtype", None)).kind not in "iu":
-            raise
+    # an integer tensor exponent may hold negative values, which NumPy refuses and CuPy
+    # computes otherwise than PyTorch: integer powers take PyTorch's rule on every device
+    if hasattr(y, "dtype") and not isinstance(y, np.generic) and y.dtype.kind in "iu" and \
+            (x.dtype.kind if hasattr(x, "dtype") else "f" if isinstance(x, float) else "i") \
+            in "iu":
         return _int_pow(x, y)
+    return x ** y
 
 
 def _int_pow(x, y):
@@ -754,23 +754,11 @@ class SigmoidBackward0(Node):
         return (F.sigmoid_backward_(g, y),)
 
 
-def _np_sigmoid(xd):
-    # 1 / (1 + exp(-x)) computed without overflow warnings and with one temporary
-    m = math_of(xd)
-    out = m.negative(xd)
-    if not isinstance(out, m.ndarray):
-        out = m.asarray(out)
-    m.exp(out, out=out)
-    m.add(out, 1, out=out)
-    return m.divide(1, out, out=out)
-
-
 def sigmoid(x):
     """``1 / (1 + exp(-x))``."""
     x = _float(as_tensor(x))
     xd = x._data
-    # float16 is computed in float32 and rounded once, as PyTorch does
-    out = _np_sigmoid(xd) if xd.dtype != _f16 else _np_sigmoid(xd.astype(_f32)).astype(_f16)
+    out = math_of(xd).sigmoid(xd)
     if not (mode.enabled and x._rg):
         return wrap(out)
     t = record(out, _new(SigmoidBackward0), x)
