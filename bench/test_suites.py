@@ -20,7 +20,7 @@ Suites (the sizes per device are in ``SIZES``):
   ``[batch, classes]``;
 - ``test_train_step``: forward, backward and Adam step of an MLP ``784-w-w-10``,
   batch 256;
-- ``test_fused_vs_unfused``: every kernel of ``gradcore.fused.KERNELS`` (read when
+- ``test_fused_vs_unfused``: every kernel of ``gradcore.kernels.pointwise.KERNELS`` (read when
   this module is imported) called as the device namespace's ``math.<name>`` (the
   fused kernel, or on the CPU its hand-written twin) against the same expression
   composed from the array module's ufuncs, on the same ``n`` elements; both are
@@ -48,7 +48,8 @@ import pytest
 import gradcore as gc
 import gradcore.nn.functional as F
 from gradcore import benchmark as gc_bench
-from gradcore import fused, kernels_cuda
+from gradcore.kernels import device as kernels_cuda
+from gradcore.kernels import pointwise as fused
 
 ENV = "GRADCORE_BENCH_DEVICES"
 KNOWN_DEVICES = ("cpu", "cuda")
@@ -101,8 +102,8 @@ def cases(suite: str, devices=None) -> list:
             for size in SIZES[suite][dev]]
 
 
-# the optimizer updates, timed as fused_optim's one call per parameter (one kernel on
-# CUDA) against the same update composed from array-module calls (fused_optim.UPDATES)
+# the optimizer updates, timed as kernels.updates' one call per parameter (one kernel on
+# CUDA) against the same update composed from array-module calls (kernels.updates.UPDATES)
 UPDATE_CASES = {
     "adam_update": dict(step=3, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
                         weight_decay=0.01, decoupled_weight_decay=True),
@@ -181,9 +182,9 @@ def fused_inputs(kernel, dev, n):
 
 def unfused(kernel, dev):
     """``kernel``'s expression composed from ``dev``'s array-module functions, one
-    temporary per operation: the names ``fused.attach`` gives an expression, the array
+    temporary per operation: the names the registry gives an expression, the array
     namespace's own (``math.erf``, ``math.where``, ...), ``pow`` as ``power``."""
-    names = fused.numpy_names() if hasattr(fused, "numpy_names") else fused._NUMPY_NAMES
+    names = fused.namespace_names(dev.math)
     return kernel.compile({k: getattr(dev.math, "power" if k == "pow" else k)
                            for k in names})
 
@@ -204,7 +205,7 @@ def update_vs_unfused(name, dev, n, impl):
     """``(prepare, timed, what, bytes)`` for an optimizer update: ``math.<name>`` (one
     kernel per parameter on CUDA) or the NumPy-style update composed from array calls,
     after checking the two agree on one step."""
-    from gradcore import fused_optim
+    from gradcore.kernels import updates as fused_optim
 
     rng = np.random.default_rng(SEED)
     xp = dev.xp
@@ -227,7 +228,7 @@ def update_vs_unfused(name, dev, n, impl):
                        rtol=1e-5, atol=1e-6):
         raise AssertionError(f"{name} on {dev}: the fused and composed updates disagree")
     what = ("one CUDA kernel per parameter" if getattr(dev.math, "device_kernels", False)
-            else "NumPy ufuncs with out= (fused_optim)")
+            else "NumPy ufuncs with out= (kernels.updates)")
     call = fused_fn if impl == "fused" else plain
     # Adam reads p, g, m, v and writes p, m, v; SGD with momentum p, g, buf / p, buf
     nbytes = (7 if name == "adam_update" else 5) * 4 * n

@@ -10,7 +10,7 @@ tensor([6.])
 
 import warnings as _warnings
 
-from . import autograd, backend, dtypes, nn, optim
+from . import autograd, backend, dtypes, kernels, nn, optim
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, get_default_device, set_default_device
 from .backend import device as device

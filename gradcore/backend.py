@@ -237,15 +237,38 @@ def set_default_device(spec) -> None:
 # --------------------------------------------------------------------------------------
 # Array namespaces
 # --------------------------------------------------------------------------------------
+# The kernel registry (gradcore.kernels fills it when it is imported, with the package):
+# the names it answers and the function that makes a kernel for a namespace.
+_kernel_names: frozenset = frozenset()
+_kernel_implementation = None
+
+
+def register_kernels(implementation, names) -> None:
+    """Let array namespaces answer ``names`` with ``implementation(math, name)``
+    (called by :mod:`gradcore.kernels`, the layer above, at import)."""
+    global _kernel_names, _kernel_implementation
+    _kernel_names, _kernel_implementation = frozenset(names), implementation
+    for m in (_cpu_math_obj, *_cuda_maths.values()):
+        if m is not None:
+            m.use_device_kernels(m.device_kernels)
+
+
+def cuda_kernels_enabled() -> bool:
+    """Whether CUDA devices run gradcore's own kernels (the default) rather than the
+    same expressions over CuPy's ufuncs (``GRADCORE_CUDA_KERNELS=0``)."""
+    return os.environ.get("GRADCORE_CUDA_KERNELS", "1") != "0"
+
+
 class ArrayMath:
     """The array module of one device plus the few helpers the ops need.
 
-    Attribute access falls through to the array module (``math.tanh`` is ``xp.tanh``);
-    the fused kernels of :mod:`gradcore.fused` are attached as attributes too.
+    Attribute access falls through to the array module (``math.tanh`` is ``xp.tanh``),
+    and a kernel's name (``math.tanh_backward``) to the kernel registry of
+    :mod:`gradcore.kernels`, which says where it is declared; either answer is kept.
     """
 
     tensor_mode = False  # formulas get arrays, not tensors
-    device_kernels = False  # set by fused.attach: whether kernels are device launches
+    device_kernels = False  # whether the kernels are device launches (CUDA only)
     # whether ops may read array values to check them (an index in range, ...): on a GPU
     # that would wait for the device, so only the CPU does
     values_on_host = False
@@ -256,9 +279,19 @@ class ArrayMath:
         self.ndarray = xp.ndarray
 
     def __getattr__(self, name):
-        value = getattr(self.xp, name)
-        setattr(self, name, value)  # cache: later lookups are plain attribute reads
+        if name in _kernel_names:
+            value = _kernel_implementation(self, name)
+        else:
+            value = getattr(self.xp, name)
+        self.__dict__[name] = value  # kept: later lookups are plain attribute reads
         return value
+
+    def use_device_kernels(self, on: bool) -> None:
+        """Run the kernels as device launches or not (a CUDA device whose compiler
+        failed turns them off): the kernels are looked up again on next use."""
+        self.device_kernels = bool(on)
+        for name in _kernel_names:
+            self.__dict__.pop(name, None)
 
     def either(self, cond, if_true, if_false):
         """``where(cond, if_true(), if_false())`` for a 0-d ``cond``, the branches given
@@ -305,8 +338,9 @@ class ArrayMath:
         out = grad.sum(axis=rest, keepdims=True) if rest else grad
         return self.xp.asarray(out * count).reshape(shape)
 
-    def mul_sum_to(self, g, other, shape):
-        """``sum_to(g * other, shape)`` without materialising ``g * other``.
+    def mul_sum_to_any(self, g, other, shape):
+        """``sum_to(g * other, shape)`` without materialising ``g * other`` (what the
+        registry's ``mul_sum_to`` runs, unless a device kernel does it in one pass).
 
         The gradient of a broadcast operand of ``mul`` (a weight or scale vector): when
         ``g`` is a broadcast constant (the gradient of ``sum``/``mean``) this is one
@@ -624,11 +658,6 @@ def _cpu_math() -> ArrayMath:
     if _cpu_math_obj is None:
         _cpu_math_obj = _NumpyMath(np, cpu)
         _math_by_type[np.ndarray] = _cpu_math_obj
-        from . import fused, fused_optim, fused_rows  # the kernels attach their CPU twins
-
-        fused.attach(_cpu_math_obj)
-        fused_optim.attach(_cpu_math_obj)
-        fused_rows.attach(_cpu_math_obj)
     return _cpu_math_obj
 
 
@@ -644,11 +673,7 @@ def _cuda_math(index: int) -> ArrayMath:
                 f"cuda:{index} requested but only {cupy.cuda.runtime.getDeviceCount()} "
                 "CUDA device(s) exist")
         m = _cuda_maths[index] = _CupyMath(cupy, device(f"cuda:{index}"))
-        from . import fused, fused_optim, fused_rows
-
-        fused.attach(m)  # first: it decides whether m has device kernels
-        fused_optim.attach(m)
-        fused_rows.attach(m)
+        m.device_kernels = cuda_kernels_enabled()
     return m
 
 

@@ -16,9 +16,8 @@ than it must.
 >>> [(k.name, k.launches) for k in prof.key_averages()]
 [('multiply', 2), ('sum', 1), ('ones_like', 1)]
 
-**What counts as a launch.** One of gradcore's fused kernels (an attribute of an array
-namespace named in a table of the ``gradcore.fused*`` modules: ``fused.KERNELS``,
-``fused.INPLACE_CPU``, ``fused_optim.UPDATES``, ..., read when the profile starts) is
+**What counts as a launch.** One of gradcore's fused kernels (a name of the kernel
+registry, :func:`gradcore.kernels.declarations`, read when the profile starts) is
 one launch, whatever its NumPy twin does inside; its bytes are its array arguments read
 and its results (or, for an update, the arrays it updates) written.  Every other
 array-module call that writes device memory is one launch: ufuncs and their
@@ -60,14 +59,13 @@ from __future__ import annotations
 import functools
 import gc as _pygc
 import inspect
-import sys
 import threading
 import types
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import backend, fused
+from . import backend, kernels
 
 __all__ = ["profile", "KernelStats", "StepStats", "can_count"]
 
@@ -512,13 +510,16 @@ class _Session:
             raise error
 
     def _instrument_math(self, m, is_dev, track) -> None:
-        saved = dict(m.__dict__)
+        original = dict(m.__dict__)
 
         def restore():
             m.__dict__.clear()
-            m.__dict__.update(saved)
+            m.__dict__.update(original)
 
         self.undo.append(restore)
+        for name in kernels.NAMES:  # every kernel looked up now, so that each is counted
+            getattr(m, name)
+        saved = dict(m.__dict__)
         m.device_kernels = True  # ops choose the kernels a CUDA device has
         m.values_on_host = False  # and skip the checks that read values back, as on a GPU
         for name, value in saved.items():
@@ -649,26 +650,8 @@ def _plain_array(arr):
 
 def _fused_names() -> dict:
     """Every fused kernel, by name: its declaration (a ``Kernel``/``Update``, or its
-    NumPy function).
-
-    Read when a profile starts, as kernels keep being added: the public tables of the
-    ``gradcore.fused*`` modules (``fused.KERNELS``, ``fused.INPLACE_CPU``,
-    ``fused_optim.UPDATES``, ...), dicts of declarations or of functions by name.
-    """
-    kinds = tuple(c for c in (getattr(fused, "Kernel", None), getattr(fused, "Update", None))
-                  if isinstance(c, type))
-    names = {}
-    for module_name, module in sorted(sys.modules.items()):
-        if not module_name.startswith("gradcore.fused") or module is None:
-            continue
-        for table_name, table in list(vars(module).items()):
-            if table_name.startswith("_") or type(table) is not dict or not table:
-                continue
-            if all(type(k) is str and (isinstance(v, kinds) or inspect.isfunction(v))
-                   for k, v in table.items()):
-                for name, decl in table.items():
-                    names.setdefault(name, decl)
-    return names
+    NumPy function), read from the kernel registry's tables when a profile starts."""
+    return kernels.declarations()
 
 
 def _update_writes(decl, attribute):

@@ -12,7 +12,7 @@ import pathlib
 import pytest
 
 import gradcore as gc
-from gradcore import fused
+from gradcore.kernels import pointwise as fused
 
 _PATH = pathlib.Path(__file__).resolve().parent.parent / "bench" / "test_suites.py"
 _spec = importlib.util.spec_from_file_location("bench_test_suites", _PATH)

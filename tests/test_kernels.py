@@ -22,9 +22,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gradcore import fused
-from gradcore import kernels_cuda as kc
 from gradcore.backend import cpu
+from gradcore.kernels import device as kdev
+from gradcore.kernels import host as khost
+from gradcore.kernels import pointwise as fused
+from gradcore.kernels import source as kc
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_NAMES = sorted(fused.KERNELS)
@@ -40,12 +42,12 @@ SHAPES = [(1, 1), (15, 17), (40, 25), (17, 241)]  # 1, 255, 1000, 4097 elements
 def test_committed_source_is_up_to_date():
     committed = (kc.kernels_dir() / kc.GENERATED).read_text()
     assert committed == kc.generate(), (
-        "kernels/pointwise_backward.cu is stale: run `python -m gradcore.kernels_cuda "
+        "kernels/pointwise_backward.cu is stale: run `python -m gradcore.kernels "
         "--write`")
 
 
 def test_check_command_detects_a_stale_file(tmp_path, monkeypatch):
-    ok = subprocess.run([sys.executable, "-m", "gradcore.kernels_cuda", "--check"],
+    ok = subprocess.run([sys.executable, "-m", "gradcore.kernels", "--check"],
                         cwd=ROOT, capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     # a copy of the sources with an edited .cu: --check must fail, --write must fix it
@@ -190,13 +192,13 @@ def nvrtc_compile(lib, source: str, name: str, options) -> tuple[int, str, bytes
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_nvrtc_compiles_each_dtype_as_the_device_does(dtype, arch):
     """What CuPy's RawModule does on a GPU: NVRTC compiles the source with the options
-    of ``kernels_cuda.nvrtc_options`` (one dtype at a time) and CuPy's own, without the
+    of ``kernels.device.nvrtc_options`` (one dtype at a time) and CuPy's own, without the
     CUDA toolkit's headers, to PTX holding that dtype's entry points and no other. (The
     source also compiles as C++11, 14 and 20, should CuPy add another -std.)"""
     lib = _nvrtc()
     source = (kc.kernels_dir() / kc.GENERATED).read_text()
     # CuPy adds -ftz=true and the architecture to the options it is given
-    options = (*kc.nvrtc_options(dtype), "-ftz=true", f"--gpu-architecture={arch}")
+    options = (*kdev.nvrtc_options(dtype), "-ftz=true", f"--gpu-architecture={arch}")
     rc, log, ptx = nvrtc_compile(lib, source, kc.GENERATED, options)
     assert rc == 0, f"NVRTC {' '.join(options)}:\n{log}"
     entries = set(re.findall(rb"\.entry\s+(\w+)", ptx))
@@ -211,16 +213,16 @@ def host_lib():
     """The host build, compiled once per cache (``GRADCORE_CACHE_DIR`` or ~/.cache)."""
     if shutil.which(os.environ.get("CXX") or "g++") is None:
         pytest.skip("no host C++ compiler (g++ or $CXX) to build the kernel source")
-    return kc.host_library()
+    return khost.host_library()
 
 
 def test_host_build_is_cached(tmp_path):
     if shutil.which(os.environ.get("CXX") or "g++") is None:
         pytest.skip("no host C++ compiler (g++ or $CXX) to build the kernel source")
-    lib = kc.build_host_library(tmp_path)
+    lib = khost.build_host_library(tmp_path)
     assert lib.is_file() and tmp_path in lib.parents
     stamp = lib.stat().st_mtime_ns
-    assert kc.build_host_library(tmp_path) == lib
+    assert khost.build_host_library(tmp_path) == lib
     assert lib.stat().st_mtime_ns == stamp  # reused, not rebuilt
     assert list((tmp_path / "host-kernels").iterdir()) == [lib.parent]
 
@@ -325,7 +327,7 @@ def _upcast(a):
 
 
 def _check(name, dtype, layout, lib, seed):
-    if not kc.host_supports(dtype, lib):
+    if not khost.host_supports(dtype, lib):
         pytest.skip(reason=f"the host compiler has no _Float16, so the {dtype} kernels are not "
                     "in the host build")
     rng = np.random.default_rng(seed)
@@ -338,7 +340,7 @@ def _check(name, dtype, layout, lib, seed):
         ins = _inputs(name, dtype, shape, layout, rng)
         # every element must be written
         out = tuple(np.full(shape, np.nan, dtype) for _ in k.exprs)
-        got = _outputs(kc.run_host(name, *ins, out=out if len(out) > 1 else out[0], lib=lib))
+        got = _outputs(khost.run_host(name, *ins, out=out if len(out) > 1 else out[0], lib=lib))
         assert all(a is b for a, b in zip(got, out)) and len(got) == len(out)
         with np.errstate(all="ignore"):
             if dtype == "float16":  # the twin in float32, rounded once, as the kernel does
@@ -376,12 +378,12 @@ def test_host_launch_covers_every_element_for_any_launch_shape(host_lib):
     y = np.zeros(1000)
     for grid, block in [(1, 1), (1, 7), (3, 64), (5, 96), (40, 32), (2000, 1)]:
         out = np.full(1000, np.nan)
-        kc.run_host("sigmoid_backward", g, y + 0.5, grid=grid, block=block, out=out,
+        khost.run_host("sigmoid_backward", g, y + 0.5, grid=grid, block=block, out=out,
                     lib=host_lib)
         np.testing.assert_array_equal(out, g * 0.25, err_msg=f"grid={grid} block={block}")
-    assert kc.run_host("relu_backward", g[:0], y[:0], lib=host_lib).shape == (0,)
+    assert khost.run_host("relu_backward", g[:0], y[:0], lib=host_lib).shape == (0,)
     for n in (1, 255, 1000, 4097):
-        grid, block = kc._launch_shape(n)
+        grid, block = khost._launch_shape(n)
         assert n % block and n % (grid * block) if n > 1 else True, (n, grid, block)
 
 
@@ -406,7 +408,7 @@ def test_arithmetic_kernels_are_bitwise_numpy(dtype, host_lib):
         ins = _inputs(name, dtype, (17, 241), "contiguous", rng)
         with np.errstate(all="ignore"):  # where() evaluates both branches, as C does
             want = _outputs(fused.KERNELS[name].compile(fused.numpy_names())(*ins))
-        got = _outputs(kc.run_host(name, *ins, lib=host_lib))
+        got = _outputs(khost.run_host(name, *ins, lib=host_lib))
         for j, (a, b) in enumerate(zip(got, want)):
             np.testing.assert_array_equal(a, b, err_msg=f"{name} {dtype} output {j}")
 
@@ -427,9 +429,9 @@ def test_literals_are_in_the_compute_type():
 def test_run_host_rejects_bad_calls(host_lib):
     x = np.ones(3)
     with pytest.raises(TypeError, match="takes 2 arguments"):
-        kc.run_host("tanh_backward", x, lib=host_lib)
+        khost.run_host("tanh_backward", x, lib=host_lib)
     with pytest.raises(TypeError, match="no kernel for dtype"):
-        kc.run_host("tanh_backward", x.astype(np.int64), x.astype(np.int64), lib=host_lib)
+        khost.run_host("tanh_backward", x.astype(np.int64), x.astype(np.int64), lib=host_lib)
 
 
 # ------------------------------------------------------------------ packaging
@@ -465,7 +467,7 @@ def test_wheel_ships_the_kernel_sources(tmp_path):
     assert not missing, (f"{missing} not in the wheel: add new subpackages to "
                          "[tool.setuptools] packages in pyproject.toml")
     # the unpacked wheel, first on the path, finds its own copy of the sources
-    code = ("import gradcore, gradcore.kernels_cuda as k; "
+    code = ("import gradcore, gradcore.kernels.source as k; "
             "print(gradcore.__file__); print(k.kernels_dir())")
     env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"))
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -506,9 +508,9 @@ def test_sgd_kernels_match_the_numpy_update(case, dtype, host_lib):
     """The host build of sgd_step / sgd_momentum_step against fused_optim's NumPy
     update, on the same inputs (bitwise in float32 and float64: same operations, same
     order, no contraction)."""
-    if not kc.host_supports(dtype, host_lib):
+    if not khost.host_supports(dtype, host_lib):
         pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
-    from gradcore import fused_optim as fo
+    from gradcore.kernels import updates as fo
 
     kw = SGD_CASES[case]
     rng = np.random.default_rng(case)
@@ -517,9 +519,9 @@ def test_sgd_kernels_match_the_numpy_update(case, dtype, host_lib):
     fo._sgd_update(np, want[0], g, want[1], **kw)
     scalars = fo.sgd_kernel_scalars(**kw)
     if kw.get("momentum", 0) == 0:
-        kc.run_host("sgd_step", p, g, *scalars, lib=host_lib)
+        khost.run_host("sgd_step", p, g, *scalars, lib=host_lib)
     else:
-        kc.run_host("sgd_momentum_step", p, g, buf, *scalars, lib=host_lib)
+        khost.run_host("sgd_momentum_step", p, g, buf, *scalars, lib=host_lib)
         np.testing.assert_allclose(buf, want[1], **_update_tol(dtype))
     np.testing.assert_allclose(p, want[0], **_update_tol(dtype))
 
@@ -531,9 +533,9 @@ def _update_tol(dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("case", range(len(ADAM_CASES)))
 def test_adam_kernels_match_the_numpy_update(case, dtype, host_lib):
-    if not kc.host_supports(dtype, host_lib):
+    if not khost.host_supports(dtype, host_lib):
         pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
-    from gradcore import fused_optim as fo
+    from gradcore.kernels import updates as fo
 
     kw = dict(ADAM_CASES[case])
     amsgrad = kw.pop("amsgrad", False)
@@ -544,9 +546,9 @@ def test_adam_kernels_match_the_numpy_update(case, dtype, host_lib):
     fo._adam_update(np, want[0], g, want[1], want[2], want[3], amsgrad=amsgrad, **kw)
     scalars = fo.adam_kernel_scalars(np.dtype(dtype), **kw)
     if amsgrad:
-        kc.run_host("adam_amsgrad_step", p, g, m, v, vmax, *scalars, lib=host_lib)
+        khost.run_host("adam_amsgrad_step", p, g, m, v, vmax, *scalars, lib=host_lib)
     else:
-        kc.run_host("adam_step", p, g, m, v, *scalars, lib=host_lib)
+        khost.run_host("adam_step", p, g, m, v, *scalars, lib=host_lib)
     # sqrt is correctly rounded on both sides; float16 computes in float32 in the kernel
     for got, ref, what in zip((p, m, v, vmax), want, ("p", "m", "v", "vmax")):
         np.testing.assert_allclose(got, ref, err_msg=f"{what} {dtype}", **_update_tol(dtype))
@@ -557,19 +559,19 @@ def test_launch_checks_argument_types(host_lib):
     a float, a float64 array for a float32 kernel, a non-contiguous array."""
     x = np.ones(4, np.float32)
     good = [x, np.int64(1), x, np.int64(1), x, np.int64(4)]
-    kc.launch_host("tanh_backward_float32", good, 1, 4, lib=host_lib)
+    khost.launch_host("tanh_backward_float32", good, 1, 4, lib=host_lib)
     with pytest.raises(TypeError, match="'g' must be a C-contiguous float32 array"):
-        kc.launch_host("tanh_backward_float32", [x.astype(np.float64)] + good[1:], 1, 4,
+        khost.launch_host("tanh_backward_float32", [x.astype(np.float64)] + good[1:], 1, 4,
                        lib=host_lib)
     with pytest.raises(TypeError, match="must be np.int64"):
-        kc.launch_host("tanh_backward_float32", good[:-1] + [4], 1, 4, lib=host_lib)
+        khost.launch_host("tanh_backward_float32", good[:-1] + [4], 1, 4, lib=host_lib)
     with pytest.raises(TypeError, match="'scale' must be np.float32, got float"):
-        kc.launch_host("mse_backward_float32", good[:4] + [x, np.int64(1), 0.5, x,
+        khost.launch_host("mse_backward_float32", good[:4] + [x, np.int64(1), 0.5, x,
                                                            np.int64(4)], 1, 4, lib=host_lib)
     with pytest.raises(TypeError, match="takes 6 arguments"):
-        kc.launch_host("tanh_backward_float32", good[:-1], 1, 4, lib=host_lib)
+        khost.launch_host("tanh_backward_float32", good[:-1], 1, 4, lib=host_lib)
     with pytest.raises(KeyError, match="no kernel entry point"):
-        kc.launch_host("tanh_backward_int8", good, 1, 4, lib=host_lib)
+        khost.launch_host("tanh_backward_int8", good, 1, 4, lib=host_lib)
 
 
 # ------------------------------------------------------------------ row kernels
@@ -586,7 +588,7 @@ def _row_tol(dtype):
 def _row_reference(name, *args):
     """The twin in float64 (float16 and float32 kernels sum in float32, in another order
     than NumPy's pairwise sums)."""
-    from gradcore import fused_rows
+    from gradcore.kernels import rows as fused_rows
 
     up = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in args]
     return fused_rows.TWINS[name](np, *up)
@@ -597,7 +599,7 @@ def _row_reference(name, *args):
 def test_row_softmax_kernels_match_the_twin(name, dtype, host_lib):
     """Block-per-row kernels with a shared-memory sum (__syncthreads through fibers in
     the host build), for block sizes that are and are not powers of two."""
-    if not kc.host_supports(dtype, host_lib):
+    if not khost.host_supports(dtype, host_lib):
         pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
     rng = np.random.default_rng(zlib.crc32(f"{name} {dtype}".encode()))
     for rows, cols in ROW_SHAPES:
@@ -611,7 +613,7 @@ def test_row_softmax_kernels_match_the_twin(name, dtype, host_lib):
         want = _row_reference(name, g, y)
         for grid, block in ROW_LAUNCHES:
             out = np.full((rows, cols), np.nan, dtype)
-            kc.launch_host(f"{name}_{dtype}", [g, y, out, np.int64(rows), np.int64(cols)],
+            khost.launch_host(f"{name}_{dtype}", [g, y, out, np.int64(rows), np.int64(cols)],
                            grid, block, lib=host_lib)
             np.testing.assert_allclose(out, want, err_msg=f"{rows}x{cols} {grid}x{block}",
                                        **_row_tol(dtype))
@@ -621,7 +623,7 @@ def test_row_softmax_kernels_match_the_twin(name, dtype, host_lib):
 def test_softmax_xent_kernel_matches_the_two_backward_steps(dtype, host_lib):
     """One pass from the log-probabilities equals nll_loss's one-hot gradient followed by
     log_softmax's backward, computed as the CPU does."""
-    if not kc.host_supports(dtype, host_lib):
+    if not khost.host_supports(dtype, host_lib):
         pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
     rng = np.random.default_rng(3)
     for rows, cols in ROW_SHAPES:
@@ -638,7 +640,7 @@ def test_softmax_xent_kernel_matches_the_two_backward_steps(dtype, host_lib):
             onehot[np.arange(rows), target] = vals
             want = onehot - np.exp(logp) * onehot.sum(1, keepdims=True)
             out = np.full((rows, cols), np.nan, dtype)
-            kc.launch_host(f"softmax_xent_backward_{dtype}",
+            khost.launch_host(f"softmax_xent_backward_{dtype}",
                            [logp, target, g, np.int64(stride), coef, out, np.int64(rows),
                             np.int64(cols)], 3, 64, lib=host_lib)
             # (the C library's exp and NumPy's may differ in the last bit)
@@ -648,7 +650,7 @@ def test_softmax_xent_kernel_matches_the_two_backward_steps(dtype, host_lib):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_mul_sum_rows_kernel_matches_the_twin(dtype, host_lib):
-    if not kc.host_supports(dtype, host_lib):
+    if not khost.host_supports(dtype, host_lib):
         pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
     rng = np.random.default_rng(4)
     for rows, cols in ROW_SHAPES + [(300, 70)]:
@@ -657,7 +659,7 @@ def test_mul_sum_rows_kernel_matches_the_twin(dtype, host_lib):
         want = _row_reference("mul_sum_rows", g, x)
         for grid, block in ROW_LAUNCHES + [(1, 256)]:
             out = np.full(cols, np.nan, dtype)
-            kc.launch_host(f"mul_sum_rows_{dtype}", [g, x, out, np.int64(rows),
+            khost.launch_host(f"mul_sum_rows_{dtype}", [g, x, out, np.int64(rows),
                                                       np.int64(cols)], grid, block,
                            lib=host_lib)
             tol = _row_tol(dtype)
@@ -671,9 +673,9 @@ def test_softmax_xent_forward_kernel_matches_the_twin(dtype, host_lib):
     forward, with and without class weights, ignored targets, rows of 1 to 257 classes,
     and a NaN loss for a target out of range (kept in the targets, for the range
     check)."""
-    if not kc.host_supports(dtype, host_lib):
+    if not khost.host_supports(dtype, host_lib):
         pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
-    from gradcore import fused_rows
+    from gradcore.kernels import rows as fused_rows
 
     acc = np.float32 if dtype == "float16" else dtype
     rng = np.random.default_rng(6)
@@ -687,7 +689,7 @@ def test_softmax_xent_forward_kernel_matches_the_twin(dtype, host_lib):
                    np.full(rows, np.nan, acc), np.full(rows, -1, np.int64))
             w = weight if weight is not None else np.zeros(1, acc)
             for grid, block in ROW_LAUNCHES:
-                kc.launch_host(f"softmax_xent_forward_{dtype}",
+                khost.launch_host(f"softmax_xent_forward_{dtype}",
                                [x, target, w, np.int64(weight is not None), np.int64(-100),
                                 *got, np.int64(rows), np.int64(cols)], grid, block,
                                lib=host_lib)
@@ -697,7 +699,7 @@ def test_softmax_xent_forward_kernel_matches_the_twin(dtype, host_lib):
     bad = np.array([0, 5], np.int64)  # 5 is out of range for 3 classes
     x = np.zeros((2, 3), dtype)
     out = (np.empty((2, 3), dtype), np.empty(2, acc), np.empty(2, acc), np.empty(2, np.int64))
-    kc.launch_host(f"softmax_xent_forward_{dtype}",
+    khost.launch_host(f"softmax_xent_forward_{dtype}",
                    [x, bad, np.zeros(1, acc), np.int64(0), np.int64(-100), *out,
                     np.int64(2), np.int64(3)], 1, 32, lib=host_lib)
     # the loss is NaN, and the target stays as it is for the caller's range check
@@ -710,7 +712,7 @@ def test_nvrtc_compiles_in_other_language_standards(std):
     source must compile in any standard from C++11."""
     lib = _nvrtc()
     source = (kc.kernels_dir() / kc.GENERATED).read_text()
-    options = (*kc.nvrtc_options("float32"), f"-std={std}", "--gpu-architecture=compute_80")
+    options = (*kdev.nvrtc_options("float32"), f"-std={std}", "--gpu-architecture=compute_80")
     rc, log, _ = nvrtc_compile(lib, source, kc.GENERATED, options)
     assert rc == 0, f"NVRTC {' '.join(options)}:\n{log}"
 
@@ -740,9 +742,9 @@ def test_layer_norm_kernels_match_the_twins(dtype, host_lib):
     """layer_norm's forward (a block per row), input gradient (a block per row) and
     parameter gradients (column sums) against their twins, with and without weight and
     bias, for rows of 1 to 257 elements and block sizes that are not powers of two."""
-    if not kc.host_supports(dtype, host_lib):
+    if not khost.host_supports(dtype, host_lib):
         pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
-    from gradcore import fused_rows
+    from gradcore.kernels import rows as fused_rows
 
     acc = np.dtype(np.float32 if dtype == "float16" else dtype)
     rng = np.random.default_rng(10)
@@ -759,7 +761,7 @@ def test_layer_norm_kernels_match_the_twins(dtype, host_lib):
             for grid, block in ROW_LAUNCHES:
                 got = (np.full((rows, cols), np.nan, dtype), np.full(rows, np.nan, acc),
                        np.full(rows, np.nan, acc))
-                kc.launch_host(f"layer_norm_forward_rows_{dtype}",
+                khost.launch_host(f"layer_norm_forward_rows_{dtype}",
                                [x, dummy if ww is None else ww, dummy if bb is None else bb,
                                 np.int64(ww is not None), np.int64(bb is not None),
                                 acc.type(1e-5), acc.type(inv_n), *got, np.int64(rows),
@@ -769,7 +771,7 @@ def test_layer_norm_kernels_match_the_twins(dtype, host_lib):
             _, mean, rstd = want
             want_dx = fused_rows.layer_norm_backward_rows(np, g, x, ww, mean, rstd, inv_n)
             dx = np.full((rows, cols), np.nan, dtype)
-            kc.launch_host(f"layer_norm_backward_rows_{dtype}",
+            khost.launch_host(f"layer_norm_backward_rows_{dtype}",
                            [g, x, dummy if ww is None else ww, np.int64(ww is not None),
                             mean, rstd, acc.type(inv_n), dx, np.int64(rows), np.int64(cols)],
                            3, 96, lib=host_lib)
@@ -777,7 +779,7 @@ def test_layer_norm_kernels_match_the_twins(dtype, host_lib):
         want_dw, want_db = fused_rows.layer_norm_param_grads(np, g, x, mean, rstd)
         for grid, block in ((1, 256), (2, 96), (5, 7)):
             dw, db = np.full(cols, np.nan, dtype), np.full(cols, np.nan, dtype)
-            kc.launch_host(f"layer_norm_param_grads_{dtype}",
+            khost.launch_host(f"layer_norm_param_grads_{dtype}",
                            [g, x, mean, rstd, np.int64(1), np.int64(1), dw, db,
                             np.int64(rows), np.int64(cols)], grid, block, lib=host_lib)
             scale = dict(rtol=tol["rtol"], atol=tol["atol"] * np.sqrt(rows))
@@ -788,9 +790,9 @@ def test_layer_norm_kernels_match_the_twins(dtype, host_lib):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("log", [False, True])
 def test_softmax_forward_kernel_matches_the_twin(log, dtype, host_lib):
-    if not kc.host_supports(dtype, host_lib):
+    if not khost.host_supports(dtype, host_lib):
         pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
-    from gradcore import fused_rows
+    from gradcore.kernels import rows as fused_rows
 
     rng = np.random.default_rng(11)
     for rows, cols in ROW_SHAPES:
@@ -798,7 +800,7 @@ def test_softmax_forward_kernel_matches_the_twin(log, dtype, host_lib):
         want = fused_rows.softmax_forward_rows(np, x.astype(np.float64), log)
         for grid, block in ROW_LAUNCHES:
             y = np.full((rows, cols), np.nan, dtype)
-            kc.launch_host(f"softmax_forward_rows_{dtype}",
+            khost.launch_host(f"softmax_forward_rows_{dtype}",
                            [x, np.int64(log), y, np.int64(rows), np.int64(cols)], grid,
                            block, lib=host_lib)
             np.testing.assert_allclose(y, want, err_msg=f"{rows}x{cols} {grid}x{block}",

@@ -9,7 +9,7 @@ import pytest
 
 import gradcore as gc
 import gradcore.optim as optim
-from gradcore.fused_optim import adam_scalars
+from gradcore.kernels.updates import adam_scalars
 
 from conftest import host, needs_torch
 
@@ -329,7 +329,7 @@ def test_adam_bias_correction_scalars_follow_pytorchs_order():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_fused_updates_match_a_plain_numpy_formula_and_work_in_place(dtype):
-    """The kernels' NumPy twins against the per-element formula of fused_optim's
+    """The kernels' NumPy twins against the per-element formula of kernels.updates'
     docstring, on a 0-d, a non-multiple-of-8 and a 2-D parameter; grads are read-only."""
     m = gc.backend.cpu.math
     rng = np.random.default_rng(5)
@@ -497,8 +497,8 @@ def test_scheduler_errors():
 def test_cpu_updates_by_slices_equal_the_whole_update(name, kw):
     """The CPU updates a large parameter a cache-sized slice at a time: bit for bit what
     one pass over the whole arrays gives, a non-contiguous gradient included."""
-    from gradcore import fused_optim
     from gradcore.backend import cpu
+    from gradcore.kernels import updates as fused_optim
 
     rng = np.random.default_rng(0)
     shape = (3 * fused_optim.CHUNK // 100 + 7, 100)  # several slices and a partial one

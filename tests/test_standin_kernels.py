@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 
 import gradcore as gc
-from gradcore import fused
-from gradcore import kernels_cuda as kc
+from gradcore.kernels import host as khost
+from gradcore.kernels import pointwise as fused
+from gradcore.kernels import source as kc
+from gradcore.kernels.spec import Update
 
-pytestmark = pytest.mark.skipif(not kc.host_supports("float32"),
+pytestmark = pytest.mark.skipif(not khost.host_supports("float32"),
                                 reason="no host build of the kernels on this machine")
 
 
@@ -76,7 +78,7 @@ def test_scalar_operands_pass_with_stride_zero(kernels_on):
     x = np.linspace(0.5, 2.0, 12).reshape(3, 4)
     got = math.pow_backward(math.asarray(np.ones_like(x)), math.asarray(x), 2.5).get()
     np.testing.assert_allclose(got, 2.5 * x ** 1.5, rtol=1e-12)
-    _, values, _, _ = gc.kernels_cuda.kernel_arguments(
+    _, values, _, _ = kc.kernel_arguments(
         fused.KERNELS["pow_backward"], (math.asarray(x), math.asarray(x), 2.5), math.xp)
     assert [int(v) for v in values[1:6:2]] == [1, 1, 0] and values[4].size == 1
 
@@ -85,11 +87,10 @@ def test_the_same_shape_path_passes_what_the_general_one_does(kernels_on):
     """Arrays of one shape, contiguous, of the kernel's dtype skip the broadcasting
     (the host's cost of a launch): the same arguments as kernel_arguments, for every
     pointwise kernel; anything else takes the general path."""
-    kc = gc.kernels_cuda
     xp = gc.device("cuda").math.xp
     rng = np.random.default_rng(0)
     for k in fused.KERNELS.values():
-        if isinstance(k, fused.Update):
+        if isinstance(k, Update):
             continue
         args = [xp.asarray(rng.random((3, 4)) > 0.5) if p in k.masks else
                 xp.asarray(rng.standard_normal((3, 4)).astype(np.float32)) for p in k.params]

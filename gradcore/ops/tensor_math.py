@@ -9,7 +9,7 @@ directly: a method call is cheaper than NumPy's Python-level wrappers.
 
 from __future__ import annotations
 
-from .. import fused
+from ..kernels import pointwise as _kernels
 from ..tensor import Tensor, _new, _wrap
 from . import index as _index
 from . import pointwise as _pw
@@ -107,7 +107,7 @@ take_along_axis = _index.take_along_axis
 
 # The fused kernels as differentiable composites, built from the same expressions as
 # their NumPy twins and CUDA bodies: ``tensor_math.tanh_backward`` and so on.
-_composites = fused.composite({
+_composites = _kernels.composite({
     "where": where, "exp": exp, "log": log, "sqrt": sqrt, "sin": sin, "cos": cos,
     "tanh": tanh, "sign": sign, "pow": pow, "maximum": maximum,
     "erf": _erf,

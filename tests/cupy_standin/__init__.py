@@ -737,12 +737,13 @@ def cupyx_modules() -> dict:
 # ---- raw kernels: the CUDA source runs through gradcore's host build -------------------
 class RawModule:
     """Like ``cupy.RawModule``: ``get_function(name)`` gives a kernel that runs the very
-    source it was given, compiled for the host (``gradcore.kernels_cuda``'s host build
+    source it was given, compiled for the host (``gradcore.kernels.host``'s build
     of ``kernels/pointwise_backward.cu``; the code passed in must be that file). As with
     NVRTC, ``-DGRADCORE_NO_<dtype>`` in ``options`` leaves that dtype's kernels out."""
 
     def __init__(self, code=None, options=(), name_expressions=None, **kwargs):
-        from gradcore import kernels_cuda as kc
+        from gradcore.kernels import host as khost
+        from gradcore.kernels import source as kc
 
         expected = (kc.kernels_dir() / kc.GENERATED).read_text()
         if code != expected:
@@ -753,7 +754,8 @@ class RawModule:
         COMPILED.append(self.options)
 
     def get_function(self, name):
-        from gradcore import kernels_cuda as kc
+        from gradcore.kernels import host as khost
+        from gradcore.kernels import source as kc
 
         _, dtype = kc.entry(name)
         if dtype in self.left_out:  # CuPy: cuModuleGetFunction fails, named not found
@@ -773,11 +775,12 @@ class _HostKernel:
         (contiguous, of the kernel's dtype: CuPy passes a pointer whatever the array) and
         NumPy scalars of the parameter's exact type (CuPy passes Python numbers as
         64-bit, which a float parameter would misread)."""
-        from gradcore import kernels_cuda as kc
+        from gradcore.kernels import host as khost
+        from gradcore.kernels import source as kc
 
         values = []
         for a in args:
             if isinstance(a, _np.ndarray):
                 raise TypeError(f"{self.name}: a host (NumPy) array passed to a kernel")
             values.append(a._a if type(a) is ndarray else a)
-        kc.launch_host(self.name, values, int(grid[0]), int(block[0]))
+        khost.launch_host(self.name, values, int(grid[0]), int(block[0]))

@@ -35,11 +35,10 @@ Per element, with ``g`` the gradient (negated when ``maximize``):
 
 from __future__ import annotations
 
-import functools
+from .pointwise import CHUNK, sliced  # noqa: F401 (CHUNK: the slice size the updates use)
+from .spec import Update
 
-from .fused import CHUNK, Update, sliced  # noqa: F401 (CHUNK: the slice size the updates use)
-
-__all__ = ["adam_scalars", "attach", "UPDATES", "UPDATE_KERNELS", "sgd_kernel_scalars",
+__all__ = ["adam_scalars", "UPDATES", "UPDATE_KERNELS", "sgd_kernel_scalars",
            "adam_kernel_scalars"]
 
 
@@ -260,33 +259,3 @@ def _adam_update_kernel(math, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=N
         math.adam_amsgrad_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *scalars)
     else:
         math.adam_step(param, grad, exp_avg, exp_avg_sq, *scalars)
-
-
-# An update is a dozen NumPy passes: over a large parameter, each streams every array
-# from main memory again. A slice at a time (fused.sliced: four to seven arrays in L2),
-# the same results come in about half the time for parameters of a few MB.
-
-
-def attach(math) -> None:
-    """Give an array namespace the fused updates.
-
-    On the CPU (and on CUDA without the device kernels) they are the functions above,
-    written over the array module; where :mod:`gradcore.fused` attached real device
-    kernels (``math.device_kernels``), each update is one kernel launch per parameter.
-    The optimizers only ever call ``math.sgd_update`` / ``math.adam_update``.
-    """
-    if getattr(math, "device_kernels", False):
-        from . import kernels_cuda
-
-        for k in UPDATE_KERNELS.values():
-            setattr(math, k.name, kernels_cuda.device_kernel(math, k))
-        math.sgd_update = kernels_cuda.with_fallback(
-            math, "sgd_update", functools.partial(_sgd_update_kernel, math))
-        math.adam_update = kernels_cuda.with_fallback(
-            math, "adam_update", functools.partial(_adam_update_kernel, math))
-        return
-    for name, fn in UPDATES.items():
-        if math.xp.__name__ == "numpy":
-            setattr(math, name, sliced(fn, math.xp))
-        else:  # on a device a slice is one more launch per operation
-            setattr(math, name, functools.partial(fn, math.xp))

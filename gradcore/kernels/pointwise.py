@@ -5,15 +5,16 @@ the common subset of C and Python (arithmetic, comparisons, and the functions
 ``where``, ``exp``, ``log``, ``sqrt``, ``sin``, ``cos``, ``tanh``, ``sign``, ``pow``,
 ``erf``, ``maximum``). From that one declaration come
 
-* the NumPy twin, attached to the CPU array namespace (``math.tanh_backward``);
+* the NumPy twin, what the CPU array namespace answers for ``math.tanh_backward``
+  (the registry, :mod:`gradcore.kernels`);
 * the differentiable composite used when ``create_graph=True``
   (``tensor_math.tanh_backward``), so second derivatives come for free;
-* the body of the CUDA kernel (:mod:`gradcore.kernels_cuda`), one launch per call on a
+* the body of the CUDA kernel (:mod:`.source`), one launch per call on a
   CUDA device.
 
 A kernel may also name a hand-written CPU twin (``cpu=``) that avoids temporaries;
 the tests check it against the expression on the same inputs. :class:`Update` declares
-the in-place optimizer steps the same way (:mod:`gradcore.fused_optim`). See
+the in-place optimizer steps the same way (:mod:`.updates`). See
 docs/kernels.md.
 """
 
@@ -21,75 +22,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Kernel", "KERNELS", "attach", "composite"]
+from ..backend import cpu
+from .spec import Kernel
 
-
-@dataclass(frozen=True)
-class Kernel:
-    """A pointwise kernel: ``expr`` (or one expression per output, as a tuple) over the
-    arrays ``params``, which broadcast together, and the numbers ``scalars``."""
-
-    name: str
-    params: tuple[str, ...]
-    expr: str | tuple[str, ...]
-    cpu: object = None  # optional faster NumPy implementation with the same meaning
-    scalars: tuple[str, ...] = ()  # numbers passed by value, after the arrays
-    masks: tuple[str, ...] = ()    # the params that are boolean arrays
-    lets: tuple[tuple[str, str], ...] = ()  # local values (name, expression), in order
-
-    @property
-    def exprs(self) -> tuple[str, ...]:
-        """One expression per output."""
-        return self.expr if isinstance(self.expr, tuple) else (self.expr,)
-
-    @property
-    def arguments(self) -> tuple[str, ...]:
-        return self.params + self.scalars
-
-    def compile(self, namespace: dict):
-        """The expression as a Python function of ``params`` then ``scalars`` over
-        ``namespace`` (a tuple of results for several outputs)."""
-        result = self.expr if isinstance(self.expr, str) else f"({', '.join(self.expr)},)"
-        lines = [f"def {self.name}({', '.join(self.arguments)}):"]
-        lines += [f"    {name} = {expr}" for name, expr in self.lets]
-        lines.append(f"    return {result}")
-        # __name__ attributes NumPy's floating-point warnings to gradcore (see __init__)
-        scope = dict(namespace, __name__=__name__)
-        exec(compile("\n".join(lines), f"<kernel {self.name}>", "exec"), scope)
-        return scope[self.name]
-
-
-@dataclass(frozen=True)
-class Update:
-    """An in-place kernel over same-shaped arrays: the statements ``body`` (pairs of a
-    name and an expression, run in order; a name may be rebound) update the arrays named
-    in ``writes``. The optimizers' per-parameter steps are written this way, one launch
-    per parameter on CUDA."""
-
-    name: str
-    params: tuple[str, ...]
-    body: tuple[tuple[str, str], ...]
-    writes: tuple[str, ...]
-    scalars: tuple[str, ...] = ()
-
-    @property
-    def arguments(self) -> tuple[str, ...]:
-        return self.params + self.scalars
-
-    def compile(self, namespace: dict):
-        """The update as a Python function of ``params`` then ``scalars``, writing the
-        results into the arrays of ``writes`` (their dtype; it returns None)."""
-        lines = [f"def {self.name}({', '.join(self.arguments)}):",
-                 f"    _arrays = ({', '.join(self.writes)},)"]
-        lines += [f"    {target} = {expr}" for target, expr in self.body]
-        lines += [f"    _arrays[{j}][...] = {w}" for j, w in enumerate(self.writes)]
-        scope = dict(namespace, __name__=__name__)
-        exec(compile("\n".join(lines), f"<kernel {self.name}>", "exec"), scope)
-        return scope[self.name]
+__all__ = ["KERNELS", "INPLACE_CPU", "numpy_names", "composite", "sliced", "CHUNK"]
 
 
 def _tanh_backward_cpu(g, y):
@@ -280,39 +219,17 @@ _NUMPY_NAMES = {
 
 def numpy_names() -> dict:
     """The functions kernel expressions may call, over NumPy (erf from the backend)."""
-    from .backend import cpu
-
-    return dict(_NUMPY_NAMES, erf=cpu.math.erf, sign=cpu.math.sign)
+    return namespace_names(cpu.math)
 
 
-def attach(math, device_kernels: bool | None = None) -> None:
-    """Give an array namespace its kernels: on a CUDA device, gradcore's own kernels
-    (unless ``GRADCORE_CUDA_KERNELS=0`` or ``device_kernels=False``), elsewhere the NumPy
-    twins or the expressions over the namespace's array module."""
+def namespace_names(math) -> dict:
+    """The functions kernel expressions may call, over an array namespace: its array
+    module's, with the namespace's own ``erf`` and PyTorch's ``sign`` (0 at NaN)."""
     names = {k: getattr(math.xp, k) for k in _NUMPY_NAMES if k != "pow"}
     names["pow"] = math.xp.power
     names["erf"] = math.erf
-    names["sign"] = math.sign  # PyTorch's (0 at NaN), not the array module's
-    wanted, device_kernels = device_kernels, None
-    if math.xp is not np:
-        from . import kernels_cuda  # the generated CUDA kernels
-
-        if kernels_cuda.device_kernels_enabled() if wanted is None else wanted:
-            device_kernels = kernels_cuda
-    for k in KERNELS.values():
-        if device_kernels is not None:
-            fn = device_kernels.device_kernel(math, k)
-        elif k.cpu is not None and math.xp is np:
-            fn = k.cpu
-        else:
-            fn = k.compile(names)
-        setattr(math, k.name, fn)
-    for name, fn in INPLACE_CPU.items():
-        # on a device the out-of-place kernel stands in (one launch either way)
-        setattr(math, name, fn if math.xp is np else getattr(math, name.rstrip("_")))
-    # whether the kernels are real device kernels (one launch each), so that an op may
-    # prefer a kernel to a composition tuned for NumPy
-    math.device_kernels = device_kernels is not None
+    names["sign"] = math.sign
+    return names
 
 
 def composite(namespace: dict) -> dict:

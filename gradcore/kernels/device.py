@@ -1,0 +1,321 @@
+"""gradcore's kernels on a CUDA device: one launch per call through ``cupy.RawModule``.
+
+The generated source (:mod:`.source`) is compiled for a device and dtype on first use
+(never at import), once per process; CuPy caches the binary on disk. Should the compiler
+fail (a CUDA or CuPy version this source has not met), the device warns once and flips
+its namespace to the same formulas over CuPy's own ufuncs (:func:`fall_back`:
+``math.use_device_kernels(False)``). :func:`pointwise` and :func:`update` wrap a
+declaration as a launcher; the row kernels' launchers (softmax, cross-entropy,
+layer_norm, the unbroadcasting product) are below, each taking the arguments of its
+NumPy twin in :mod:`.rows`.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..backend import cuda_kernels_enabled, summed_axes
+from .pointwise import KERNELS
+from .rows import _acc, row_block
+from .source import (
+    DTYPES,
+    GENERATED,
+    _entry_name,
+    _same_shape_arguments,
+    dtype_name,
+    kernel_arguments,
+    kernels_dir,
+)
+from .spec import Update
+from .updates import _adam_update_kernel, _sgd_update_kernel
+
+device_kernels_enabled = cuda_kernels_enabled  # (read by the benchmarks and tests)
+
+
+class KernelsUnavailable(RuntimeError):
+    """The kernels did not compile on a device, which has fallen back to CuPy's own."""
+
+
+BLOCK = 256
+MAX_GRID = 65535
+
+
+def nvrtc_options(dtype: str, folder: Path | None = None) -> tuple[str, ...]:
+    """The compiler options for ``dtype``'s kernels: the other dtypes are left out."""
+    folder = kernels_dir() if folder is None else folder
+    skip = tuple(f"-DGRADCORE_NO_{d}" for d in DTYPES if d != dtype)
+    return ("-std=c++17", f"-I{folder}", *skip)
+
+
+def _module(math, dtype: str):
+    """The generated source compiled for ``math``'s device and ``dtype``: on first use
+    (never at import), once per process; CuPy caches the binary on disk.
+
+    Should the compiler fail (a CUDA or CuPy version this source has not met), the
+    device warns once and falls back to CuPy's own kernels for the same formulas
+    (:func:`fall_back`), and this raises :class:`KernelsUnavailable` so that the caller
+    can run the fallback."""
+    modules = math.__dict__.setdefault("_kernel_modules", {})  # lives with the namespace
+    mod = modules.get(dtype)
+    if mod is None:
+        folder = kernels_dir()
+        code = (folder / GENERATED).read_text()
+        try:
+            mod = math.xp.RawModule(code=code, options=nvrtc_options(dtype, folder))
+            # CuPy compiles on the first lookup: make it happen here
+            mod.get_function(_entry_name(next(iter(KERNELS.values())), dtype))
+        except Exception as exc:  # noqa: BLE001 - any compiler or driver failure
+            fall_back(math, exc)
+            raise KernelsUnavailable(str(exc)) from exc
+        modules[dtype] = mod
+    return mod
+
+
+def fall_back(math, exc) -> None:
+    """Give ``math`` back the kernels written over its array module (CuPy's ufuncs),
+    with a warning that says why."""
+    warnings.warn(f"gradcore's CUDA kernels did not compile on {math.device} "
+                  f"({type(exc).__name__}: {str(exc).strip()[:500]}); using CuPy's own "
+                  "kernels for the same formulas instead (GRADCORE_CUDA_KERNELS=0 skips "
+                  "this attempt)", RuntimeWarning, stacklevel=4)
+    math.use_device_kernels(False)
+
+
+def with_fallback(math, name: str, fn):
+    """``fn`` (a device launcher), running ``math.<name>`` instead when the kernels
+    turn out not to compile on the device."""
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KernelsUnavailable:
+            replacement = getattr(math, name)
+            if replacement is run:  # the fallback did not take: never loop
+                raise
+            return replacement(*args, **kwargs)
+
+    run.__name__ = name
+    return run
+
+
+def launch(math, entry_name: str, values, grid: int, block: int) -> None:
+    """One launch of entry point ``entry_name`` (``<kernel>_<dtype>``) on ``math``'s
+    device with the argument ``values`` (device arrays and NumPy scalars)."""
+    functions = math.__dict__.setdefault("_kernel_functions", {})
+    fn = functions.get(entry_name)
+    if fn is None:
+        fn = functions[entry_name] = \
+            _module(math, entry_name.rpartition("_")[2]).get_function(entry_name)
+    fn((grid,), (block,), tuple(values))
+
+
+def device_kernel(math, k):
+    """Kernel ``k`` as a function on ``math``'s device, one launch per call: a pointwise
+    kernel takes arrays (or numbers) and returns new arrays; an update writes into its
+    arrays (see :func:`kernel_arguments`)."""
+    xp = math.xp
+    update = isinstance(k, Update)
+    single = not update and len(k.exprs) == 1
+    constants = math.__dict__.setdefault("_kernel_constants", {})
+
+    def run(*args):
+        fast = None if update else _same_shape_arguments(k, args, xp)
+        entry_name, values, outs, n = fast or kernel_arguments(k, args, xp,
+                                                               constants=constants)
+        if n:
+            launch(math, entry_name, values, min(-(-n // BLOCK), MAX_GRID), BLOCK)
+        if update:
+            return None
+        return outs[0] if single else outs
+
+    run.__name__ = k.name
+    # an update is called by optimizer_update's wrappers, which fall back as a whole
+    return run if update else with_fallback(math, k.name, run)
+
+
+# ---- the row kernels' launchers ---------------------------------------------
+def _dense(xp, a, dtype):
+    return xp.ascontiguousarray(a, dtype=dtype)
+
+
+def _launch(math, name, dtype, values, rows, cols, over):
+    """One launch of ``<name>_<dtype>`` with ``values`` then ``rows`` and ``cols``: a
+    block per row (``over="rows"``), per 32 columns (``"columns"``) or a thread per
+    element (``"elements"``)."""
+    units = {"rows": rows, "columns": -(-cols // 32),
+             "elements": -(-(rows * cols) // BLOCK)}[over]
+    if units and (rows or over == "columns"):
+        launch(math, f"{name}_{dtype_name(dtype)}", [*values, np.int64(rows), np.int64(cols)],
+               min(units, MAX_GRID), row_block(cols) if over == "rows" else BLOCK)
+
+
+def _rows_kernel(math, name, g, y):
+    xp = math.xp
+    dtype = y.dtype
+    g, y = _dense(xp, g, dtype), _dense(xp, y, dtype)
+    out = xp.empty(y.shape, dtype=dtype)
+    cols = y.shape[-1] if y.ndim else 1
+    rows = y.size // cols if cols else 0
+    _launch(math, name, dtype, [g, y, out], rows, cols, "rows")
+    return out
+
+
+def _xent_kernel(math, logp, target, g, coef):
+    xp = math.xp
+    dtype = logp.dtype
+    logp = _dense(xp, logp, dtype)
+    rows, cols = logp.shape
+    g = xp.asarray(g, dtype=dtype)
+    g_stride = 1 if g.size == rows and rows != 1 else 0
+    g = _dense(xp, g.reshape(-1)[:1] if g_stride == 0 else g, dtype)
+    out = xp.empty(logp.shape, dtype=dtype)
+    _launch(math, "softmax_xent_backward", dtype,
+            [logp, _dense(xp, target, np.int64), g, np.int64(g_stride),
+             _dense(xp, coef, dtype), out], rows, cols, "elements")
+    return out
+
+
+def _xent_forward_kernel(math, x, target, weight, ignore_index):
+    xp = math.xp
+    dtype = x.dtype
+    acc = _acc(dtype)
+    x = _dense(xp, x, dtype)
+    rows, cols = x.shape
+    logp = xp.empty(x.shape, dtype=dtype)
+    loss, wt = xp.empty((rows,), dtype=acc), xp.empty((rows,), dtype=acc)
+    tsafe = xp.empty((rows,), dtype=np.int64)
+    w = _dense(xp, weight, acc) if weight is not None else xp.empty((1,), dtype=acc)
+    _launch(math, "softmax_xent_forward", dtype,
+            [x, _dense(xp, target, np.int64), w, np.int64(weight is not None),
+             np.int64(ignore_index), logp, loss, wt, tsafe], rows, cols, "rows")
+    return logp, loss, wt, tsafe
+
+
+def _softmax_forward_kernel(math, x, log):
+    xp = math.xp
+    dtype = x.dtype
+    x = _dense(xp, x, dtype)
+    y = xp.empty(x.shape, dtype=dtype)
+    _launch(math, "softmax_forward_rows", dtype, [x, np.int64(bool(log)), y], *x.shape,
+            "rows")
+    return y
+
+
+def _ln_forward_kernel(math, x, w, b, eps, inv_n):
+    xp = math.xp
+    dtype = x.dtype
+    acc = _acc(dtype)
+    x = _dense(xp, x, dtype)
+    rows = x.shape[0]
+    y = xp.empty(x.shape, dtype=dtype)
+    mean, rstd = xp.empty((rows,), dtype=acc), xp.empty((rows,), dtype=acc)
+    dummy = x.reshape(-1)[:1]  # a valid pointer where there is no weight or bias
+    _launch(math, "layer_norm_forward_rows", dtype,
+            [x, dummy if w is None else _dense(xp, w, dtype),
+             dummy if b is None else _dense(xp, b, dtype), np.int64(w is not None),
+             np.int64(b is not None), acc.type(eps), acc.type(inv_n), y, mean, rstd],
+            *x.shape, "rows")
+    return y, mean, rstd
+
+
+def _ln_backward_kernel(math, g, x, w, mean, rstd, inv_n):
+    xp = math.xp
+    dtype = x.dtype
+    acc = _acc(dtype)
+    x = _dense(xp, x, dtype)
+    dx = xp.empty(x.shape, dtype=dtype)
+    _launch(math, "layer_norm_backward_rows", dtype,
+            [_dense(xp, g, dtype), x, x.reshape(-1)[:1] if w is None else
+             _dense(xp, w, dtype), np.int64(w is not None), _dense(xp, mean, acc),
+             _dense(xp, rstd, acc), acc.type(inv_n), dx], *x.shape, "rows")
+    return dx
+
+
+def _ln_params_kernel(math, g, x, mean, rstd):
+    xp = math.xp
+    dtype = x.dtype
+    acc = _acc(dtype)
+    x = _dense(xp, x, dtype)
+    cols = x.shape[1]
+    dw, db = xp.empty((cols,), dtype=dtype), xp.empty((cols,), dtype=dtype)
+    _launch(math, "layer_norm_param_grads", dtype,
+            [_dense(xp, g, dtype), x, _dense(xp, mean, acc), _dense(xp, rstd, acc),
+             np.int64(1), np.int64(1), dw, db], *x.shape, "columns")
+    return dw, db
+
+
+def _mul_sum_rows_kernel(math, g, x):
+    xp = math.xp
+    dtype = g.dtype
+    g, x = _dense(xp, g, dtype), _dense(xp, x, dtype)
+    out = xp.empty((g.shape[1],), dtype=dtype)
+    _launch(math, "mul_sum_rows", dtype, [g, x, out], *g.shape, "columns")
+    return out
+
+
+def _split_rows(full, shape):
+    """``(rows, cols)`` when summing ``full`` to ``shape`` adds up whole leading axes (a
+    row-broadcast operand such as a bias or a per-feature scale), else None."""
+    axes = summed_axes(full, shape)
+    k = len(axes)
+    if not k or axes != tuple(range(k)):
+        return None
+    return int(np.prod(full[:k], dtype=np.int64)), int(np.prod(full[k:], dtype=np.int64))
+
+
+def _mul_sum_to_kernel(math, fallback, g, other, shape):
+    """``sum_to(g * other, shape)``: one pass (``mul_sum_rows``) when the reduction is
+    over whole leading axes and ``other`` has ``g``'s shape and dtype; else ``fallback``
+    (the namespace's general ``mul_sum_to_any``)."""
+    split = _split_rows(g.shape, shape) if getattr(other, "shape", None) == g.shape and \
+        other.dtype == g.dtype and any(g.strides) else None
+    if split is None:
+        return fallback(g, other, shape)
+    rows, cols = split
+    out = _mul_sum_rows_kernel(math, g.reshape(rows, cols), other.reshape(rows, cols))
+    return out.reshape(shape)
+
+
+# ---- what the registry (gradcore.kernels) asks for -----------------------------------
+def pointwise(math, k):
+    """Pointwise kernel ``k`` on ``math``'s device: one launch per call."""
+    return device_kernel(math, k)
+
+
+def update(math, k):
+    """Update kernel ``k`` on ``math``'s device, writing into its arrays."""
+    return device_kernel(math, k)
+
+
+_ROW_LAUNCHERS = {
+    "softmax_backward_rows": lambda math: functools.partial(_rows_kernel, math,
+                                                            "softmax_backward_rows"),
+    "log_softmax_backward_rows": lambda math: functools.partial(
+        _rows_kernel, math, "log_softmax_backward_rows"),
+    "softmax_xent_backward": lambda math: functools.partial(_xent_kernel, math),
+    "softmax_xent_forward": lambda math: functools.partial(_xent_forward_kernel, math),
+    "mul_sum_rows": lambda math: functools.partial(_mul_sum_rows_kernel, math),
+    "softmax_forward_rows": lambda math: functools.partial(_softmax_forward_kernel, math),
+    "layer_norm_forward_rows": lambda math: functools.partial(_ln_forward_kernel, math),
+    "layer_norm_backward_rows": lambda math: functools.partial(_ln_backward_kernel, math),
+    "layer_norm_param_grads": lambda math: functools.partial(_ln_params_kernel, math),
+}
+
+
+def rows(math, name, generic=None):
+    """Row kernel ``name`` on ``math``'s device (``mul_sum_to``: the gradient of a
+    row-broadcast factor in one pass, not two, else ``generic``)."""
+    if name == "mul_sum_to":
+        fn = functools.partial(_mul_sum_to_kernel, math, generic)
+    else:
+        fn = _ROW_LAUNCHERS[name](math)
+    return with_fallback(math, name, fn)
+
+
+def optimizer_update(math, name):
+    """``sgd_update`` / ``adam_update`` on ``math``'s device: one launch per parameter."""
+    fn = {"sgd_update": _sgd_update_kernel, "adam_update": _adam_update_kernel}[name]
+    return with_fallback(math, name, functools.partial(fn, math))
