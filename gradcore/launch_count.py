@@ -26,7 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import backend, kernels
+from . import backend, creation, kernels
+from .autograd import tensor_base
+from .autograd.graph import Node
+from .tensor import Tensor
 
 __all__ = ["KernelStats", "StepStats", "start", "stop", "patchable"]
 
@@ -419,14 +422,10 @@ class _Session:
 
     def _instrument_numpy(self, cpu_math) -> None:
         """NumPy arrays: live tensors' arrays become counting views (see the module)."""
-        from . import creation
-        from .autograd.graph import Node
-        from .tensor import Tensor
-
         backend._math_by_type[_Counted] = cpu_math
         self.undo.append(lambda: backend._math_by_type.pop(_Counted, None))
         cpu_math.ndarray = _Counted
-        wrap_data, to_host = creation._wrap, backend.to_host
+        wrap_data, wrap_new, to_host = creation._wrap, tensor_base._wrap_new, backend.to_host
 
         def wrap_tracked(arr):
             return wrap_data(_view(arr, _Counted) if type(arr) is np.ndarray else arr)
@@ -434,8 +433,12 @@ class _Session:
         def host_view(arr):  # what leaves for the host is a plain array, not counted
             return _view(arr, np.ndarray) if isinstance(arr, _Counted) else to_host(arr)
 
-        creation._wrap, backend.to_host = wrap_tracked, host_view
+        # the tensors made from data: gc.zeros and friends (creation._wrap), gc.tensor
+        # and the other copies of data (tensor_base._wrap_new)
+        creation._wrap, tensor_base._wrap_new, backend.to_host = \
+            wrap_tracked, wrap_tracked, host_view
         self.undo.append(lambda: setattr(creation, "_wrap", wrap_data))
+        self.undo.append(lambda: setattr(tensor_base, "_wrap_new", wrap_new))
         self.undo.append(lambda: setattr(backend, "to_host", to_host))
 
         views: dict[int, tuple] = {}  # id(original array) -> (original, counting view)

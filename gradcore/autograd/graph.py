@@ -5,7 +5,9 @@ the nodes of its inputs (``next_functions``) and what it saved for backward; its
 ``apply(F, grad)`` returns one gradient per input.  ``F`` is the math the formulas
 run on: an array namespace (NumPy/CuPy plus fused kernels) for a plain backward, or
 :data:`gradcore.ops.tensor_math` when ``create_graph=True`` so that the same formulas
-build a differentiable graph.  The engine knows nothing about individual ops.
+build a differentiable graph.  The engine knows nothing about individual ops and
+imports none: the ops hand it ``tensor_math`` once, at import
+(:func:`set_differentiable_namespace`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from .. import backend as _backend
 from ..backend import math_of
 from .grad_mode import state as _mode
 
-__all__ = ["Node", "AccumulateGrad", "run_backward", "SavedTensorError"]
+__all__ = ["Node", "AccumulateGrad", "run_backward", "SavedTensorError",
+           "set_differentiable_namespace"]
 
 
 class SavedTensorError(RuntimeError):
@@ -192,7 +195,7 @@ def _leaf_accumulate(node, leaf, grad, F, create_graph, owned=False):
     take it as is; otherwise it gets a copy (the array may be a read-only broadcast,
     a view, or shared with another leaf).
     """
-    _wrap = _tensor_math().wrap
+    _wrap = _tm.wrap
     with node.lock:  # ``node`` is the leaf's AccumulateGrad
         old = leaf.grad
         if F.tensor_mode:
@@ -272,7 +275,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     needed first, and along a chain the gradient goes straight to the next node.
     Each gradient buffer is dropped as soon as it has been consumed.
     """
-    tensor_math = _tensor_math()
+    tensor_math = _tm
     root_nodes = [n for n, _ in roots]
     captured = [None] * (len(capture) if capture else 0)
     needed = None
@@ -424,19 +427,22 @@ def _accumulate(old, g, owned, g_owned, track_owned):
     return new
 
 
+# The differentiable namespace: the module gradcore.ops.tensor_math, which offers an
+# ArrayMath's names as tensor ops (tensor_mode = True), its Tensor class and wrap().
+# The ops set it when they are imported (gradcore's import does); the engine reads it
+# once per backward call, and for the tensor-level work of hooks and leaves.
 _tm = None
 
 
-def _tensor_math():
+def set_differentiable_namespace(namespace) -> None:
+    """Give the engine the math of ``create_graph=True`` (``gradcore.ops.tensor_math``);
+    called once, by ``gradcore.ops``."""
     global _tm
-    if _tm is None:
-        from ..ops import tensor_math
-        _tm = tensor_math
-    return _tm
+    _tm = namespace
 
 
 def _apply(node, grad, create_graph, anomaly):
-    tensor_math = _tensor_math()
+    tensor_math = _tm
     if create_graph:
         F = tensor_math
         if node.n_outputs == 1:
@@ -460,13 +466,11 @@ def _apply(node, grad, create_graph, anomaly):
 
 
 def _check_nan(node, grads, F):
-    from ..backend import math_of as _m
-
     for i, g in enumerate(grads):
         if g is None:
             continue
         arr = g._data if F.tensor_mode else g
-        m = _m(arr)
+        m = math_of(arr)
         if m.xp.isnan(arr).any():
             where = getattr(node, "_trace", None)
             extra = f"\nThe forward call that created it:\n{where}" if where else ""
@@ -476,7 +480,7 @@ def _check_nan(node, grads, F):
 
 def _sum_to(g, shape, create_graph):
     if create_graph:
-        return _tensor_math().sum_to(g, shape)
+        return _tm.sum_to(g, shape)
     return math_of(g).sum_to(g, shape)
 
 
@@ -493,7 +497,7 @@ def _add_to_buffer(buffers, node, nr, g):
 
 
 def _run_prehooks(node, grad):
-    tensor_math = _tensor_math()
+    tensor_math = _tm
 
     single = node.n_outputs == 1
     grads = [grad] if single else list(grad)

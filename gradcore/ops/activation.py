@@ -19,7 +19,9 @@ import warnings
 import numpy as np
 
 from ..backend import check_range, math_of
+from . import linalg as _linalg
 from . import pointwise as _pw
+from . import reduce as _red
 from ._core import (
     Node,
     Tensor,
@@ -529,8 +531,7 @@ def linear(x, weight, bias=None):
             return record(out, node, x, weight)
         return record(out, node, x, weight, bias)
     # anything else (mixed dtypes, a 1-D weight, ...): matmul's rules and errors
-    from .linalg import matmul
-    out = matmul(x, weight.transpose(0, 1) if weight.ndim == 2 else weight)
+    out = _linalg.matmul(x, weight.transpose(0, 1) if weight.ndim == 2 else weight)
     return out if bias is None else _pw.add(out, bias)
 
 
@@ -922,6 +923,5 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
         out = _pw.mul(out, weight)
     if reduction == "none":
         return out
-    from .reduce import mean, sum
-    return mean(out) if reduction == "mean" else sum(out)
+    return _red.mean(out) if reduction == "mean" else _red.sum(out)
 

@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes
 from ..backend import check_range, math_of
 from . import _elide
+from . import index as _index
 from ._core import (
     TENSOR_TYPES,
     Node,
@@ -901,8 +902,7 @@ class WhereBackward0(Node):
 def where(condition, a=None, b=None):
     """``a`` where ``condition`` holds, else ``b`` (broadcasting all three)."""
     if a is None and b is None:
-        from .index import nonzero
-        return nonzero(condition, as_tuple=True)
+        return _index.nonzero(condition, as_tuple=True)
     cond = as_tensor(condition)
     if cond._data.dtype.kind != "b":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "

@@ -9,12 +9,14 @@ directly: a method call is cheaper than NumPy's Python-level wrappers.
 
 from __future__ import annotations
 
+from ..autograd.tensor_base import Tensor, _new, _wrap
+from ..backend import math_of
 from ..kernels import pointwise as _kernels
-from ..tensor import Tensor, _new, _wrap
 from . import index as _index
 from . import pointwise as _pw
 from . import reduce as _red
 from . import shape as _shape
+from .activation import erf as _erf
 
 tensor_mode = True
 device_kernels = False  # the formulas run as tensor ops, never as device kernels
@@ -73,7 +75,6 @@ def astype(x, dtype):
 
 def zeros_like(ref, shape=None, dtype=None):
     """Zeros on ``ref``'s device (of ``shape`` and ``dtype`` when given)."""
-    from ..backend import math_of
     d = ref._data
     return _wrap(math_of(d).zeros_like(d, dtype=dtype, shape=shape))
 
@@ -82,12 +83,6 @@ exp, log, sqrt, sin, cos, tanh, sign = (_pw.exp, _pw.log, _pw.sqrt, _pw.sin, _pw
                                        _pw.tanh, _pw.sign)
 pow = _pw.pow  # noqa: A001
 maximum = _pw.maximum
-
-
-def _erf(x):
-    from .activation import erf  # activation imports this module
-
-    return erf(x)
 
 
 def scatter_into_zeros(g, axis, index, shape):
