@@ -71,15 +71,15 @@ def _update_step(math, name):
     k = updates.UPDATE_KERNELS[name]
     if math.device_kernels:
         return device.update(math, k)
-    return k.compile(pointwise.namespace_names(math))
+    # the declaration as in-place array code, by slices on the CPU (a slice is a launch
+    # more on a device)
+    return updates.inplace_step(k, updates.array_names(math), sliced=math.xp is np)
 
 
 def _update(math, name):
     if math.device_kernels:
         return device.optimizer_update(math, name)
-    if math.xp is np:
-        return pointwise.sliced(updates.UPDATES[name], np)
-    return functools.partial(updates.UPDATES[name], math.xp)  # (a slice is a launch more)
+    return functools.partial(updates.ENTRIES[name], math)  # math.<step> (above)
 
 
 _PROVIDERS = {

@@ -31,7 +31,7 @@ from .source import (
     kernels_dir,
 )
 from .spec import Update
-from .updates import _adam_update_kernel, _sgd_update_kernel
+from .updates import ENTRIES
 
 device_kernels_enabled = cuda_kernels_enabled  # (read by the benchmarks and tests)
 
@@ -315,7 +315,27 @@ def rows(math, name, generic=None):
     return with_fallback(math, name, fn)
 
 
+class _Launches:
+    """The declared steps as launches on ``math``'s device (``math.adam_step``, ...),
+    the gradient first made contiguous and of the parameter's dtype, as the kernels
+    read it."""
+
+    def __init__(self, math):
+        self._math = math
+
+    def __getattr__(self, name):
+        math = self._math
+
+        def step(param, grad, *rest):
+            grad = grad.astype(param.dtype, copy=False)
+            if not grad.flags.c_contiguous:
+                grad = math.xp.ascontiguousarray(grad)
+            getattr(math, name)(param, grad, *rest)
+
+        self.__dict__[name] = step
+        return step
+
+
 def optimizer_update(math, name):
     """``sgd_update`` / ``adam_update`` on ``math``'s device: one launch per parameter."""
-    fn = {"sgd_update": _sgd_update_kernel, "adam_update": _adam_update_kernel}[name]
-    return with_fallback(math, name, functools.partial(fn, math))
+    return with_fallback(math, name, functools.partial(ENTRIES[name], _Launches(math)))
