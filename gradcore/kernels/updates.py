@@ -244,8 +244,9 @@ def inplace_source(k: Update, flags: tuple = ()) -> str:
 
     Every result is written with ``out=``: the value an array of ``writes`` ends with
     straight into it, other values into a buffer (an array of ``writes`` whose old
-    value is dead, or a scratch buffer made by ``empty_like`` of the first parameter)
-    once the value that held it is dead. Values are those of :meth:`Update.compile`
+    value is dead, or a scratch buffer ``_tmp0``, ``_tmp1``, ...: trailing arguments,
+    made by ``empty_like`` of the first parameter when not given) once the value that
+    held it is dead. Values are those of :meth:`Update.compile`
     bit for bit: the same operations on the same operands, only the memory differs.
     """
     known = dict(zip(host_conditions(k), flags, strict=True))
@@ -351,7 +352,8 @@ def inplace_source(k: Update, flags: tuple = ()) -> str:
         if choice is None:
             choice = f"_tmp{len(scratch)}"
             scratch.append(choice)
-            lines.append(f"    {choice} = empty_like({k.params[0]})")
+            lines.append(f"    if {choice} is None:")
+            lines.append(f"        {choice} = empty_like({k.params[0]})")
         holder[choice] = v
         home[v] = choice
         lines.append(f"    {op.func}({args}, out={choice})")
@@ -368,48 +370,69 @@ def inplace_source(k: Update, flags: tuple = ()) -> str:
         dst, src = copies.pop(j)
         lines.append(f"    copyto({dst}, {src})")
     lines += [f"    {w}[...] = {v}" for w, v in finals.items() if isinstance(v, str)]
+    # the scratch buffers may be given (a slice at a time: one set for all slices)
+    given = tuple(f"{t}=None" for t in scratch)
+    lines[0] = f"def {k.name}({', '.join(k.arguments + given)}):"
     if len(lines) == 1:
         lines.append("    pass")
     return "\n".join(lines) + "\n"
 
 
+def _tuple(names) -> str:
+    return f"({''.join(f'{n}, ' for n in names)})"
+
+
+def _by_slices(fn, n_scratch, arrays, scalars):
+    """``fn`` over contiguous same-shaped ``arrays`` a ``CHUNK`` slice at a time, with
+    one set of scratch buffers for all slices."""
+    flat = [a.reshape(-1) for a in arrays]
+    size = flat[0].size
+    scratch = [np.empty(CHUNK, flat[0].dtype) for _ in range(n_scratch)]
+    for i in range(0, size, CHUNK):
+        part = [a[i:i + CHUNK] for a in flat]
+        if part[0].size < CHUNK:
+            scratch = [t[:part[0].size] for t in scratch]
+        fn(*part, *scalars, *scratch)
+
+
+def _sliceable(arrays) -> bool:
+    first = arrays[0]
+    return all(type(a) is np.ndarray and a.shape == first.shape and a.flags.c_contiguous
+               for a in arrays)
+
+
 def inplace_step(k: Update, names: dict, sliced: bool = True):
-    """``k`` as a function of its params then scalars, in place (:func:`inplace_source`,
-    compiled over ``names`` once per combination of its flags); with ``sliced`` (NumPy),
-    large contiguous arrays are updated a ``CHUNK`` slice at a time, the flags read once.
+    """``k`` as a function of its params then scalars, in place: :func:`inplace_source`
+    compiled over ``names`` once per combination of its flags, chosen by the flags'
+    values on each call; with ``sliced`` (NumPy), large contiguous arrays are updated a
+    ``CHUNK`` slice at a time (the cache-sized pieces of :func:`.pointwise.sliced`).
     """
-    conditions = host_conditions(k)
-    scope = dict(names, __name__=__name__)
-    exec(compile(f"def flags({', '.join(k.scalars)}):\n"
-                 f"    return ({''.join(f'{c}, ' for c in conditions)})\n",
-                 f"<flags of {k.name}>", "exec"), scope)
-    flags_of = scope["flags"]
-    made: dict = {}
-    n = len(k.params)
+    made: dict = {}  # flags -> (the compiled function, its number of scratch buffers)
 
     def make(flags):
         scope = dict(names, __name__=__name__)
         exec(compile(inplace_source(k, flags), f"<update {k.name} {flags}>", "exec"), scope)
-        fn = made[flags] = scope[k.name]
-        return fn
+        fn = scope[k.name]
+        made[flags] = fn, fn.__code__.co_argcount - len(k.arguments)
+        return made[flags]
 
-    def step(*args):
-        flags = flags_of(*args[n:])
-        fn = made.get(flags) or make(flags)
-        first = args[0]
-        size = first.size
-        if not sliced or size < 4 * CHUNK or not all(
-                type(a) is np.ndarray and a.shape == first.shape and a.flags.c_contiguous
-                for a in args[:n]):
-            fn(*args)
-            return
-        flat = [a.reshape(-1) for a in args[:n]]
-        scalars = args[n:]
-        for i in range(0, size, CHUNK):
-            fn(*[a[i:i + CHUNK] for a in flat], *scalars)
-
-    step.__name__ = k.name
-    step.made = made  # (the compiled functions by flags: the tests read them)
+    # the dispatcher, written out so that a call costs as little as the arithmetic allows
+    # (small parameters: per-call work is most of the time)
+    args, arrays = ", ".join(k.arguments), _tuple(k.params)
+    whole = (f"{k.params[0]}.size < {4 * CHUNK} or not _sliceable({arrays})" if sliced
+             else "True")
+    source = (f"def {k.name}({args}):\n"
+              f"    _flags = {_tuple(host_conditions(k))}\n"
+              f"    _fn, _n_scratch = _made.get(_flags) or _make(_flags)\n"
+              f"    if {whole}:\n"
+              f"        _fn({args})\n"
+              f"    else:\n"
+              f"        _by_slices(_fn, _n_scratch, {arrays}, {_tuple(k.scalars)})\n")
+    scope = {"_made": made, "_make": make, "_by_slices": _by_slices,
+             "_sliceable": _sliceable, "__name__": __name__}
+    exec(compile(source, f"<update {k.name}>", "exec"), scope)
+    step = scope[k.name]
+    step.made = made
     return step
 
 
