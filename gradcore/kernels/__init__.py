@@ -88,7 +88,7 @@ _PROVIDERS = {
     **dict.fromkeys(rows.TWINS, _row),
     "mul_sum_to": _mul_sum_to,
     **dict.fromkeys(updates.UPDATE_KERNELS, _update_step),
-    **dict.fromkeys(updates.UPDATES, _update),
+    **dict.fromkeys(updates.ENTRIES, _update),
 }
 
 NAMES = frozenset(_PROVIDERS)  # every name the registry answers

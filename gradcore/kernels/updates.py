@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 
 import numpy as np
 
@@ -452,14 +453,18 @@ def _composed(xp):
     return _Composed(xp)
 
 
-def _sgd_update_composed(xp, param, grad, momentum_buffer, **options):
-    sgd_update(_composed(xp), param, grad, momentum_buffer, **options)
+def _composed_entry(entry):
+    """``entry`` over the array module ``xp`` (its first argument) with the steps
+    composed naively; its signature names the arrays (gradcore.profile reads them)."""
+    def update(xp, *args, **kwargs):
+        entry(_composed(xp), *args, **kwargs)
 
-
-def _adam_update_composed(xp, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None,
-                          **options):
-    adam_update(_composed(xp), param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, **options)
+    sig = inspect.signature(entry)
+    first, *rest = sig.parameters.values()
+    update.__signature__ = sig.replace(parameters=[first.replace(name="xp"), *rest])
+    update.__name__ = update.__qualname__ = entry.__name__
+    return update
 
 
 # name -> the update over an array module ``xp`` (the first argument), composed naively
-UPDATES = {"sgd_update": _sgd_update_composed, "adam_update": _adam_update_composed}
+UPDATES = {name: _composed_entry(entry) for name, entry in ENTRIES.items()}
