@@ -198,11 +198,9 @@ def _compile(k, ops, outputs, chunk):
         src.append("    o_ = out")
     else:
         src.append(f"    o_ = None if out is None else out[{n_out - 1}]")
-    src.append(f"    if o_ is not None and not (type(o_) is _nd and o_.shape == {first}.shape"
-               f" and o_.dtype is {first}.dtype):")
+    src.append(f"    if o_ is not None and o_ is not {first} and not (type(o_) is _nd and "
+               f"o_.shape == {first}.shape and o_.dtype is {first}.dtype):")
     src.append("        o_ = None  # (the namespace honours out= where it can)")
-    src.append(f"    dead = _dead_argument({', '.join(params)}) "
-               f"if {first}.nbytes >= _min_bytes else -1")
     variants = [(None, -1)] + [(p, i) for i, p in enumerate(params)]
 
     def whole(dead, has_out, indent):
@@ -254,6 +252,12 @@ def _compile(k, ops, outputs, chunk):
         out.append(f"{pad}return {rs if n_out == 1 else '(' + rs + ',)'}")
         return out
 
+    # small arrays first: whole, and no saved output to take
+    src.append(f"    if {first}.nbytes < _min_bytes:")
+    src.append("        if o_ is not None:")
+    src += whole(None, True, 12)
+    src += whole(None, False, 8)
+    src.append(f"    dead = _dead_argument({', '.join(params)})")
     for dead, i in variants:
         src.append(f"    if dead == {i}:")
         for has_out in (True, False):
