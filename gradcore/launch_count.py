@@ -380,7 +380,9 @@ class _Session:
             if name in ("xp", "device", "ndarray") or not _is_function(value):
                 continue
             if name in self.fused:
-                setattr(m, name, self._fused_wrapper(name, value, is_dev, track))
+                inplace = saved.get(name + "_")
+                setattr(m, name, self._fused_wrapper(
+                    name, value, is_dev, track, inplace if _is_function(inplace) else None))
             elif getattr(saved["xp"], name, None) is value:  # an array-module function
                 setattr(m, name, self._function_wrapper(name, value, is_dev, track))
             elif track:  # a helper attached to this namespace: counted by what it calls
@@ -395,12 +397,17 @@ class _Session:
                 setattr(m, name, _tracking(bound))
         m.xp = _Module(saved["xp"], self, is_dev, track)
 
-    def _fused_wrapper(self, name, fn, is_dev, track):
+    def _fused_wrapper(self, name, fn, is_dev, track, inplace=None):
         session, writes = self, _update_writes(self.fused[name], fn)
 
         def kernel(*args, **kwargs):
             if _session is not session:
                 return fn(*args, **kwargs)
+            out = kwargs.pop("out", None)  # the engine's gradient (see Node.writes_into_grad)
+            if out is not None and inplace is not None and args and out is args[0]:
+                # written into its first argument: counted as the in-place form
+                return session.call(name + "_", inplace, args, kwargs, is_dev,
+                                    kind="fused", writes=writes, track=track)
             return session.call(name, fn, args, kwargs, is_dev, kind="fused", writes=writes,
                                 track=track)
 

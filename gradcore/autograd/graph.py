@@ -16,6 +16,9 @@ import itertools
 import threading
 import weakref
 from heapq import heapify, heappop, heappush
+from sys import getrefcount
+
+from numpy import ndarray as _ndarray
 
 from .. import backend as _backend
 from ..backend import math_of
@@ -28,6 +31,12 @@ __all__ = ["Node", "AccumulateGrad", "run_backward", "SavedTensorError",
 class SavedTensorError(RuntimeError):
     pass
 
+
+# The large saved output a backward rule has just read, in this thread (a weak reference
+# and its version cell); how large it must be (gradcore.ops._elide.MIN_BYTES: a test
+# checks).
+dying = threading.local()
+OFFER_BYTES = 256 * 1024
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
           "tensors after they have already been freed). Saved intermediate values of the "
@@ -56,11 +65,16 @@ class Node:
     _retains = None
     n_outputs = 1
     # True when apply() always returns new arrays that nothing else references: the
-    # engine may then update them in place (accumulation, apply_owned, .grad).
+    # engine may then update them in place (accumulation, out=, .grad).
     fresh_grads = False
     # Indices of the outputs that are the incoming gradient itself (add's, sub's first):
     # an owned gradient stays owned along the one edge that keeps it unreduced.
     passes = ()
+    # True when apply takes ``out``: the engine then calls ``apply(F, grad, grad)`` when
+    # it owns ``grad`` exclusively (never for tensors), and the rule hands ``out`` to the
+    # array namespace (``F.tanh_backward(g, y, out=out)``), which writes its result
+    # there where it can (same shape and dtype) and returns a new array otherwise.
+    writes_into_grad = False
     is_sink = False  # True for AccumulateGrad
     fixed_outputs = True  # False where instances set their own n_outputs
 
@@ -69,10 +83,7 @@ class Node:
         # lookup on the hot path instead of five. (These are class-body settings.)
         super().__init_subclass__(**kwargs)
         cls._kind = (cls.is_sink, cls.fixed_outputs and cls.n_outputs == 1,
-                     cls.apply_owned is not None, cls.fresh_grads, cls.passes)
-    # Optional apply_owned(F, grad): like apply, but free to overwrite ``grad``, which
-    # the engine passes only when it owns that array exclusively.
-    apply_owned = None
+                     cls.writes_into_grad, cls.fresh_grads, cls.passes)
 
     def needs(self, i: int) -> bool:
         """Whether input ``i`` wants a gradient (formulas skip the others)."""
@@ -119,6 +130,12 @@ class Node:
             _raise_modified(self, None, v, vc[0])
         if F.tensor_mode:
             return F.wrap_output(data, self, nr)
+        if _mode.releasing and type(data) is _ndarray and data.nbytes >= OFFER_BYTES and \
+                getrefcount(data) == 3:
+            # the rule reads its saved output for the last time and only this node holds
+            # it (this local, getrefcount's argument): a kernel may reuse its memory
+            # (gradcore.ops._elide.dead_argument, which the generated CPU twins ask)
+            dying.offer = (weakref.ref(data), vc)
         return data
 
     # -- hooks --------------------------------------------------------------------------
@@ -320,7 +337,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                     is_owned = False
                 if capture:
                     _capture(capture, captured, node, grad)
-                sink, single, has_owned_apply, fresh_grads, passes = node._kind
+                sink, single, writes_into_grad, fresh_grads, passes = node._kind
                 if sink:  # an AccumulateGrad: the gradient lands in a leaf
                     if accumulate:
                         Fs = tensor_math if create_graph else math_of(grad)
@@ -338,8 +355,8 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                         f_type = type(grad)
                         F = math_by_type.get(f_type) or math_of(grad)
                     NF = F
-                    if is_owned and has_owned_apply:
-                        grads = node.apply_owned(F, grad)
+                    if is_owned and writes_into_grad:
+                        grads = node.apply(F, grad, grad)  # out=: the engine's own array
                     else:
                         grads = node.apply(F, grad)
                     if anomaly:

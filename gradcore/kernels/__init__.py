@@ -7,16 +7,16 @@ keeps the answer:
 
 * on a CUDA device with gradcore's kernels (``math.device_kernels``), one launch of the
   generated or hand-written CUDA kernel (:mod:`.device`);
-* on the CPU, the kernel's NumPy twin: the expression itself, or a faster twin with the
-  same meaning written beside it (``cpu=`` in :mod:`.pointwise`);
+* on the CPU, the kernel's NumPy twin: generated from the expression (:mod:`.twin`), or
+  a faster twin with the same meaning written beside it (``cpu=`` in :mod:`.pointwise`);
 * on a CUDA device without them (``GRADCORE_CUDA_KERNELS=0``, or after the compiler
   failed: :func:`.device.fall_back` flips ``math.use_device_kernels(False)``), the same
   expressions over CuPy's ufuncs.
 
 Where each name is declared:
 
-* :mod:`.pointwise`: pointwise kernels (``tanh_backward``, ``gelu_forward``, ...), their
-  in-place CPU variants (``tanh_backward_``);
+* :mod:`.pointwise`: pointwise kernels (``tanh_backward``, ``gelu_forward``, ...; each
+  takes ``out=``), their in-place forms (``tanh_backward_``);
 * :mod:`.rows`: row kernels (softmax, cross-entropy, layer_norm, ``mul_sum_rows``) and
   ``mul_sum_to``'s one-pass form on a device;
 * :mod:`.updates`: the optimizers' updates (``sgd_update``, ``adam_update``) and their
@@ -34,24 +34,26 @@ import functools
 import numpy as np
 
 from .. import backend
-from . import device, pointwise, rows, updates
+from . import device, pointwise, rows, twin, updates
 
 __all__ = ["NAMES", "implementation", "declarations"]
 
 
 def _pointwise(math, name):
+    # every pointwise kernel takes out= (an array to write the result into where it can)
     k = pointwise.KERNELS[name]
     if math.device_kernels:
         return device.pointwise(math, k)
-    if k.cpu is not None and math.xp is np:
-        return k.cpu
-    return k.compile(pointwise.namespace_names(math))
+    if math.xp is np:
+        return pointwise.cpu_twin(name)
+    return twin.expression(k, pointwise.namespace_names(math))
 
 
 def _inplace(math, name):
     if math.xp is np:
         return pointwise.INPLACE_CPU[name]
-    return getattr(math, name.rstrip("_"))  # on a device the out-of-place kernel (one launch)
+    kernel = getattr(math, name[:-1])
+    return lambda g, *args: kernel(g, *args, out=g)  # one launch, into g where it fits
 
 
 def _row(math, name):

@@ -121,10 +121,12 @@ def device_kernel(math, k):
     single = not update and len(k.exprs) == 1
     constants = math.__dict__.setdefault("_kernel_constants", {})
 
-    def run(*args):
+    def run(*args, out=None):
         fast = None if update else _same_shape_arguments(k, args, xp)
         entry_name, values, outs, n = fast or kernel_arguments(k, args, xp,
                                                                constants=constants)
+        if out is not None and fast is not None:
+            outs = _given_output(outs, values, out)
         if n:
             launch(math, entry_name, values, min(-(-n // BLOCK), MAX_GRID), BLOCK)
         if update:
@@ -134,6 +136,20 @@ def device_kernel(math, k):
     run.__name__ = k.name
     # an update is called by optimizer_update's wrappers, which fall back as a whole
     return run if update else with_fallback(math, k.name, run)
+
+
+def _given_output(outs, values, out):
+    """The outputs with the last one replaced by the caller's ``out`` (one array, or
+    one entry per output) where it fits: a contiguous array of the output's shape and
+    dtype. (An earlier output written into an input would change what a later output
+    reads.) ``values``, the launch's arguments, is updated alike."""
+    given = out[-1] if isinstance(out, tuple) else out
+    last = outs[-1]
+    if given is None or type(given) is not type(last) or given.shape != last.shape or \
+            given.dtype != last.dtype or not given.flags.c_contiguous:
+        return outs
+    values[-2] = given  # (the outputs come last, before the element count)
+    return outs[:-1] + (given,)
 
 
 # ---- the row kernels' launchers ---------------------------------------------
