@@ -274,6 +274,8 @@ DOMAINS = {
     "mul_backward": [_normal, _normal, _normal],
     "div_backward": [_normal, _normal, _away_from_zero(0.5, 2.0)],
     "where_backward": [_normal, _mask],
+    "where_backward_a": [_normal, _mask],
+    "where_backward_b": [_normal, _mask],
     "gelu_backward": [_normal, _uniform(-4.0, 4.0)],
     "gelu_tanh_backward": [_normal, _uniform(-4.0, 4.0)],
     "mse_backward": [_normal, _normal, _normal],

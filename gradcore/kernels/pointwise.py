@@ -69,6 +69,14 @@ def _where_backward_cpu(g, c, out=None):
     return g * c, g * np.logical_not(c)
 
 
+def _where_backward_a_cpu(g, c, out=None):
+    return g * c
+
+
+def _where_backward_b_cpu(g, c, out=None):
+    return g * np.logical_not(c)
+
+
 def _clamp_backward_cpu(g, x, lo, hi, out=None):
     return g * ((x >= lo) & (x <= hi))
 
@@ -140,6 +148,11 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("div_backward", ("g", "a", "b"), ("g / b", "-g * a / (b * b)")),
     Kernel("where_backward", ("g", "c"), ("where(c, g, 0)", "where(c, 0, g)"), masks=("c",),
            cpu=_where_backward_cpu),
+    # ... one side of it (the other needs no gradient; masked_fill's is the second side)
+    Kernel("where_backward_a", ("g", "c"), "where(c, g, 0)", masks=("c",),
+           cpu=_where_backward_a_cpu),
+    Kernel("where_backward_b", ("g", "c"), "where(c, 0, g)", masks=("c",),
+           cpu=_where_backward_b_cpu),
     # PyTorch's formulas (GeluBackward0): cdf(x) + x * pdf(x), and the derivative of the
     # tanh approximation
     Kernel("gelu_backward", ("g", "x"), "g * (cdf + x * pdf)", lets=(

@@ -24,10 +24,7 @@ def clone(x):
 
 class ToCopyBackward0(Node):
     def apply(self, F, g):
-        if F.tensor_mode:
-            return (g.to(self.src_device),)
-        return (self.src_device.asarray(g) if self.src_device.type == "cuda"
-                else _to_host(g),)
+        return (F.to_device(g, self.src_device),)
 
 
 def _to_host(arr):

@@ -649,8 +649,7 @@ class MaskedFillBackward0(Node):
     fresh_grads = True
 
     def apply(self, F, g):
-        mask = self.mask if not F.tensor_mode else wrap(self.mask)
-        return (F.where(mask, 0, g),)
+        return (F.where_backward_b(g, F.constant(self.mask)),)
 
 
 def masked_fill(x, mask, value):

@@ -263,9 +263,9 @@ def neg(x):
 
 
 def _times(F, g, other, out):
-    """``g * other``, written into ``out`` (the engine's gradient, on the CPU) when the
+    """``g * other``, written into ``out`` (the engine's gradient) when the
     result has its shape and dtype; a new array otherwise."""
-    if out is not None and not F.device_kernels:
+    if out is not None:
         shape = getattr(other, "shape", ())
         if (shape == g.shape or F.broadcast_shapes(g.shape, shape) == g.shape) and \
                 getattr(other, "dtype", g.dtype) == g.dtype:
@@ -856,16 +856,11 @@ class WhereBackward0(Node):
     fresh_grads = True
 
     def apply(self, F, g):
-        cond = self.cond if not F.tensor_mode else wrap(self.cond)
+        cond = F.constant(self.cond)
         if self.needs(0) and self.needs(1):
-            return F.where_backward(g, cond)  # both in one pass on a device
-        if not (F.tensor_mode or F.device_kernels):
-            # NumPy: a multiply by the mask, several times faster than where() (as
-            # fused._where_backward_cpu; it differs only where g is inf or NaN)
-            return (g * cond if self.needs(0) else None,
-                    g * F.logical_not(cond) if self.needs(1) else None)
-        return (F.where(cond, g, 0) if self.needs(0) else None,
-                F.where(cond, 0, g) if self.needs(1) else None)
+            return F.where_backward(g, cond)  # both in one pass
+        return (F.where_backward_a(g, cond) if self.needs(0) else None,
+                F.where_backward_b(g, cond) if self.needs(1) else None)
 
 
 def where(condition, a=None, b=None):

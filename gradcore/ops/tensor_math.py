@@ -29,6 +29,16 @@ def wrap_output(data, node, nr):
     return t
 
 
+def constant(arr):
+    """A saved array as a constant tensor (``ArrayMath.constant``)."""
+    return _wrap(arr)
+
+
+def to_device(x, dev):
+    """``x`` copied to ``dev``, differentiably."""
+    return x.to(dev)
+
+
 def broadcast_to(x, shape):
     return _shape.broadcast_to(x, tuple(shape))
 
