@@ -148,7 +148,7 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("div_backward", ("g", "a", "b"), ("g / b", "-g * a / (b * b)")),
     Kernel("where_backward", ("g", "c"), ("where(c, g, 0)", "where(c, 0, g)"), masks=("c",),
            cpu=_where_backward_cpu),
-    # ... one side of it (the other needs no gradient; masked_fill's is the second side)
+    # ... one side of it (the other side needs no gradient)
     Kernel("where_backward_a", ("g", "c"), "where(c, g, 0)", masks=("c",),
            cpu=_where_backward_a_cpu),
     Kernel("where_backward_b", ("g", "c"), "where(c, 0, g)", masks=("c",),

@@ -649,7 +649,8 @@ class MaskedFillBackward0(Node):
     fresh_grads = True
 
     def apply(self, F, g):
-        return (F.where_backward_b(g, F.constant(self.mask)),)
+        # where(), not a multiply by the mask: an inf gradient under the mask gives 0
+        return (F.where(F.constant(self.mask), 0, g),)
 
 
 def masked_fill(x, mask, value):
