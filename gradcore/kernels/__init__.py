@@ -41,11 +41,70 @@ __all__ = ["NAMES", "implementation", "declarations"]
 
 def _pointwise(math, name):
     k = pointwise.KERNELS[name]
+    if math.device_kernels and name in pointwise.ON_DEVICE:
+        other, missing = pointwise.ON_DEVICE[name]
+        fn = getattr(math, other)
+        return lambda *args: (fn(*args),) + (None,) * missing
     if math.device_kernels:
         return device.pointwise(math, k)
     if k.cpu is not None and math.xp is np:
         return k.cpu
-    return k.compile(pointwise.namespace_names(math))
+    fn = k.compile(pointwise.namespace_names(math))
+    if k.upcast is None:
+        return fn
+    return _upcasting(math, fn, tuple(range(len(k.params))), k.params.index(k.upcast))
+
+
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+
+
+def _upcasting(math, fn, positions, like, rounded=None):
+    """``fn`` computing float16 arrays in float32 (the type PyTorch computes half ops
+    in): the arguments at ``positions`` cast up, the results (the first ``rounded``)
+    rounded back to the dtype of argument ``like``; results that NumPy makes scalars
+    (0-d) come back as arrays."""
+
+    def run(*args):
+        dt = args[like].dtype
+        if any(getattr(args[i], "dtype", None) == _F16 for i in positions):
+            args = list(args)
+            for i in positions:
+                if getattr(args[i], "dtype", None) == _F16:
+                    args[i] = args[i].astype(_F32)
+        out = fn(*args)
+        if type(out) is tuple:
+            n = len(out) if rounded is None else rounded
+            return tuple(_array(math, o, dt if j < n else None) for j, o in enumerate(out))
+        return _array(math, out, dt)
+
+    run.__name__ = getattr(fn, "__name__", "kernel")
+    run.__wrapped__ = fn
+    return run
+
+
+def _array(math, a, dtype):
+    if type(a) is not math.ndarray:
+        a = math.asarray(a)
+    return a if dtype is None else a.astype(dtype, copy=False)
+
+
+def _formula(math, name):
+    """A formula of :mod:`.rows` over ``math``: one row-kernel launch where its
+    declaration says one applies (a device with kernels), else the formula itself over
+    the namespace (float16 in float32)."""
+    f = rows.FORMULAS[name]
+    twin = _upcasting(math, functools.partial(f.fn, math), f.upcast, f.upcast[0], f.rounded)
+    if not math.device_kernels or f.launch is None:
+        return twin
+    kernel, launch = getattr(math, f.kernel), f.launch
+
+    def run(*args):
+        out = launch(kernel, *args)
+        return twin(*args) if out is None else out
+
+    run.__name__ = name
+    return run
 
 
 def _inplace(math, name):
@@ -86,6 +145,7 @@ _PROVIDERS = {
     **dict.fromkeys(pointwise.KERNELS, _pointwise),
     **dict.fromkeys(pointwise.INPLACE_CPU, _inplace),
     **dict.fromkeys(rows.TWINS, _row),
+    **dict.fromkeys(rows.FORMULAS, _formula),
     "mul_sum_to": _mul_sum_to,
     **dict.fromkeys(updates.UPDATE_KERNELS, _update_step),
     **dict.fromkeys(updates.UPDATES, _update),
@@ -98,7 +158,8 @@ def declarations() -> dict:
     """Each kernel's declaration by name (a ``Kernel`` or ``Update``, or the NumPy
     function of an update or a row kernel), from the tables as they are now: what
     :mod:`gradcore.profile` counts as one launch."""
-    return {**pointwise.INPLACE_CPU, **rows.TWINS, **updates.UPDATES,
+    return {**pointwise.INPLACE_CPU, **rows.TWINS,
+            **{name: f.fn for name, f in rows.FORMULAS.items()}, **updates.UPDATES,
             **updates.UPDATE_KERNELS, **pointwise.KERNELS}
 
 

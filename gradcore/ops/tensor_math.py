@@ -9,7 +9,10 @@ directly: a method call is cheaper than NumPy's Python-level wrappers.
 
 from __future__ import annotations
 
+import sys
+
 from ..kernels import pointwise as _kernels
+from ..kernels import rows as _rows
 from ..tensor import Tensor, _new, _wrap
 from . import index as _index
 from . import pointwise as _pw
@@ -112,6 +115,41 @@ _composites = _kernels.composite({
     "tanh": tanh, "sign": sign, "pow": pow, "maximum": maximum,
     "erf": _erf,
 })
+
+
+# The formulas of kernels.rows over tensors: the same lines as the arrays' twins, so
+# second derivatives come from them. Statistics a forward saved as arrays (layer_norm's
+# mean and rstd, gelu's Phi(x)) are recomputed here from the input, differentiably.
+_this = sys.modules[__name__]
+
+
+def softmax_backward(g, y, axis):
+    return _rows.softmax_backward(_this, g, y, axis)
+
+
+def log_softmax_backward(g, y, axis):
+    return _rows.log_softmax_backward(_this, g, y, axis)
+
+
+def _ln_stats(x, axes, inv_n, eps):
+    mean = sum(x, axis=axes, keepdims=True) * inv_n
+    xc = x - mean
+    return mean, 1 / sqrt(sum(xc * xc, axis=axes, keepdims=True) * inv_n + eps)
+
+
+def layer_norm_backward(g, x, w, mean, rstd, axes, inv_n, eps):
+    mean, rstd = _ln_stats(x, axes, inv_n, eps)
+    return _rows.layer_norm_backward(_this, g, x, w, mean, rstd, axes, inv_n, eps)
+
+
+def layer_norm_params_backward(g, x, mean, rstd, axes, lead, inv_n, eps):
+    mean, rstd = _ln_stats(x, axes, inv_n, eps)
+    return _rows.layer_norm_params_backward(_this, g, x, mean, rstd, axes, lead, inv_n, eps)
+
+
+def gelu_backward_cdf(g, x, cdf):
+    """``gelu_backward`` (Phi(x) recomputed from ``x``, differentiably)."""
+    return _composites["gelu_backward"](g, x)
 
 
 def __getattr__(name):
