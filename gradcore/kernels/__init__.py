@@ -41,10 +41,6 @@ __all__ = ["NAMES", "implementation", "declarations"]
 
 def _pointwise(math, name):
     k = pointwise.KERNELS[name]
-    if math.device_kernels and name in pointwise.ON_DEVICE:
-        other, missing = pointwise.ON_DEVICE[name]
-        fn = getattr(math, other)
-        return lambda *args: (fn(*args),) + (None,) * missing
     if math.device_kernels:
         return device.pointwise(math, k)
     if k.cpu is not None and math.xp is np:
@@ -66,7 +62,7 @@ def _upcasting(math, fn, positions, like, rounded=None):
     (0-d) come back as arrays."""
 
     def run(*args):
-        dt = args[like].dtype
+        dt = None if like is None else args[like].dtype
         if any(getattr(args[i], "dtype", None) == _F16 for i in positions):
             args = list(args)
             for i in positions:
@@ -84,6 +80,8 @@ def _upcasting(math, fn, positions, like, rounded=None):
 
 
 def _array(math, a, dtype):
+    if a is None:
+        return a
     if type(a) is not math.ndarray:
         a = math.asarray(a)
     return a if dtype is None else a.astype(dtype, copy=False)
@@ -92,16 +90,37 @@ def _array(math, a, dtype):
 def _formula(math, name):
     """A formula of :mod:`.rows` over ``math``: one row-kernel launch where its
     declaration says one applies (a device with kernels), else the formula itself over
-    the namespace (float16 in float32)."""
+    the namespace (float16 in float32). (Decided at each call: ``gradcore.profile``
+    turns ``device_kernels`` on over the CPU, whose row kernels are their twins.)"""
     f = rows.FORMULAS[name]
-    twin = _upcasting(math, functools.partial(f.fn, math), f.upcast, f.upcast[0], f.rounded)
-    if not math.device_kernels or f.launch is None:
+    twin = _upcasting(math, functools.partial(f.fn, math), f.upcast,
+                      f.upcast[0] if f.upcast else None, f.rounded)
+    if f.launch is None:
         return twin
-    kernel, launch = getattr(math, f.kernel), f.launch
+    kernel, launch = f.kernel, f.launch
 
     def run(*args):
-        out = launch(kernel, *args)
-        return twin(*args) if out is None else out
+        if math.device_kernels:
+            out = launch(getattr(math, kernel), *args)
+            if out is not None:
+                return out
+        return twin(*args)
+
+    run.__name__ = name
+    return run
+
+
+def _keeping(math, name):
+    keeping, plain = pointwise.KEEPING[name]
+    k = pointwise.KERNELS[keeping]
+    # the value kept stays in float32 for float16 (the backward computes in float32)
+    keep = _upcasting(math, k.compile(pointwise.namespace_names(math)),
+                      tuple(range(len(k.params))), k.params.index(k.upcast), rounded=1)
+
+    def run(*args):  # (decided at each call, as _formula)
+        if math.device_kernels:
+            return getattr(math, plain)(*args), None
+        return keep(*args)
 
     run.__name__ = name
     return run
@@ -144,6 +163,7 @@ def _update(math, name):
 _PROVIDERS = {
     **dict.fromkeys(pointwise.KERNELS, _pointwise),
     **dict.fromkeys(pointwise.INPLACE_CPU, _inplace),
+    **dict.fromkeys(pointwise.KEEPING, _keeping),
     **dict.fromkeys(rows.TWINS, _row),
     **dict.fromkeys(rows.FORMULAS, _formula),
     "mul_sum_to": _mul_sum_to,
@@ -157,9 +177,9 @@ NAMES = frozenset(_PROVIDERS)  # every name the registry answers
 def declarations() -> dict:
     """Each kernel's declaration by name (a ``Kernel`` or ``Update``, or the NumPy
     function of an update or a row kernel), from the tables as they are now: what
-    :mod:`gradcore.profile` counts as one launch."""
-    return {**pointwise.INPLACE_CPU, **rows.TWINS,
-            **{name: f.fn for name, f in rows.FORMULAS.items()}, **updates.UPDATES,
+    :mod:`gradcore.profile` counts as one launch. (The formulas of :mod:`.rows` and the
+    forwards of ``pointwise.KEEPING`` are not kernels: they count as what they call.)"""
+    return {**pointwise.INPLACE_CPU, **rows.TWINS, **updates.UPDATES,
             **updates.UPDATE_KERNELS, **pointwise.KERNELS}
 
 

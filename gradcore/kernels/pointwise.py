@@ -168,10 +168,12 @@ _GELU_PDF = "exp(x * x * -0.5) * 0.3989422804014327"  # the normal density
 _GELU_TANH_INNER = f"(x + x_sq * x * {_GELU_KAPPA!r}) * {_GELU_BETA!r}"
 _GELU_TANH_INNER_X = f"(x * x * x * {_GELU_KAPPA!r} + x) * {_GELU_BETA!r}"
 
-# Kernels that a device with kernels answers differently: (the kernel it runs instead,
-# the results it leaves out as None). Keeping Phi(x) pays on the CPU, not on a GPU,
-# where the backward recomputes it in its one launch.
-ON_DEVICE = {"gelu_forward_cdf": ("gelu_forward", 1)}
+# Forwards that keep a value for their backward where that pays, by the name the ops
+# call: (the kernel giving the value kept as its last output, the kernel without it),
+# results ``(out, kept)``, ``kept`` None where it does not pay: a device with kernels,
+# whose backward recomputes Phi(x) in its one launch. On the CPU an erf costs seven
+# times the copy (4M float32: a backward of 118 ms recomputing it, 22 ms keeping it).
+KEEPING = {"gelu_forward_keep": ("gelu_forward_cdf", "gelu_forward")}
 
 KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("tanh_backward", ("g", "y"), "g * (1 - y * y)", cpu=_tanh_backward_cpu),
@@ -204,8 +206,7 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
     # tanh approximation; float16 computed in float32 (upcast) everywhere
     Kernel("gelu_backward", ("g", "x"), "g * (cdf + x * pdf)",
            lets=(("cdf", _GELU_CDF), ("pdf", _GELU_PDF)), upcast="x"),
-    # ... with Phi(x) kept by the forward (gelu_forward_cdf): on the CPU an erf costs
-    # seven times the copy (4M float32: 118 ms recomputed, 22 ms kept)
+    # ... with Phi(x) kept by the forward (gelu_forward_cdf, see KEEPING)
     Kernel("gelu_backward_cdf", ("g", "x", "cdf"), "g * (cdf + x * pdf)",
            lets=(("pdf", _GELU_PDF),), upcast="x"),
     Kernel("gelu_tanh_backward", ("g", "x"), "g * (left + x * 0.5 * right * inner_d)", lets=(

@@ -120,6 +120,24 @@ def softmax_xent_forward(F, x, target, weight, ignore_index):
     return logp, loss, wt, tsafe
 
 
+def log_sigmoid(F, x):
+    """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))`` without overflow."""
+    return F.minimum(x, 0) - F.log1p(F.exp(-F.abs(x)))
+
+
+def bce_logits_backward(F, g, x, y, pw, need_x, need_y):
+    """binary_cross_entropy_with_logits's gradients (those asked for, else None):
+    ``dx = (sigmoid(x) * (pw * y + 1 - y) - pw * y) * g`` (``sigmoid(x) - y`` without
+    ``pos_weight``), ``dy = (log_sigmoid(-x) - pw * log_sigmoid(x)) * g`` (``-x``)."""
+    gx = gy = None
+    if need_x:
+        sig = F.sigmoid(x)
+        gx = (sig - y) * g if pw is None else (sig * (pw * y + 1 - y) - pw * y) * g
+    if need_y:
+        gy = -x * g if pw is None else (F.log_sigmoid(-x) - pw * F.log_sigmoid(x)) * g
+    return gx, gy
+
+
 def _fresh(F, a):
     """``a`` as an array that may be updated in place (NumPy gives scalars for 0-d)."""
     return a if type(a) is F.ndarray else F.asarray(a)
@@ -190,6 +208,10 @@ def _last_axis(kernel, g, y, axis):
     return None
 
 
+def _rows_2d(kernel, *args):
+    return kernel(*args)  # (the pair's log-probabilities are 2-D)
+
+
 def _softmax_forward_launch(kernel, x, axis, log):
     if axis is not None and axis == x.ndim - 1 and x.size and x.dtype.name in _FLOATS:
         cols = x.shape[-1]  # one launch, a block per row
@@ -250,15 +272,25 @@ class Formula:
     rounded: int | None = None
 
 
-FORMULAS = {f.fn.__name__: f for f in [
-    Formula(softmax_forward, (0,), "softmax_forward_rows", _softmax_forward_launch),
-    Formula(softmax_backward, (0, 1), "softmax_backward_rows", _last_axis),
-    Formula(log_softmax_backward, (0, 1), "log_softmax_backward_rows", _last_axis),
-    Formula(layer_norm_forward, (0, 1, 2), "layer_norm_forward_rows", _ln_forward_launch,
-            rounded=1),  # (the statistics stay in float32)
-    Formula(layer_norm_backward, (1, 0, 2), "layer_norm_backward_rows", _ln_backward_launch),
-    Formula(layer_norm_params_backward, (1, 0), "layer_norm_param_grads", _ln_params_launch),
-]}
+FORMULAS = {
+    "softmax_forward": Formula(softmax_forward, (0,), "softmax_forward_rows",
+                               _softmax_forward_launch),
+    "softmax_backward": Formula(softmax_backward, (0, 1), "softmax_backward_rows",
+                                _last_axis),
+    "log_softmax_backward": Formula(log_softmax_backward, (0, 1),
+                                    "log_softmax_backward_rows", _last_axis),
+    "layer_norm_forward": Formula(layer_norm_forward, (0, 1, 2), "layer_norm_forward_rows",
+                                  _ln_forward_launch, rounded=1),  # (stats in float32)
+    "layer_norm_backward": Formula(layer_norm_backward, (1, 0, 2), "layer_norm_backward_rows",
+                                   _ln_backward_launch),
+    "layer_norm_params_backward": Formula(layer_norm_params_backward, (1, 0),
+                                          "layer_norm_param_grads", _ln_params_launch),
+    # (only logp computed in float32: g * coef in the loss's dtype, as nll_loss's step)
+    "cross_entropy_backward": Formula(softmax_xent_backward, (0,), "softmax_xent_backward",
+                                      _rows_2d),
+    "log_sigmoid": Formula(log_sigmoid),
+    "bce_logits_backward": Formula(bce_logits_backward, (1, 0, 2, 3)),
+}
 
 
 def row_block(cols: int) -> int:

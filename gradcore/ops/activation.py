@@ -100,26 +100,11 @@ def softmax(x, dim, dtype=None):
 
 
 class LogSoftmaxBackward0(Node):
-    """``g - exp(y) * sum(g, dim)`` (``kernels.rows.log_softmax_backward``).
-
-    ``premade`` is set by a ``NllLossBackward0`` fused with this node (inside
-    ``cross_entropy``, where nothing else sees the log-probabilities): that node has
-    already computed the input gradient in one kernel and passes it through here.
-    """
+    """``g - exp(y) * sum(g, dim)`` (``kernels.rows.log_softmax_backward``)."""
 
     fresh_grads = True
-    premade = None
-
-    def _premade(self, g):
-        made, self.premade = self.premade, None
-        if g is not made:  # only cross_entropy's nll_loss reads its log-probabilities
-            raise RuntimeError("internal error: the fused cross-entropy gradient was "
-                               "changed on its way to LogSoftmaxBackward0")
-        return (g,)
 
     def apply(self, F, g):
-        if self.premade is not None:
-            return self._premade(g)
         return (F.log_softmax_backward(g, self.output(F), self.axis),)
 
 
@@ -158,7 +143,7 @@ class GeluBackward0(Node):
     ``cdf(x) + x * pdf(x)`` exactly, or the derivative of the tanh approximation."""
 
     fresh_grads = True
-    # `out` holds (Phi(x),) where the exact forward kept it (gelu_forward_cdf: the CPU):
+    # `out` holds (Phi(x),) where the exact forward kept it (gelu_forward_keep: the CPU):
     # the engine frees it with the other saved values
 
     def apply(self, F, g):
@@ -183,7 +168,7 @@ def gelu(x, approximate="none"):
     if approximate == "tanh":
         out = m.gelu_tanh_forward(xd)
     elif track:  # Phi(x) kept for the backward where that pays (None where it does not)
-        out, cdf = m.gelu_forward_cdf(xd)
+        out, cdf = m.gelu_forward_keep(xd)
     else:
         out = m.gelu_forward(xd)
     if not track:
@@ -285,9 +270,7 @@ class LinearBackward(Node):
             gw = g2.swapaxes(-1, -2) @ x2
         if self.has_bias:
             if self.needs(2):
-                gb = F.sum(g2, axis=0)
-                if not F.tensor_mode:
-                    gb = _fresh(F, gb)
+                gb = F.sum(g2, axis=0)  # (a new array: g2 is 2-D)
             return gx, gw, gb
         return gx, gw
 
@@ -415,33 +398,45 @@ class NllLossBackward0(Node):
     class; zeros elsewhere and at ignored targets."""
 
     fresh_grads = True
-    # the LogSoftmaxBackward0 whose output is this node's input, when cross_entropy
-    # made the pair (see fuse_cross_entropy)
-    log_softmax = None
 
     def apply(self, F, g):
-        coef, axis = self.coef, self.axis
-        ls = self.log_softmax
-        if ls is not None and not F.tensor_mode:
-            # softmax cross-entropy backward in one kernel (on the CPU its twin: the same
-            # bits as the two steps, in fewer passes): the input gradient of the pair,
-            # passed through the log_softmax node unchanged
-            logp = ls.output(F)
-            if F.device_kernels or logp.dtype != _f16:  # (the CPU's float16 path upcasts)
-                gx = F.softmax_xent_backward(logp, self.target, g, coef)
-                ls.premade = gx
-                return (gx,)
-        if F.tensor_mode:
-            vals = g * wrap(coef)
-        else:
-            vals = _fresh(F, g * coef)
-        index = self.target
-        if self.two_d and not F.tensor_mode:
-            out = F.zeros(self.in_shape, dtype=vals.dtype)
-            out[F.arange(index.shape[0]), index] = vals
-            return (out,)
-        index = index[(slice(None),) * axis + (None,)]
-        return (F.scatter_into_zeros(F.expand_dims(vals, axis), axis, index, self.in_shape),)
+        axis = self.axis
+        vals = F.expand_dims(g * self.coef, axis)
+        index = self.target[(slice(None),) * axis + (None,)]
+        return (F.scatter_into_zeros(vals, axis, index, self.in_shape),)
+
+
+class CrossEntropyBackward(NllLossBackward0):
+    """``cross_entropy``'s ``nll_loss(log_softmax(x, 1), target)`` of a 2-D ``x``: the
+    input gradient of the pair in one step, ``one_hot(target) * v - exp(logp) * v``
+    with ``v = g * coef`` (``F.cross_entropy_backward``: one kernel on CUDA, its twin on
+    the CPU, a composite over tensors under ``create_graph``), from the
+    log-probabilities ``logp`` it saved (its input, which nothing else reads).
+
+    The graph keeps PyTorch's two nodes and names: this node (``NllLossBackward0``)
+    over a :class:`LogSoftmaxPairBackward0` (``LogSoftmaxBackward0``), which passes the
+    gradient on unchanged. A hook on that node therefore sees the gradient with respect
+    to ``x``, not to the log-probabilities, and what it returns goes to ``x``."""
+
+    def apply(self, F, g):
+        (logp,) = self.unpack(F)
+        return (F.cross_entropy_backward(logp, self.target, g, self.coef),)
+
+    def name(self):
+        return "NllLossBackward0"
+
+
+class LogSoftmaxPairBackward0(Node):
+    """The log_softmax node of a :class:`CrossEntropyBackward` pair: the gradient it
+    receives is already the input's (see there), passed on unchanged."""
+
+    passes = (0,)
+
+    def apply(self, F, g):
+        return (g,)
+
+    def name(self):
+        return "LogSoftmaxBackward0"
 
 
 def _target_error(value):
@@ -457,6 +452,10 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     (times ``weight[target[n]]``), over the class dimension 1 (0 for a 1-D input);
     ``mean`` divides by the total weight of the targets that are not ``ignore_index``.
     """
+    return _nll_loss(input, target, weight, ignore_index, reduction, NllLossBackward0)
+
+
+def _nll_loss(input, target, weight, ignore_index, reduction, cls):
     check_reduction(reduction)
     x = _floating(input, "nll_loss")
     t = target if isinstance(target, Tensor) else as_tensor(target)
@@ -520,27 +519,37 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     out = m.asarray(out).astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    return _record_nll(out, m.asarray(coef), tsafe, axis, x)
+    return _record_nll(out, m.asarray(coef), tsafe, axis, x, cls)
 
 
-def _record_nll(out, coef, target, axis, x):
+def _record_nll(out, coef, target, axis, x, cls=NllLossBackward0):
     """``out`` as the output of nll_loss over ``x`` (class ``axis``), whose gradient puts
-    ``coef`` at each (safe) ``target``."""
+    ``coef`` at each (safe) ``target`` (``cls``: or the pair's, from log-probabilities
+    ``x``)."""
     xd = x._data
-    node = _new(NllLossBackward0)
+    node = _new(cls)
     node.coef = coef.astype(xd.dtype, copy=False)
     node.target, node.axis, node.in_shape = target, axis, xd.shape
-    node.two_d = xd.ndim == 2
+    if cls is CrossEntropyBackward:
+        node.save(x)
     return record1(out, node, x)
+
+
+def cross_entropy_classes(x, t, weight, ignore_index, reduction):
+    """``nll_loss(log_softmax(x, 1), t, weight, ignore_index, reduction)`` for a 2-D
+    ``x`` and class targets ``t``, whose backward is one step
+    (:class:`CrossEntropyBackward`)."""
+    logp = _softmax_op(x, 1, None, True, LogSoftmaxPairBackward0, "log_softmax")
+    return _nll_loss(logp, t, weight, ignore_index, reduction, CrossEntropyBackward)
 
 
 def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     """``nll_loss(log_softmax(x, 1), t, weight, ignore_index, reduction)`` for a 2-D
     ``x`` and class targets ``t`` on a device with kernels: one kernel for the
     log-probabilities and the per-row losses (``softmax_xent_forward``), a few for the
-    reduction, and the graph of the two ops (``NllLossBackward0`` over
-    ``LogSoftmaxBackward0``), paired so that their backward is one kernel too. The
-    caller has checked the shapes and dtypes (``nn.functional.cross_entropy``)."""
+    reduction, and the graph of the two ops (:class:`CrossEntropyBackward`: one kernel
+    backward too). The caller has checked the shapes and dtypes
+    (``nn.functional.cross_entropy``)."""
     check_reduction(reduction)
     xd, td = x._data, t._data
     check_same_device(xd, td, "nll_loss")
@@ -563,22 +572,9 @@ def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     out = m.asarray(out).astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    logp_t = _record_softmax(logp, LogSoftmaxBackward0, 1, x)
+    logp_t = _record_softmax(logp, LogSoftmaxPairBackward0, 1, x)
     coef = m.nll_coef(wt, total) if total is not None else m.negative(wt)
-    loss = _record_nll(out, coef, tsafe, 1, logp_t)
-    fuse_cross_entropy(loss, logp_t)
-    return loss
-
-
-def fuse_cross_entropy(nll, logp) -> None:
-    """Mark ``nll = nll_loss(logp, ...)``, ``logp = log_softmax(x, 1)`` of 2-D ``x``, as a
-    pair whose backward may run as one kernel (devices with kernels only). The caller
-    promises that nothing but ``nll`` reads ``logp``; the graph keeps PyTorch's two
-    nodes either way."""
-    node, ls = nll.grad_fn, logp.grad_fn
-    if type(node) is NllLossBackward0 and type(ls) is LogSoftmaxBackward0 and \
-            node.two_d and ls.axis == 1:
-        node.log_softmax = ls
+    return _record_nll(out, coef, tsafe, 1, logp_t, CrossEntropyBackward)
 
 
 class MseLossBackward0(Node):
@@ -629,46 +625,16 @@ def mse_loss(input, target, reduction="mean"):
     return record(out, node, x, y)
 
 
-def _log_sigmoid(F, x):
-    """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))`` without overflow."""
-    if F.tensor_mode:
-        return _pw.neg(_pw.relu(_pw.neg(x))) - _pw.log1p(_pw.exp(_pw.neg(_pw.abs(x))))
-    out = F.minimum(x, 0)
-    out = _fresh(F, out - F.log1p(F.exp(-F.abs(x))))
-    return out
-
-
 class BinaryCrossEntropyWithLogitsBackward0(Node):
     """``dx = (sigmoid(x) * (pw * y + 1 - y) - pw * y) * g`` (``sigmoid(x) - y`` without
-    ``pos_weight``), ``dy = (log_sigmoid(-x) - pw * log_sigmoid(x)) * g`` (``-x``)."""
+    ``pos_weight``), ``dy = (log_sigmoid(-x) - pw * log_sigmoid(x)) * g`` (``-x``)
+    (``kernels.rows.bce_logits_backward``)."""
 
     fresh_grads = True
 
     def apply(self, F, g):
         x, y = self.unpack(F)
-        pw = self.pos_weight
-        tm = F.tensor_mode
-        if tm:
-            sig = _pw.sigmoid(x)
-            pw = wrap(pw) if pw is not None else None
-        else:
-            dt = x.dtype
-            x, y, g = _up(x), _up(y), _up(g)
-            sig = math_of(x).sigmoid(x)
-            if pw is not None:
-                pw = _up(pw)
-        gx = gy = None
-        if self.needs(0):
-            gx = (sig - y) * g if pw is None else (sig * (pw * y + 1 - y) - pw * y) * g
-        if self.needs(1):
-            if pw is None:
-                gy = -x * g
-            else:
-                gy = (_log_sigmoid(F, -x) - pw * _log_sigmoid(F, x)) * g
-        if not tm:
-            gx = None if gx is None else _fresh(F, gx).astype(dt, copy=False)
-            gy = None if gy is None else _fresh(F, gy).astype(dt, copy=False)
-        return gx, gy
+        return F.bce_logits_backward(g, x, y, self.pos_weight, self.needs(0), self.needs(1))
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",
@@ -695,7 +661,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
             raise RuntimeError(f"binary_cross_entropy_with_logits: pos_weight of shape "
                                f"{tuple(pwd.shape)} does not broadcast to the input's shape "
                                f"{tuple(xd.shape)}")
-    ls = _log_sigmoid(m, w)
+    ls = m.log_sigmoid(w)
     if pwd is not None:
         ls *= (_up(pwd) - 1) * yw + 1
     loss = _fresh(m, (1 - yw) * w)

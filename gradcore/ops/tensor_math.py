@@ -84,7 +84,8 @@ def zeros_like(ref, shape=None, dtype=None):
 exp, log, sqrt, sin, cos, tanh, sign = (_pw.exp, _pw.log, _pw.sqrt, _pw.sin, _pw.cos,
                                        _pw.tanh, _pw.sign)
 pow = _pw.pow  # noqa: A001
-maximum = _pw.maximum
+maximum, minimum = _pw.maximum, _pw.minimum
+sigmoid, log1p, abs = _pw.sigmoid, _pw.log1p, _pw.abs  # noqa: A001
 
 
 def _erf(x):
@@ -145,6 +146,30 @@ def layer_norm_backward(g, x, w, mean, rstd, axes, inv_n, eps):
 def layer_norm_params_backward(g, x, mean, rstd, axes, lead, inv_n, eps):
     mean, rstd = _ln_stats(x, axes, inv_n, eps)
     return _rows.layer_norm_params_backward(_this, g, x, mean, rstd, axes, lead, inv_n, eps)
+
+
+def cross_entropy_backward(logp, target, g, coef):
+    """The input gradient of cross_entropy's pair (``kernels.rows``), as the two steps
+    compute it: ``one_hot(target) * v - exp(logp) * v``, ``v = g * coef``. ``logp``'s
+    node passes the gradient to ``x`` unchanged (``LogSoftmaxPairBackward0``), so
+    ``logp`` enters through ``logp - (z - z.detach())``, ``z = logsumexp(logp)``:
+    exactly ``logp`` in value, log_softmax's derivatives (``log_softmax(logp) + c``) in
+    every order, which is what ``x`` needs."""
+    z = _red.logsumexp(logp, 1, True)
+    logp = logp - (z - z.detach())
+    v = expand_dims(g * coef, 1)
+    index = target[:, None]
+    onehot = scatter_into_zeros(v, 1, index, tuple(logp.shape))
+    return _rows.log_softmax_backward(_this, onehot, logp, 1)
+
+
+def log_sigmoid(x):
+    return _rows.log_sigmoid(_this, x)
+
+
+def bce_logits_backward(g, x, y, pw, need_x, need_y):
+    pw = None if pw is None else _wrap(pw)
+    return _rows.bce_logits_backward(_this, g, x, y, pw, need_x, need_y)
 
 
 def gelu_backward_cdf(g, x, cdf):
