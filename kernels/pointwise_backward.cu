@@ -568,14 +568,15 @@ __device__ __forceinline__ void gelu_forward_cdf(const T* __restrict__ a0, long 
     }
 }
 
-// gelu_tanh_forward(x) = (tanh((x * x * x * 0.044715 + x) * 0.7978845608028654) + 1) * 0.5 * x
+// gelu_tanh_forward(x) = x_sq = x * x; (tanh((x + x_sq * x * 0.044715) * 0.7978845608028654) + 1) * 0.5 * x
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void gelu_tanh_forward_loop(const T* __restrict__ a0, long long a1, T* __restrict__ out0, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
     const I m1 = (I)0 - (I)a1;
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const C x = load(a0[i & m1]);
-        out0[i] = store<T>((tanh(((x * x * x * C(0.044715)) + x) * C(0.7978845608028654)) + C(1)) * C(0.5) * x);
+        const C x_sq = x * x;
+        out0[i] = store<T>((tanh((x + (x_sq * x * C(0.044715))) * C(0.7978845608028654)) + C(1)) * C(0.5) * x);
     }
 }
 

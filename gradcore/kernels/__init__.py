@@ -8,7 +8,8 @@ keeps the answer:
 * on a CUDA device with gradcore's kernels (``math.device_kernels``), one launch of the
   generated or hand-written CUDA kernel (:mod:`.device`);
 * on the CPU, the kernel's NumPy twin: the expression itself, or a faster twin with the
-  same meaning written beside it (``cpu=`` in :mod:`.pointwise`);
+  same meaning written beside it (``cpu=`` in :mod:`.pointwise`); float16 computed in
+  float32 where the declaration says so (``upcast``), as PyTorch computes half ops;
 * on a CUDA device without them (``GRADCORE_CUDA_KERNELS=0``, or after the compiler
   failed: :func:`.device.fall_back` flips ``math.use_device_kernels(False)``), the same
   expressions over CuPy's ufuncs.
@@ -16,9 +17,13 @@ keeps the answer:
 Where each name is declared:
 
 * :mod:`.pointwise`: pointwise kernels (``tanh_backward``, ``gelu_forward``, ...), their
-  in-place CPU variants (``tanh_backward_``);
-* :mod:`.rows`: row kernels (softmax, cross-entropy, layer_norm, ``mul_sum_rows``) and
-  ``mul_sum_to``'s one-pass form on a device;
+  in-place CPU variants (``tanh_backward_``), and forwards that keep a value for their
+  backward where that pays (``gelu_forward_keep``: ``KEEPING``);
+* :mod:`.rows`: the row formulas the ops call (``softmax_backward(g, y, axis)``,
+  ``layer_norm_backward``, ``cross_entropy_backward``, ...: ``FORMULAS``), each written
+  once over a namespace and served here over the array namespace, or as one launch of
+  its row kernel where that applies; the row kernels themselves (softmax, cross-entropy,
+  layer_norm, ``mul_sum_rows``) and ``mul_sum_to``'s one-pass form on a device;
 * :mod:`.updates`: the optimizers' updates (``sgd_update``, ``adam_update``) and their
   single-kernel steps (``sgd_step``, ``adam_step``, ...).
 

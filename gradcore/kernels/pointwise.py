@@ -165,8 +165,9 @@ _GELU_KAPPA = 0.044715
 _GELU_BETA = 0.7978845608028654  # sqrt(2 / pi)
 _GELU_CDF = "(erf(x * 0.7071067811865476) + 1) * 0.5"  # Phi(x)
 _GELU_PDF = "exp(x * x * -0.5) * 0.3989422804014327"  # the normal density
-_GELU_TANH_INNER = f"(x + x_sq * x * {_GELU_KAPPA!r}) * {_GELU_BETA!r}"
-_GELU_TANH_INNER_X = f"(x * x * x * {_GELU_KAPPA!r} + x) * {_GELU_BETA!r}"
+_GELU_GRAD = "g * (cdf + x * pdf)"  # over the locals cdf and pdf
+# tanh(sqrt(2 / pi) * (x + 0.044715 x^3)), over the local x_sq = x * x
+_GELU_TANH = f"tanh((x + x_sq * x * {_GELU_KAPPA!r}) * {_GELU_BETA!r})"
 
 # Forwards that keep a value for their backward where that pays, by the name the ops
 # call: (the kernel giving the value kept as its last output, the kernel without it),
@@ -204,14 +205,14 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
            cpu=_where_backward_cpu),
     # PyTorch's formulas (GeluBackward0): cdf(x) + x * pdf(x), and the derivative of the
     # tanh approximation; float16 computed in float32 (upcast) everywhere
-    Kernel("gelu_backward", ("g", "x"), "g * (cdf + x * pdf)",
+    Kernel("gelu_backward", ("g", "x"), _GELU_GRAD,
            lets=(("cdf", _GELU_CDF), ("pdf", _GELU_PDF)), upcast="x"),
     # ... with Phi(x) kept by the forward (gelu_forward_cdf, see KEEPING)
-    Kernel("gelu_backward_cdf", ("g", "x", "cdf"), "g * (cdf + x * pdf)",
+    Kernel("gelu_backward_cdf", ("g", "x", "cdf"), _GELU_GRAD,
            lets=(("pdf", _GELU_PDF),), upcast="x"),
     Kernel("gelu_tanh_backward", ("g", "x"), "g * (left + x * 0.5 * right * inner_d)", lets=(
         ("x_sq", "x * x"),
-        ("th", f"tanh({_GELU_TANH_INNER})"),
+        ("th", _GELU_TANH),
         ("left", "(th + 1) * 0.5"),
         ("right", "1 - th * th"),
         ("inner_d", f"(x_sq * {3 * _GELU_KAPPA!r} + 1) * {_GELU_BETA!r}")), upcast="x"),
@@ -219,8 +220,8 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("gelu_forward", ("x",), f"{_GELU_CDF} * x", upcast="x"),
     Kernel("gelu_forward_cdf", ("x",), ("cdf * x", "cdf"), lets=(("cdf", _GELU_CDF),),
            upcast="x"),
-    Kernel("gelu_tanh_forward", ("x",), f"(tanh({_GELU_TANH_INNER_X}) + 1) * 0.5 * x",
-           upcast="x"),
+    Kernel("gelu_tanh_forward", ("x",), f"({_GELU_TANH} + 1) * 0.5 * x",
+           lets=(("x_sq", "x * x"),), upcast="x"),
     # erf's derivative, 2 / sqrt(pi) * exp(-x * x)
     Kernel("erf_backward", ("g", "x"), "g * (exp(-(x * x)) * 1.1283791670955126)",
            upcast="x"),

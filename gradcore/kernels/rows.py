@@ -1,15 +1,16 @@
-"""Row kernels (softmax, cross-entropy, layer_norm) and the fused unbroadcasting
-product: their NumPy twins and their declarations.
+"""Row formulas (softmax, log_softmax, layer_norm, cross-entropy), the row kernels
+that fuse them on a device, and the fused unbroadcasting product.
 
-The kernels of ``kernels/gradcore_rows.cuh`` are not one expression per element: a
-softmax backward needs a sum over each row, the gradient of a row-broadcast factor a
-sum over the rows. Each is written by hand once in CUDA C (declared parameter by
-parameter in :data:`ROW_KERNELS` below) and once here over an array module; the tests
-run the CUDA source through the host build against these twins. The registry
-(:mod:`gradcore.kernels`) gives an array namespace each function of :data:`TWINS`: the
-twin over its array module, or one launch (:mod:`.device`) where it has device kernels.
-Rows are the last axis of a C-contiguous array; the ops call these only for a reduction
-over the last axis.
+A softmax backward needs a sum over each row, the gradient of a row-broadcast factor a
+sum over the rows: not one expression per element. Each such formula is written once
+here, over a namespace ``F`` (an array module, an array namespace, or
+``gradcore.ops.tensor_math``: its tensors make the same lines differentiable), for any
+axis; :data:`FORMULAS` says how the registry (:mod:`gradcore.kernels`) serves it: float16
+computed in float32 on array namespaces, and one launch of a hand-written CUDA kernel
+(``kernels/gradcore_rows.cuh``, declared parameter by parameter in :data:`ROW_KERNELS`)
+where one applies (rows along the last axis of a C-contiguous array). The kernels'
+twins, :data:`TWINS`, are the same formulas over the last axis of 2-D arrays; the tests
+run the CUDA source through the host build against them.
 """
 
 from __future__ import annotations

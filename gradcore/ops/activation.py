@@ -6,10 +6,12 @@ would record five to ten nodes each; as primitives they record one, with PyTorch
 name and derivative formula (``SoftmaxBackward0``: ``g*y - y*sum(g*y)``), and run
 their forward in a few array passes.
 
-Each op is one stanza, as in :mod:`.pointwise`: the node (its ``apply(F, g)`` written
-once over ``F``: arrays for a plain backward, tensors when ``create_graph=True``, so
-that second derivatives come from the same formula) followed by the forward.  float16
-inputs compute in float32 and round the result back, as PyTorch's CPU kernels do.
+Each op is one stanza, as in :mod:`.pointwise`: the node (its ``apply(F, g)`` one call
+of a formula written once: ``F.softmax_backward(g, y, axis)``, over arrays for a plain
+backward, over tensors when ``create_graph=True``, so that second derivatives come from
+the same formula) followed by the forward. The formulas live in
+:mod:`gradcore.kernels` (``rows`` and ``pointwise``), which also decides, per device,
+whether one kernel launch runs them and computes float16 in float32 as PyTorch does.
 """
 
 from __future__ import annotations
