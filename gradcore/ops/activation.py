@@ -75,6 +75,9 @@ class SoftmaxBackward0(Node):
     def apply(self, F, g):
         return (F.softmax_backward(g, self.output(F), self.axis),)
 
+    def apply_owned(self, F, g):  # (into g, which the engine owns: no new array)
+        return (F.softmax_backward(g, self.output(F), self.axis, out=g),)
+
 
 def _softmax_op(x, dim, dtype, log, cls, op):
     x = _floating(x, op, dtype)
@@ -108,6 +111,9 @@ class LogSoftmaxBackward0(Node):
 
     def apply(self, F, g):
         return (F.log_softmax_backward(g, self.output(F), self.axis),)
+
+    def apply_owned(self, F, g):  # (into g, which the engine owns)
+        return (F.log_softmax_backward(g, self.output(F), self.axis, out=g),)
 
 
 def log_softmax(x, dim, dtype=None):
@@ -187,7 +193,7 @@ def gelu(x, approximate="none"):
 class NativeLayerNormBackward0(Node):
     """``dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat))`` with ``gh = g * w``;
     ``dw = sum(g * xhat)``, ``db = sum(g)`` over the leading dimensions
-    (``kernels.rows.layer_norm_backward``, ``layer_norm_params_backward``)."""
+    (``kernels.rows.layer_norm_backward``)."""
 
     fresh_grads = True
 
@@ -195,16 +201,14 @@ class NativeLayerNormBackward0(Node):
         saved = self.unpack(F)
         x = saved[0]
         w = saved[1] if self.has_weight else None
-        stats = (self.mean, self.rstd, self.axes)
-        grads = [F.layer_norm_backward(g, x, w, *stats, self.inv_n, self.eps)
-                 if self.needs(0) else None]
         want_w = self.has_weight and self.needs(1)
         want_b = self.has_bias and self.needs(1 + self.has_weight)
-        if want_w or want_b:
-            dw, db = F.layer_norm_params_backward(g, x, *stats, self.lead, self.inv_n,
-                                                  self.eps)
-            if self.param_dtype != x.dtype:
-                dw, db = F.astype(dw, self.param_dtype), F.astype(db, self.param_dtype)
+        gx, dw, db = F.layer_norm_backward(g, x, w, self.mean, self.rstd, self.axes,
+                                           self.lead, self.inv_n, self.eps, self.needs(0),
+                                           want_w or want_b)
+        if (want_w or want_b) and self.param_dtype != x.dtype:
+            dw, db = F.astype(dw, self.param_dtype), F.astype(db, self.param_dtype)
+        grads = [gx]
         if self.has_weight:
             grads.append(dw if want_w else None)
         if self.has_bias:

@@ -61,6 +61,19 @@ def mul_sum_to(g, other, shape):
     return _shape.sum_to(g * other, shape)
 
 
+ndarray = Tensor  # (the formulas' "a new array" checks: every result is new)
+
+
+def multiply(a, b, out=None):
+    """``a * b`` (``out``, where a formula over arrays would write, is not used)."""
+    return a * b
+
+
+def subtract(a, b, out=None):
+    """``a - b`` (``out`` as :func:`multiply`'s)."""
+    return a - b
+
+
 def where(c, a, b):
     return _pw.where(c, a, b)
 
@@ -138,14 +151,10 @@ def _ln_stats(x, axes, inv_n, eps):
     return mean, 1 / sqrt(sum(xc * xc, axis=axes, keepdims=True) * inv_n + eps)
 
 
-def layer_norm_backward(g, x, w, mean, rstd, axes, inv_n, eps):
+def layer_norm_backward(g, x, w, mean, rstd, axes, lead, inv_n, eps, need_x, need_params):
     mean, rstd = _ln_stats(x, axes, inv_n, eps)
-    return _rows.layer_norm_backward(_this, g, x, w, mean, rstd, axes, inv_n, eps)
-
-
-def layer_norm_params_backward(g, x, mean, rstd, axes, lead, inv_n, eps):
-    mean, rstd = _ln_stats(x, axes, inv_n, eps)
-    return _rows.layer_norm_params_backward(_this, g, x, mean, rstd, axes, lead, inv_n, eps)
+    return _rows.layer_norm_backward(_this, g, x, w, mean, rstd, axes, lead, inv_n, eps,
+                                     need_x, need_params)
 
 
 def cross_entropy_backward(logp, target, g, coef):
