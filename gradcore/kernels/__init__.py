@@ -66,14 +66,26 @@ def _upcasting(math, fn, positions, like, rounded=None):
     in): the arguments at ``positions`` cast up, the results (the first ``rounded``)
     rounded back to the dtype of argument ``like``; results that NumPy makes scalars
     (0-d) come back as arrays."""
+    ndarray = math.ndarray
 
     def run(*args):
-        dt = None if like is None else args[like].dtype
-        if any(getattr(args[i], "dtype", None) == _F16 for i in positions):
-            args = list(args)
-            for i in positions:
-                if getattr(args[i], "dtype", None) == _F16:
-                    args[i] = args[i].astype(_F32)
+        for i in positions:
+            a = args[i]
+            if a is not None and a.dtype == _F16:
+                break
+        else:  # nothing to upcast (the usual case)
+            out = fn(*args)
+            if type(out) is ndarray:
+                return out
+            if type(out) is tuple:
+                return tuple(o if o is None or type(o) is ndarray else math.asarray(o)
+                             for o in out)
+            return math.asarray(out)
+        dt = args[like].dtype
+        args = list(args)
+        for i in positions:
+            if args[i] is not None and args[i].dtype == _F16:
+                args[i] = args[i].astype(_F32)
         out = fn(*args)
         if type(out) is tuple:
             n = len(out) if rounded is None else rounded

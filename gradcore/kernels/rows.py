@@ -30,17 +30,19 @@ __all__ = ["FORMULAS", "TWINS", "ROW_KERNELS", "row_block"]
 # the same lines). The registry serves each name of :data:`FORMULAS` on an array
 # namespace (float16 computed in float32 where declared, one row-kernel launch where
 # :data:`FORMULAS` says one applies), and ``tensor_math`` the same function over tensors.
+# Reductions are methods (``a.sum(axis=..., keepdims=True)``), which arrays and tensors
+# share and which cost less than NumPy's functions.
 def softmax_forward(F, x, axis, log):
     """softmax (or log_softmax) over ``axis`` of an array ``x``, without overflow: a row
     of -inf, or one holding +inf, gives NaN as in PyTorch (inf - inf)."""
     if x.size == 0:
         return x.copy()
-    out = _fresh(F, x - F.max(x, axis=axis, keepdims=True))  # (arrays: updated in place)
+    out = _fresh(F, x - x.max(axis=axis, keepdims=True))  # (arrays: updated in place)
     if log:
-        out -= F.log(F.sum(F.exp(out), axis=axis, keepdims=True))
+        out -= F.log(F.exp(out).sum(axis=axis, keepdims=True))
     else:
         F.exp(out, out=out)
-        out /= F.sum(out, axis=axis, keepdims=True)
+        out /= out.sum(axis=axis, keepdims=True)
     return out
 
 
@@ -49,23 +51,23 @@ def softmax_backward(F, g, y, axis, out=None):
     array the result may be written into, ``g`` itself where the engine owns it (arrays
     only: on NumPy a new array costs more than the rest, its pages being new)."""
     gy = _fresh(F, F.multiply(g, y, out=out))
-    return F.subtract(gy, y * F.sum(gy, axis=axis, keepdims=True), out=gy)
+    return F.subtract(gy, y * gy.sum(axis=axis, keepdims=True), out=gy)
 
 
 def log_softmax_backward(F, g, y, axis, out=None):
     """``g - exp(y) * sum(g)`` over ``axis`` (``y`` the log-probabilities; ``out`` as
     :func:`softmax_backward`'s)."""
     e = _fresh(F, F.exp(y))
-    e = F.multiply(e, F.sum(g, axis=axis, keepdims=True), out=e)
+    e = F.multiply(e, g.sum(axis=axis, keepdims=True), out=e)
     return F.subtract(g, e, out=e if out is None else out)
 
 
 def layer_norm_forward(F, x, w, b, axes, eps, inv_n):
     """layer_norm over ``axes`` of an array ``x``: ``(y, mean, rstd)``, the statistics
     kept with their axes (biased variance)."""
-    mean = F.sum(x, axis=axes, keepdims=True) * inv_n
+    mean = x.sum(axis=axes, keepdims=True) * inv_n
     xc = _fresh(F, x - mean)  # (arrays: updated in place)
-    rstd = 1.0 / F.sqrt(F.sum(xc * xc, axis=axes, keepdims=True) * inv_n + eps)
+    rstd = 1.0 / F.sqrt((xc * xc).sum(axis=axes, keepdims=True) * inv_n + eps)
     xc *= rstd
     if w is not None:
         xc *= w
@@ -85,14 +87,14 @@ def layer_norm_backward(F, g, x, w, mean, rstd, axes, lead, inv_n, eps, need_x, 
     gx = dw = db = None
     if need_x:
         gh = g * w if w is not None else g
-        a = F.sum(gh, axis=axes, keepdims=True) * inv_n
-        bb = F.sum(gh * xhat, axis=axes, keepdims=True) * inv_n
+        a = gh.sum(axis=axes, keepdims=True) * inv_n
+        bb = (gh * xhat).sum(axis=axes, keepdims=True) * inv_n
         gx = _fresh(F, gh - a)
         gx = F.subtract(gx, xhat * bb, out=gx)
         gx = F.multiply(gx, rstd, out=gx)
     if need_params:
         if lead:
-            dw, db = F.sum(g * xhat, axis=lead), F.sum(g, axis=lead)
+            dw, db = (g * xhat).sum(axis=lead), g.sum(axis=lead)
         else:  # (g * 1: a new array, -0.0 kept)
             dw, db = g * xhat, g * 1
     return gx, dw, db
