@@ -45,8 +45,11 @@ gpu-bench: $(STAMP)
 	$(PY) -m gradcore bench --suite all --devices cpu,cuda --compare-torch \
 	  --json dev/benchmarks/gpu.json --plot dev/benchmarks/gpu.png
 
+# ruff, then the layers of the package ([tool.importlinter] in pyproject.toml), run through
+# the interpreter so that PYTHON=python3 works as well as the virtualenv
 lint: $(STAMP)
 	$(PY) -m ruff check gradcore tests bench
+	$(PY) -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
 
 # The main job: train an MLP on handwritten digits on the best available device, then
 # compare CPU and GPU backward time. With a GPU (nvidia-smi lists one) the matching CuPy

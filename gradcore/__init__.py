@@ -8,6 +8,7 @@
 tensor([6.])
 """
 
+import functools as _functools
 import warnings as _warnings
 
 from . import autograd, backend, dtypes, kernels, nn, optim
@@ -193,11 +194,9 @@ def _tensor_input(fn):
     (``gc.reshape(ndarray, ...)`` raised NumPy's AttributeError). The check runs only
     when ``fn`` fails: a call with a tensor costs one frame. Not for the pointwise ops,
     whose temporary elision counts the references the caller's frames hold."""
-    import functools
-
     name = fn.__name__
 
-    @functools.wraps(fn)
+    @_functools.wraps(fn)
     def call(*args, **kwargs):
         try:
             return fn(*args, **kwargs)

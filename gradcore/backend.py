@@ -305,6 +305,19 @@ class ArrayMath:
     def asarray(self, data, dtype=None):
         return self.xp.asarray(data, dtype=dtype)
 
+    @staticmethod
+    def constant(arr):
+        """A saved array as a rule's operand: the array itself (under
+        ``create_graph=True`` the tensor namespace wraps it as a constant tensor)."""
+        return arr
+
+    @staticmethod
+    def to_device(arr, dev):
+        """``arr`` copied to device ``dev`` (a gradient going back across devices)."""
+        if dev.type == "cuda":
+            return dev.asarray(arr)
+        return to_host(arr).copy()  # (to_host read at call time: a profile replaces it)
+
     def sum_to(self, grad, shape):
         """Undo broadcasting: sum ``grad`` down to ``shape`` (the one shared rule).
 

@@ -21,7 +21,9 @@ on where PyTorch can: the CPU always, a GPU when ``torch.cuda.is_available()``.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import io
 import json
 import os
 import platform
@@ -55,7 +57,7 @@ def _synchronize(dev) -> None:
 def _torch_devices(devices) -> list:
     """The devices among ``devices`` that PyTorch can run on here: the CPU, and a GPU
     when this torch build sees one."""
-    import torch
+    import torch  # optional (not a dependency): imported where PyTorch is compared
 
     return [d for d in devices if d.type == "cpu"
             or (d.type == "cuda" and torch.cuda.is_available())]
@@ -63,7 +65,7 @@ def _torch_devices(devices) -> list:
 
 def _torch_synchronize(dev) -> None:
     if dev.type == "cuda":
-        import torch
+        import torch  # optional (not a dependency): imported where PyTorch is compared
 
         torch.cuda.synchronize(dev.index or 0)
 
@@ -179,7 +181,7 @@ class Suite:
 
     def build_torch(self, size, device="cpu"):
         """The same workload in PyTorch on ``device`` (a torch device string)."""
-        import torch
+        import torch  # optional (not a dependency): imported where PyTorch is compared
 
         return self.workload(torch, device, size)
 
@@ -220,7 +222,7 @@ class _Progress:
         self.enabled = enabled
         if enabled and sys.stderr.isatty():
             try:
-                from tqdm import tqdm
+                from tqdm import tqdm  # optional: a progress bar where installed
             except ImportError:
                 pass
             else:
@@ -397,9 +399,6 @@ def _blas() -> str:
     except Exception:  # noqa: BLE001 - NumPy < 1.25 has no mode="dicts"
         pass
     try:
-        import contextlib
-        import io
-
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             np.__config__.show()
@@ -435,7 +434,7 @@ def machine_description(devices=(), compare_torch: bool = False) -> dict:
         info["gpu_unavailable_reason"] = gc.cuda.unavailable_reason()
     if compare_torch:
         try:
-            import torch
+            import torch  # optional (not a dependency): imported where PyTorch is compared
 
             info["torch_version"] = torch.__version__
             info["torch_threads"] = torch.get_num_threads()
@@ -463,7 +462,7 @@ PLOT_MISSING = "--plot needs matplotlib: pip install 'gradcore[plot]'"
 
 def _pyplot():
     """matplotlib's pyplot, drawing to files (Agg); ImportError without matplotlib."""
-    import matplotlib
+    import matplotlib  # optional: only for --plot
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -16,6 +16,8 @@ import numpy as np
 
 import gradcore as gc
 
+from .profile import can_count
+
 __all__ = ["main"]
 
 
@@ -121,7 +123,7 @@ def load_digits_split(seed: int):
     """scikit-learn's 8x8 digits (shipped with it: no download), scaled to [0, 1], split
     80/20 with a seeded shuffle."""
     try:
-        from sklearn.datasets import load_digits
+        from sklearn.datasets import load_digits  # optional: the examples extra
     except ImportError:
         raise OptionError("gradcore train needs scikit-learn: pip install 'gradcore[examples]'"
                           ) from None
@@ -157,7 +159,7 @@ def _progress(total, desc, enabled):
     if not (enabled and sys.stderr is not None and sys.stderr.isatty()):
         return None
     try:
-        from tqdm import tqdm
+        from tqdm import tqdm  # optional: the examples extra
     except ImportError:
         return None
     return tqdm(total=total, desc=desc, unit="sample", leave=False, dynamic_ncols=True)
@@ -294,7 +296,8 @@ def compare(args) -> int:
 
 # ---- bench -----------------------------------------------------------------------------------
 def bench(args) -> int:
-    from . import benchmark
+    from . import benchmark  # only `gradcore bench` needs it: train and compare start without
+
 
     suites = (list(benchmark.SUITES.values()) if args.suite == "all"
               else [benchmark.SUITES[args.suite]])
@@ -362,8 +365,6 @@ def _bench_devices(names):
 
 def _bench_profile(benchmark, suites, devices, sizes) -> int:
     """``gradcore bench --profile``: per suite and size, the kernels one run launches."""
-    from .profile import can_count
-
     counted = [d for d in devices if can_count(d)]
     for dev in devices:
         if dev not in counted:

@@ -7,7 +7,8 @@ import numbers
 import numpy as np
 
 from . import backend, dtypes
-from .tensor import Tensor, _wrap
+from ._random import manual_seed, seed_generator
+from .autograd.tensor_base import Tensor, _wrap, from_data
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full",
            "empty", "arange", "linspace", "eye", "randn", "rand", "randint", "zeros_like",
@@ -30,23 +31,6 @@ def _finish(arr, requires_grad):
     return t
 
 
-def _infer_dtype(data):
-    """PyTorch's inference: bools stay bool, ints are int64, floats float32."""
-    flat = data
-    while isinstance(flat, (list, tuple)) and flat:
-        flat = flat[0]
-    arr = np.asarray(data)
-    if arr.dtype.kind == "b":
-        return np.bool_
-    if arr.dtype.kind in "iu":
-        return np.int64
-    if arr.dtype.kind == "f":
-        return dtypes.default_float.np
-    if arr.dtype.kind == "O" or arr.dtype.kind in "US":
-        raise TypeError(f"can't build a tensor from {type(flat).__name__} values")
-    raise TypeError(f"unsupported data type {arr.dtype}")
-
-
 def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor holding a copy of ``data`` (scalar, nested lists, NumPy/CuPy array,
     Tensor).
@@ -56,52 +40,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     tensor([[1.0000, 2.0000],
             [3.0000, 4.5000]])
     """
-    dev = _dev(device) if device is not None or not isinstance(data, Tensor) else data.device
-    npd = _np_dtype(dtype)
-    if isinstance(data, Tensor):
-        src = data._data
-        arr = src.astype(npd) if npd is not None else src.copy()
-        arr = dev.asarray(arr) if backend.device_of(arr) != dev else arr
-        return _finish(arr, requires_grad)
-    if backend.is_device_array(data):
-        if npd is None:
-            npd = data.dtype
-            dtypes.from_numpy_dtype(np.dtype(npd))  # raises on unsupported dtypes
-        src_dev = backend.device_of(data)
-        arr = data.astype(npd, copy=True) if src_dev == dev else \
-            dev.asarray(backend.to_host(data) if src_dev.type != "cpu" else data, npd)
-        return _finish(arr, requires_grad)
-    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flatten(data)):
-        data = _nested_tensors_to_lists(data)
-    if npd is None:
-        if isinstance(data, np.generic):
-            npd = data.dtype
-        else:
-            npd = _infer_dtype(data)
-    try:
-        host = np.array(data, dtype=npd)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"can't build a tensor from {type(data).__name__}: {exc}") from None
-    if host.dtype.kind == "O":
-        raise TypeError(f"can't build a tensor from {type(data).__name__}")
-    dtypes.from_numpy_dtype(host.dtype)
-    return _finish(dev.asarray(host) if dev.type != "cpu" else host, requires_grad)
-
-
-def _flatten(data):
-    for x in data:
-        if isinstance(x, (list, tuple)):
-            yield from _flatten(x)
-        else:
-            yield x
-
-
-def _nested_tensors_to_lists(data):
-    if isinstance(data, Tensor):
-        return data.tolist()
-    if isinstance(data, (list, tuple)):
-        return [_nested_tensors_to_lists(x) for x in data]
-    return data
+    return from_data(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
@@ -284,21 +223,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     return _finish(_dev(device).math.eye(n, m, dtype=npd), requires_grad)
 
 
-# ---- random numbers: one NumPy generator, seeded by manual_seed -------------------------------
-_rng = np.random.default_rng()
-
-
-def manual_seed(seed: int):
-    """Seed gradcore's random number generator (randn, rand, randint, dropout, init)."""
-    global _rng
-    _rng = np.random.default_rng(int(seed))
-    return _rng
-
-
-def seed_generator() -> np.random.Generator:
-    return _rng
-
-
+# ---- random numbers: from gradcore's generator (gradcore._random, seeded by manual_seed) --
 def _random(name, sample, kernel, doc):
     def factory(*size, size_=None, dtype=None, device=None, requires_grad=False):
         shape = _size(size, name, size_)
@@ -313,9 +238,9 @@ def _random(name, sample, kernel, doc):
     return _with_size_keyword(factory, name, doc)
 
 
-randn = _random("randn", lambda s: _rng.standard_normal(s), "normal",
+randn = _random("randn", lambda s: seed_generator().standard_normal(s), "normal",
                 "Samples of the standard normal distribution.")
-rand = _random("rand", lambda s: _rng.random(s), "uniform",
+rand = _random("rand", lambda s: seed_generator().random(s), "uniform",
                "Samples of the uniform distribution on [0, 1).")
 
 _MISSING = object()
@@ -353,7 +278,7 @@ def randint(*args, low=_MISSING, high=_MISSING, size=_MISSING, dtype=None, devic
     if lo >= hi:
         raise RuntimeError(f"randint(): expects 'low' to be less than 'high', but got "
                            f"low={lo} >= high={hi}")
-    host = _rng.integers(lo, hi, size=shape).astype(_np_dtype(dtype) or np.int64)
+    host = seed_generator().integers(lo, hi, size=shape).astype(_np_dtype(dtype) or np.int64)
     dev = _dev(device)
     return _finish(dev.asarray(host) if dev.type != "cpu" else host, requires_grad)
 

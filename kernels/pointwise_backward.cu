@@ -440,6 +440,54 @@ __device__ __forceinline__ void where_backward(const T* __restrict__ a0, long lo
     }
 }
 
+// where_backward_a(g, c) = where(c, g, 0)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void where_backward_a_loop(const T* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const bool c = a2[i & m3];
+        out0[i] = store<T>(where(c, g, C(0)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void where_backward_a(const T* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        where_backward_a_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        where_backward_a_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// where_backward_b(g, c) = where(c, 0, g)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void where_backward_b_loop(const T* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const bool c = a2[i & m3];
+        out0[i] = store<T>(where(c, C(0), g));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void where_backward_b(const T* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        where_backward_b_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        where_backward_b_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
 // gelu_backward(g, x) = cdf = (erf(x * 0.7071067811865476) + 1) * 0.5; pdf = exp(x * x * -0.5) * 0.3989422804014327; g * (cdf + x * pdf)
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void gelu_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
@@ -836,6 +884,12 @@ extern "C" __global__ void div_backward_float16(const gc_half* __restrict__ a0, 
 extern "C" __global__ void where_backward_float16(const gc_half* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
     gradcore::where_backward<gc_half, float>(a0, a1, a2, a3, out0, out1, n);
 }
+extern "C" __global__ void where_backward_a_float16(const gc_half* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::where_backward_a<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void where_backward_b_float16(const gc_half* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::where_backward_b<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
 extern "C" __global__ void gelu_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::gelu_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
@@ -966,6 +1020,12 @@ extern "C" __global__ void div_backward_float32(const float* __restrict__ a0, lo
 extern "C" __global__ void where_backward_float32(const float* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, float* __restrict__ out0, float* __restrict__ out1, long long n) {
     gradcore::where_backward<float, float>(a0, a1, a2, a3, out0, out1, n);
 }
+extern "C" __global__ void where_backward_a_float32(const float* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::where_backward_a<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void where_backward_b_float32(const float* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::where_backward_b<float, float>(a0, a1, a2, a3, out0, n);
+}
 extern "C" __global__ void gelu_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::gelu_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
@@ -1095,6 +1155,12 @@ extern "C" __global__ void div_backward_float64(const double* __restrict__ a0, l
 }
 extern "C" __global__ void where_backward_float64(const double* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, double* __restrict__ out0, double* __restrict__ out1, long long n) {
     gradcore::where_backward<double, double>(a0, a1, a2, a3, out0, out1, n);
+}
+extern "C" __global__ void where_backward_a_float64(const double* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::where_backward_a<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void where_backward_b_float64(const double* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::where_backward_b<double, double>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void gelu_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::gelu_backward<double, double>(a0, a1, a2, a3, out0, n);

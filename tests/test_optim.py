@@ -513,3 +513,40 @@ def test_cpu_updates_by_slices_equal_the_whole_update(name, kw):
     getattr(cpu.math, name)(arrays[0], grad, *arrays[1:], **kw)
     for a, b in zip(arrays, want):
         assert (a is None and b is None) or np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_generated_cpu_updates_equal_the_declarations_composed_naively(dtype):
+    """The CPU runs NumPy code generated from each Update (in place, flags decided when
+    the code is made): bit for bit the declaration over plain array calls
+    (updates.UPDATES), for every option, on a 0-d, a small and a sliced parameter."""
+    import itertools
+
+    from gradcore.backend import cpu
+    from gradcore.kernels import updates
+
+    sgd = [dict(lr=0.1, momentum=mom, nesterov=nest, dampening=damp, weight_decay=wd,
+                maximize=mx, first_step=first)
+           for mom, nest, damp, wd, mx, first in itertools.product(
+               [0.0, 0.9], [False, True], [0.0, 0.3], [0.0, 0.05], [False, True],
+               [False, True])
+           if not (nest and (mom == 0 or damp != 0)) and not (mom == 0 and first)]
+    adam = [dict(step=3, lr=1e-2, beta1=b1, beta2=0.99, eps=1e-8, weight_decay=wd,
+                 decoupled_weight_decay=dec, amsgrad=ams, maximize=mx)
+            for wd, dec, ams, mx, b1 in itertools.product(
+                [0.0, 0.1], [False, True], [False, True], [False, True], [0.9, 0.3])]
+    rng = np.random.default_rng(3)
+    for shape in [(), (13,), (4 * updates.CHUNK + 5,)]:
+        for name, options, n in [("sgd_update", sgd, 3), ("adam_update", adam, 5)]:
+            for kw in options:
+                arrays = [np.asarray(rng.standard_normal(shape), dtype=dtype)
+                          for _ in range(n)]
+                arrays[3:] = [np.asarray(np.abs(a)) for a in arrays[3:]]
+                arrays[1].flags.writeable = False  # the gradient is only read
+                want = [a if i == 1 else a.copy() for i, a in enumerate(arrays)]
+                if name == "sgd_update" and kw["momentum"] == 0:
+                    arrays[2] = want[2] = None
+                updates.UPDATES[name](np, *want, **kw)
+                getattr(cpu.math, name)(*arrays, **kw)
+                for a, b in zip(arrays, want):
+                    assert (a is None and b is None) or np.array_equal(a, b), (name, kw)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gradcore as gc
-from gradcore import backend, benchmark, cli, creation
+from gradcore import backend, benchmark, cli, creation, launch_count
 from gradcore.backend import math_of
 from gradcore.kernels import pointwise as fused
 from gradcore.kernels.spec import Kernel
@@ -221,7 +221,7 @@ def test_exit_restores_everything(device, fail):
             if fail:
                 raise ZeroDivisionError("in the profiled block")
     assert _installed_state(device) == before
-    assert profile_module._session is None
+    assert launch_count._session is None
     assert all(p._data is a for p, a in zip(model.parameters(), arrays))
     assert type(inside[0]._data) is array_type         # made inside: a plain array again
     assert type(inside[1] * 2) is array_type          # an array kept from inside: plain
@@ -271,7 +271,7 @@ def test_other_threads_are_not_counted(device):
 
 def test_compiled_array_types_are_not_counted(standin):
     assert profile_module.can_count("cpu") and profile_module.can_count("cuda")
-    assert not profile_module._patchable(np.ndarray)   # as CuPy's own ndarray
+    assert not launch_count.patchable(np.ndarray)   # as CuPy's own ndarray
 
 
 # ---- the table ------------------------------------------------------------------------------

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from ..backend import math_of
 from .grad_mode import no_grad
 from .grad_mode import state as _mode
-from .graph import Node, new_seq
+from .graph import _FREED, Node, _raise_modified, new_seq
+from .tensor_base import Tensor, _wrap, edge, zeros
 
 
 class FunctionCtx:
@@ -23,11 +25,9 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
-        from .graph import _raise_modified
         # once the node exists it holds them (node.saved), so that backward frees them
         saved = self._node.saved if getattr(self, "_node", None) is not None else self._saved
         if saved is None:
-            from .graph import _FREED
             raise RuntimeError(_FREED)
         for t, v in zip(saved, self._versions):
             if t is not None and t._version != v:
@@ -48,20 +48,23 @@ def _expandable(shape, to):
     return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(to)))
 
 
-def _validate_grad(g, meta, error):
+def _validate_grad(g, meta, error, F):
     """A gradient from user code made fit for the input ``meta`` = (shape, dtype, device)
     describes, as PyTorch's engine does (``validate_outputs``): a gradient of a shape the
     input broadcasts to is summed down to it (the input was broadcast), any other shape
     raises ``error(message)``; another dtype is cast to the input's; another device
-    raises, except for a 0-d gradient, which is moved.
+    raises, except for a 0-d gradient, which is moved. ``F``: the math of the backward
+    pass, whose ``sum_to`` is differentiable when it builds a graph.
     """
     shape, dtype, device = meta
     if g.shape != shape:
         if not _expandable(shape, g.shape):
             raise RuntimeError(error(f"got {list(g.shape)} but expected shape compatible "
                                      f"with {list(shape)}"))
-        from ..ops.shape import sum_to
-        g = sum_to(g, shape)
+        # create_graph: the tensor ops' sum_to; else g is outside any graph (the engine
+        # runs with grad mode off) and its array is summed
+        g = F.sum_to(g, shape) if F.tensor_mode else _wrap(math_of(g._data).sum_to(g._data,
+                                                                                    shape))
     if g.dtype != dtype:
         g = g.to(dtype)
     if g.device != device:
@@ -75,15 +78,12 @@ class _FunctionNode(Node):
     fixed_outputs = False  # as many outputs as forward returned
 
     def apply(self, F, grads):
-        from ..tensor import Tensor, _wrap
-
         single = self.n_outputs == 1
         gs = [grads] if single else list(grads)
         wrapped = []
         for g, (shape, dtype, dev) in zip(gs, self.out_meta):
             if g is None:
                 if self.ctx.materialize_grads:
-                    from ..creation import zeros
                     g = zeros(shape, dtype=dtype, device=dev)
                 wrapped.append(g)
             else:
@@ -122,7 +122,7 @@ class _FunctionNode(Node):
                 out.append(None)
                 continue
             g = _validate_grad(g, meta, lambda msg, i=i: f"Function {self.name()} returned an "
-                               f"invalid gradient at index {i} - {msg}")
+                               f"invalid gradient at index {i} - {msg}", F)
             out.append(g if F.tensor_mode else g._data)
         return tuple(out)
 
@@ -160,9 +160,6 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from ..ops._core import edge
-        from ..tensor import Tensor, _wrap
-
         ctx = FunctionCtx()
         tensor_slots = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)

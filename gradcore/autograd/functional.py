@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .graph import run_backward
+from ..backend import math_of
+from .graph import grad_lock, run_backward
+from .tensor_base import Tensor, _wrap, fresh_history, from_data, zeros_like
 
 
 def _as_list(x):
@@ -17,9 +19,6 @@ def _root_grads(outputs, grad_outputs, create_graph):
     A missing one is ones (scalar outputs only); a given one must match its output's
     shape and device.
     """
-    from ..backend import math_of
-    from ..tensor import Tensor, _wrap
-
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if not out._rg:
@@ -33,8 +32,7 @@ def _root_grads(outputs, grad_outputs, create_graph):
             grads.append(_wrap(arr) if create_graph else arr)
             continue
         if not isinstance(g, Tensor):
-            from ..creation import tensor
-            g = tensor(g, dtype=out.dtype, device=out.device)
+            g = from_data(g, dtype=out.dtype, device=out.device)
         if tuple(g.shape) != tuple(out.shape):
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                f"{tuple(g.shape)} and output[{i}] has a shape of "
@@ -58,8 +56,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> g
     tensor([2., 4.])
     """
-    from ..tensor import Tensor, _wrap
-
     single_input = isinstance(inputs, Tensor)
     outputs, inputs = _as_list(outputs), _as_list(inputs)
     grad_outputs = _as_list(grad_outputs) or [None] * len(outputs)
@@ -91,7 +87,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         g = captured[capture[key]]
         if g is None:
             if materialize_grads:
-                from ..creation import zeros_like
                 result.append(zeros_like(t))
                 continue
             if not allow_unused:
@@ -103,7 +98,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not isinstance(g, Tensor):
             g = _wrap(g)
         if g.shape != t.shape:
-            from ..backend import math_of
             g = _wrap(math_of(g._data).sum_to(g._data, t.shape)) if not create_graph else g
         result.append(g if create_graph else g.detach())
     return tuple(result) if not single_input or len(result) != 1 else (result[0],)
@@ -111,36 +105,25 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 def _fresh_views(*groups):
     """Views among these tensors whose base changed in place get their history rebased
-    first (``ops._core.fresh_history``), as PyTorch's grad_fn of a view is."""
-    fresh = None
+    first (``tensor_base.fresh_history``), as PyTorch's grad_fn of a view is."""
     for group in groups:
         for t in group:
             if t._base is not None:
-                if fresh is None:
-                    from ..ops._core import fresh_history as fresh
-                fresh(t)
+                fresh_history(t)
 
 
 def backward_to_inputs(output, root_grad, inputs, retain_graph, create_graph):
     """``output.backward(inputs=...)``: accumulate into the listed tensors' ``.grad`` only."""
-    from ..tensor import Tensor
-
     inputs = _as_list(inputs)
     grads = grad([output], inputs, [root_grad if isinstance(root_grad, Tensor) or
-                                    root_grad is None else _wrap_arr(root_grad)],
+                                    root_grad is None else _wrap(root_grad)],
                  retain_graph=retain_graph, create_graph=create_graph, allow_unused=True)
-    from .graph import grad_lock
     for t, g in zip(inputs, grads):
         if g is None:
             continue
         with grad_lock(t):
             old = t.__dict__.get("grad")  # not t.grad: no warning for a non-leaf input
             t.grad = g if old is None else old + g
-
-
-def _wrap_arr(a):
-    from ..tensor import _wrap
-    return _wrap(a)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):

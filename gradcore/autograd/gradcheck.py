@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+
+from .. import backend
+from .functional import grad
+from .tensor_base import Tensor, _wrap, from_data, zeros_like
 
 
 class GradcheckError(RuntimeError):
@@ -10,8 +16,8 @@ class GradcheckError(RuntimeError):
 
 
 def _host(t):
-    from ..backend import to_host
-    return np.array(to_host(t._data), dtype=np.float64)
+    # backend.to_host read at each call: gradcore.profile replaces it while counting
+    return np.array(backend.to_host(t._data), dtype=np.float64)
 
 
 def numerical_jacobian(fn, inputs, eps=1e-6):
@@ -20,8 +26,6 @@ def numerical_jacobian(fn, inputs, eps=1e-6):
     The perturbed inputs require grad like the originals (with grad mode on), so that
     ``fn`` may differentiate itself: gradgradcheck's ``fn`` calls ``autograd.grad``.
     """
-    from ..tensor import _wrap
-
     base = [_host(t) for t in inputs]
     dev = [t.device for t in inputs]
     wants_grad = [t.requires_grad for t in inputs]
@@ -53,10 +57,6 @@ def numerical_jacobian(fn, inputs, eps=1e-6):
 
 
 def analytical_jacobian(fn, inputs):
-    from ..creation import zeros_like
-    from ..tensor import _wrap
-    from .functional import grad
-
     out = fn(*inputs)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     sizes = [o.numel() for o in outs]
@@ -89,15 +89,12 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
     (or returns False with ``raise_exception=False``), naming the input, the output
     and input element where the difference is largest, and both values.
     """
-    from ..tensor import Tensor
-
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     diff = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
     if not diff:
         raise ValueError("gradcheck expects at least one input tensor to require gradient")
     for t in diff:
         if t.dtype.name != "float64":
-            import warnings
             warnings.warn(f"gradcheck: input of dtype {t.dtype} is not float64; the check "
                           "may fail from rounding alone", stacklevel=2)
     positions = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
@@ -129,16 +126,12 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
 
 def gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
     """gradcheck of the gradient: checks second derivatives (``create_graph=True``)."""
-    from ..tensor import Tensor
-    from .functional import grad
-
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     diff_pos = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     out = fn(*inputs)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     rng = np.random.default_rng(0)
-    from ..creation import tensor
-    gos = [tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device,
+    gos = [from_data(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device,
                   requires_grad=True) for o in outs]
 
     def first_grads(*args):

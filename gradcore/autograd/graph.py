@@ -5,7 +5,9 @@ the nodes of its inputs (``next_functions``) and what it saved for backward; its
 ``apply(F, grad)`` returns one gradient per input.  ``F`` is the math the formulas
 run on: an array namespace (NumPy/CuPy plus fused kernels) for a plain backward, or
 :data:`gradcore.ops.tensor_math` when ``create_graph=True`` so that the same formulas
-build a differentiable graph.  The engine knows nothing about individual ops.
+build a differentiable graph.  The engine knows nothing about individual ops and
+imports none: the ops hand it ``tensor_math`` once, at import
+(:func:`set_differentiable_namespace`).
 """
 
 from __future__ import annotations
@@ -14,17 +16,27 @@ import itertools
 import threading
 import weakref
 from heapq import heapify, heappop, heappush
+from sys import getrefcount
+
+from numpy import ndarray as _ndarray
 
 from .. import backend as _backend
 from ..backend import math_of
 from .grad_mode import state as _mode
 
-__all__ = ["Node", "AccumulateGrad", "run_backward", "SavedTensorError"]
+__all__ = ["Node", "AccumulateGrad", "run_backward", "SavedTensorError",
+           "set_differentiable_namespace"]
 
 
 class SavedTensorError(RuntimeError):
     pass
 
+
+# The large saved output a backward rule has just read, in this thread (a weak reference
+# and its version cell); how large it must be (gradcore.ops._elide.MIN_BYTES: a test
+# checks).
+dying = threading.local()
+OFFER_BYTES = 256 * 1024
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
           "tensors after they have already been freed). Saved intermediate values of the "
@@ -53,11 +65,16 @@ class Node:
     _retains = None
     n_outputs = 1
     # True when apply() always returns new arrays that nothing else references: the
-    # engine may then update them in place (accumulation, apply_owned, .grad).
+    # engine may then update them in place (accumulation, out=, .grad).
     fresh_grads = False
     # Indices of the outputs that are the incoming gradient itself (add's, sub's first):
     # an owned gradient stays owned along the one edge that keeps it unreduced.
     passes = ()
+    # True when apply takes ``out``: the engine then calls ``apply(F, grad, grad)`` when
+    # it owns ``grad`` exclusively (never for tensors), and the rule hands ``out`` to the
+    # array namespace (``F.tanh_backward(g, y, out=out)``), which writes its result
+    # there where it can (same shape and dtype) and returns a new array otherwise.
+    writes_into_grad = False
     is_sink = False  # True for AccumulateGrad
     fixed_outputs = True  # False where instances set their own n_outputs
 
@@ -66,10 +83,7 @@ class Node:
         # lookup on the hot path instead of five. (These are class-body settings.)
         super().__init_subclass__(**kwargs)
         cls._kind = (cls.is_sink, cls.fixed_outputs and cls.n_outputs == 1,
-                     cls.apply_owned is not None, cls.fresh_grads, cls.passes)
-    # Optional apply_owned(F, grad): like apply, but free to overwrite ``grad``, which
-    # the engine passes only when it owns that array exclusively.
-    apply_owned = None
+                     cls.writes_into_grad, cls.fresh_grads, cls.passes)
 
     def needs(self, i: int) -> bool:
         """Whether input ``i`` wants a gradient (formulas skip the others)."""
@@ -116,6 +130,12 @@ class Node:
             _raise_modified(self, None, v, vc[0])
         if F.tensor_mode:
             return F.wrap_output(data, self, nr)
+        if _mode.releasing and type(data) is _ndarray and data.nbytes >= OFFER_BYTES and \
+                getrefcount(data) == 3:
+            # the rule reads its saved output for the last time and only this node holds
+            # it (this local, getrefcount's argument): a kernel may reuse its memory
+            # (gradcore.ops._elide.dead_argument, which the generated CPU twins ask)
+            dying.offer = (weakref.ref(data), vc)
         return data
 
     # -- hooks --------------------------------------------------------------------------
@@ -192,7 +212,7 @@ def _leaf_accumulate(node, leaf, grad, F, create_graph, owned=False):
     take it as is; otherwise it gets a copy (the array may be a read-only broadcast,
     a view, or shared with another leaf).
     """
-    _wrap = _tensor_math().wrap
+    _wrap = _tm.wrap
     with node.lock:  # ``node`` is the leaf's AccumulateGrad
         old = leaf.grad
         if F.tensor_mode:
@@ -272,7 +292,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     needed first, and along a chain the gradient goes straight to the next node.
     Each gradient buffer is dropped as soon as it has been consumed.
     """
-    tensor_math = _tensor_math()
+    tensor_math = _tm
     root_nodes = [n for n, _ in roots]
     captured = [None] * (len(capture) if capture else 0)
     needed = None
@@ -317,7 +337,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                     is_owned = False
                 if capture:
                     _capture(capture, captured, node, grad)
-                sink, single, has_owned_apply, fresh_grads, passes = node._kind
+                sink, single, writes_into_grad, fresh_grads, passes = node._kind
                 if sink:  # an AccumulateGrad: the gradient lands in a leaf
                     if accumulate:
                         Fs = tensor_math if create_graph else math_of(grad)
@@ -335,8 +355,8 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                         f_type = type(grad)
                         F = math_by_type.get(f_type) or math_of(grad)
                     NF = F
-                    if is_owned and has_owned_apply:
-                        grads = node.apply_owned(F, grad)
+                    if is_owned and writes_into_grad:
+                        grads = node.apply(F, grad, grad)  # out=: the engine's own array
                     else:
                         grads = node.apply(F, grad)
                     if anomaly:
@@ -424,19 +444,22 @@ def _accumulate(old, g, owned, g_owned, track_owned):
     return new
 
 
+# The differentiable namespace: the module gradcore.ops.tensor_math, which offers an
+# ArrayMath's names as tensor ops (tensor_mode = True), its Tensor class and wrap().
+# The ops set it when they are imported (gradcore's import does); the engine reads it
+# once per backward call, and for the tensor-level work of hooks and leaves.
 _tm = None
 
 
-def _tensor_math():
+def set_differentiable_namespace(namespace) -> None:
+    """Give the engine the math of ``create_graph=True`` (``gradcore.ops.tensor_math``);
+    called once, by ``gradcore.ops``."""
     global _tm
-    if _tm is None:
-        from ..ops import tensor_math
-        _tm = tensor_math
-    return _tm
+    _tm = namespace
 
 
 def _apply(node, grad, create_graph, anomaly):
-    tensor_math = _tensor_math()
+    tensor_math = _tm
     if create_graph:
         F = tensor_math
         if node.n_outputs == 1:
@@ -460,13 +483,11 @@ def _apply(node, grad, create_graph, anomaly):
 
 
 def _check_nan(node, grads, F):
-    from ..backend import math_of as _m
-
     for i, g in enumerate(grads):
         if g is None:
             continue
         arr = g._data if F.tensor_mode else g
-        m = _m(arr)
+        m = math_of(arr)
         if m.xp.isnan(arr).any():
             where = getattr(node, "_trace", None)
             extra = f"\nThe forward call that created it:\n{where}" if where else ""
@@ -476,7 +497,7 @@ def _check_nan(node, grads, F):
 
 def _sum_to(g, shape, create_graph):
     if create_graph:
-        return _tensor_math().sum_to(g, shape)
+        return _tm.sum_to(g, shape)
     return math_of(g).sum_to(g, shape)
 
 
@@ -493,7 +514,7 @@ def _add_to_buffer(buffers, node, nr, g):
 
 
 def _run_prehooks(node, grad):
-    tensor_math = _tensor_math()
+    tensor_math = _tm
 
     single = node.n_outputs == 1
     grads = [grad] if single else list(grad)

@@ -7,18 +7,19 @@ keeps the answer:
 
 * on a CUDA device with gradcore's kernels (``math.device_kernels``), one launch of the
   generated or hand-written CUDA kernel (:mod:`.device`);
-* on the CPU, the kernel's NumPy twin: the expression itself, or a faster twin with the
-  same meaning written beside it (``cpu=`` in :mod:`.pointwise`); float16 computed in
-  float32 where the declaration says so (``upcast``), as PyTorch computes half ops;
+* on the CPU, the kernel's NumPy twin: generated from the expression (:mod:`.twin`), or
+  a faster twin with the same meaning written beside it (``cpu=`` in :mod:`.pointwise`);
+  float16 computed in float32 where the declaration says so (``upcast``), as PyTorch
+  computes half ops;
 * on a CUDA device without them (``GRADCORE_CUDA_KERNELS=0``, or after the compiler
   failed: :func:`.device.fall_back` flips ``math.use_device_kernels(False)``), the same
   expressions over CuPy's ufuncs.
 
 Where each name is declared:
 
-* :mod:`.pointwise`: pointwise kernels (``tanh_backward``, ``gelu_forward``, ...), their
-  in-place CPU variants (``tanh_backward_``), and forwards that keep a value for their
-  backward where that pays (``gelu_forward_keep``: ``KEEPING``);
+* :mod:`.pointwise`: pointwise kernels (``tanh_backward``, ``gelu_forward``, ...; each
+  takes ``out=``), their in-place forms (``tanh_backward_``), and forwards that keep a
+  value for their backward where that pays (``gelu_forward_keep``: ``KEEPING``);
 * :mod:`.rows`: the row formulas the ops call (``softmax_backward(g, y, axis)``,
   ``layer_norm_backward``, ``cross_entropy_backward``, ...: ``FORMULAS``), each written
   once over a namespace and served here over the array namespace, or as one launch of
@@ -39,19 +40,20 @@ import functools
 import numpy as np
 
 from .. import backend
-from . import device, pointwise, rows, updates
+from . import device, pointwise, rows, twin, updates
 
 __all__ = ["NAMES", "implementation", "declarations"]
 
 
 def _pointwise(math, name):
+    # every pointwise kernel takes out= (an array to write the result into where it can)
     k = pointwise.KERNELS[name]
     if math.device_kernels:
         return device.pointwise(math, k)
-    if k.cpu is not None and math.xp is np:
-        fn = k.cpu
+    if math.xp is np:
+        fn = pointwise.cpu_twin(name)
     else:
-        fn = k.compile(pointwise.namespace_names(math))
+        fn = twin.expression(k, pointwise.namespace_names(math))
     if k.upcast is None:
         return fn
     return _upcasting(math, fn, tuple(range(len(k.params))), k.params.index(k.upcast))
@@ -65,16 +67,16 @@ def _upcasting(math, fn, positions, like, rounded=None):
     """``fn`` computing float16 arrays in float32 (the type PyTorch computes half ops
     in): the arguments at ``positions`` cast up, the results (the first ``rounded``)
     rounded back to the dtype of argument ``like``; results that NumPy makes scalars
-    (0-d) come back as arrays."""
+    (0-d) come back as arrays. ``out=`` is passed on where nothing is upcast."""
     ndarray = math.ndarray
 
-    def run(*args):
+    def run(*args, **out):
         for i in positions:
             a = args[i]
             if a is not None and a.dtype == _F16:
                 break
         else:  # nothing to upcast (the usual case)
-            out = fn(*args)
+            out = fn(*args, **out)
             if type(out) is ndarray:
                 return out
             if type(out) is tuple:
@@ -111,8 +113,8 @@ def _formula(math, name):
     the namespace (float16 in float32). (Decided at each call: ``gradcore.profile``
     turns ``device_kernels`` on over the CPU, whose row kernels are their twins.)"""
     f = rows.FORMULAS[name]
-    twin = _upcasting(math, functools.partial(f.fn, math), f.upcast,
-                      f.upcast[0] if f.upcast else None, f.rounded)
+    plain = _upcasting(math, functools.partial(f.fn, math), f.upcast,
+                       f.upcast[0] if f.upcast else None, f.rounded)
     fn, upcast = functools.partial(f.fn, math), f.upcast
     kernel, launch = f.kernel, f.launch
 
@@ -126,7 +128,7 @@ def _formula(math, name):
         if out is not None and out.dtype != _F16 and \
                 all(args[i] is None or args[i].dtype == out.dtype for i in upcast):
             return fn(*args, out=out)  # (nothing to upcast: into `out`)
-        return twin(*args)
+        return plain(*args)
 
     run.__name__ = name
     return run
@@ -136,8 +138,10 @@ def _keeping(math, name):
     keeping, plain = pointwise.KEEPING[name]
     k = pointwise.KERNELS[keeping]
     # the value kept stays in float32 for float16 (the backward computes in float32)
-    keep = _upcasting(math, k.compile(pointwise.namespace_names(math)),
-                      tuple(range(len(k.params))), k.params.index(k.upcast), rounded=1)
+    fn = pointwise.cpu_twin(keeping) if math.xp is np else \
+        twin.expression(k, pointwise.namespace_names(math))
+    keep = _upcasting(math, fn, tuple(range(len(k.params))), k.params.index(k.upcast),
+                      rounded=1)
 
     def run(*args):  # (decided at each call, as _formula)
         if math.device_kernels:
@@ -151,7 +155,8 @@ def _keeping(math, name):
 def _inplace(math, name):
     if math.xp is np:
         return pointwise.INPLACE_CPU[name]
-    return getattr(math, name.rstrip("_"))  # on a device the out-of-place kernel (one launch)
+    kernel = getattr(math, name[:-1])
+    return lambda g, *args: kernel(g, *args, out=g)  # one launch, into g where it fits
 
 
 def _row(math, name):
@@ -171,15 +176,15 @@ def _update_step(math, name):
     k = updates.UPDATE_KERNELS[name]
     if math.device_kernels:
         return device.update(math, k)
-    return k.compile(pointwise.namespace_names(math))
+    # the declaration as in-place array code, by slices on the CPU (a slice is a launch
+    # more on a device)
+    return updates.inplace_step(k, updates.array_names(math), sliced=math.xp is np)
 
 
 def _update(math, name):
     if math.device_kernels:
         return device.optimizer_update(math, name)
-    if math.xp is np:
-        return pointwise.sliced(updates.UPDATES[name], np)
-    return functools.partial(updates.UPDATES[name], math.xp)  # (a slice is a launch more)
+    return functools.partial(updates.ENTRIES[name], math)  # math.<step> (above)
 
 
 _PROVIDERS = {
@@ -190,7 +195,7 @@ _PROVIDERS = {
     **dict.fromkeys(rows.FORMULAS, _formula),
     "mul_sum_to": _mul_sum_to,
     **dict.fromkeys(updates.UPDATE_KERNELS, _update_step),
-    **dict.fromkeys(updates.UPDATES, _update),
+    **dict.fromkeys(updates.ENTRIES, _update),
 }
 
 NAMES = frozenset(_PROVIDERS)  # every name the registry answers

@@ -31,7 +31,7 @@ from .source import (
     kernels_dir,
 )
 from .spec import Update
-from .updates import _adam_update_kernel, _sgd_update_kernel
+from .updates import ENTRIES
 
 device_kernels_enabled = cuda_kernels_enabled  # (read by the benchmarks and tests)
 
@@ -121,10 +121,12 @@ def device_kernel(math, k):
     single = not update and len(k.exprs) == 1
     constants = math.__dict__.setdefault("_kernel_constants", {})
 
-    def run(*args):
+    def run(*args, out=None):
         fast = None if update else _same_shape_arguments(k, args, xp)
         entry_name, values, outs, n = fast or kernel_arguments(k, args, xp,
                                                                constants=constants)
+        if out is not None and fast is not None:
+            outs = _given_output(outs, values, out)
         if n:
             launch(math, entry_name, values, min(-(-n // BLOCK), MAX_GRID), BLOCK)
         if update:
@@ -134,6 +136,20 @@ def device_kernel(math, k):
     run.__name__ = k.name
     # an update is called by optimizer_update's wrappers, which fall back as a whole
     return run if update else with_fallback(math, k.name, run)
+
+
+def _given_output(outs, values, out):
+    """The outputs with the last one replaced by the caller's ``out`` (one array, or
+    one entry per output) where it fits: a contiguous array of the output's shape and
+    dtype. (An earlier output written into an input would change what a later output
+    reads.) ``values``, the launch's arguments, is updated alike."""
+    given = out[-1] if isinstance(out, tuple) else out
+    last = outs[-1]
+    if given is None or type(given) is not type(last) or given.shape != last.shape or \
+            given.dtype != last.dtype or not given.flags.c_contiguous:
+        return outs
+    values[-2] = given  # (the outputs come last, before the element count)
+    return outs[:-1] + (given,)
 
 
 # ---- the row kernels' launchers ---------------------------------------------
@@ -315,7 +331,27 @@ def rows(math, name, generic=None):
     return with_fallback(math, name, fn)
 
 
+class _Launches:
+    """The declared steps as launches on ``math``'s device (``math.adam_step``, ...),
+    the gradient first made contiguous and of the parameter's dtype, as the kernels
+    read it."""
+
+    def __init__(self, math):
+        self._math = math
+
+    def __getattr__(self, name):
+        math = self._math
+
+        def step(param, grad, *rest):
+            grad = grad.astype(param.dtype, copy=False)
+            if not grad.flags.c_contiguous:
+                grad = math.xp.ascontiguousarray(grad)
+            getattr(math, name)(param, grad, *rest)
+
+        self.__dict__[name] = step
+        return step
+
+
 def optimizer_update(math, name):
     """``sgd_update`` / ``adam_update`` on ``math``'s device: one launch per parameter."""
-    fn = {"sgd_update": _sgd_update_kernel, "adam_update": _adam_update_kernel}[name]
-    return with_fallback(math, name, functools.partial(fn, math))
+    return with_fallback(math, name, functools.partial(ENTRIES[name], _Launches(math)))

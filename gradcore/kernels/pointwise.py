@@ -12,8 +12,10 @@ the common subset of C and Python (arithmetic, comparisons, and the functions
 * the body of the CUDA kernel (:mod:`.source`), one launch per call on a
   CUDA device.
 
-A kernel may also name a hand-written CPU twin (``cpu=``) that avoids temporaries;
-the tests check it against the expression on the same inputs. :class:`Update` declares
+On the CPU the twin is generated from the expression (:mod:`.twin`: ufunc calls that
+reuse their temporaries and write into ``out=``); a kernel may instead name a
+hand-written CPU twin (``cpu=``, the mask-multiplying ones below); the tests check it
+against the expression on the same inputs. :class:`Update` declares
 the in-place optimizer steps the same way (:mod:`.updates`). See
 docs/kernels.md.
 """
@@ -26,63 +28,24 @@ import inspect
 import numpy as np
 
 from ..backend import cpu
+from . import twin
 from .spec import Kernel
 
 __all__ = ["KERNELS", "INPLACE_CPU", "numpy_names", "composite", "sliced", "CHUNK"]
 
 
-def _tanh_backward_cpu(g, y):
-    out = np.multiply(y, y)
-    # 0-d inputs give NumPy scalars, which out= rejects; a broadcast g needs a new array
-    if type(out) is not np.ndarray or np.shape(g) != out.shape:
-        return g * (1 - out)
-    np.subtract(1, out, out=out)
-    np.multiply(out, g, out=out)
-    return out
+def _fits(out, g, *others):
+    """Whether ``out`` can take the result of a mask twin over ``g``: g's shape and dtype,
+    which the other arrays share (no broadcasting)."""
+    return type(out) is np.ndarray and type(g) is np.ndarray and out.shape == g.shape and \
+        out.dtype == g.dtype and all(getattr(o, "shape", None) == g.shape for o in others)
 
 
-def _sigmoid_backward_cpu(g, y):
-    out = np.subtract(1, y)
-    if type(out) is not np.ndarray or np.shape(g) != out.shape:
-        return g * (y * out)
-    np.multiply(out, y, out=out)
-    np.multiply(out, g, out=out)
-    return out
-
-
-def _tanh_backward_inplace_cpu(g, y):
-    """``g *= 1 - y * y`` in place (the engine owns ``g``): one temporary, not three."""
-    tmp = np.multiply(y, y)
-    np.subtract(1, tmp, out=tmp)
-    np.multiply(g, tmp, out=g)
-    return g
-
-
-def _sigmoid_backward_inplace_cpu(g, y):
-    tmp = np.subtract(1, y)
-    np.multiply(tmp, y, out=tmp)
-    np.multiply(g, tmp, out=g)
-    return g
-
-
-def _tanh_backward_consume_cpu(g, y):
-    """``g *= 1 - y * y`` using ``y``'s memory for the temporary (``y`` is dead after)."""
-    np.multiply(y, y, out=y)
-    np.subtract(1, y, out=y)
-    np.multiply(g, y, out=g)
-    return g
-
-
-def _sigmoid_backward_consume_cpu(g, y):
-    np.multiply(g, y, out=g)
-    np.subtract(1, y, out=y)
-    np.multiply(g, y, out=g)
-    return g
-
-
-def _relu_backward_cpu(g, y):
+def _relu_backward_cpu(g, y, out=None):
     # g * (y != 0): a multiply by the mask is ~10x faster in NumPy than where() or a
     # masked copy; it differs from where(y != 0, g, 0) only where g is inf or NaN.
+    if out is not None and _fits(out, g, y):
+        return _relu_backward_into(out, g, y)
     return np.multiply(g, y != 0)
 
 
@@ -90,7 +53,7 @@ def _relu_backward_cpu(g, y):
 # random mask NumPy's where() runs about five times slower than a multiply (branch
 # mispredictions). Like relu's, they differ from the expression only where g is inf or
 # NaN (0 * inf is NaN, not 0), and may give -0.0 where it gives 0.0.
-def _maximum_backward_a_cpu(g, a, b):
+def _maximum_backward_a_cpu(g, a, b, out=None):  # (out: new arrays here)
     w = np.multiply(a == b, 0.5, dtype=np.result_type(g, a, b))  # ties split the gradient
     wins = np.less_equal(a, b)  # a wins where not a <= b: a > b, or a NaN on either side
     w += np.logical_not(wins, out=wins) if type(wins) is np.ndarray else not wins
@@ -98,20 +61,24 @@ def _maximum_backward_a_cpu(g, a, b):
     return w
 
 
-def _maximum_backward_b_cpu(g, a, b):
+def _maximum_backward_b_cpu(g, a, b, out=None):
     return _maximum_backward_a_cpu(g, b, a)
 
 
-def _where_backward_cpu(g, c):
+def _where_backward_cpu(g, c, out=None):
     return g * c, g * np.logical_not(c)
 
 
-def _clamp_backward_cpu(g, x, lo, hi):
+def _where_backward_a_cpu(g, c, out=None):
+    return g * c
+
+
+def _where_backward_b_cpu(g, c, out=None):
+    return g * np.logical_not(c)
+
+
+def _clamp_backward_cpu(g, x, lo, hi, out=None):
     return g * ((x >= lo) & (x <= hi))
-
-
-def _relu_backward_inplace_cpu(g, y):
-    return np.multiply(g, y != 0, out=g)
 
 
 # NumPy makes one pass over memory per operation. Over arrays of several MB each pass
@@ -149,28 +116,9 @@ def sliced(fn, *bound):
     return run
 
 
-# In-place variants for gradients the engine owns (``Node.apply_owned``): same math as
-# the kernel of the same name without the trailing underscore (tests compare them).
-INPLACE_CPU = {name: sliced(fn) for name, fn in {
-    "tanh_backward_": _tanh_backward_inplace_cpu,
-    "sigmoid_backward_": _sigmoid_backward_inplace_cpu,
-    "relu_backward_": _relu_backward_inplace_cpu,
-    # ... and variants that may also overwrite the saved output ``y`` (its last use)
-    "tanh_backward__": _tanh_backward_consume_cpu,
-    "sigmoid_backward__": _sigmoid_backward_consume_cpu,
-}.items()}
-
-def _erf_backward_cpu(g, x):
-    """erf_backward with one new array, not three (a 1024 x 1024 float32 backward:
-    2.3 ms, against 3.2 ms for the expression's twin)."""
-    t = np.multiply(x, x)
-    if type(t) is not np.ndarray or np.shape(g) != t.shape:
-        return g * (np.exp(-t) * 1.1283791670955126)
-    np.negative(t, out=t)
-    np.exp(t, out=t)
-    t *= 1.1283791670955126
-    t *= g
-    return t
+# relu's gradient written into an array given (the engine's own gradient), a slice at a
+# time on large arrays
+_relu_backward_into = sliced(lambda out, g, y: np.multiply(g, y != 0, out=out))
 
 
 # gelu's pieces, each written once (forward and backward use them)
@@ -190,8 +138,8 @@ _GELU_TANH = f"tanh((x + x_sq * x * {_GELU_KAPPA!r}) * {_GELU_BETA!r})"
 KEEPING = {"gelu_forward_keep": ("gelu_forward_cdf", "gelu_forward")}
 
 KERNELS: dict[str, Kernel] = {k.name: k for k in [
-    Kernel("tanh_backward", ("g", "y"), "g * (1 - y * y)", cpu=_tanh_backward_cpu),
-    Kernel("sigmoid_backward", ("g", "y"), "g * (y * (1 - y))", cpu=_sigmoid_backward_cpu),
+    Kernel("tanh_backward", ("g", "y"), "g * (1 - y * y)"),
+    Kernel("sigmoid_backward", ("g", "y"), "g * (y * (1 - y))"),
     # y is relu's output: positive, +-0 or NaN. PyTorch's threshold_backward gives no
     # gradient where y <= 0, that is where y == 0 (NaN passes the gradient)
     Kernel("relu_backward", ("g", "y"), "where(y != 0, g, 0)", cpu=_relu_backward_cpu),
@@ -216,6 +164,11 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("div_backward", ("g", "a", "b"), ("g / b", "-g * a / (b * b)")),
     Kernel("where_backward", ("g", "c"), ("where(c, g, 0)", "where(c, 0, g)"), masks=("c",),
            cpu=_where_backward_cpu),
+    # ... one side of it (the other needs no gradient; masked_fill's is the second side)
+    Kernel("where_backward_a", ("g", "c"), "where(c, g, 0)", masks=("c",),
+           cpu=_where_backward_a_cpu),
+    Kernel("where_backward_b", ("g", "c"), "where(c, 0, g)", masks=("c",),
+           cpu=_where_backward_b_cpu),
     # PyTorch's formulas (GeluBackward0): cdf(x) + x * pdf(x), and the derivative of the
     # tanh approximation; float16 computed in float32 (upcast) everywhere
     Kernel("gelu_backward", ("g", "x"), _GELU_GRAD,
@@ -237,7 +190,7 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
            lets=(("x_sq", "x * x"),), upcast="x"),
     # erf's derivative, 2 / sqrt(pi) * exp(-x * x)
     Kernel("erf_backward", ("g", "x"), "g * (exp(-(x * x)) * 1.1283791670955126)",
-           cpu=_erf_backward_cpu, upcast="x"),
+           upcast="x"),
     # mse_loss: 2 * (x - y) * g, divided by the count for "mean" (scale = 2 or 2 / n)
     Kernel("mse_backward", ("g", "x", "y"), "(x - y) * (g * scale)", scalars=("scale",),
            upcast="x"),
@@ -270,5 +223,54 @@ def namespace_names(math) -> dict:
 
 
 def composite(namespace: dict) -> dict:
-    """The kernels as differentiable functions over ``namespace`` (tensor ops)."""
-    return {k.name: k.compile(namespace) for k in KERNELS.values()}
+    """The kernels as differentiable functions over ``namespace`` (tensor ops); they
+    take ``out=`` and ignore it, as rules pass it through."""
+    return {k.name: twin.expression(k, namespace) for k in KERNELS.values()}
+
+
+# Which array a generated twin may overwrite is decided above the kernels, by the
+# elision of gradcore.ops._elide (a saved output the engine offers as dead); the ops hand
+# its functions down when they are imported (set_reuse), as they hand the engine its
+# differentiable namespace.
+_reuse: dict = {"dead_argument": lambda *arrays: -1, "note": lambda: None,
+                "min_bytes": 1 << 62}  # (no reuse until the ops say how)
+
+
+def set_reuse(dead_argument, note, min_bytes: int) -> None:
+    """Let generated twins reuse the memory ``dead_argument(*arrays)`` names (an index,
+    or -1), calling ``note()`` when they do, for arrays of ``min_bytes`` or more."""
+    _reuse.update(dead_argument=dead_argument, note=note, min_bytes=min_bytes)
+    cpu_twin.cache_clear()
+
+
+@functools.cache
+def cpu_twin(name: str, whole: bool = False):
+    """Kernel ``name`` over NumPy, taking ``out=``: its hand twin (``cpu=``), else the
+    twin generated from its expression (:mod:`.twin`), else the expression. ``whole``:
+    without the slice-at-a-time loop (the tests compare the two)."""
+    k = KERNELS[name]
+    if k.cpu is not None:
+        return k.cpu.__wrapped__ if whole and hasattr(k.cpu, "__wrapped__") else k.cpu
+    fn = twin.build(k, numpy_names(), None if whole else CHUNK, **_reuse)
+    return fn or twin.expression(k, numpy_names())
+
+
+def _into_first(name):
+    """Kernel ``name`` written into its first argument (the gradient), in place."""
+    def run(g, *args):
+        return cpu_twin(name)(g, *args, out=g)
+
+    def whole(g, *args):
+        if name == "relu_backward":
+            return _relu_backward_into.whole(g, g, *args)
+        return cpu_twin(name, whole=True)(g, *args, out=g)
+
+    run.__name__ = f"{name}_"
+    run.whole = whole
+    return run
+
+
+# In-place forms (``F.tanh_backward_(g, y)``: ``g`` becomes the result), the kernels with
+# ``out=`` their gradient; the tests compare their slice-at-a-time and whole-array runs.
+INPLACE_CPU = {f"{name}_": _into_first(name)
+               for name in ("tanh_backward", "sigmoid_backward", "relu_backward")}

@@ -18,6 +18,7 @@ docs/kernels.md.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 import sys
@@ -515,8 +516,6 @@ def kernel_arguments(k, args, xp=np, out=None, constants=None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
     parser = argparse.ArgumentParser(
         prog="python -m gradcore.kernels",
         description=f"Generate kernels/{GENERATED} from the declarations in gradcore/kernels/.")

@@ -1,17 +1,31 @@
-"""Fused optimizer updates, each written once: the seam for one kernel per parameter.
+"""The optimizers' updates, each declared once: one ``Update`` drives the CPU and CUDA.
 
 An optimizer's whole per-parameter update (weight decay, moments, bias correction, the
-parameter write) is one function on arrays, attached to every device's array namespace
-(``math_of(p._data).adam_update(...)``), in place and with as few temporaries as the
-arithmetic allows (NumPy ufuncs with ``out=``).  The optimizers in :mod:`gradcore.optim`
-never do the arithmetic themselves, so a device can swap in a single CUDA kernel per
-parameter (issue 4) without touching them.
+parameter write) is one :class:`~.spec.Update` declaration (``sgd_step``,
+``sgd_momentum_step``, ``adam_step``, ``adam_amsgrad_step``), and one entry per
+optimizer (:func:`sgd_update`, :func:`adam_update`) that forms the declaration's
+scalars on the host and calls the step. The optimizers in :mod:`gradcore.optim` call
+the entry on their parameter's array namespace (``math_of(p._data).adam_update(...)``),
+never doing the arithmetic themselves. From the one declaration come
 
-The functions follow PyTorch's single-tensor CPU update rules operation by operation, in
-PyTorch's order, so results agree with PyTorch to the rounding of the dtype.  They are
-not bit-identical: PyTorch's CPU kernels fuse some multiply-adds (``add`` with
-``alpha``, ``lerp``, ``addcmul``) and its ``sqrt`` is not correctly rounded, while
-NumPy rounds every step.
+* on CUDA, one kernel launch per parameter (:mod:`.source`, :mod:`.device`);
+* on the CPU, NumPy code generated from the body (:func:`inplace_source`): ufuncs with
+  ``out=`` into the arrays of ``writes`` and into scratch buffers reused once their
+  value is dead, the flags (``where(flag != 0, A, B)`` with a condition on scalars
+  only) decided when the code is made, one function per combination of them, run a
+  cache-sized slice at a time on large parameters;
+* :data:`UPDATES`, the same update composed naively from array-module calls (one
+  temporary per operation, both branches of every ``where``), which the benchmarks
+  and tests compare against.
+
+The declarations follow PyTorch's single-tensor CPU update rules operation by
+operation, in PyTorch's order, so results agree with PyTorch to the rounding of the
+dtype. They are not bit-identical: PyTorch's CPU kernels fuse some multiply-adds
+(``add`` with ``alpha``, ``lerp``, ``addcmul``) and its ``sqrt`` is not correctly
+rounded, while NumPy and the kernels round every step. Every derived number
+(``1 - beta2``, ``-lr``, the bias corrections) is formed on the host in Python floats
+(:func:`sgd_kernel_scalars`, :func:`adam_kernel_scalars`), so every device does the
+very same operations.
 
 Per element, with ``g`` the gradient (negated when ``maximize``):
 
@@ -35,142 +49,23 @@ Per element, with ``g`` the gradient (negated when ``maximize``):
 
 from __future__ import annotations
 
-from .pointwise import CHUNK, sliced  # noqa: F401 (CHUNK: the slice size the updates use)
+import ast
+import functools
+import inspect
+
+import numpy as np
+
+from .pointwise import CHUNK  # the slice size of the CPU updates
 from .spec import Update
 
-__all__ = ["adam_scalars", "UPDATES", "UPDATE_KERNELS", "sgd_kernel_scalars",
-           "adam_kernel_scalars"]
+__all__ = ["UPDATE_KERNELS", "ENTRIES", "UPDATES", "sgd_update", "adam_update",
+           "adam_scalars", "sgd_kernel_scalars", "adam_kernel_scalars", "inplace_step",
+           "inplace_source", "host_conditions", "CHUNK"]
 
 
-def adam_scalars(step: int, lr: float, beta1: float, beta2: float) -> tuple[float, float]:
-    """``(step_size, bias_correction2_sqrt)`` for Adam's ``step``-th update (from 1).
-
-    Python float arithmetic in PyTorch's order (``torch.optim.adam._single_tensor_adam``),
-    shared by every device so that a CUDA kernel receives the very same scalars.
-    """
-    bias_correction1 = 1 - beta1**step
-    bias_correction2 = 1 - beta2**step
-    step_size = lr / bias_correction1
-    bias_correction2_sqrt = bias_correction2**0.5
-    return step_size, bias_correction2_sqrt
-
-
-def _sgd_update(xp, param, grad, momentum_buffer, *, lr, momentum=0.0, dampening=0.0,
-                weight_decay=0.0, nesterov=False, maximize=False, first_step=False):
-    """One SGD step for one parameter, in place on ``param`` and ``momentum_buffer``.
-
-    ``grad`` is only read.  ``momentum_buffer`` (needed when ``momentum != 0``) is
-    overwritten with the direction on the ``first_step``, as PyTorch's ``buf =
-    grad.clone()``.  ``nesterov`` requires ``dampening == 0`` (the optimizer checks).
-    """
-    work = None  # the one parameter-sized temporary, made when first needed
-    if weight_decay != 0:
-        work = xp.multiply(param, weight_decay, out=xp.empty_like(param))
-        if maximize:
-            xp.subtract(work, grad, out=work)     # -g + wd * p
-        else:
-            xp.add(work, grad, out=work)          # g + wd * p
-        d = work
-    elif maximize:
-        d = work = xp.negative(grad, out=xp.empty_like(param))
-    else:
-        d = grad
-
-    if momentum != 0:
-        buf = momentum_buffer
-        if first_step:
-            xp.copyto(buf, d)
-        else:
-            xp.multiply(buf, momentum, out=buf)
-            if dampening == 0:
-                xp.add(buf, d, out=buf)
-            else:
-                if work is None or nesterov:
-                    scaled = xp.multiply(d, 1 - dampening, out=xp.empty_like(param))
-                else:
-                    scaled = xp.multiply(d, 1 - dampening, out=work)
-                xp.add(buf, scaled, out=buf)
-        if nesterov:
-            step = xp.multiply(buf, momentum, out=xp.empty_like(param))
-            xp.add(d, step, out=step)             # g + momentum * buf
-            d = work = step
-        else:
-            d = buf
-
-    if work is None:
-        work = xp.multiply(d, -lr, out=xp.empty_like(param))
-    else:
-        xp.multiply(d, -lr, out=work)
-    xp.add(param, work, out=param)
-
-
-def _adam_update(xp, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, *, step, lr,
-                 beta1, beta2, eps, weight_decay=0.0, amsgrad=False, maximize=False,
-                 decoupled_weight_decay=False):
-    """One Adam (or AdamW, ``decoupled_weight_decay=True``) step for one parameter.
-
-    In place on ``param``, ``exp_avg``, ``exp_avg_sq`` and (``amsgrad``)
-    ``max_exp_avg_sq``; ``grad`` is only read; ``step`` counts this update (1 first).
-    At most two parameter-sized temporaries.
-    """
-    if weight_decay != 0 and not decoupled_weight_decay:
-        g = xp.multiply(param, weight_decay, out=xp.empty_like(param))
-        if maximize:
-            xp.subtract(g, grad, out=g)                   # -grad + wd * p
-        else:
-            xp.add(g, grad, out=g)                        # grad + wd * p
-    else:
-        g = xp.negative(grad, out=xp.empty_like(param)) if maximize else grad
-        if weight_decay != 0:
-            xp.multiply(param, 1 - lr * weight_decay, out=param)
-
-    # v = beta2 * v + ((1 - beta2) * g) * g   (PyTorch: mul_(beta2).addcmul_(g, g, 1 - beta2))
-    tmp = xp.multiply(g, 1 - beta2, out=xp.empty_like(param))
-    xp.multiply(tmp, g, out=tmp)
-    xp.multiply(exp_avg_sq, beta2, out=exp_avg_sq)
-    xp.add(exp_avg_sq, tmp, out=exp_avg_sq)
-
-    # m = lerp(m, g, 1 - beta1), with PyTorch's two branches for a small or large weight
-    weight = 1 - beta1
-    xp.subtract(g, exp_avg, out=tmp)                  # g - m
-    if abs(weight) < 0.5:
-        xp.multiply(tmp, weight, out=tmp)
-        xp.add(exp_avg, tmp, out=exp_avg)             # m + w * (g - m)
-    else:
-        one = param.dtype.type(1)  # PyTorch forms 1 - w in the tensor's arithmetic type
-        xp.multiply(tmp, one - param.dtype.type(weight), out=tmp)
-        xp.subtract(g, tmp, out=exp_avg)              # g - (g - m) * (1 - w)
-
-    step_size, bias_correction2_sqrt = adam_scalars(step, lr, beta1, beta2)
-    if amsgrad:
-        xp.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
-        second = max_exp_avg_sq
-    else:
-        second = exp_avg_sq
-    denom = tmp
-    xp.sqrt(second, out=denom)
-    xp.divide(denom, bias_correction2_sqrt, out=denom)
-    xp.add(denom, eps, out=denom)
-
-    # p = p + ((-step_size) * m) / denom   (PyTorch: addcdiv_(m, denom, value=-step_size))
-    if g is grad:
-        upd = xp.multiply(exp_avg, -step_size, out=xp.empty_like(param))
-    else:
-        upd = xp.multiply(exp_avg, -step_size, out=g)
-    xp.divide(upd, denom, out=upd)
-    xp.add(param, upd, out=param)
-
-
-UPDATES = {
-    "sgd_update": _sgd_update,
-    "adam_update": _adam_update,
-}
-
-# ---- the same updates as single kernels (one launch per parameter on CUDA) -------------
-# Flags are numbers (0 or 1) and every derived scalar (1 - dampening, -lr, ...) is formed
-# on the host in Python floats, as the NumPy functions above form them, so the kernel
-# does the very operations of the NumPy function in the same order (tests compare them
-# on the same inputs through the host build of the kernels).
+# ---- the declarations: the only formulas ------------------------------------------------
+# Flags are numbers (0 or 1) read as where(flag != 0, ...); the generated CPU code
+# decides them when it is made, a CUDA kernel when it runs.
 _SGD_DIRECTION = ("d", "where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), "
                        "where(maximize != 0, -g, g))")
 _ADAM_GRAD = ("g", "where(coupled != 0, where(maximize != 0, p * wd - g, p * wd + g), "
@@ -207,8 +102,21 @@ UPDATE_KERNELS = {k.name: k for k in [
 ]}
 
 
-def sgd_kernel_scalars(*, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
-                       nesterov=False, maximize=False, first_step=False) -> tuple:
+# ---- the scalars, formed once for every device ---------------------------------------
+def adam_scalars(step: int, lr: float, beta1: float, beta2: float) -> tuple[float, float]:
+    """``(step_size, bias_correction2_sqrt)`` for Adam's ``step``-th update (from 1).
+
+    Python float arithmetic in PyTorch's order (``torch.optim.adam._single_tensor_adam``).
+    """
+    bias_correction1 = 1 - beta1**step
+    bias_correction2 = 1 - beta2**step
+    step_size = lr / bias_correction1
+    bias_correction2_sqrt = bias_correction2**0.5
+    return step_size, bias_correction2_sqrt
+
+
+def sgd_kernel_scalars(lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
+                       maximize=False, first_step=False) -> tuple:
     """The scalars of ``sgd_step`` (``momentum == 0``) or ``sgd_momentum_step``."""
     head = (-lr, weight_decay, float(maximize))
     if momentum == 0:
@@ -217,45 +125,346 @@ def sgd_kernel_scalars(*, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
                    float(nesterov))
 
 
-def adam_kernel_scalars(dtype, *, step, lr, beta1, beta2, eps, weight_decay=0.0,
+@functools.lru_cache(maxsize=64)
+def _one_minus_in(dtype, weight: float) -> float:
+    # PyTorch forms 1 - weight (lerp's second branch) in the tensor's arithmetic type
+    return float(dtype.type(1) - dtype.type(weight))
+
+
+def adam_kernel_scalars(dtype, step, lr, beta1, beta2, eps, weight_decay=0.0,
                         maximize=False, decoupled_weight_decay=False) -> tuple:
     """The scalars of ``adam_step`` / ``adam_amsgrad_step`` for parameters of ``dtype``."""
     decoupled = weight_decay != 0 and decoupled_weight_decay
     coupled = weight_decay != 0 and not decoupled_weight_decay
     weight = 1 - beta1
-    # PyTorch forms 1 - weight in the parameter's dtype (see _adam_update)
-    one_minus_weight = float(dtype.type(1) - dtype.type(weight))
     step_size, bias_correction2_sqrt = adam_scalars(step, lr, beta1, beta2)
     return (float(coupled), weight_decay, float(maximize), float(decoupled),
             1 - lr * weight_decay, beta2, 1 - beta2, float(abs(weight) < 0.5), weight,
-            one_minus_weight, -step_size, bias_correction2_sqrt, eps)
+            _one_minus_in(dtype, weight), -step_size, bias_correction2_sqrt, eps)
 
 
-def _contiguous(xp, a):
-    return a if a.flags.c_contiguous else xp.ascontiguousarray(a)
+# ---- the entries the optimizers call -------------------------------------------------
+def sgd_update(steps, param, grad, momentum_buffer, *, lr, momentum=0.0, dampening=0.0,
+               weight_decay=0.0, nesterov=False, maximize=False, first_step=False):
+    """One SGD step for one parameter, in place on ``param`` and ``momentum_buffer``:
+    ``steps.sgd_step`` or ``steps.sgd_momentum_step`` (``steps``: an array namespace).
 
-
-def _sgd_update_kernel(math, param, grad, momentum_buffer, *, lr, momentum=0.0,
-                       dampening=0.0, weight_decay=0.0, nesterov=False, maximize=False,
-                       first_step=False):
-    scalars = sgd_kernel_scalars(lr=lr, momentum=momentum, dampening=dampening,
-                                 weight_decay=weight_decay, nesterov=nesterov,
-                                 maximize=maximize, first_step=first_step)
-    grad = _contiguous(math.xp, grad.astype(param.dtype, copy=False))
+    ``grad`` is only read.  ``momentum_buffer`` (needed when ``momentum != 0``) is
+    overwritten with the direction on the ``first_step``, as PyTorch's ``buf =
+    grad.clone()``.  ``nesterov`` requires ``dampening == 0`` (the optimizer checks).
+    """
+    scalars = sgd_kernel_scalars(lr, momentum, dampening, weight_decay, nesterov, maximize,
+                                 first_step)
     if momentum == 0:
-        math.sgd_step(param, grad, *scalars)
+        steps.sgd_step(param, grad, *scalars)
     else:
-        math.sgd_momentum_step(param, grad, momentum_buffer, *scalars)
+        steps.sgd_momentum_step(param, grad, momentum_buffer, *scalars)
 
 
-def _adam_update_kernel(math, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, *,
-                        step, lr, beta1, beta2, eps, weight_decay=0.0, amsgrad=False,
-                        maximize=False, decoupled_weight_decay=False):
-    scalars = adam_kernel_scalars(param.dtype, step=step, lr=lr, beta1=beta1, beta2=beta2,
-                                  eps=eps, weight_decay=weight_decay, maximize=maximize,
-                                  decoupled_weight_decay=decoupled_weight_decay)
-    grad = _contiguous(math.xp, grad.astype(param.dtype, copy=False))
+def adam_update(steps, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, *, step, lr,
+                beta1, beta2, eps, weight_decay=0.0, amsgrad=False, maximize=False,
+                decoupled_weight_decay=False):
+    """One Adam (or AdamW, ``decoupled_weight_decay=True``) step for one parameter:
+    ``steps.adam_step`` or ``steps.adam_amsgrad_step``.
+
+    In place on ``param``, ``exp_avg``, ``exp_avg_sq`` and (``amsgrad``)
+    ``max_exp_avg_sq``; ``grad`` is only read; ``step`` counts this update (1 first).
+    """
+    scalars = adam_kernel_scalars(param.dtype, step, lr, beta1, beta2, eps, weight_decay,
+                                  maximize, decoupled_weight_decay)
     if amsgrad:
-        math.adam_amsgrad_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *scalars)
+        steps.adam_amsgrad_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *scalars)
     else:
-        math.adam_step(param, grad, exp_avg, exp_avg_sq, *scalars)
+        steps.adam_step(param, grad, exp_avg, exp_avg_sq, *scalars)
+
+
+ENTRIES = {"sgd_update": sgd_update, "adam_update": adam_update}
+
+
+# ---- the declaration as in-place array code (the CPU's update) -----------------------------
+_BINARY = {ast.Add: ("add", "+"), ast.Sub: ("subtract", "-"), ast.Mult: ("multiply", "*"),
+           ast.Div: ("true_divide", "/"), ast.Pow: ("power", "**"),
+           ast.BitAnd: ("bitwise_and", "&"), ast.BitOr: ("bitwise_or", "|")}
+_COMPARE = {ast.Lt: ("less", "<"), ast.LtE: ("less_equal", "<="), ast.Gt: ("greater", ">"),
+            ast.GtE: ("greater_equal", ">="), ast.Eq: ("equal", "=="),
+            ast.NotEq: ("not_equal", "!=")}
+_CALLS = {"pow": "power"}
+# ufuncs whose result has the arrays' floating dtype: written with out= into the arrays
+# of writes or scratch buffers; any other call (where, comparisons, erf, ...) makes a
+# new array
+_INPLACE = frozenset({"add", "subtract", "multiply", "true_divide", "power", "negative",
+                      "sqrt", "exp", "log", "sin", "cos", "tanh", "maximum"})
+_FUNCTIONS = ("where", "exp", "log", "sqrt", "sin", "cos", "tanh", "maximum", "power",
+              "add", "subtract", "multiply", "true_divide", "negative", "less",
+              "less_equal", "greater", "greater_equal", "equal", "not_equal", "bitwise_and",
+              "bitwise_or", "invert", "empty_like", "copyto")
+
+
+def array_names(math) -> dict:
+    """What the generated code calls, over ``math``'s array module (its own ``erf`` and
+    ``sign`` where it has them: ``math`` may also be an array module)."""
+    xp = getattr(math, "xp", math)
+    names = {k: getattr(xp, k) for k in _FUNCTIONS}
+    names["pow"] = xp.power
+    for k in ("erf", "sign"):
+        if xp is not math:
+            names[k] = getattr(math, k)
+    return names
+
+
+def _is_where(node) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "where" and len(node.args) == 3)
+
+
+def host_conditions(k: Update) -> tuple[str, ...]:
+    """The conditions of ``k``'s ``where`` calls that read only scalars (its flags),
+    as source: known on the host when the update is called."""
+    scalars, found = set(k.scalars), []
+    for _, expr in k.body:
+        for node in ast.walk(ast.parse(expr, mode="eval")):
+            if _is_where(node):
+                names = {n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name)}
+                cond = ast.unparse(node.args[0])
+                if names <= scalars and cond not in found:
+                    found.append(cond)
+    return tuple(found)
+
+
+class _Op:
+    __slots__ = ("func", "args", "inplace")
+
+    def __init__(self, func, args, inplace):
+        self.func, self.args, self.inplace = func, args, inplace
+
+
+def inplace_source(k: Update, flags: tuple = ()) -> str:
+    """``k`` as Python over an array namespace, in place: the body's operations in the
+    body's order (Python's evaluation order), each one call, with the values of
+    :func:`host_conditions` given (``flags``) so that only the branch taken is computed.
+
+    Every result is written with ``out=``: the value an array of ``writes`` ends with
+    straight into it, other values into a buffer (an array of ``writes`` whose old
+    value is dead, or a scratch buffer ``_tmp0``, ``_tmp1``, ...: trailing arguments,
+    made by ``empty_like`` of the first parameter when not given) once the value that
+    held it is dead. Values are those of :meth:`Update.compile`
+    bit for bit: the same operations on the same operands, only the memory differs.
+    """
+    known = dict(zip(host_conditions(k), flags, strict=True))
+    scalars = set(k.scalars)
+    ops: list[_Op] = []
+    env = {p: i for i, p in enumerate(k.params)}  # name -> value number, or source str
+    n_params = len(k.params)
+
+    def operation(func, args, inplace=True):
+        ops.append(_Op(func, args, inplace))
+        return n_params + len(ops) - 1
+
+    def emit(node):
+        if isinstance(node, ast.Name):
+            if node.id in env:
+                return env[node.id]
+            if node.id in scalars:
+                return node.id
+            raise NameError(f"{k.name}: {node.id!r} is not a parameter, scalar or local")
+        if isinstance(node, ast.Constant):
+            return repr(node.value)
+        if isinstance(node, ast.BinOp):
+            a, b = emit(node.left), emit(node.right)
+            func, symbol = _BINARY[type(node.op)]
+            if isinstance(a, str) and isinstance(b, str):
+                return f"({a} {symbol} {b})"
+            return operation(func, (a, b), func in _INPLACE)
+        if isinstance(node, ast.UnaryOp):
+            a = emit(node.operand)
+            if isinstance(node.op, ast.UAdd):
+                return a
+            func, symbol = {ast.USub: ("negative", "-"),
+                            ast.Invert: ("invert", "~")}[type(node.op)]
+            if isinstance(a, str):
+                return f"({symbol}{a})"
+            return operation(func, (a,), func in _INPLACE)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            a, b = emit(node.left), emit(node.comparators[0])
+            func, symbol = _COMPARE[type(node.ops[0])]
+            if isinstance(a, str) and isinstance(b, str):
+                return f"({a} {symbol} {b})"
+            return operation(func, (a, b), False)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if _is_where(node) and ast.unparse(node.args[0]) in known:
+                return emit(node.args[1] if known[ast.unparse(node.args[0])] else
+                            node.args[2])
+            func = _CALLS.get(node.func.id, node.func.id)
+            args = tuple(emit(a) for a in node.args)
+            if all(isinstance(a, str) for a in args):
+                # a NumPy scalar (not a Python float) would change the arrays' dtype
+                raise NotImplementedError(f"{k.name}: form {ast.unparse(node)} on the host")
+            return operation(func, args, func in _INPLACE)
+        raise NotImplementedError(f"{k.name}: {ast.unparse(node)}")
+
+    for target, expr in k.body:
+        env[target] = emit(ast.parse(expr, mode="eval").body)
+    finals = {w: env[w] for w in k.writes}
+
+    end = len(ops)
+    last = {}  # value -> the last operation that reads it (end: it is a final value)
+    for i, op in enumerate(ops):
+        for a in op.args:
+            if not isinstance(a, str):
+                last[a] = i
+    for v in finals.values():
+        if not isinstance(v, str):
+            last[v] = end
+    # an array of writes may hold another value until its final value is made (or, when
+    # that is not made here, until the copies at the end)
+    until = {w: (v - n_params if not isinstance(v, str) and v >= n_params else end - 1)
+             for w, v in finals.items()}
+
+    home = dict(enumerate(k.params))  # value -> the variable holding it
+    holder = {w: k.params.index(w) for w in k.writes}  # buffer -> the value it holds
+    scratch: list[str] = []
+    lines = [f"def {k.name}({', '.join(k.arguments)}):"]
+
+    def operand(a):
+        return a if isinstance(a, str) else home[a]
+
+    for i, op in enumerate(ops):
+        v = n_params + i
+        args = ", ".join(operand(a) for a in op.args)
+        if not op.inplace:
+            home[v] = f"_new{i}"
+            lines.append(f"    _new{i} = {op.func}({args})")
+            continue
+
+        def free(buf):
+            return last.get(holder.get(buf), -1) <= i
+
+        def fits(buf):
+            return buf not in until or last.get(v, -1) <= until[buf]
+
+        choice = next((w for w in k.writes if finals[w] == v and free(w)), None)
+        if choice is None:  # in place over an operand that dies here
+            choice = next((home[a] for a in op.args if not isinstance(a, str) and
+                           last[a] == i and home[a] in holder and fits(home[a])), None)
+        if choice is None:
+            choice = next((s for s in scratch if free(s)), None)
+        if choice is None:
+            choice = next((w for w in k.writes if free(w) and fits(w)), None)
+        if choice is None:
+            choice = f"_tmp{len(scratch)}"
+            scratch.append(choice)
+            lines.append(f"    if {choice} is None:")
+            lines.append(f"        {choice} = empty_like({k.params[0]})")
+        holder[choice] = v
+        home[v] = choice
+        lines.append(f"    {op.func}({args}, out={choice})")
+
+    # the arrays of writes whose final value is elsewhere: copies (a copy whose target
+    # another copy reads goes after that one), then numbers
+    copies = [(w, operand(v)) for w, v in finals.items()
+              if not isinstance(v, str) and operand(v) != w]
+    while copies:
+        sources = {src for _, src in copies}
+        j = next((j for j, (dst, _) in enumerate(copies) if dst not in sources), None)
+        if j is None:
+            raise NotImplementedError(f"{k.name}: the writes exchange values")
+        dst, src = copies.pop(j)
+        lines.append(f"    copyto({dst}, {src})")
+    lines += [f"    {w}[...] = {v}" for w, v in finals.items() if isinstance(v, str)]
+    # the scratch buffers may be given (a slice at a time: one set for all slices)
+    given = tuple(f"{t}=None" for t in scratch)
+    lines[0] = f"def {k.name}({', '.join(k.arguments + given)}):"
+    if len(lines) == 1:
+        lines.append("    pass")
+    return "\n".join(lines) + "\n"
+
+
+def _tuple(names) -> str:
+    return f"({''.join(f'{n}, ' for n in names)})"
+
+
+def _by_slices(fn, n_scratch, arrays, scalars):
+    """``fn`` over contiguous same-shaped ``arrays`` a ``CHUNK`` slice at a time, with
+    one set of scratch buffers for all slices."""
+    flat = [a.reshape(-1) for a in arrays]
+    size = flat[0].size
+    scratch = [np.empty(CHUNK, flat[0].dtype) for _ in range(n_scratch)]
+    for i in range(0, size, CHUNK):
+        part = [a[i:i + CHUNK] for a in flat]
+        if part[0].size < CHUNK:
+            scratch = [t[:part[0].size] for t in scratch]
+        fn(*part, *scalars, *scratch)
+
+
+def _sliceable(arrays) -> bool:
+    first = arrays[0]
+    return all(type(a) is np.ndarray and a.shape == first.shape and a.flags.c_contiguous
+               for a in arrays)
+
+
+def inplace_step(k: Update, names: dict, sliced: bool = True):
+    """``k`` as a function of its params then scalars, in place: :func:`inplace_source`
+    compiled over ``names`` once per combination of its flags, chosen by the flags'
+    values on each call; with ``sliced`` (NumPy), large contiguous arrays are updated a
+    ``CHUNK`` slice at a time (the cache-sized pieces of :func:`.pointwise.sliced`).
+    """
+    made: dict = {}  # flags -> (the compiled function, its number of scratch buffers)
+
+    def make(flags):
+        scope = dict(names, __name__=__name__)
+        exec(compile(inplace_source(k, flags), f"<update {k.name} {flags}>", "exec"), scope)
+        fn = scope[k.name]
+        made[flags] = fn, fn.__code__.co_argcount - len(k.arguments)
+        return made[flags]
+
+    # the dispatcher, written out so that a call costs as little as the arithmetic allows
+    # (small parameters: per-call work is most of the time)
+    args, arrays = ", ".join(k.arguments), _tuple(k.params)
+    whole = (f"{k.params[0]}.size < {4 * CHUNK} or not _sliceable({arrays})" if sliced
+             else "True")
+    source = (f"def {k.name}({args}):\n"
+              f"    _flags = {_tuple(host_conditions(k))}\n"
+              f"    _fn, _n_scratch = _made.get(_flags) or _make(_flags)\n"
+              f"    if {whole}:\n"
+              f"        _fn({args})\n"
+              f"    else:\n"
+              f"        _by_slices(_fn, _n_scratch, {arrays}, {_tuple(k.scalars)})\n")
+    scope = {"_made": made, "_make": make, "_by_slices": _by_slices,
+             "_sliceable": _sliceable, "__name__": __name__}
+    exec(compile(source, f"<update {k.name}>", "exec"), scope)
+    step = scope[k.name]
+    step.made = made
+    return step
+
+
+# ---- the same update composed naively (the benchmarks' and tests' "unfused") ---------------
+class _Composed:
+    """The declared steps as ``Update.compile`` makes them over an array module: one
+    array-module call and one new array per operation, both branches of a ``where``."""
+
+    def __init__(self, xp):
+        names = array_names(xp)
+        for name, k in UPDATE_KERNELS.items():
+            setattr(self, name, k.compile(names))
+
+
+@functools.cache
+def _composed(xp):
+    return _Composed(xp)
+
+
+def _composed_entry(entry):
+    """``entry`` over the array module ``xp`` (its first argument) with the steps
+    composed naively; its signature names the arrays (gradcore.profile reads them)."""
+    def update(xp, *args, **kwargs):
+        entry(_composed(xp), *args, **kwargs)
+
+    sig = inspect.signature(entry)
+    first, *rest = sig.parameters.values()
+    update.__signature__ = sig.replace(parameters=[first.replace(name="xp"), *rest])
+    update.__name__ = update.__qualname__ = entry.__name__
+    return update
+
+
+# name -> the update over an array module ``xp`` (the first argument), composed naively
+UPDATES = {name: _composed_entry(entry) for name, entry in ENTRIES.items()}

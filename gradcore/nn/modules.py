@@ -25,6 +25,7 @@ from collections import OrderedDict, namedtuple
 
 from .. import dtypes
 from ..autograd.grad_mode import no_grad
+from ..backend import Device
 from ..creation import empty, tensor
 from ..ops import activation as _act
 from ..tensor import Parameter, Tensor
@@ -342,7 +343,6 @@ class Module:
         """Move parameters and buffers to a device and/or cast their floating point
         ones to a dtype, in place; returns the module. ``to(device)``, ``to(dtype)``,
         ``to(device, dtype)``, ``to(tensor)``, or ``device=``/``dtype=`` keywords."""
-        from ..backend import Device
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)

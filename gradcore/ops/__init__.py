@@ -11,7 +11,11 @@ import builtins
 
 import numpy as np
 
-from .. import dtypes
+from .. import _random, dtypes
+from ..autograd.grad_mode import no_grad as _no_grad
+from ..autograd.graph import set_differentiable_namespace
+from ..backend import Device as _Device
+from ..backend import device as _device
 from ..backend import math_of
 from . import (
     _elide,
@@ -21,8 +25,9 @@ from . import (
     pointwise,
     reduce,
     shape,
-    tensor_math,  # noqa: F401  (the engine's math for create_graph=True)
+    tensor_math,
 )
+from . import device as _device_ops
 from ._core import Tensor, adopt_views, as_tensor, fresh_history, mode, same_device, wrap
 from .activation import erf, gelu, layer_norm, log_softmax, softmax
 from .index import (
@@ -126,7 +131,12 @@ from .shape import (
     view,
 )
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+__all__ = [n for n in dir() if not n.startswith("_") and
+           n not in ("set_differentiable_namespace", "device")]  # (as before these imports)
+
+# The engine runs the backward formulas on tensor_math for create_graph=True; it does
+# not import the ops, it is handed them here, once.
+set_differentiable_namespace(tensor_math)
 
 multiply, subtract, divide, negative, true_divide = mul, sub, div, neg, div
 greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
@@ -245,11 +255,6 @@ def _can_cast(src, dst) -> bool:
     return order[src.kind] <= order[dst.kind]
 
 
-def _no_grad():
-    from ..autograd.grad_mode import no_grad
-    return no_grad()
-
-
 def _inplace_method(name, fn):
     ufunc = _DIRECT_UFUNCS.get(fn)
 
@@ -289,9 +294,7 @@ def _random_fill(x, draw):
     """Write ``draw(rng, shape)``, values from gradcore's generator, into ``x`` in place
     (recorded as a fill: no gradient reaches the old values, as PyTorch's in-place
     random ops)."""
-    from ..creation import seed_generator  # noqa: PLC0415  (creation imports ops)
-
-    values = draw(seed_generator(), tuple(x.shape))
+    values = draw(_random.seed_generator(), tuple(x.shape))
     index.setitem(x, Ellipsis, x.device.asarray(values, x._data.dtype))
     return x
 
@@ -316,8 +319,6 @@ def _r(fn):
 
 def _to(self, *args, **kwargs):
     """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other_tensor)``."""
-    from ..backend import Device
-    from ..backend import device as _device
     dev = kwargs.pop("device", None)
     dt = kwargs.pop("dtype", None)
     kwargs.pop("non_blocking", None)
@@ -325,7 +326,7 @@ def _to(self, *args, **kwargs):
     for a in args:
         if isinstance(a, Tensor):
             dev, dt = a.device, a.dtype
-        elif isinstance(a, (str, Device)) and not (isinstance(a, str) and a in dtypes._BY_NAME):
+        elif isinstance(a, (str, _Device)) and not (isinstance(a, str) and a in dtypes._BY_NAME):
             dev = a
         elif a is not None:
             dt = a
@@ -333,8 +334,7 @@ def _to(self, *args, **kwargs):
     if dt is not None:
         out = pointwise.to_dtype(out, dt)
     if dev is not None and _device(dev) != out.device:
-        from .device import to_device
-        out = to_device(out, _device(dev))
+        out = _device_ops.to_device(out, _device(dev))
     if copy and out is self:
         out = out.clone()
     return out
@@ -342,8 +342,7 @@ def _to(self, *args, **kwargs):
 
 def _clone(self):
     """A copy with its own memory; differentiable."""
-    from .device import clone
-    return clone(self)
+    return _device_ops.clone(self)
 
 
 def bind_methods(T) -> None:

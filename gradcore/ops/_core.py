@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc as _gc
 import sys
+import traceback
 
 import numpy as np
 
@@ -11,32 +12,28 @@ from .. import backend, dtypes
 from ..autograd.grad_mode import anomaly_blocks as _anomaly_blocks
 from ..autograd.grad_mode import state as _mode
 from ..autograd.graph import Node, new_seq
-from ..tensor import Parameter, Tensor, _new, _wrap
+from ..autograd.tensor_base import (
+    Parameter,
+    Tensor,
+    _new,
+    _wrap,
+    edge,
+    fresh_history,
+    from_data,
+    view_history,
+)
 
 __all__ = ["Node", "Tensor", "record", "edge", "binary_operands", "as_tensor",
            "wrap", "mode", "check_same_device", "normalize_dims", "normalize_dim",
-           "int_arg"]
+           "int_arg", "fresh_history", "view_history"]
 
 mode = _mode
 wrap = _wrap
 # The classes whose instances take the ops' fast paths (`type(x) in TENSOR_TYPES`);
 # other subclasses of Tensor take the general path.
 TENSOR_TYPES = frozenset({Tensor, Parameter})
-_NO_EDGE = (None, 0)
 _ndarray = np.ndarray
 _scalar_types = (int, float, bool, np.number, np.bool_)
-
-
-def edge(t: Tensor):
-    """The graph edge to ``t``: its grad_fn, its leaf accumulator, or none."""
-    fn = t.grad_fn
-    if fn is not None:
-        if t._base is not None:  # a view: its base may have changed in place since
-            fn = fresh_history(t)
-        return (fn, t._out_nr)
-    if t._rg:
-        return (t._accumulator(), 0)
-    return _NO_EDGE
 
 
 def record(data, node: Node, *inputs: Tensor) -> Tensor:
@@ -89,35 +86,6 @@ def make_view(t: Tensor, x: Tensor) -> Tensor:
     return t
 
 
-def fresh_history(t: Tensor):
-    """``t.grad_fn``, after rebasing it if ``t`` is a view whose base changed in place
-    since the view's history was recorded: the base's history is then newer (higher
-    sequence number) than the view's, and the view becomes "these elements of the
-    base's current history" (PyTorch regenerates a view's grad_fn the same way, as an
-    ``AsStridedBackward0``). For other tensors it is ``t.grad_fn``."""
-    fn = t.grad_fn
-    base = t._base
-    if base is not None and fn is not None:
-        bf = base.grad_fn
-        if bf is not None and bf.seq > fn.seq:
-            view_history(t, base)
-            return t.grad_fn
-    return fn
-
-
-def view_history(v: Tensor, root: Tensor, index=None) -> None:
-    """Give the view ``v`` the history "these elements of ``root``" (``index``: their
-    positions in ``root``, found from the memory offsets when first needed)."""
-    from .index import AsStridedBackward0  # noqa: PLC0415  (index imports this module)
-
-    node = _new(AsStridedBackward0)
-    node.view_arr, node.base_arr, node.index = v._data, root._data, index
-    node.in_shape = root._data.shape
-    node.next_functions = (edge(root),)
-    node.seq = new_seq()
-    v.grad_fn, v._out_nr, v._rg = node, 0, True
-
-
 def _lone_holder_refs() -> int:
     # sys.getrefcount of a version cell held by one tensor, read the way
     # adopt_views reads it (a local name and the call's argument)
@@ -151,8 +119,6 @@ def adopt_views(root: Tensor, skip: Tensor | None = None) -> None:
 
 def _remember_forward(node: Node) -> None:
     """Under detect_anomaly: keep where the forward op was called, for the NaN report."""
-    import traceback
-
     node._trace = "".join(traceback.format_stack(limit=14)[:-3])
 
 
@@ -160,16 +126,14 @@ def as_tensor(x, like: Tensor | None = None) -> Tensor:
     """``x`` as a tensor; scalars and arrays go to ``like``'s device."""
     if isinstance(x, Tensor):
         return x
-    from ..creation import tensor
-
     dev = like.device if like is not None else None
     if isinstance(x, _scalar_types) and like is not None:
         # a Python scalar meeting a tensor: PyTorch's weak scalar promotion
         cat = dtypes.scalar_category(x)
         ld = like.dtype
         dt = ld if cat <= ld.category else dtypes._DEFAULT_FOR_CATEGORY[cat]
-        return tensor(x, dtype=dt, device=dev)
-    return tensor(x, device=dev)
+        return from_data(x, dtype=dt, device=dev)
+    return from_data(x, device=dev)
 
 
 def same_device(a, b) -> bool:

@@ -36,6 +36,8 @@ import sys
 from numpy import ndarray as _ndarray
 
 from ..autograd.grad_mode import state as _state
+from ..autograd.graph import dying as _dying
+from ..kernels import pointwise as _kernels
 
 MIN_BYTES = 256 * 1024  # NumPy's own threshold for eliding temporaries
 
@@ -97,20 +99,6 @@ def is_temporary(t, arr) -> bool:
     return n_tensor == want_tensor
 
 
-def consumable(saved_output) -> bool:
-    """Whether a backward step may overwrite the output its node saved.
-
-    True in a backward that frees saved values (no ``retain_graph``) when the node's
-    saved tuple is the array's only holder besides the caller's local: the output
-    tensor itself is gone, and nothing else will read these values again.
-    """
-    return (ENABLED and saved_output.nbytes >= MIN_BYTES and _state.releasing
-            and saved_output.base is None and _writeable(saved_output)
-            # the node's saved tuple, the caller's local, this function's argument and
-            # getrefcount's argument
-            and sys.getrefcount(saved_output) == 4)
-
-
 def _current_opcode(frame):
     """The instruction ``frame`` is executing (f_lasti may point into its inline cache)."""
     code = frame.f_code.co_code
@@ -128,3 +116,40 @@ def _writeable(arr) -> bool:
 def note() -> None:
     global count
     count += 1
+
+
+def dead_argument(*arrays) -> int:
+    """The index of the argument of a kernel (``arrays``, as a generated CPU twin passes
+    them) whose memory the kernel may overwrite, or -1.
+
+    That is the saved output that a backward rule has just read for the last time:
+    ``Node.output`` offered it in a backward that frees saved values, having counted
+    that only the node holds it (the output tensor is gone). Here nothing else may have
+    taken it since: no local of the rule (the twin's caller), and no reference besides
+    the node's saved tuple and the kernel's own (its argument, ``arrays``, this frame's
+    locals and getrefcount's argument). The node's version counter moves on, so a
+    second read of the output raises instead of seeing the overwritten values; the
+    engine drops the node's saved values right after the rule.
+    """
+    offer = getattr(_dying, "offer", None)
+    if offer is None or not ENABLED:
+        return -1
+    _dying.offer = None
+    ref, vc = offer
+    target = ref()
+    i = 0
+    for a in arrays:
+        if a is target:
+            if not (_state.releasing and a.base is None and _writeable(a) and
+                    sys.getrefcount(a) == 6):
+                return -1
+            for v in sys._getframe(2).f_locals.values():
+                if v is a:
+                    return -1
+            vc[0] += 1
+            return i
+        i += 1
+    return -1
+
+
+_kernels.set_reuse(dead_argument, note, MIN_BYTES)  # the generated CPU twins reuse memory

@@ -21,7 +21,9 @@ import warnings
 import numpy as np
 
 from ..backend import check_range, math_of
+from . import linalg as _linalg
 from . import pointwise as _pw
+from . import reduce as _red
 from ._core import (
     Node,
     Tensor,
@@ -71,12 +73,10 @@ class SoftmaxBackward0(Node):
     """``g * y - y * sum(g * y, dim)`` (``kernels.rows.softmax_backward``)."""
 
     fresh_grads = True
+    writes_into_grad = True  # on NumPy a new array costs more than the formula
 
-    def apply(self, F, g):
-        return (F.softmax_backward(g, self.output(F), self.axis),)
-
-    def apply_owned(self, F, g):  # (into g, which the engine owns: no new array)
-        return (F.softmax_backward(g, self.output(F), self.axis, out=g),)
+    def apply(self, F, g, out=None):
+        return (F.softmax_backward(g, self.output(F), self.axis, out=out),)
 
 
 def _softmax_op(x, dim, dtype, log, cls, op):
@@ -108,12 +108,10 @@ class LogSoftmaxBackward0(Node):
     """``g - exp(y) * sum(g, dim)`` (``kernels.rows.log_softmax_backward``)."""
 
     fresh_grads = True
+    writes_into_grad = True
 
-    def apply(self, F, g):
-        return (F.log_softmax_backward(g, self.output(F), self.axis),)
-
-    def apply_owned(self, F, g):  # (into g, which the engine owns)
-        return (F.log_softmax_backward(g, self.output(F), self.axis, out=g),)
+    def apply(self, F, g, out=None):
+        return (F.log_softmax_backward(g, self.output(F), self.axis, out=out),)
 
 
 def log_softmax(x, dim, dtype=None):
@@ -126,10 +124,11 @@ class ErfBackward0(Node):
     """``g * 2 / sqrt(pi) * exp(-x * x)`` (``kernels.pointwise``: erf_backward)."""
 
     fresh_grads = True
+    writes_into_grad = True
 
-    def apply(self, F, g):
+    def apply(self, F, g, out=None):
         (x,) = self.unpack(F)
-        return (F.erf_backward(g, x),)
+        return (F.erf_backward(g, x, out=out),)
 
 
 def erf(x):
@@ -314,8 +313,7 @@ def linear(x, weight, bias=None):
             return record(out, node, x, weight)
         return record(out, node, x, weight, bias)
     # anything else (mixed dtypes, a 1-D weight, ...): matmul's rules and errors
-    from .linalg import matmul
-    out = matmul(x, weight.transpose(0, 1) if weight.ndim == 2 else weight)
+    out = _linalg.matmul(x, weight.transpose(0, 1) if weight.ndim == 2 else weight)
     return out if bias is None else _pw.add(out, bias)
 
 
@@ -682,6 +680,5 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
         out = _pw.mul(out, weight)
     if reduction == "none":
         return out
-    from .reduce import mean, sum
-    return mean(out) if reduction == "mean" else sum(out)
+    return _red.mean(out) if reduction == "mean" else _red.sum(out)
 

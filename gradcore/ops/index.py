@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ..autograd.graph import new_seq
+from ..autograd.tensor_base import AsStridedBackward0  # noqa: F401  (its home before)
 from ..backend import check_range, math_of
 from ._core import (
     TENSOR_TYPES,
@@ -281,21 +282,6 @@ class IndexBackward0(Node):
 
     def name(self):
         return self._name
-
-
-class AsStridedBackward0(Node):
-    """The history of a view whose base changed in place after the view was taken:
-    its elements' gradient goes to their positions in the base (repeated positions,
-    as in an expanded view, accumulate)."""
-
-    fresh_grads = True
-
-    def apply(self, F, g):
-        index = self.index
-        if index is None:  # found once, from where the view lies in the base's memory
-            index = self.index = math_of(self.base_arr).positions_in(self.view_arr,
-                                                                     self.base_arr)
-        return (F.index_add_into_zeros(g, index, self.in_shape),)
 
 
 def getitem(x, idx):
@@ -663,8 +649,7 @@ class MaskedFillBackward0(Node):
     fresh_grads = True
 
     def apply(self, F, g):
-        mask = self.mask if not F.tensor_mode else wrap(self.mask)
-        return (F.where(mask, 0, g),)
+        return (F.where_backward_b(g, F.constant(self.mask)),)
 
 
 def masked_fill(x, mask, value):

@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes
 from ..backend import check_range, math_of
 from . import _elide
+from . import index as _index
 from ._core import (
     TENSOR_TYPES,
     Node,
@@ -24,7 +25,7 @@ from ._core import (
     record1,
     wrap,
 )
-from ._elide import MIN_BYTES, consumable, is_temporary, op_function
+from ._elide import MIN_BYTES, is_temporary, op_function
 
 _new = object.__new__
 
@@ -238,12 +239,10 @@ def rsub(a, b):
 
 class NegBackward0(Node):
     fresh_grads = True
+    writes_into_grad = True
 
-    def apply(self, F, g):
-        return (-g,)
-
-    def apply_owned(self, F, g):
-        return (F.negative(g, out=g),)
+    def apply(self, F, g, out=None):
+        return (-g if out is None else F.negative(g, out=out),)
 
 
 def neg(x):
@@ -263,53 +262,44 @@ def neg(x):
     return record(out, _new(NegBackward0), x)
 
 
-def _mul_into(F, g, other):
-    """``g * other`` written into ``g`` (owned by the engine) when the result has
-    ``g``'s shape and dtype; a new array otherwise."""
-    shape = getattr(other, "shape", ())
-    if (shape == g.shape or F.broadcast_shapes(g.shape, shape) == g.shape) and \
-            getattr(other, "dtype", g.dtype) == g.dtype:
-        return F.multiply(g, other, out=g)
+def _times(F, g, other, out):
+    """``g * other``, written into ``out`` (the engine's gradient) when the
+    result has its shape and dtype; a new array otherwise."""
+    if out is not None:
+        shape = getattr(other, "shape", ())
+        if (shape == g.shape or F.broadcast_shapes(g.shape, shape) == g.shape) and \
+                getattr(other, "dtype", g.dtype) == g.dtype:
+            return F.multiply(g, other, out=out)
     return g * other
 
 
 # ---- mul / div ----------
 class MulBackward0(Node):
     fresh_grads = True
+    writes_into_grad = True
 
-    def apply(self, F, g):
+    def apply(self, F, g, out=None):
         a, b = self.unpack(F)
         shapes = self.shapes
         if shapes is not None:  # an operand was broadcast: reduce as we multiply
             return ((F.mul_sum_to(g, b, shapes[0]) if self.needs(0) else None),
                     (F.mul_sum_to(g, a, shapes[1]) if self.needs(1) else None))
         if self.needs(0) and self.needs(1):
-            return F.mul_backward(g, a, b)  # one pass over g, a and b on a device
-        return (g * b if self.needs(0) else None), (g * a if self.needs(1) else None)
-
-    def apply_owned(self, F, g):
-        if self.shapes is not None or F.device_kernels:
-            return self.apply(F, g)
-        a, b = self.unpack(F)
-        ga = gb = None
-        if self.needs(0):
-            ga = g * b if self.needs(1) else _mul_into(F, g, b)
-        if self.needs(1):
-            gb = _mul_into(F, g, a)
-        return ga, gb
+            # one pass over g, a and b on a device; g * a may go into out
+            return F.mul_backward(g, a, b, out=(None, out))
+        return ((_times(F, g, b, out) if self.needs(0) else None),
+                (_times(F, g, a, out) if self.needs(1) else None))
 
 
 class MulBackward1(Node):
     fresh_grads = True
+    writes_into_grad = True
 
-    def apply(self, F, g):
-        return (g * self.scalar,)
+    def apply(self, F, g, out=None):
+        return (g * self.scalar if out is None else F.multiply(g, self.scalar, out=out),)
 
     def name(self):  # `x * 2` prints MulBackward0 in PyTorch
         return "MulBackward0"
-
-    def apply_owned(self, F, g):
-        return (F.multiply(g, self.scalar, out=g),)
 
 
 def mul(a, b):
@@ -346,15 +336,13 @@ class DivBackward0(Node):
 
 class DivBackward1(Node):
     fresh_grads = True
+    writes_into_grad = True
 
-    def apply(self, F, g):
-        return (g / self.scalar,)
+    def apply(self, F, g, out=None):
+        return (g / self.scalar if out is None else F.divide(g, self.scalar, out=out),)
 
     def name(self):  # `x / 2` prints DivBackward0 in PyTorch
         return "DivBackward0"
-
-    def apply_owned(self, F, g):
-        return (F.divide(g, self.scalar, out=g),)
 
 
 class RdivBackward(Node):  # scalar / tensor
@@ -546,14 +534,10 @@ def _unary(x, fn_name, cls, save_input=False, save_output=False, floating=True):
 
 class ExpBackward0(Node):
     fresh_grads = True
+    writes_into_grad = True
 
-    def apply(self, F, g):
-        return (F.exp_backward(g, self.output(F)),)
-
-    def apply_owned(self, F, g):
-        if F.device_kernels:
-            return self.apply(F, g)
-        return (F.multiply(g, self.output(F), out=g),)
+    def apply(self, F, g, out=None):
+        return (F.exp_backward(g, self.output(F), out=out),)
 
 
 def exp(x):
@@ -708,16 +692,10 @@ def cos(x):
 
 class TanhBackward0(Node):
     fresh_grads = True
+    writes_into_grad = True
 
-    def apply(self, F, g):
-        return (F.tanh_backward(g, self.output(F)),)
-
-    def apply_owned(self, F, g):
-        y = self.output(F)
-        if y.nbytes >= MIN_BYTES and consumable(y):
-            _elide.note()
-            return (F.tanh_backward__(g, y),)
-        return (F.tanh_backward_(g, y),)
+    def apply(self, F, g, out=None):
+        return (F.tanh_backward(g, self.output(F), out=out),)
 
 
 def tanh(x):
@@ -742,16 +720,10 @@ _np_tanh = np.tanh
 
 class SigmoidBackward0(Node):
     fresh_grads = True
+    writes_into_grad = True
 
-    def apply(self, F, g):
-        return (F.sigmoid_backward(g, self.output(F)),)
-
-    def apply_owned(self, F, g):
-        y = self.output(F)
-        if y.nbytes >= MIN_BYTES and consumable(y):
-            _elide.note()
-            return (F.sigmoid_backward__(g, y),)
-        return (F.sigmoid_backward_(g, y),)
+    def apply(self, F, g, out=None):
+        return (F.sigmoid_backward(g, self.output(F), out=out),)
 
 
 def sigmoid(x):
@@ -768,12 +740,10 @@ def sigmoid(x):
 
 class ReluBackward0(Node):
     fresh_grads = True
+    writes_into_grad = True
 
-    def apply(self, F, g):
-        return (F.relu_backward(g, self.output(F)),)
-
-    def apply_owned(self, F, g):
-        return (F.relu_backward_(g, self.output(F)),)
+    def apply(self, F, g, out=None):
+        return (F.relu_backward(g, self.output(F), out=out),)
 
 
 def relu(x):
@@ -886,23 +856,17 @@ class WhereBackward0(Node):
     fresh_grads = True
 
     def apply(self, F, g):
-        cond = self.cond if not F.tensor_mode else wrap(self.cond)
+        cond = F.constant(self.cond)
         if self.needs(0) and self.needs(1):
-            return F.where_backward(g, cond)  # both in one pass on a device
-        if not (F.tensor_mode or F.device_kernels):
-            # NumPy: a multiply by the mask, several times faster than where() (as
-            # fused._where_backward_cpu; it differs only where g is inf or NaN)
-            return (g * cond if self.needs(0) else None,
-                    g * F.logical_not(cond) if self.needs(1) else None)
-        return (F.where(cond, g, 0) if self.needs(0) else None,
-                F.where(cond, 0, g) if self.needs(1) else None)
+            return F.where_backward(g, cond)  # both in one pass
+        return (F.where_backward_a(g, cond) if self.needs(0) else None,
+                F.where_backward_b(g, cond) if self.needs(1) else None)
 
 
 def where(condition, a=None, b=None):
     """``a`` where ``condition`` holds, else ``b`` (broadcasting all three)."""
     if a is None and b is None:
-        from .index import nonzero
-        return nonzero(condition, as_tuple=True)
+        return _index.nonzero(condition, as_tuple=True)
     cond = as_tensor(condition)
     if cond._data.dtype.kind != "b":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "

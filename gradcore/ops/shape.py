@@ -6,7 +6,9 @@ import builtins
 
 import numpy as np
 
+from .. import dtypes
 from ..backend import math_of
+from . import device as _device_ops
 from ._core import (  # noqa: F401
     Node,
     Tensor,
@@ -360,9 +362,7 @@ def contiguous(x, *, memory_format=contiguous_format):
         _check_format(memory_format, "contiguous")
     if _row_major(x._data):
         return x
-    from .device import clone  # noqa: PLC0415
-
-    return clone(x)
+    return _device_ops.clone(x)
 
 
 # ---- cat / stack / split ----------
@@ -382,8 +382,6 @@ class _EmptyListError(ValueError, RuntimeError):
 
 
 def _tensors_on_one_device(tensors, op):
-    from .. import dtypes
-
     if not tensors:
         if op == "stack":
             raise RuntimeError("stack expects a non-empty TensorList")

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import sys
 
+from ..autograd.tensor_base import Tensor, _new, _wrap
+from ..backend import math_of
 from ..kernels import pointwise as _kernels
 from ..kernels import rows as _rows
-from ..tensor import Tensor, _new, _wrap
 from . import index as _index
 from . import pointwise as _pw
 from . import reduce as _red
 from . import shape as _shape
+from .activation import erf as _erf
 
 tensor_mode = True
 device_kernels = False  # the formulas run as tensor ops, never as device kernels
@@ -28,6 +30,16 @@ def wrap_output(data, node, nr):
     t = _new(Tensor)
     t._data, t.grad_fn, t._out_nr, t._rg = data, node, nr, True
     return t
+
+
+def constant(arr):
+    """A saved array as a constant tensor (``ArrayMath.constant``)."""
+    return _wrap(arr)
+
+
+def to_device(x, dev):
+    """``x`` copied to ``dev``, differentiably."""
+    return x.to(dev)
 
 
 def broadcast_to(x, shape):
@@ -89,7 +101,6 @@ def astype(x, dtype):
 
 def zeros_like(ref, shape=None, dtype=None):
     """Zeros on ``ref``'s device (of ``shape`` and ``dtype`` when given)."""
-    from ..backend import math_of
     d = ref._data
     return _wrap(math_of(d).zeros_like(d, dtype=dtype, shape=shape))
 
@@ -99,12 +110,6 @@ exp, log, sqrt, sin, cos, tanh, sign = (_pw.exp, _pw.log, _pw.sqrt, _pw.sin, _pw
 pow = _pw.pow  # noqa: A001
 maximum, minimum = _pw.maximum, _pw.minimum
 sigmoid, log1p, abs = _pw.sigmoid, _pw.log1p, _pw.abs  # noqa: A001
-
-
-def _erf(x):
-    from .activation import erf  # activation imports this module
-
-    return erf(x)
 
 
 def scatter_into_zeros(g, axis, index, shape):
@@ -137,11 +142,11 @@ _composites = _kernels.composite({
 _this = sys.modules[__name__]
 
 
-def softmax_backward(g, y, axis):
+def softmax_backward(g, y, axis, out=None):
     return _rows.softmax_backward(_this, g, y, axis)
 
 
-def log_softmax_backward(g, y, axis):
+def log_softmax_backward(g, y, axis, out=None):
     return _rows.log_softmax_backward(_this, g, y, axis)
 
 
