@@ -117,6 +117,7 @@ def _formula(math, name):
                        f.upcast[0] if f.upcast else None, f.rounded)
     fn, upcast = functools.partial(f.fn, math), f.upcast
     kernel, launch = f.kernel, f.launch
+    ndarray = math.ndarray
 
     def run(*args, out=None):
         if launch is not None and math.device_kernels:
@@ -125,10 +126,20 @@ def _formula(math, name):
             result = launch(kernels, *args)
             if result is not None:
                 return result
+        for i in upcast:
+            a = args[i]
+            if a is not None and a.dtype == _F16:
+                return plain(*args)
         if out is not None and out.dtype != _F16 and \
                 all(args[i] is None or args[i].dtype == out.dtype for i in upcast):
             return fn(*args, out=out)  # (nothing to upcast: into `out`)
-        return plain(*args)
+        result = fn(*args)  # (nothing to upcast: the usual case, without plain's call)
+        if type(result) is ndarray:
+            return result
+        if type(result) is tuple:
+            return tuple(o if o is None or type(o) is ndarray else math.asarray(o)
+                         for o in result)
+        return math.asarray(result)
 
     run.__name__ = name
     return run
