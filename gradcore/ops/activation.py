@@ -327,7 +327,7 @@ class EmbeddingBackward0(Node):
     def apply(self, F, g):
         scale = self.scale
         if scale is not None:
-            g = g * (wrap(scale) if F.tensor_mode else scale)
+            g = g * F.constant(scale)
         gw = F.index_add_into_zeros(g, self.index, self.weight_shape)
         if self.padding_idx is not None:
             if F.tensor_mode:
