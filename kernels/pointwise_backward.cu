@@ -514,6 +514,33 @@ __device__ __forceinline__ void gelu_backward(const T* __restrict__ a0, long lon
     }
 }
 
+// gelu_backward_cdf(g, x, cdf) = pdf = exp(x * x * -0.5) * 0.3989422804014327; g * (cdf + x * pdf)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void gelu_backward_cdf_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        const C cdf = load(a4[i & m5]);
+        const C pdf = exp(x * x * -C(0.5)) * C(0.3989422804014327);
+        out0[i] = store<T>(g * (cdf + (x * pdf)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void gelu_backward_cdf(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        gelu_backward_cdf_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, (unsigned int)n);
+    } else {
+        gelu_backward_cdf_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, n);
+    }
+}
+
 // gelu_tanh_backward(g, x) = x_sq = x * x; th = tanh((x + x_sq * x * 0.044715) * 0.7978845608028654); left = (th + 1) * 0.5; right = 1 - th * th; inner_d = (x_sq * 0.134145 + 1) * 0.7978845608028654; g * (left + x * 0.5 * right * inner_d)
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void gelu_tanh_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
@@ -565,14 +592,39 @@ __device__ __forceinline__ void gelu_forward(const T* __restrict__ a0, long long
     }
 }
 
-// gelu_tanh_forward(x) = (tanh((x * x * x * 0.044715 + x) * 0.7978845608028654) + 1) * 0.5 * x
+// gelu_forward_cdf(x) = cdf = (erf(x * 0.7071067811865476) + 1) * 0.5; cdf * x, cdf
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void gelu_forward_cdf_loop(const T* __restrict__ a0, long long a1, T* __restrict__ out0, T* __restrict__ out1, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C x = load(a0[i & m1]);
+        const C cdf = (erf(x * C(0.7071067811865476)) + C(1)) * C(0.5);
+        out0[i] = store<T>(cdf * x);
+        out1[i] = store<T>(cdf);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void gelu_forward_cdf(const T* __restrict__ a0, long long a1, T* __restrict__ out0, T* __restrict__ out1, long long n) {
+    if (n < 2147483648LL) {
+        gelu_forward_cdf_loop<T, C, unsigned int>(a0, a1, out0, out1, (unsigned int)n);
+    } else {
+        gelu_forward_cdf_loop<T, C, long long>(a0, a1, out0, out1, n);
+    }
+}
+
+// gelu_tanh_forward(x) = x_sq = x * x; (tanh((x + x_sq * x * 0.044715) * 0.7978845608028654) + 1) * 0.5 * x
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void gelu_tanh_forward_loop(const T* __restrict__ a0, long long a1, T* __restrict__ out0, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
     const I m1 = (I)0 - (I)a1;
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const C x = load(a0[i & m1]);
-        out0[i] = store<T>((tanh(((x * x * x * C(0.044715)) + x) * C(0.7978845608028654)) + C(1)) * C(0.5) * x);
+        const C x_sq = x * x;
+        out0[i] = store<T>((tanh((x + (x_sq * x * C(0.044715))) * C(0.7978845608028654)) + C(1)) * C(0.5) * x);
     }
 }
 
@@ -584,6 +636,30 @@ __device__ __forceinline__ void gelu_tanh_forward(const T* __restrict__ a0, long
         gelu_tanh_forward_loop<T, C, unsigned int>(a0, a1, out0, (unsigned int)n);
     } else {
         gelu_tanh_forward_loop<T, C, long long>(a0, a1, out0, n);
+    }
+}
+
+// erf_backward(g, x) = g * (exp(-(x * x)) * 1.1283791670955126)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void erf_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(g * (exp(-(x * x)) * C(1.1283791670955126)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void erf_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        erf_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        erf_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
     }
 }
 
@@ -817,14 +893,23 @@ extern "C" __global__ void where_backward_b_float16(const gc_half* __restrict__ 
 extern "C" __global__ void gelu_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::gelu_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
+extern "C" __global__ void gelu_backward_cdf_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, long long n) {
+    gradcore::gelu_backward_cdf<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
 extern "C" __global__ void gelu_tanh_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::gelu_tanh_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void gelu_forward_float16(const gc_half* __restrict__ a0, long long a1, gc_half* __restrict__ out0, long long n) {
     gradcore::gelu_forward<gc_half, float>(a0, a1, out0, n);
 }
+extern "C" __global__ void gelu_forward_cdf_float16(const gc_half* __restrict__ a0, long long a1, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
+    gradcore::gelu_forward_cdf<gc_half, float>(a0, a1, out0, out1, n);
+}
 extern "C" __global__ void gelu_tanh_forward_float16(const gc_half* __restrict__ a0, long long a1, gc_half* __restrict__ out0, long long n) {
     gradcore::gelu_tanh_forward<gc_half, float>(a0, a1, out0, n);
+}
+extern "C" __global__ void erf_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::erf_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void mse_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, float scale, gc_half* __restrict__ out0, long long n) {
     gradcore::mse_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, scale, out0, n);
@@ -944,14 +1029,23 @@ extern "C" __global__ void where_backward_b_float32(const float* __restrict__ a0
 extern "C" __global__ void gelu_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::gelu_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
+extern "C" __global__ void gelu_backward_cdf_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, long long n) {
+    gradcore::gelu_backward_cdf<float, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
 extern "C" __global__ void gelu_tanh_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::gelu_tanh_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void gelu_forward_float32(const float* __restrict__ a0, long long a1, float* __restrict__ out0, long long n) {
     gradcore::gelu_forward<float, float>(a0, a1, out0, n);
 }
+extern "C" __global__ void gelu_forward_cdf_float32(const float* __restrict__ a0, long long a1, float* __restrict__ out0, float* __restrict__ out1, long long n) {
+    gradcore::gelu_forward_cdf<float, float>(a0, a1, out0, out1, n);
+}
 extern "C" __global__ void gelu_tanh_forward_float32(const float* __restrict__ a0, long long a1, float* __restrict__ out0, long long n) {
     gradcore::gelu_tanh_forward<float, float>(a0, a1, out0, n);
+}
+extern "C" __global__ void erf_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::erf_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void mse_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float scale, float* __restrict__ out0, long long n) {
     gradcore::mse_backward<float, float>(a0, a1, a2, a3, a4, a5, scale, out0, n);
@@ -1071,14 +1165,23 @@ extern "C" __global__ void where_backward_b_float64(const double* __restrict__ a
 extern "C" __global__ void gelu_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::gelu_backward<double, double>(a0, a1, a2, a3, out0, n);
 }
+extern "C" __global__ void gelu_backward_cdf_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, long long n) {
+    gradcore::gelu_backward_cdf<double, double>(a0, a1, a2, a3, a4, a5, out0, n);
+}
 extern "C" __global__ void gelu_tanh_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::gelu_tanh_backward<double, double>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void gelu_forward_float64(const double* __restrict__ a0, long long a1, double* __restrict__ out0, long long n) {
     gradcore::gelu_forward<double, double>(a0, a1, out0, n);
 }
+extern "C" __global__ void gelu_forward_cdf_float64(const double* __restrict__ a0, long long a1, double* __restrict__ out0, double* __restrict__ out1, long long n) {
+    gradcore::gelu_forward_cdf<double, double>(a0, a1, out0, out1, n);
+}
 extern "C" __global__ void gelu_tanh_forward_float64(const double* __restrict__ a0, long long a1, double* __restrict__ out0, long long n) {
     gradcore::gelu_tanh_forward<double, double>(a0, a1, out0, n);
+}
+extern "C" __global__ void erf_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::erf_backward<double, double>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void mse_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double scale, double* __restrict__ out0, long long n) {
     gradcore::mse_backward<double, double>(a0, a1, a2, a3, a4, a5, scale, out0, n);

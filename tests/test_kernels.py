@@ -282,12 +282,16 @@ DOMAINS = {
     "nll_coef": [_uniform(0.0, 2.0), _grid(0.0, 3.0, 7.5)],
     "gelu_forward": [_uniform(-4.0, 4.0)],
     "gelu_tanh_forward": [_uniform(-4.0, 4.0)],
+    "gelu_backward_cdf": [_normal, _uniform(-4.0, 4.0), _uniform(0.0, 1.0)],
+    "gelu_forward_cdf": [_uniform(-4.0, 4.0)],
+    "erf_backward": [_normal, _uniform(-3.0, 3.0)],
 }
 # gelu_tanh_backward's 1 - tanh(u)^2 cancels where |u| > 2: a one-ulp difference between
 # the C library's tanhf and NumPy's float32 tanh becomes ~1e-6 absolute (of results ~1)
 LOOSER_ATOL = {"gelu_tanh_backward": {"float32": 5e-6},
                # erf(u) + 1 and tanh(u) + 1 cancel where u < -2: an ulp of erff/tanhf
-               "gelu_forward": {"float32": 1e-6}, "gelu_tanh_forward": {"float32": 1e-6}}
+               "gelu_forward": {"float32": 1e-6}, "gelu_tanh_forward": {"float32": 1e-6},
+               "gelu_forward_cdf": {"float32": 1e-6}}
 # the scalars of the kernels that take some
 SCALARS = {"mse_backward": (2 / 7,)}
 

@@ -9,6 +9,8 @@ keeps the answer:
   generated or hand-written CUDA kernel (:mod:`.device`);
 * on the CPU, the kernel's NumPy twin: generated from the expression (:mod:`.twin`), or
   a faster twin with the same meaning written beside it (``cpu=`` in :mod:`.pointwise`);
+  float16 computed in float32 where the declaration says so (``upcast``), as PyTorch
+  computes half ops;
 * on a CUDA device without them (``GRADCORE_CUDA_KERNELS=0``, or after the compiler
   failed: :func:`.device.fall_back` flips ``math.use_device_kernels(False)``), the same
   expressions over CuPy's ufuncs.
@@ -16,9 +18,13 @@ keeps the answer:
 Where each name is declared:
 
 * :mod:`.pointwise`: pointwise kernels (``tanh_backward``, ``gelu_forward``, ...; each
-  takes ``out=``), their in-place forms (``tanh_backward_``);
-* :mod:`.rows`: row kernels (softmax, cross-entropy, layer_norm, ``mul_sum_rows``) and
-  ``mul_sum_to``'s one-pass form on a device;
+  takes ``out=``), their in-place forms (``tanh_backward_``), and forwards that keep a
+  value for their backward where that pays (``gelu_forward_keep``: ``KEEPING``);
+* :mod:`.rows`: the row formulas the ops call (``softmax_backward(g, y, axis)``,
+  ``layer_norm_backward``, ``cross_entropy_backward``, ...: ``FORMULAS``), each written
+  once over a namespace and served here over the array namespace, or as one launch of
+  its row kernel where that applies; the row kernels themselves (softmax, cross-entropy,
+  layer_norm, ``mul_sum_rows``) and ``mul_sum_to``'s one-pass form on a device;
 * :mod:`.updates`: the optimizers' updates (``sgd_update``, ``adam_update``) and their
   single-kernel steps (``sgd_step``, ``adam_step``, ...).
 
@@ -45,8 +51,116 @@ def _pointwise(math, name):
     if math.device_kernels:
         return device.pointwise(math, k)
     if math.xp is np:
-        return pointwise.cpu_twin(name)
-    return twin.expression(k, pointwise.namespace_names(math))
+        fn = pointwise.cpu_twin(name)
+    else:
+        fn = twin.expression(k, pointwise.namespace_names(math))
+    if k.upcast is None:
+        return fn
+    return _upcasting(math, fn, tuple(range(len(k.params))), k.params.index(k.upcast))
+
+
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+
+
+def _upcasting(math, fn, positions, like, rounded=None):
+    """``fn`` computing float16 arrays in float32 (the type PyTorch computes half ops
+    in): the arguments at ``positions`` cast up, the results (the first ``rounded``)
+    rounded back to the dtype of argument ``like``; results that NumPy makes scalars
+    (0-d) come back as arrays. ``out=`` is passed on where nothing is upcast."""
+    ndarray = math.ndarray
+
+    def run(*args, **out):
+        for i in positions:
+            a = args[i]
+            if a is not None and a.dtype == _F16:
+                break
+        else:  # nothing to upcast (the usual case)
+            out = fn(*args, **out)
+            if type(out) is ndarray:
+                return out
+            if type(out) is tuple:
+                return tuple(o if o is None or type(o) is ndarray else math.asarray(o)
+                             for o in out)
+            return math.asarray(out)
+        dt = args[like].dtype
+        args = list(args)
+        for i in positions:
+            if args[i] is not None and args[i].dtype == _F16:
+                args[i] = args[i].astype(_F32)
+        out = fn(*args)
+        if type(out) is tuple:
+            n = len(out) if rounded is None else rounded
+            return tuple(_array(math, o, dt if j < n else None) for j, o in enumerate(out))
+        return _array(math, out, dt)
+
+    run.__name__ = getattr(fn, "__name__", "kernel")
+    run.__wrapped__ = fn
+    return run
+
+
+def _array(math, a, dtype):
+    if a is None:
+        return a
+    if type(a) is not math.ndarray:
+        a = math.asarray(a)
+    return a if dtype is None else a.astype(dtype, copy=False)
+
+
+def _formula(math, name):
+    """A formula of :mod:`.rows` over ``math``: one row-kernel launch where its
+    declaration says one applies (a device with kernels), else the formula itself over
+    the namespace (float16 in float32). (Decided at each call: ``gradcore.profile``
+    turns ``device_kernels`` on over the CPU, whose row kernels are their twins.)"""
+    f = rows.FORMULAS[name]
+    plain = _upcasting(math, functools.partial(f.fn, math), f.upcast,
+                       f.upcast[0] if f.upcast else None, f.rounded)
+    fn, upcast = functools.partial(f.fn, math), f.upcast
+    kernel, launch = f.kernel, f.launch
+    ndarray = math.ndarray
+
+    def run(*args, out=None):
+        if launch is not None and math.device_kernels:
+            kernels = (getattr(math, kernel) if isinstance(kernel, str) else
+                       tuple(getattr(math, k) for k in kernel))
+            result = launch(kernels, *args)
+            if result is not None:
+                return result
+        for i in upcast:
+            a = args[i]
+            if a is not None and a.dtype == _F16:
+                return plain(*args)
+        if out is not None and out.dtype != _F16 and \
+                all(args[i] is None or args[i].dtype == out.dtype for i in upcast):
+            return fn(*args, out=out)  # (nothing to upcast: into `out`)
+        result = fn(*args)  # (nothing to upcast: the usual case, without plain's call)
+        if type(result) is ndarray:
+            return result
+        if type(result) is tuple:
+            return tuple(o if o is None or type(o) is ndarray else math.asarray(o)
+                         for o in result)
+        return math.asarray(result)
+
+    run.__name__ = name
+    return run
+
+
+def _keeping(math, name):
+    keeping, plain = pointwise.KEEPING[name]
+    k = pointwise.KERNELS[keeping]
+    # the value kept stays in float32 for float16 (the backward computes in float32)
+    fn = pointwise.cpu_twin(keeping) if math.xp is np else \
+        twin.expression(k, pointwise.namespace_names(math))
+    keep = _upcasting(math, fn, tuple(range(len(k.params))), k.params.index(k.upcast),
+                      rounded=1)
+
+    def run(*args):  # (decided at each call, as _formula)
+        if math.device_kernels:
+            return getattr(math, plain)(*args), None
+        return keep(*args)
+
+    run.__name__ = name
+    return run
 
 
 def _inplace(math, name):
@@ -87,7 +201,9 @@ def _update(math, name):
 _PROVIDERS = {
     **dict.fromkeys(pointwise.KERNELS, _pointwise),
     **dict.fromkeys(pointwise.INPLACE_CPU, _inplace),
+    **dict.fromkeys(pointwise.KEEPING, _keeping),
     **dict.fromkeys(rows.TWINS, _row),
+    **dict.fromkeys(rows.FORMULAS, _formula),
     "mul_sum_to": _mul_sum_to,
     **dict.fromkeys(updates.UPDATE_KERNELS, _update_step),
     **dict.fromkeys(updates.ENTRIES, _update),
@@ -99,7 +215,8 @@ NAMES = frozenset(_PROVIDERS)  # every name the registry answers
 def declarations() -> dict:
     """Each kernel's declaration by name (a ``Kernel`` or ``Update``, or the NumPy
     function of an update or a row kernel), from the tables as they are now: what
-    :mod:`gradcore.profile` counts as one launch."""
+    :mod:`gradcore.profile` counts as one launch. (The formulas of :mod:`.rows` and the
+    forwards of ``pointwise.KEEPING`` are not kernels: they count as what they call.)"""
     return {**pointwise.INPLACE_CPU, **rows.TWINS, **updates.UPDATES,
             **updates.UPDATE_KERNELS, **pointwise.KERNELS}
 

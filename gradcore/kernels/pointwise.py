@@ -121,6 +121,22 @@ def sliced(fn, *bound):
 _relu_backward_into = sliced(lambda out, g, y: np.multiply(g, y != 0, out=out))
 
 
+# gelu's pieces, each written once (forward and backward use them)
+_GELU_KAPPA = 0.044715
+_GELU_BETA = 0.7978845608028654  # sqrt(2 / pi)
+_GELU_CDF = "(erf(x * 0.7071067811865476) + 1) * 0.5"  # Phi(x)
+_GELU_PDF = "exp(x * x * -0.5) * 0.3989422804014327"  # the normal density
+_GELU_GRAD = "g * (cdf + x * pdf)"  # over the locals cdf and pdf
+# tanh(sqrt(2 / pi) * (x + 0.044715 x^3)), over the local x_sq = x * x
+_GELU_TANH = f"tanh((x + x_sq * x * {_GELU_KAPPA!r}) * {_GELU_BETA!r})"
+
+# Forwards that keep a value for their backward where that pays, by the name the ops
+# call: (the kernel giving the value kept as its last output, the kernel without it),
+# results ``(out, kept)``, ``kept`` None where it does not pay: a device with kernels,
+# whose backward recomputes Phi(x) in its one launch. On the CPU an erf costs seven
+# times the copy (4M float32: a backward of 118 ms recomputing it, 22 ms keeping it).
+KEEPING = {"gelu_forward_keep": ("gelu_forward_cdf", "gelu_forward")}
+
 KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("tanh_backward", ("g", "y"), "g * (1 - y * y)"),
     Kernel("sigmoid_backward", ("g", "y"), "g * (y * (1 - y))"),
@@ -154,23 +170,30 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in [
     Kernel("where_backward_b", ("g", "c"), "where(c, 0, g)", masks=("c",),
            cpu=_where_backward_b_cpu),
     # PyTorch's formulas (GeluBackward0): cdf(x) + x * pdf(x), and the derivative of the
-    # tanh approximation
-    Kernel("gelu_backward", ("g", "x"), "g * (cdf + x * pdf)", lets=(
-        ("cdf", "(erf(x * 0.7071067811865476) + 1) * 0.5"),
-        ("pdf", "exp(x * x * -0.5) * 0.3989422804014327"))),
+    # tanh approximation; float16 computed in float32 (upcast) everywhere
+    Kernel("gelu_backward", ("g", "x"), _GELU_GRAD,
+           lets=(("cdf", _GELU_CDF), ("pdf", _GELU_PDF)), upcast="x"),
+    # ... with Phi(x) kept by the forward (gelu_forward_cdf, see KEEPING)
+    Kernel("gelu_backward_cdf", ("g", "x", "cdf"), _GELU_GRAD,
+           lets=(("pdf", _GELU_PDF),), upcast="x"),
     Kernel("gelu_tanh_backward", ("g", "x"), "g * (left + x * 0.5 * right * inner_d)", lets=(
         ("x_sq", "x * x"),
-        ("th", "tanh((x + x_sq * x * 0.044715) * 0.7978845608028654)"),
+        ("th", _GELU_TANH),
         ("left", "(th + 1) * 0.5"),
         ("right", "1 - th * th"),
-        ("inner_d", "(x_sq * 0.134145 + 1) * 0.7978845608028654"))),
-    # ... and their forwards, in the operations of ops.activation.gelu (used on devices
-    # with kernels: one launch instead of five or six)
-    Kernel("gelu_forward", ("x",), "(erf(x * 0.7071067811865476) + 1) * 0.5 * x"),
-    Kernel("gelu_tanh_forward", ("x",),
-           "(tanh((x * x * x * 0.044715 + x) * 0.7978845608028654) + 1) * 0.5 * x"),
+        ("inner_d", f"(x_sq * {3 * _GELU_KAPPA!r} + 1) * {_GELU_BETA!r}")), upcast="x"),
+    # ... and their forwards
+    Kernel("gelu_forward", ("x",), f"{_GELU_CDF} * x", upcast="x"),
+    Kernel("gelu_forward_cdf", ("x",), ("cdf * x", "cdf"), lets=(("cdf", _GELU_CDF),),
+           upcast="x"),
+    Kernel("gelu_tanh_forward", ("x",), f"({_GELU_TANH} + 1) * 0.5 * x",
+           lets=(("x_sq", "x * x"),), upcast="x"),
+    # erf's derivative, 2 / sqrt(pi) * exp(-x * x)
+    Kernel("erf_backward", ("g", "x"), "g * (exp(-(x * x)) * 1.1283791670955126)",
+           upcast="x"),
     # mse_loss: 2 * (x - y) * g, divided by the count for "mean" (scale = 2 or 2 / n)
-    Kernel("mse_backward", ("g", "x", "y"), "(x - y) * (g * scale)", scalars=("scale",)),
+    Kernel("mse_backward", ("g", "x", "y"), "(x - y) * (g * scale)", scalars=("scale",),
+           upcast="x"),
     # nll_loss's gradient coefficients from the targets' weights for "mean": -wt / total
     # (no gradient when nothing is counted)
     Kernel("nll_coef", ("wt", "total"), "where(total != 0, -wt / total, 0)"),
@@ -196,6 +219,7 @@ def namespace_names(math) -> dict:
     names["erf"] = math.erf
     names["sign"] = math.sign
     return names
+
 
 
 def composite(namespace: dict) -> dict:

@@ -1,120 +1,203 @@
-"""Row kernels (softmax, cross-entropy, layer_norm) and the fused unbroadcasting
-product: their NumPy twins and their declarations.
+"""Row formulas (softmax, log_softmax, layer_norm, cross-entropy), the row kernels
+that fuse them on a device, and the fused unbroadcasting product.
 
-The kernels of ``kernels/gradcore_rows.cuh`` are not one expression per element: a
-softmax backward needs a sum over each row, the gradient of a row-broadcast factor a
-sum over the rows. Each is written by hand once in CUDA C (declared parameter by
-parameter in :data:`ROW_KERNELS` below) and once here over an array module; the tests
-run the CUDA source through the host build against these twins. The registry
-(:mod:`gradcore.kernels`) gives an array namespace each function of :data:`TWINS`: the
-twin over its array module, or one launch (:mod:`.device`) where it has device kernels.
-Rows are the last axis of a C-contiguous array; the ops call these only for a reduction
-over the last axis.
+A softmax backward needs a sum over each row, the gradient of a row-broadcast factor a
+sum over the rows: not one expression per element. Each such formula is written once
+here, over a namespace ``F`` (an array module, an array namespace, or
+``gradcore.ops.tensor_math``: its tensors make the same lines differentiable), for any
+axis; :data:`FORMULAS` says how the registry (:mod:`gradcore.kernels`) serves it: float16
+computed in float32 on array namespaces, and one launch of a hand-written CUDA kernel
+(``kernels/gradcore_rows.cuh``, declared parameter by parameter in :data:`ROW_KERNELS`)
+where one applies (rows along the last axis of a C-contiguous array). The kernels'
+twins, :data:`TWINS`, are the same formulas over the last axis of 2-D arrays; the tests
+run the CUDA source through the host build against them.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from .spec import RowKernel
 
-__all__ = ["TWINS", "ROW_KERNELS", "row_block"]
+__all__ = ["FORMULAS", "TWINS", "ROW_KERNELS", "row_block"]
 
 
-def softmax_backward_rows(xp, g, y):
-    """``g * y - y * sum(g * y)`` over the last axis (``y`` the softmax output)."""
-    gy = g * y
-    gy -= y * gy.sum(axis=-1, keepdims=True)
-    return gy
+# ---- the formulas, each written once ------------------------------------------------
+# Over a namespace ``F``: an array module, an array namespace (``ArrayMath``) or
+# ``gradcore.ops.tensor_math`` (tensors, differentiable: second derivatives come from
+# the same lines). The registry serves each name of :data:`FORMULAS` on an array
+# namespace (float16 computed in float32 where declared, one row-kernel launch where
+# :data:`FORMULAS` says one applies), and ``tensor_math`` the same function over tensors.
+# Reductions are methods (``a.sum(axis=..., keepdims=True)``), which arrays and tensors
+# share and which cost less than NumPy's functions.
+def softmax_forward(F, x, axis, log):
+    """softmax (or log_softmax) over ``axis`` of an array ``x``, without overflow: a row
+    of -inf, or one holding +inf, gives NaN as in PyTorch (inf - inf)."""
+    if x.size == 0:
+        return x.copy()
+    out = _fresh(F, x - x.max(axis=axis, keepdims=True))  # (arrays: updated in place)
+    if log:
+        out -= F.log(F.exp(out).sum(axis=axis, keepdims=True))
+    else:
+        F.exp(out, out=out)
+        out /= out.sum(axis=axis, keepdims=True)
+    return out
 
 
-def log_softmax_backward_rows(xp, g, y):
-    """``g - exp(y) * sum(g)`` over the last axis (``y`` the log-probabilities)."""
-    return g - xp.exp(y) * g.sum(axis=-1, keepdims=True)
+def softmax_backward(F, g, y, axis, out=None):
+    """``g * y - y * sum(g * y)`` over ``axis`` (``y`` the softmax output). ``out``: an
+    array the result may be written into, ``g`` itself where the engine owns it (arrays
+    only: on NumPy a new array costs more than the rest, its pages being new)."""
+    gy = _fresh(F, F.multiply(g, y, out=out))
+    return F.subtract(gy, y * gy.sum(axis=axis, keepdims=True), out=gy)
 
 
-def softmax_xent_backward(xp, logp, target, g, coef):
+def log_softmax_backward(F, g, y, axis, out=None):
+    """``g - exp(y) * sum(g)`` over ``axis`` (``y`` the log-probabilities; ``out`` as
+    :func:`softmax_backward`'s)."""
+    e = _fresh(F, F.exp(y))
+    e = F.multiply(e, g.sum(axis=axis, keepdims=True), out=e)
+    return F.subtract(g, e, out=e if out is None else out)
+
+
+def layer_norm_forward(F, x, w, b, axes, eps, inv_n):
+    """layer_norm over ``axes`` of an array ``x``: ``(y, mean, rstd)``, the statistics
+    kept with their axes (biased variance)."""
+    mean = x.sum(axis=axes, keepdims=True) * inv_n
+    xc = _fresh(F, x - mean)  # (arrays: updated in place)
+    rstd = 1.0 / F.sqrt((xc * xc).sum(axis=axes, keepdims=True) * inv_n + eps)
+    xc *= rstd
+    if w is not None:
+        xc *= w
+    if b is not None:
+        xc += b
+    return xc, mean, rstd
+
+
+def layer_norm_backward(F, g, x, w, mean, rstd, axes, lead, inv_n, eps, need_x, need_params):
+    """layer_norm's gradients (``NativeLayerNormBackward0``), those asked for (else
+    None): the input's, ``rstd * (gh - mean(gh) - xhat * mean(gh * xhat))`` with
+    ``gh = g * w``, and the weight's and bias's, ``sum(g * xhat)`` and ``sum(g)`` over
+    the ``lead`` axes. (``eps``: for tensors, whose namespace recomputes the statistics
+    from ``x``, differentiably.)"""
+    xhat = _fresh(F, x - mean)
+    xhat = F.multiply(xhat, rstd, out=xhat)
+    gx = dw = db = None
+    if need_x:
+        gh = g * w if w is not None else g
+        a = gh.sum(axis=axes, keepdims=True) * inv_n
+        bb = (gh * xhat).sum(axis=axes, keepdims=True) * inv_n
+        gx = _fresh(F, gh - a)
+        gx = F.subtract(gx, xhat * bb, out=gx)
+        gx = F.multiply(gx, rstd, out=gx)
+    if need_params:
+        if lead:
+            dw, db = (g * xhat).sum(axis=lead), g.sum(axis=lead)
+        else:  # (g * 1: a new array, -0.0 kept)
+            dw, db = g * xhat, g * 1
+    return gx, dw, db
+
+
+def softmax_xent_backward(F, logp, target, g, coef):
     """The input gradient of ``nll_loss(log_softmax(x, 1), target)`` from the saved
     log-probabilities ``logp`` (rows x classes): with ``v = g * coef`` per row,
     ``one_hot(target) * v - exp(logp) * v``, in the operations the two backward steps
-    do one after the other (the one-hot row sums to ``v`` exactly)."""
+    do one after the other (the one-hot row sums to ``v`` exactly; ``v`` in the loss's
+    dtype, as nll_loss's step computes it)."""
     v = (g * coef)[:, None]
-    out = xp.exp(logp) * v
-    xp.subtract(0, out, out=out)  # 0 - e * v: +0.0 where v is 0, as the two steps give
-    rows = xp.arange(logp.shape[0])
+    out = F.exp(logp) * v
+    F.subtract(0, out, out=out)  # 0 - e * v: +0.0 where v is 0, as the two steps give
+    rows = F.arange(logp.shape[0])
     out[rows, target] = v[:, 0] + out[rows, target]
     return out
 
 
-def softmax_xent_forward(xp, x, target, weight, ignore_index):
+def softmax_xent_forward(F, x, target, weight, ignore_index):
     """cross_entropy's forward for class targets over the rows of ``x``: ``(logp, loss,
     wt, tsafe)``: the log-probabilities (log_softmax's operations), each row's target
     weight (0 where ignored), loss ``-(logp[t] * wt)`` (0 where ignored; computed in
     float32 for float16, as nll_loss does) and the targets with ignored ones made 0."""
     acc = _acc(x.dtype)
-    w = x.astype(acc)
-    shifted = w - w.max(axis=1, keepdims=True)
-    logp = (shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))).astype(x.dtype)
+    logp = softmax_forward(F, x.astype(acc), 1, True).astype(x.dtype)
     valid = target != ignore_index
-    tsafe = xp.where(valid, target, 0).astype(np.int64)
+    tsafe = F.where(valid, target, 0).astype(np.int64)
     if weight is None:
         wt = valid.astype(acc)
     else:
-        wt = xp.where(valid, weight.astype(acc)[tsafe], 0).astype(acc)
-    picked = logp[xp.arange(x.shape[0]), tsafe].astype(acc)
-    loss = xp.where(valid, -(picked * wt), 0).astype(acc)
+        wt = F.where(valid, weight.astype(acc)[tsafe], 0).astype(acc)
+    picked = logp[F.arange(x.shape[0]), tsafe].astype(acc)
+    loss = F.where(valid, -(picked * wt), 0).astype(acc)
     return logp, loss, wt, tsafe
 
 
-def softmax_forward_rows(xp, x, log):
-    """softmax (or log_softmax) over the last axis of a 2-D ``x``, in the operations of
-    ``ops.activation`` (float16 computed in float32)."""
-    w = x.astype(_acc(x.dtype))
-    out = w - w.max(axis=1, keepdims=True)
-    if log:
-        out = out - xp.log(xp.exp(out).sum(axis=1, keepdims=True))
-    else:
-        out = xp.exp(out)
-        out = out / out.sum(axis=1, keepdims=True)
-    return out.astype(x.dtype)
+def log_sigmoid(F, x):
+    """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))`` without overflow."""
+    return F.minimum(x, 0) - F.log1p(F.exp(-F.abs(x)))
+
+
+def bce_logits_backward(F, g, x, y, pw, need_x, need_y):
+    """binary_cross_entropy_with_logits's gradients (those asked for, else None):
+    ``dx = (sigmoid(x) * (pw * y + 1 - y) - pw * y) * g`` (``sigmoid(x) - y`` without
+    ``pos_weight``), ``dy = (log_sigmoid(-x) - pw * log_sigmoid(x)) * g`` (``-x``)."""
+    gx = gy = None
+    if need_x:
+        sig = F.sigmoid(x)
+        gx = (sig - y) * g if pw is None else (sig * (pw * y + 1 - y) - pw * y) * g
+    if need_y:
+        gy = -x * g if pw is None else (F.log_sigmoid(-x) - pw * F.log_sigmoid(x)) * g
+    return gx, gy
+
+
+def _fresh(F, a):
+    """``a`` as an array that may be updated in place (NumPy gives scalars for 0-d)."""
+    return a if type(a) is F.ndarray else F.asarray(a)
 
 
 def _acc(dtype):
     return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
 
 
+def _up(a):
+    return a.astype(np.float32) if a is not None and a.dtype == np.float16 else a
+
+
+# ---- the twins of the row kernels: the formulas above over the last axis of 2-D arrays
+# (float16 computed in float32, as the kernels do), which the tests compare the CUDA
+# kernels with
+def softmax_backward_rows(xp, g, y):
+    return softmax_backward(xp, g, y, -1)
+
+
+def log_softmax_backward_rows(xp, g, y):
+    return log_softmax_backward(xp, g, y, -1)
+
+
+def softmax_forward_rows(xp, x, log):
+    return softmax_forward(xp, _up(x), 1, log).astype(x.dtype)
+
+
 def layer_norm_forward_rows(xp, x, w, b, eps, inv_n):
-    """layer_norm over the rows of a 2-D ``x``: ``(y, mean, rstd)`` in the operations
-    of ``ops.activation.layer_norm`` (float16 computed in float32)."""
     acc = _acc(x.dtype)
-    v = x.astype(acc)
-    mean = v.sum(axis=1) * acc.type(inv_n)
-    xc = v - mean[:, None]
-    rstd = acc.type(1) / xp.sqrt((xc * xc).sum(axis=1) * acc.type(inv_n) + acc.type(eps))
-    y = xc * rstd[:, None]
-    if w is not None:
-        y = y * w.astype(acc)
-    if b is not None:
-        y = y + b.astype(acc)
-    return y.astype(x.dtype), mean, rstd
+    y, mean, rstd = layer_norm_forward(xp, x.astype(acc), _up(w), _up(b), 1, acc.type(eps),
+                                       acc.type(inv_n))
+    return y.astype(x.dtype), mean[:, 0], rstd[:, 0]
 
 
 def layer_norm_backward_rows(xp, g, x, w, mean, rstd, inv_n):
-    """layer_norm's input gradient over the rows (``NativeLayerNormBackward0``)."""
     acc = _acc(x.dtype)
-    xhat = (x.astype(acc) - mean[:, None]) * rstd[:, None]
-    gh = g.astype(acc) * w.astype(acc) if w is not None else g.astype(acc)
-    a = gh.sum(axis=1, keepdims=True) * acc.type(inv_n)
-    bb = (gh * xhat).sum(axis=1, keepdims=True) * acc.type(inv_n)
-    return ((gh - a - xhat * bb) * rstd[:, None]).astype(x.dtype)
+    gx, _, _ = layer_norm_backward(xp, g.astype(acc), x.astype(acc), _up(w), mean[:, None],
+                                   rstd[:, None], 1, (0,), acc.type(inv_n), None, True,
+                                   False)
+    return gx.astype(x.dtype)
 
 
 def layer_norm_param_grads(xp, g, x, mean, rstd):
-    """``(sum(g * xhat), sum(g))`` over the rows: layer_norm's weight and bias grads."""
     acc = _acc(x.dtype)
-    xhat = (x.astype(acc) - mean[:, None]) * rstd[:, None]
-    gv = g.astype(acc)
-    return (gv * xhat).sum(axis=0).astype(x.dtype), gv.sum(axis=0).astype(x.dtype)
+    _, dw, db = layer_norm_backward(xp, g.astype(acc), x.astype(acc), None, mean[:, None],
+                                    rstd[:, None], 1, (0,), None, None, False, True)
+    return dw.astype(x.dtype), db.astype(x.dtype)
 
 
 def mul_sum_rows(xp, g, x):
@@ -127,6 +210,101 @@ TWINS = {f.__name__: f for f in (softmax_backward_rows, log_softmax_backward_row
                                   softmax_forward_rows,
                                   layer_norm_forward_rows, layer_norm_backward_rows,
                                   layer_norm_param_grads, mul_sum_rows)}
+
+
+# ---- what the registry serves -----------------------------------------------------
+_FLOATS = ("float16", "float32", "float64")
+
+
+def _last_axis(kernel, g, y, axis, out=None):
+    if axis is not None and axis == y.ndim - 1 and y.dtype.name in _FLOATS:
+        return kernel(g, y)  # one launch, a block per row
+    return None
+
+
+def _rows_2d(kernel, *args):
+    return kernel(*args)  # (the pair's log-probabilities are 2-D)
+
+
+def _softmax_forward_launch(kernel, x, axis, log):
+    if axis is not None and axis == x.ndim - 1 and x.size and x.dtype.name in _FLOATS:
+        cols = x.shape[-1]  # one launch, a block per row
+        return kernel(x.reshape(-1, cols), log).reshape(x.shape)
+    return None
+
+
+def _ln_applies(x, *params):
+    """Whether layer_norm's row kernels apply: a floating input with elements, and the
+    parameters of its dtype."""
+    return x.size and x.dtype.name in _FLOATS and \
+        all(p is None or p.dtype == x.dtype for p in params)
+
+
+def _ln_forward_launch(kernel, x, w, b, axes, eps, inv_n):
+    if not _ln_applies(x, w, b):
+        return None
+    k = len(axes)  # the trailing axes: one launch, a block per row
+    cols = int(np.prod(x.shape[x.ndim - k:], dtype=np.int64))
+    y, mean, rstd = kernel(x.reshape(-1, cols), None if w is None else w.reshape(-1),
+                           None if b is None else b.reshape(-1), eps, inv_n)
+    keep = x.shape[:x.ndim - k] + (1,) * k
+    return y.reshape(x.shape), mean.reshape(keep), rstd.reshape(keep)
+
+
+def _ln_backward_launch(kernels, g, x, w, mean, rstd, axes, lead, inv_n, eps, need_x,
+                        need_params):
+    """One launch for the input's gradient, one for both parameters'."""
+    if not _ln_applies(x, w) or mean.dtype != _acc(x.dtype):
+        return None
+    cols = x.size // mean.size
+    g2, x2, mean, rstd = (g.reshape(-1, cols), x.reshape(-1, cols), mean.reshape(-1),
+                          rstd.reshape(-1))
+    gx = dw = db = None
+    if need_x:
+        gx = kernels[0](g2, x2, None if w is None else w.reshape(-1), mean, rstd,
+                        inv_n).reshape(x.shape)
+    if need_params:
+        dw, db = kernels[1](g2, x2, mean, rstd)
+        pshape = x.shape[len(lead):]
+        dw, db = dw.reshape(pshape), db.reshape(pshape)
+    return gx, dw, db
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A formula of this module as the registry serves it on array namespaces:
+    ``upcast``, the positions of the arguments (after ``F``) computed in float32 when
+    they are float16, the results (the first ``rounded`` of them) rounded back to the
+    first one's dtype; ``kernel``, the row kernel of :data:`ROW_KERNELS` (or a tuple of
+    them) that ``launch(kernel, *args)`` runs on a device with kernels where it applies
+    (None where it does not: then the formula runs). An ``out=`` argument (an array
+    the result may be written into) is honoured where nothing is upcast."""
+
+    fn: object
+    upcast: tuple[int, ...] = ()
+    kernel: str | tuple[str, ...] | None = None
+    launch: object = None
+    rounded: int | None = None
+
+
+FORMULAS = {
+    "softmax_forward": Formula(softmax_forward, (0,), "softmax_forward_rows",
+                               _softmax_forward_launch),
+    "softmax_backward": Formula(softmax_backward, (0, 1), "softmax_backward_rows",
+                                _last_axis),
+    "log_softmax_backward": Formula(log_softmax_backward, (0, 1),
+                                    "log_softmax_backward_rows", _last_axis),
+    "layer_norm_forward": Formula(layer_norm_forward, (0, 1, 2), "layer_norm_forward_rows",
+                                  _ln_forward_launch, rounded=1),  # (stats in float32)
+    "layer_norm_backward": Formula(layer_norm_backward, (1, 0, 2),
+                                   ("layer_norm_backward_rows", "layer_norm_param_grads"),
+                                   _ln_backward_launch),
+    # (only logp computed in float32: g * coef in the loss's dtype, as nll_loss's step)
+    "cross_entropy_backward": Formula(softmax_xent_backward, (0,), "softmax_xent_backward",
+                                      _rows_2d),
+    "log_sigmoid": Formula(log_sigmoid),
+    "bce_logits_backward": Formula(bce_logits_backward, (1, 0, 2, 3)),
+}
 
 
 def row_block(cols: int) -> int:

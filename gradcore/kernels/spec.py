@@ -30,6 +30,10 @@ class Kernel:
     scalars: tuple[str, ...] = ()  # numbers passed by value, after the arrays
     masks: tuple[str, ...] = ()    # the params that are boolean arrays
     lets: tuple[tuple[str, str], ...] = ()  # local values (name, expression), in order
+    # on array namespaces, float16 arrays computed in float32 and the results rounded to
+    # the dtype of the parameter named here (PyTorch computes half ops in float32); the
+    # CUDA body computes float16 in float32 anyway, and tensors are not upcast
+    upcast: str | None = None
 
     @property
     def exprs(self) -> tuple[str, ...]:

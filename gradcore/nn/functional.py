@@ -195,6 +195,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     t = target if isinstance(target, Tensor) else as_tensor(target)
     if label_smoothing == 0.0 and _rows_apply(input, t, weight):
         return _act.cross_entropy_rows(input, t, weight, ignore_index, reduction)
+    if label_smoothing == 0.0 and input.ndim == 2 and t._data.dtype.kind != "f":
+        # one backward step for the pair (only nll_loss reads the log-probabilities)
+        return _act.cross_entropy_classes(input, t, weight, ignore_index, reduction)
     logp = _act.log_softmax(input, class_dim)
     wshape = [1] * input.ndim
     wshape[class_dim] = n_classes
@@ -203,7 +206,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                              label_smoothing)
     nll = _act.nll_loss(logp, t, weight, ignore_index, reduction)
     if label_smoothing == 0.0:
-        _act.fuse_cross_entropy(nll, logp)  # only nll reads logp
         return nll
     ignore_mask = t == ignore_index
     if weight is not None:

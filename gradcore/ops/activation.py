@@ -6,10 +6,12 @@ would record five to ten nodes each; as primitives they record one, with PyTorch
 name and derivative formula (``SoftmaxBackward0``: ``g*y - y*sum(g*y)``), and run
 their forward in a few array passes.
 
-Each op is one stanza, as in :mod:`.pointwise`: the node (its ``apply(F, g)`` written
-once over ``F``: arrays for a plain backward, tensors when ``create_graph=True``, so
-that second derivatives come from the same formula) followed by the forward.  float16
-inputs compute in float32 and round the result back, as PyTorch's CPU kernels do.
+Each op is one stanza, as in :mod:`.pointwise`: the node (its ``apply(F, g)`` one call
+of a formula written once: ``F.softmax_backward(g, y, axis)``, over arrays for a plain
+backward, over tensors when ``create_graph=True``, so that second derivatives come from
+the same formula) followed by the forward. The formulas live in
+:mod:`gradcore.kernels` (``rows`` and ``pointwise``), which also decides, per device,
+whether one kernel launch runs them and computes float16 in float32 as PyTorch does.
 """
 
 from __future__ import annotations
@@ -43,11 +45,6 @@ _ndarray = np.ndarray
 _f16 = np.dtype(np.float16)
 _f32 = np.dtype(np.float32)
 
-_SQRT1_2 = 0.7071067811865476            # 1 / sqrt(2)
-_TWO_OVER_SQRT_PI = 1.1283791670955126   # 2 / sqrt(pi): erf'(0)
-_INV_SQRT_2PI = 0.3989422804014327       # 1 / sqrt(2 pi): the normal density at 0
-_GELU_BETA = 0.7978845608028654          # sqrt(2 / pi)
-_GELU_KAPPA = 0.044715
 
 
 def _up(a):
@@ -73,56 +70,13 @@ def _floating(x: Tensor, op: str, dtype=None) -> Tensor:
 
 # ---- softmax / log_softmax ----------
 class SoftmaxBackward0(Node):
-    """``g * y - y * sum(g * y, dim)``."""
+    """``g * y - y * sum(g * y, dim)`` (``kernels.rows.softmax_backward``)."""
 
     fresh_grads = True
+    writes_into_grad = True  # on NumPy a new array costs more than the formula
 
-    def apply(self, F, g):
-        y = self.output(F)
-        axis = self.axis
-        if F.device_kernels and axis is not None and axis == y.ndim - 1:
-            return (F.softmax_backward_rows(g, y),)  # one launch, a block per row
-        if F.tensor_mode:
-            gy = g * y
-            return (gy - y * F.sum(gy, axis=axis, keepdims=True),)
-        dt = y.dtype
-        y, g = _up(y), _up(g)
-        gy = _fresh(F, g * y)
-        gy -= y * gy.sum(axis=axis, keepdims=True)
-        return (gy.astype(dt, copy=False),)
-
-    def apply_owned(self, F, g):
-        y = self.output(F)
-        if y.dtype == _f16 or g.dtype != y.dtype or F.device_kernels:
-            return self.apply(F, g)
-        F.multiply(g, y, out=g)
-        g -= y * g.sum(axis=self.axis, keepdims=True)
-        return (g,)
-
-
-def _softmax_fwd(xd, axis, log):
-    if xd.size == 0:
-        return xd.copy()
-    m = math_of(xd)
-    if m.device_kernels and axis is not None and axis == xd.ndim - 1 and \
-            xd.dtype.name in ("float16", "float32", "float64"):
-        cols = xd.shape[-1]  # one launch, a block per row
-        return m.softmax_forward_rows(xd.reshape(-1, cols), log).reshape(xd.shape)
-    w = _up(xd)
-    mx = w.max(axis=axis, keepdims=True)
-    # a row of -inf, or one holding +inf, gives NaN as in PyTorch (inf - inf); no test
-    # of the values here, which on a GPU would wait for them
-    return _softmax_shifted(m, w - mx, axis, log).astype(xd.dtype, copy=False)
-
-
-def _softmax_shifted(m, out, axis, log):
-    out = _fresh(m, out)
-    if log:
-        out -= m.log(m.exp(out).sum(axis=axis, keepdims=True))
-    else:
-        m.exp(out, out=out)
-        out /= out.sum(axis=axis, keepdims=True)
-    return out
+    def apply(self, F, g, out=None):
+        return (F.softmax_backward(g, self.output(F), self.axis, out=out),)
 
 
 def _softmax_op(x, dim, dtype, log, cls, op):
@@ -130,7 +84,7 @@ def _softmax_op(x, dim, dtype, log, cls, op):
     xd = x._data
     axis = normalize_dim(dim, xd.ndim, op)
     axis = axis if xd.ndim else None
-    out = _softmax_fwd(xd, axis, log)
+    out = math_of(xd).softmax_forward(xd, axis, log)
     if not (mode.enabled and x._rg):
         return wrap(out)
     return _record_softmax(out, cls, axis, x)
@@ -151,48 +105,13 @@ def softmax(x, dim, dtype=None):
 
 
 class LogSoftmaxBackward0(Node):
-    """``g - exp(y) * sum(g, dim)``.
-
-    ``premade`` is set by a ``NllLossBackward0`` fused with this node (inside
-    ``cross_entropy``, where nothing else sees the log-probabilities): that node has
-    already computed the input gradient in one kernel and passes it through here.
-    """
+    """``g - exp(y) * sum(g, dim)`` (``kernels.rows.log_softmax_backward``)."""
 
     fresh_grads = True
-    premade = None
+    writes_into_grad = True
 
-    def _premade(self, g):
-        made, self.premade = self.premade, None
-        if g is not made:  # only cross_entropy's nll_loss reads its log-probabilities
-            raise RuntimeError("internal error: the fused cross-entropy gradient was "
-                               "changed on its way to LogSoftmaxBackward0")
-        return (g,)
-
-    def apply(self, F, g):
-        if self.premade is not None:
-            return self._premade(g)
-        y = self.output(F)
-        axis = self.axis
-        if F.device_kernels and axis is not None and axis == y.ndim - 1:
-            return (F.log_softmax_backward_rows(g, y),)  # one launch, a block per row
-        if F.tensor_mode:
-            return (g - F.exp(y) * F.sum(g, axis=axis, keepdims=True),)
-        dt = y.dtype
-        y, g = _up(y), _up(g)
-        e = _fresh(F, F.exp(y))
-        e *= g.sum(axis=axis, keepdims=True)
-        return (F.subtract(g, e, out=e).astype(dt, copy=False),)
-
-    def apply_owned(self, F, g):
-        if self.premade is not None:
-            return self._premade(g)
-        y = self.output(F)
-        if y.dtype == _f16 or g.dtype != y.dtype or F.device_kernels:
-            return self.apply(F, g)
-        e = _fresh(F, F.exp(y))
-        e *= g.sum(axis=self.axis, keepdims=True)
-        g -= e
-        return (g,)
+    def apply(self, F, g, out=None):
+        return (F.log_softmax_backward(g, self.output(F), self.axis, out=out),)
 
 
 def log_softmax(x, dim, dtype=None):
@@ -202,22 +121,14 @@ def log_softmax(x, dim, dtype=None):
 
 # ---- erf / gelu ----------
 class ErfBackward0(Node):
-    """``g * 2 / sqrt(pi) * exp(-x * x)``."""
+    """``g * 2 / sqrt(pi) * exp(-x * x)`` (``kernels.pointwise``: erf_backward)."""
 
     fresh_grads = True
+    writes_into_grad = True
 
-    def apply(self, F, g):
+    def apply(self, F, g, out=None):
         (x,) = self.unpack(F)
-        if F.tensor_mode:
-            return (g * (F.exp(-(x * x)) * _TWO_OVER_SQRT_PI),)
-        dt = x.dtype
-        x = _up(x)
-        t = _fresh(F, x * x)
-        F.negative(t, out=t)
-        F.exp(t, out=t)
-        t *= _TWO_OVER_SQRT_PI
-        t *= g
-        return (t.astype(dt, copy=False),)
+        return (F.erf_backward(g, x, out=out),)
 
 
 def erf(x):
@@ -234,44 +145,21 @@ def erf(x):
     return record1(out, node, x)
 
 
-def _erf_of(F, x):
-    return erf(x) if F.tensor_mode else F.erf(x)
-
-
 class GeluBackward0(Node):
-    """PyTorch's formulas: ``cdf(x) + x * pdf(x)`` exactly, or the derivative of the
-    tanh approximation."""
+    """PyTorch's formulas (``kernels.pointwise``: gelu_backward, gelu_tanh_backward):
+    ``cdf(x) + x * pdf(x)`` exactly, or the derivative of the tanh approximation."""
 
     fresh_grads = True
-    # `out` holds (Phi(x),) from the forward of the exact form (arrays only): the engine
-    # frees it with the other saved values
+    # `out` holds (Phi(x),) where the exact forward kept it (gelu_forward_keep: the CPU):
+    # the engine frees it with the other saved values
 
     def apply(self, F, g):
         (x,) = self.unpack(F)
-        if F.device_kernels:  # one launch (computing float16 in float32)
-            if self.approximate == "tanh":
-                return (F.gelu_tanh_backward(g, x),)
-            return (F.gelu_backward(g, x),)
-        tm = F.tensor_mode
-        dt = x.dtype
-        if not tm:
-            x, g = _up(x), _up(g)
         if self.approximate == "tanh":
-            x_sq = x * x
-            inner = (x + x_sq * x * _GELU_KAPPA) * _GELU_BETA
-            th = F.tanh(inner)
-            left_derivative = (th + 1) * 0.5
-            right_derivative = 1 - th * th
-            inner_derivative = (x_sq * (3 * _GELU_KAPPA) + 1) * _GELU_BETA
-            d = left_derivative + x * 0.5 * right_derivative * inner_derivative
-        else:
-            cdf = self.out[0] if self.out is not None else None
-            if tm or cdf is None:
-                cdf = (_erf_of(F, x * _SQRT1_2) + 1) * 0.5
-            pdf = F.exp(x * x * -0.5) * _INV_SQRT_2PI
-            d = cdf + x * pdf
-        out = g * d
-        return (out if tm else _fresh(F, out).astype(dt, copy=False),)
+            return (F.gelu_tanh_backward(g, x),)
+        if self.out is not None:
+            return (F.gelu_backward_cdf(g, x, self.out[0]),)
+        return (F.gelu_backward(g, x),)
 
 
 def gelu(x, approximate="none"):
@@ -282,32 +170,14 @@ def gelu(x, approximate="none"):
     x = _floating(x, "gelu")
     xd = x._data
     m = math_of(xd)
-    if m.device_kernels and xd.dtype.name in ("float16", "float32", "float64"):
-        # one launch (float16 in float32); the backward recomputes Phi(x) in its kernel
-        out = (m.gelu_tanh_forward if approximate == "tanh" else m.gelu_forward)(xd)
-        if not (mode.enabled and x._rg):
-            return wrap(out)
-        node = _new(GeluBackward0)
-        node.approximate = approximate
-        node.save(x)
-        return record1(out, node, x)
-    w = _up(xd)
-    if approximate == "tanh":
-        inner = _fresh(m, w * w)
-        inner *= w
-        inner *= _GELU_KAPPA
-        inner += w
-        inner *= _GELU_BETA
-        m.tanh(inner, out=inner)
-    else:
-        inner = _fresh(m, m.erf(w * _SQRT1_2))
-    inner += 1
-    inner *= 0.5
     track = mode.enabled and x._rg
-    # the exact form keeps Phi(x) for its backward (an erf costs more than the copy)
-    cdf = inner.copy() if track and approximate == "none" else None
-    inner *= w
-    out = inner.astype(xd.dtype, copy=False)
+    cdf = None
+    if approximate == "tanh":
+        out = m.gelu_tanh_forward(xd)
+    elif track:  # Phi(x) kept for the backward where that pays (None where it does not)
+        out, cdf = m.gelu_forward_keep(xd)
+    else:
+        out = m.gelu_forward(xd)
     if not track:
         return wrap(out)
     node = _new(GeluBackward0)
@@ -321,96 +191,28 @@ def gelu(x, approximate="none"):
 # ---- layer_norm ----------
 class NativeLayerNormBackward0(Node):
     """``dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat))`` with ``gh = g * w``;
-    ``dw = sum(g * xhat)``, ``db = sum(g)`` over the leading dimensions."""
+    ``dw = sum(g * xhat)``, ``db = sum(g)`` over the leading dimensions
+    (``kernels.rows.layer_norm_backward``)."""
 
     fresh_grads = True
-    rows = 0  # the number of rows when the forward ran as row kernels
 
     def apply(self, F, g):
         saved = self.unpack(F)
         x = saved[0]
         w = saved[1] if self.has_weight else None
-        axes, inv_n = self.axes, self.inv_n
-        if self.rows and F.device_kernels:
-            return self._apply_rows(F, g, x, w)
-        if F.tensor_mode:  # recompute the statistics from x, differentiably
-            mu = F.sum(x, axis=axes, keepdims=True) * inv_n
-            xc = x - mu
-            var = F.sum(xc * xc, axis=axes, keepdims=True) * inv_n
-            rstd = 1 / F.sqrt(var + self.eps)
-            xhat = xc * rstd
-        else:
-            dt = x.dtype
-            x, g = _up(x), _up(g)
-            rstd = self.rstd
-            xhat = _fresh(F, x - self.mean)
-            xhat *= rstd
-            if w is not None:
-                w = _up(w)
-        grads = []
-        if self.needs(0):
-            gh = g * w if w is not None else g
-            a = F.sum(gh, axis=axes, keepdims=True) * inv_n
-            b = F.sum(gh * xhat, axis=axes, keepdims=True) * inv_n
-            if F.tensor_mode:
-                gx = (gh - a - xhat * b) * rstd
-            else:
-                gx = _fresh(F, gh - a)
-                gx -= xhat * b
-                gx *= rstd
-                gx = gx.astype(dt, copy=False)
-            grads.append(gx)
-        else:
-            grads.append(None)
-        if self.has_weight:
-            grads.append(self._param_grad(F, g * xhat, g) if self.needs(1) else None)
-        if self.has_bias:
-            grads.append(self._param_grad(F, g, g) if self.needs(1 + self.has_weight)
-                         else None)
-        return tuple(grads)
-
-    def _apply_rows(self, F, g, x, w):
-        """Row kernels: one launch for the input's gradient, one for both parameters'."""
-        shape, rows = x.shape, self.rows
-        cols = x.size // rows
-        x2, g2 = x.reshape(rows, cols), g.reshape(rows, cols)
-        mean, rstd = self.mean.reshape(-1), self.rstd.reshape(-1)
-        gx = None
-        if self.needs(0):
-            gx = F.layer_norm_backward_rows(g2, x2, None if w is None else w.reshape(-1),
-                                            mean, rstd, self.inv_n).reshape(shape)
-        grads = [gx]
         want_w = self.has_weight and self.needs(1)
         want_b = self.has_bias and self.needs(1 + self.has_weight)
-        if want_w or want_b:
-            dw, db = F.layer_norm_param_grads(g2, x2, mean, rstd)
-            pshape = shape[len(shape) - len(self.axes):]
-            dw, db = dw.reshape(pshape), db.reshape(pshape)
+        gx, dw, db = F.layer_norm_backward(g, x, w, self.mean, self.rstd, self.axes,
+                                           self.lead, self.inv_n, self.eps, self.needs(0),
+                                           want_w or want_b)
+        if (want_w or want_b) and self.param_dtype != x.dtype:
+            dw, db = F.astype(dw, self.param_dtype), F.astype(db, self.param_dtype)
+        grads = [gx]
         if self.has_weight:
             grads.append(dw if want_w else None)
         if self.has_bias:
             grads.append(db if want_b else None)
         return tuple(grads)
-
-    def _param_grad(self, F, v, g):
-        s = F.sum(v, axis=self.lead, keepdims=False) if self.lead else v
-        if F.tensor_mode:
-            return s
-        s = _fresh(F, s)
-        if s is g:
-            s = s.copy()
-        return s.astype(self.param_dtype, copy=False)
-
-
-def _ln_rows(m, xd, n, weight, bias) -> int:
-    """The number of rows when layer_norm may run as row kernels (a device with kernels,
-    parameters of the input's dtype), else 0."""
-    if not m.device_kernels or not xd.size or xd.dtype.name not in ("float16", "float32",
-                                                                     "float64"):
-        return 0
-    if any(p is not None and p._data.dtype != xd.dtype for p in (weight, bias)):
-        return 0
-    return xd.size // n
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -436,26 +238,9 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     lead = tuple(range(xd.ndim - k))
     n = int(np.prod(ns))
     inv_n = 1.0 / n if n else float("nan")
-    m = math_of(xd)
-    rows = _ln_rows(m, xd, n, weight, bias)
-    if rows:  # a device with kernels: one launch, a block per row
-        out, mean, rstd = m.layer_norm_forward_rows(
-            xd.reshape(rows, n), None if weight is None else weight._data.reshape(-1),
-            None if bias is None else bias._data.reshape(-1), eps, inv_n)
-        keep = xd.shape[:xd.ndim - k] + (1,) * k
-        out, mean, rstd = out.reshape(xd.shape), mean.reshape(keep), rstd.reshape(keep)
-    else:
-        w = _up(xd)
-        mean = w.sum(axis=axes, keepdims=True) * inv_n
-        xc = _fresh(m, w - mean)
-        var = m.square(xc).sum(axis=axes, keepdims=True) * inv_n
-        rstd = 1.0 / m.sqrt(var + eps)
-        xc *= rstd
-        if weight is not None:
-            xc *= _up(weight._data)
-        if bias is not None:
-            xc += _up(bias._data)
-        out = xc.astype(xd.dtype, copy=False)
+    out, mean, rstd = math_of(xd).layer_norm_forward(
+        xd, None if weight is None else weight._data, None if bias is None else bias._data,
+        axes, eps, inv_n)
     inputs = [x] + [p for p in (weight, bias) if p is not None]
     if not (mode.enabled and any(t._rg for t in inputs)):
         return wrap(out)
@@ -463,7 +248,6 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     node.axes, node.lead, node.inv_n, node.eps = axes, lead, inv_n, eps
     node.has_weight, node.has_bias = weight is not None, bias is not None
     node.mean, node.rstd = mean, rstd
-    node.rows = rows
     node.param_dtype = (weight if weight is not None else bias if bias is not None
                         else x)._data.dtype
     node.save(*([x, weight] if weight is not None else [x]))
@@ -491,9 +275,7 @@ class LinearBackward(Node):
             gw = g2.swapaxes(-1, -2) @ x2
         if self.has_bias:
             if self.needs(2):
-                gb = F.sum(g2, axis=0)
-                if not F.tensor_mode:
-                    gb = _fresh(F, gb)
+                gb = F.sum(g2, axis=0)  # (a new array: g2 is 2-D)
             return gx, gw, gb
         return gx, gw
 
@@ -545,7 +327,7 @@ class EmbeddingBackward0(Node):
     def apply(self, F, g):
         scale = self.scale
         if scale is not None:
-            g = g * (wrap(scale) if F.tensor_mode else scale)
+            g = g * F.constant(scale)
         gw = F.index_add_into_zeros(g, self.index, self.weight_shape)
         if self.padding_idx is not None:
             if F.tensor_mode:
@@ -620,33 +402,45 @@ class NllLossBackward0(Node):
     class; zeros elsewhere and at ignored targets."""
 
     fresh_grads = True
-    # the LogSoftmaxBackward0 whose output is this node's input, when cross_entropy
-    # made the pair (see fuse_cross_entropy)
-    log_softmax = None
 
     def apply(self, F, g):
-        coef, axis = self.coef, self.axis
-        ls = self.log_softmax
-        if ls is not None and not F.tensor_mode:
-            # softmax cross-entropy backward in one kernel (on the CPU its twin: the same
-            # bits as the two steps, in fewer passes): the input gradient of the pair,
-            # passed through the log_softmax node unchanged
-            logp = ls.output(F)
-            if F.device_kernels or logp.dtype != _f16:  # (the CPU's float16 path upcasts)
-                gx = F.softmax_xent_backward(logp, self.target, g, coef)
-                ls.premade = gx
-                return (gx,)
-        if F.tensor_mode:
-            vals = g * wrap(coef)
-        else:
-            vals = _fresh(F, g * coef)
-        index = self.target
-        if self.two_d and not F.tensor_mode:
-            out = F.zeros(self.in_shape, dtype=vals.dtype)
-            out[F.arange(index.shape[0]), index] = vals
-            return (out,)
-        index = index[(slice(None),) * axis + (None,)]
-        return (F.scatter_into_zeros(F.expand_dims(vals, axis), axis, index, self.in_shape),)
+        axis = self.axis
+        vals = F.expand_dims(g * self.coef, axis)
+        index = self.target[(slice(None),) * axis + (None,)]
+        return (F.scatter_into_zeros(vals, axis, index, self.in_shape),)
+
+
+class CrossEntropyBackward(NllLossBackward0):
+    """``cross_entropy``'s ``nll_loss(log_softmax(x, 1), target)`` of a 2-D ``x``: the
+    input gradient of the pair in one step, ``one_hot(target) * v - exp(logp) * v``
+    with ``v = g * coef`` (``F.cross_entropy_backward``: one kernel on CUDA, its twin on
+    the CPU, a composite over tensors under ``create_graph``), from the
+    log-probabilities ``logp`` it saved (its input, which nothing else reads).
+
+    The graph keeps PyTorch's two nodes and names: this node (``NllLossBackward0``)
+    over a :class:`LogSoftmaxPairBackward0` (``LogSoftmaxBackward0``), which passes the
+    gradient on unchanged. A hook on that node therefore sees the gradient with respect
+    to ``x``, not to the log-probabilities, and what it returns goes to ``x``."""
+
+    def apply(self, F, g):
+        (logp,) = self.unpack(F)
+        return (F.cross_entropy_backward(logp, self.target, g, self.coef),)
+
+    def name(self):
+        return "NllLossBackward0"
+
+
+class LogSoftmaxPairBackward0(Node):
+    """The log_softmax node of a :class:`CrossEntropyBackward` pair: the gradient it
+    receives is already the input's (see there), passed on unchanged."""
+
+    passes = (0,)
+
+    def apply(self, F, g):
+        return (g,)
+
+    def name(self):
+        return "LogSoftmaxBackward0"
 
 
 def _target_error(value):
@@ -662,6 +456,10 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     (times ``weight[target[n]]``), over the class dimension 1 (0 for a 1-D input);
     ``mean`` divides by the total weight of the targets that are not ``ignore_index``.
     """
+    return _nll_loss(input, target, weight, ignore_index, reduction, NllLossBackward0)
+
+
+def _nll_loss(input, target, weight, ignore_index, reduction, cls):
     check_reduction(reduction)
     x = _floating(input, "nll_loss")
     t = target if isinstance(target, Tensor) else as_tensor(target)
@@ -725,27 +523,37 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     out = m.asarray(out).astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    return _record_nll(out, m.asarray(coef), tsafe, axis, x)
+    return _record_nll(out, m.asarray(coef), tsafe, axis, x, cls)
 
 
-def _record_nll(out, coef, target, axis, x):
+def _record_nll(out, coef, target, axis, x, cls=NllLossBackward0):
     """``out`` as the output of nll_loss over ``x`` (class ``axis``), whose gradient puts
-    ``coef`` at each (safe) ``target``."""
+    ``coef`` at each (safe) ``target`` (``cls``: or the pair's, from log-probabilities
+    ``x``)."""
     xd = x._data
-    node = _new(NllLossBackward0)
+    node = _new(cls)
     node.coef = coef.astype(xd.dtype, copy=False)
     node.target, node.axis, node.in_shape = target, axis, xd.shape
-    node.two_d = xd.ndim == 2
+    if cls is CrossEntropyBackward:
+        node.save(x)
     return record1(out, node, x)
+
+
+def cross_entropy_classes(x, t, weight, ignore_index, reduction):
+    """``nll_loss(log_softmax(x, 1), t, weight, ignore_index, reduction)`` for a 2-D
+    ``x`` and class targets ``t``, whose backward is one step
+    (:class:`CrossEntropyBackward`)."""
+    logp = _softmax_op(x, 1, None, True, LogSoftmaxPairBackward0, "log_softmax")
+    return _nll_loss(logp, t, weight, ignore_index, reduction, CrossEntropyBackward)
 
 
 def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     """``nll_loss(log_softmax(x, 1), t, weight, ignore_index, reduction)`` for a 2-D
     ``x`` and class targets ``t`` on a device with kernels: one kernel for the
     log-probabilities and the per-row losses (``softmax_xent_forward``), a few for the
-    reduction, and the graph of the two ops (``NllLossBackward0`` over
-    ``LogSoftmaxBackward0``), paired so that their backward is one kernel too. The
-    caller has checked the shapes and dtypes (``nn.functional.cross_entropy``)."""
+    reduction, and the graph of the two ops (:class:`CrossEntropyBackward`: one kernel
+    backward too). The caller has checked the shapes and dtypes
+    (``nn.functional.cross_entropy``)."""
     check_reduction(reduction)
     xd, td = x._data, t._data
     check_same_device(xd, td, "nll_loss")
@@ -768,41 +576,20 @@ def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     out = m.asarray(out).astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    logp_t = _record_softmax(logp, LogSoftmaxBackward0, 1, x)
+    logp_t = _record_softmax(logp, LogSoftmaxPairBackward0, 1, x)
     coef = m.nll_coef(wt, total) if total is not None else m.negative(wt)
-    loss = _record_nll(out, coef, tsafe, 1, logp_t)
-    fuse_cross_entropy(loss, logp_t)
-    return loss
-
-
-def fuse_cross_entropy(nll, logp) -> None:
-    """Mark ``nll = nll_loss(logp, ...)``, ``logp = log_softmax(x, 1)`` of 2-D ``x``, as a
-    pair whose backward may run as one kernel (devices with kernels only). The caller
-    promises that nothing but ``nll`` reads ``logp``; the graph keeps PyTorch's two
-    nodes either way."""
-    node, ls = nll.grad_fn, logp.grad_fn
-    if type(node) is NllLossBackward0 and type(ls) is LogSoftmaxBackward0 and \
-            node.two_d and ls.axis == 1:
-        node.log_softmax = ls
+    return _record_nll(out, coef, tsafe, 1, logp_t, CrossEntropyBackward)
 
 
 class MseLossBackward0(Node):
     """``2 * (x - y) * g`` (divided by the element count for ``mean``); minus that for
-    the target."""
+    the target (``kernels.pointwise``: mse_backward)."""
 
     fresh_grads = True
 
     def apply(self, F, g):
         x, y = self.unpack(F)
-        if F.device_kernels:
-            gd = F.mse_backward(g, x, y, self.scale)
-        elif F.tensor_mode:
-            gd = (x - y) * (g * self.scale)
-        else:
-            dt = x.dtype
-            gd = _fresh(F, _up(x) - _up(y))
-            gd *= _up(g) * self.scale
-            gd = gd.astype(dt, copy=False)
+        gd = F.mse_backward(g, x, y, self.scale)
         return (gd if self.needs(0) else None), (-gd if self.needs(1) else None)
 
 
@@ -842,46 +629,16 @@ def mse_loss(input, target, reduction="mean"):
     return record(out, node, x, y)
 
 
-def _log_sigmoid(F, x):
-    """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))`` without overflow."""
-    if F.tensor_mode:
-        return _pw.neg(_pw.relu(_pw.neg(x))) - _pw.log1p(_pw.exp(_pw.neg(_pw.abs(x))))
-    out = F.minimum(x, 0)
-    out = _fresh(F, out - F.log1p(F.exp(-F.abs(x))))
-    return out
-
-
 class BinaryCrossEntropyWithLogitsBackward0(Node):
     """``dx = (sigmoid(x) * (pw * y + 1 - y) - pw * y) * g`` (``sigmoid(x) - y`` without
-    ``pos_weight``), ``dy = (log_sigmoid(-x) - pw * log_sigmoid(x)) * g`` (``-x``)."""
+    ``pos_weight``), ``dy = (log_sigmoid(-x) - pw * log_sigmoid(x)) * g`` (``-x``)
+    (``kernels.rows.bce_logits_backward``)."""
 
     fresh_grads = True
 
     def apply(self, F, g):
         x, y = self.unpack(F)
-        pw = self.pos_weight
-        tm = F.tensor_mode
-        if tm:
-            sig = _pw.sigmoid(x)
-            pw = wrap(pw) if pw is not None else None
-        else:
-            dt = x.dtype
-            x, y, g = _up(x), _up(y), _up(g)
-            sig = math_of(x).sigmoid(x)
-            if pw is not None:
-                pw = _up(pw)
-        gx = gy = None
-        if self.needs(0):
-            gx = (sig - y) * g if pw is None else (sig * (pw * y + 1 - y) - pw * y) * g
-        if self.needs(1):
-            if pw is None:
-                gy = -x * g
-            else:
-                gy = (_log_sigmoid(F, -x) - pw * _log_sigmoid(F, x)) * g
-        if not tm:
-            gx = None if gx is None else _fresh(F, gx).astype(dt, copy=False)
-            gy = None if gy is None else _fresh(F, gy).astype(dt, copy=False)
-        return gx, gy
+        return F.bce_logits_backward(g, x, y, self.pos_weight, self.needs(0), self.needs(1))
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",
@@ -908,7 +665,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
             raise RuntimeError(f"binary_cross_entropy_with_logits: pos_weight of shape "
                                f"{tuple(pwd.shape)} does not broadcast to the input's shape "
                                f"{tuple(xd.shape)}")
-    ls = _log_sigmoid(m, w)
+    ls = m.log_sigmoid(w)
     if pwd is not None:
         ls *= (_up(pwd) - 1) * yw + 1
     loss = _fresh(m, (1 - yw) * w)

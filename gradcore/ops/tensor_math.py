@@ -9,9 +9,12 @@ directly: a method call is cheaper than NumPy's Python-level wrappers.
 
 from __future__ import annotations
 
+import sys
+
 from ..autograd.tensor_base import Tensor, _new, _wrap
 from ..backend import math_of
 from ..kernels import pointwise as _kernels
+from ..kernels import rows as _rows
 from . import index as _index
 from . import pointwise as _pw
 from . import reduce as _red
@@ -70,6 +73,19 @@ def mul_sum_to(g, other, shape):
     return _shape.sum_to(g * other, shape)
 
 
+ndarray = Tensor  # (the formulas' "a new array" checks: every result is new)
+
+
+def multiply(a, b, out=None):
+    """``a * b`` (``out``, where a formula over arrays would write, is not used)."""
+    return a * b
+
+
+def subtract(a, b, out=None):
+    """``a - b`` (``out`` as :func:`multiply`'s)."""
+    return a - b
+
+
 def where(c, a, b):
     return _pw.where(c, a, b)
 
@@ -92,7 +108,8 @@ def zeros_like(ref, shape=None, dtype=None):
 exp, log, sqrt, sin, cos, tanh, sign = (_pw.exp, _pw.log, _pw.sqrt, _pw.sin, _pw.cos,
                                        _pw.tanh, _pw.sign)
 pow = _pw.pow  # noqa: A001
-maximum = _pw.maximum
+maximum, minimum = _pw.maximum, _pw.minimum
+sigmoid, log1p, abs = _pw.sigmoid, _pw.log1p, _pw.abs  # noqa: A001
 
 
 def scatter_into_zeros(g, axis, index, shape):
@@ -117,6 +134,61 @@ _composites = _kernels.composite({
     "tanh": tanh, "sign": sign, "pow": pow, "maximum": maximum,
     "erf": _erf,
 })
+
+
+# The formulas of kernels.rows over tensors: the same lines as the arrays' twins, so
+# second derivatives come from them. Statistics a forward saved as arrays (layer_norm's
+# mean and rstd, gelu's Phi(x)) are recomputed here from the input, differentiably.
+_this = sys.modules[__name__]
+
+
+def softmax_backward(g, y, axis, out=None):
+    return _rows.softmax_backward(_this, g, y, axis)
+
+
+def log_softmax_backward(g, y, axis, out=None):
+    return _rows.log_softmax_backward(_this, g, y, axis)
+
+
+def _ln_stats(x, axes, inv_n, eps):
+    mean = sum(x, axis=axes, keepdims=True) * inv_n
+    xc = x - mean
+    return mean, 1 / sqrt(sum(xc * xc, axis=axes, keepdims=True) * inv_n + eps)
+
+
+def layer_norm_backward(g, x, w, mean, rstd, axes, lead, inv_n, eps, need_x, need_params):
+    mean, rstd = _ln_stats(x, axes, inv_n, eps)
+    return _rows.layer_norm_backward(_this, g, x, w, mean, rstd, axes, lead, inv_n, eps,
+                                     need_x, need_params)
+
+
+def cross_entropy_backward(logp, target, g, coef):
+    """The input gradient of cross_entropy's pair (``kernels.rows``), as the two steps
+    compute it: ``one_hot(target) * v - exp(logp) * v``, ``v = g * coef``. ``logp``'s
+    node passes the gradient to ``x`` unchanged (``LogSoftmaxPairBackward0``), so
+    ``logp`` enters through ``logp - (z - z.detach())``, ``z = logsumexp(logp)``:
+    exactly ``logp`` in value, log_softmax's derivatives (``log_softmax(logp) + c``) in
+    every order, which is what ``x`` needs."""
+    z = _red.logsumexp(logp, 1, True)
+    logp = logp - (z - z.detach())
+    v = expand_dims(g * coef, 1)
+    index = target[:, None]
+    onehot = scatter_into_zeros(v, 1, index, tuple(logp.shape))
+    return _rows.log_softmax_backward(_this, onehot, logp, 1)
+
+
+def log_sigmoid(x):
+    return _rows.log_sigmoid(_this, x)
+
+
+def bce_logits_backward(g, x, y, pw, need_x, need_y):
+    pw = None if pw is None else _wrap(pw)
+    return _rows.bce_logits_backward(_this, g, x, y, pw, need_x, need_y)
+
+
+def gelu_backward_cdf(g, x, cdf):
+    """``gelu_backward`` (Phi(x) recomputed from ``x``, differentiably)."""
+    return _composites["gelu_backward"](g, x)
 
 
 def __getattr__(name):
