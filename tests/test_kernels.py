@@ -811,3 +811,23 @@ def test_softmax_forward_kernel_matches_the_twin(log, dtype, host_lib):
                            block, lib=host_lib)
             np.testing.assert_allclose(y, want, err_msg=f"{rows}x{cols} {grid}x{block}",
                                        **_row_tol(dtype))
+
+
+def test_one_numpy_generator_forms_host_numbers_as_python_does():
+    """kernels.numpy_code (the generator of the CPU twins and updates) forms numbers of
+    scalars and constants in Python, with the expression's grouping: (-2) ** s is not
+    -(2 ** s)."""
+    from gradcore.kernels import numpy_code, twin
+    from gradcore.kernels.spec import Kernel
+    ops, env = numpy_code.linearize("k", [("y", "x * (-2) ** s + -0.5")], ("x",), ("s",))
+    assert [op.func for op in ops] == ["multiply", "add"]
+    s = 3
+    assert eval(ops[0].args[1]) == (-2) ** s and ops[1].args[1] == "-0.5"
+    k = Kernel("k", ("x",), "x * (-0.5 * s) + -0.5", scalars=("s",))
+    fn = twin.build(k, {"pow": np.power}, dead_argument=lambda *a: -1, note=lambda: None,
+                    min_bytes=0)
+    x = np.linspace(-1, 1, 7, dtype=np.float32)
+    np.testing.assert_array_equal(fn(x, 3), x * (-0.5 * 3) + -0.5)
+    assert fn(x, 3).dtype == np.float32
+    # comparisons and where are not generated for pointwise kernels
+    assert twin.generate(Kernel("k", ("x",), "where(x > 0, x, 0.0)")) is None

@@ -29,143 +29,59 @@ import ast
 
 import numpy as np
 
+from .numpy_code import emit, linearize
+
 __all__ = ["generate", "expression"]
 
-_UNARY = {"exp", "log", "sqrt", "sin", "cos", "tanh"}
-_BINARY = {"maximum": "maximum", "pow": "power"}
-_OPS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide"}
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+# what a pointwise expression may use to be generated: the ufuncs of numpy_code.INPLACE
+# over the parameters, numbers and scalars in arithmetic
+_SYNTAX = (ast.Expression, ast.Name, ast.Load, ast.Constant, ast.BinOp, ast.Add, ast.Sub,
+           ast.Mult, ast.Div, ast.UnaryOp, ast.USub, ast.Call)
 
 
-class _Unsupported(Exception):
-    pass
-
-
-def _linearize(k):
-    """The kernel as a list of operations ``(ufunc, operands, result)`` over values
-    ``("p", name)`` (an array parameter), ``("s", name)`` (a scalar), ``("c", text)``
-    (a constant) or ``("t", i)`` (the result of operation i), and each output's value."""
-    ops = []
-    env = {p: ("p", p) for p in k.params}
-    env.update({s: ("s", s) for s in k.scalars})
-
-    def visit(node):
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and \
-                not isinstance(node.value, bool):
-            return ("c", repr(node.value))
-        if isinstance(node, ast.Name):
-            if node.id not in env:
-                raise _Unsupported(node.id)
-            return env[node.id]
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            v = visit(node.operand)
-            if v[0] == "c":  # -0.5: one constant, as Python's compiler folds it
-                return ("c", repr(-float(v[1]) if "." in v[1] or "e" in v[1]
-                                  else -int(v[1])))
-            return emit("negative", [v])
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return emit(_OPS[type(node.op)], [visit(node.left), visit(node.right)])
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                not node.keywords:
-            name = node.func.id
-            if name in _UNARY and len(node.args) == 1:
-                return emit(name, [visit(node.args[0])])
-            if name in _BINARY and len(node.args) == 2:
-                return emit(_BINARY[name], [visit(a) for a in node.args])
-        raise _Unsupported(ast.dump(node))
-
-    def emit(ufunc, operands):
-        ops.append((ufunc, operands, ("t", len(ops))))
-        return ops[-1][2]
-
-    for name, text in k.lets:
-        env[name] = visit(ast.parse(text, mode="eval").body)
-    outputs = [visit(ast.parse(text, mode="eval").body) for text in k.exprs]
+def _operations(k):
+    """The kernel's operations and each output's value (see :func:`.numpy_code.linearize`),
+    or NotImplementedError where its expression uses what is not generated."""
+    trees = [ast.parse(text, mode="eval") for _, text in k.lets] + \
+        [ast.parse(text, mode="eval") for text in k.exprs]
+    for node in (n for tree in trees for n in ast.walk(tree)):
+        if not isinstance(node, _SYNTAX) or isinstance(node, ast.Constant) and \
+                type(node.value) not in (int, float):
+            raise NotImplementedError(ast.dump(node))
+    outs = [f"_out{j}" for j in range(len(k.exprs))]
+    ops, env = linearize(k.name, (*k.lets, *zip(outs, k.exprs)), k.params, k.scalars)
+    outputs = [env[o] for o in outs]
+    if not ops or any(not op.inplace for op in ops) or \
+            any(isinstance(v, str) or v < len(k.params) for v in outputs):
+        raise NotImplementedError("an output that is not computed")
     return ops, outputs
-
-
-def _is_array(v, arrays):
-    return v[0] == "p" or (v[0] == "t" and v in arrays)
 
 
 def _body(k, ops, outputs, *, dead, has_out, chunked, indent):
     """Lines that compute the outputs into buffers (see the module's docstring): the
     parameters are the names ``<p>_`` (slices when ``chunked``), the caller's output
     ``o_``, a new result array ``r<j>_`` (chunked only); returns (lines, the name of
-    each output's buffer, the scratch arrays a chunked body needs)."""
-    arrays = set()  # values that are arrays (a constant expression stays a number)
-    last = {}
-    for i, (_, operands, result) in enumerate(ops):
-        if any(_is_array(v, arrays) for v in operands):
-            arrays.add(result)
-        for v in operands:
-            last[v] = i
-    for v in outputs:
-        last[v] = len(ops)  # the outputs live to the end
-    final = {v: j for j, v in enumerate(outputs) if v[0] == "t"}
-    n_out = len(outputs)
-    buffer = {}
-    free = []          # buffers whose values are dead
-    scratch = []       # chunk-sized arrays a chunked body allocates before its loop
-    lines = []
-    pad = " " * indent
+    each output's buffer, the scratch arrays a chunked body needs, whether the dead
+    parameter's memory holds a result)."""
+    finals = {"o_": outputs[-1]} if has_out else {}
+    donors = {} if dead is None else {f"{dead}_": k.params.index(dead)}
+    results = outputs[:-1] if has_out else outputs
+    scratch = []
 
-    def name(v):
-        if v[0] == "p":
-            return f"{v[1]}_"
-        if v[0] in "sc":
-            return v[1]
-        return buffer[v] if v in arrays else f"v{v[1]}"
+    def new(i, result):
+        if not chunked:
+            return f"t{i}", [], True, True
+        if result:
+            return f"r{outputs.index(len(k.params) + i)}_", [], False, True
+        scratch.append(f"s{len(scratch)}")
+        return scratch[-1], [], False, False
 
-    for i, (ufunc, operands, result) in enumerate(ops):
-        args = ", ".join(name(v) for v in operands)
-        for v in dict.fromkeys(operands):  # values read for the last time here
-            if last.get(v) == i:
-                if v[0] == "t" and v in arrays and v not in final:
-                    free.append(buffer[v])
-                elif v[0] == "p" and v[1] == dead:
-                    free.append(f"{v[1]}_")
-        if result not in arrays:  # numbers only
-            lines.append(f"{pad}v{i} = _np.{ufunc}({args})")
-            continue
-        j = final.get(result)
-        full = [b for b in free if b.endswith("_")] if chunked else free
-        if j is not None and j == n_out - 1 and has_out:
-            target = "o_"
-        elif j is not None:
-            if full:  # a dead parameter (or, over whole arrays, a dead temporary)
-                target = full[-1]
-                free.remove(target)
-            elif chunked:
-                target = f"r{j}_"
-            else:
-                target = None
-        elif free:
-            target = free.pop()
-        elif chunked:
-            target = f"s{len(scratch)}"
-            scratch.append(target)
-        else:
-            target = f"t{i}"
-            lines.append(f"{pad}{target} = _np.{ufunc}({args})")
-            buffer[result] = target
-            continue
-        if target is None:
-            target = f"t{i}"
-            lines.append(f"{pad}{target} = _np.{ufunc}({args})")
-        else:
-            lines.append(f"{pad}_np.{ufunc}({args}, out={target})")
-        buffer[result] = target
-    results = []
-    for v in outputs:
-        if v in buffer:
-            results.append(buffer[v])
-        else:  # an output that is a parameter or a number: a new array of it
-            results.append(None)
-            if chunked:
-                raise _Unsupported("an output that is not computed")
-    used_dead = any(b == f"{dead}_" for b in buffer.values())
-    return lines, results, scratch, used_dead
+    lines, home, _ = emit(ops, [f"{p}_" for p in k.params], finals=finals, donors=donors,
+                          results=results, new=new, prefix="_np.", indent=indent,
+                          last_operand=True)
+    used_dead = any(home[len(k.params) + i] in donors for i in range(len(ops)))
+    return lines, [home[v] for v in outputs], scratch, used_dead
 
 
 def generate(k, chunk=None):
@@ -173,12 +89,10 @@ def generate(k, chunk=None):
     expression uses what the generator does not handle. ``chunk``: run arrays of at
     least 4 * ``chunk`` elements a slice of ``chunk`` at a time (None: whole)."""
     try:
-        ops, outputs = _linearize(k)
-        if not ops or any(v[0] != "t" for v in outputs):
-            raise _Unsupported("an output that is not computed")
-        return _compile(k, ops, outputs, chunk)
-    except _Unsupported:
+        ops, outputs = _operations(k)
+    except (NotImplementedError, NameError):
         return None
+    return _compile(k, ops, outputs, chunk)
 
 
 def _compile(k, ops, outputs, chunk):

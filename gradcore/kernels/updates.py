@@ -55,6 +55,7 @@ import inspect
 
 import numpy as np
 
+from .numpy_code import emit, is_where, linearize
 from .pointwise import CHUNK  # the slice size of the CPU updates
 from .spec import Update
 
@@ -182,18 +183,6 @@ ENTRIES = {"sgd_update": sgd_update, "adam_update": adam_update}
 
 
 # ---- the declaration as in-place array code (the CPU's update) -----------------------------
-_BINARY = {ast.Add: ("add", "+"), ast.Sub: ("subtract", "-"), ast.Mult: ("multiply", "*"),
-           ast.Div: ("true_divide", "/"), ast.Pow: ("power", "**"),
-           ast.BitAnd: ("bitwise_and", "&"), ast.BitOr: ("bitwise_or", "|")}
-_COMPARE = {ast.Lt: ("less", "<"), ast.LtE: ("less_equal", "<="), ast.Gt: ("greater", ">"),
-            ast.GtE: ("greater_equal", ">="), ast.Eq: ("equal", "=="),
-            ast.NotEq: ("not_equal", "!=")}
-_CALLS = {"pow": "power"}
-# ufuncs whose result has the arrays' floating dtype: written with out= into the arrays
-# of writes or scratch buffers; any other call (where, comparisons, erf, ...) makes a
-# new array
-_INPLACE = frozenset({"add", "subtract", "multiply", "true_divide", "power", "negative",
-                      "sqrt", "exp", "log", "sin", "cos", "tanh", "maximum"})
 _FUNCTIONS = ("where", "exp", "log", "sqrt", "sin", "cos", "tanh", "maximum", "power",
               "add", "subtract", "multiply", "true_divide", "negative", "less",
               "less_equal", "greater", "greater_equal", "equal", "not_equal", "bitwise_and",
@@ -212,18 +201,13 @@ def array_names(math) -> dict:
     return names
 
 
-def _is_where(node) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == "where" and len(node.args) == 3)
-
-
 def host_conditions(k: Update) -> tuple[str, ...]:
     """The conditions of ``k``'s ``where`` calls that read only scalars (its flags),
     as source: known on the host when the update is called."""
     scalars, found = set(k.scalars), []
     for _, expr in k.body:
         for node in ast.walk(ast.parse(expr, mode="eval")):
-            if _is_where(node):
+            if is_where(node):
                 names = {n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name)}
                 cond = ast.unparse(node.args[0])
                 if names <= scalars and cond not in found:
@@ -231,138 +215,36 @@ def host_conditions(k: Update) -> tuple[str, ...]:
     return tuple(found)
 
 
-class _Op:
-    __slots__ = ("func", "args", "inplace")
-
-    def __init__(self, func, args, inplace):
-        self.func, self.args, self.inplace = func, args, inplace
-
-
 def inplace_source(k: Update, flags: tuple = ()) -> str:
     """``k`` as Python over an array namespace, in place: the body's operations in the
     body's order (Python's evaluation order), each one call, with the values of
     :func:`host_conditions` given (``flags``) so that only the branch taken is computed.
 
-    Every result is written with ``out=``: the value an array of ``writes`` ends with
-    straight into it, other values into a buffer (an array of ``writes`` whose old
-    value is dead, or a scratch buffer ``_tmp0``, ``_tmp1``, ...: trailing arguments,
-    made by ``empty_like`` of the first parameter when not given) once the value that
-    held it is dead. Values are those of :meth:`Update.compile`
+    Every result is written with ``out=`` (:func:`.numpy_code.emit`): the value an array
+    of ``writes`` ends with straight into it, other values into a buffer (an array of
+    ``writes`` whose old value is dead, or a scratch buffer ``_tmp0``, ``_tmp1``, ...:
+    trailing arguments, made by ``empty_like`` of the first parameter when not given)
+    once the value that held it is dead. Values are those of :meth:`Update.compile`
     bit for bit: the same operations on the same operands, only the memory differs.
     """
     known = dict(zip(host_conditions(k), flags, strict=True))
-    scalars = set(k.scalars)
-    ops: list[_Op] = []
-    env = {p: i for i, p in enumerate(k.params)}  # name -> value number, or source str
-    n_params = len(k.params)
-
-    def operation(func, args, inplace=True):
-        ops.append(_Op(func, args, inplace))
-        return n_params + len(ops) - 1
-
-    def emit(node):
-        if isinstance(node, ast.Name):
-            if node.id in env:
-                return env[node.id]
-            if node.id in scalars:
-                return node.id
-            raise NameError(f"{k.name}: {node.id!r} is not a parameter, scalar or local")
-        if isinstance(node, ast.Constant):
-            return repr(node.value)
-        if isinstance(node, ast.BinOp):
-            a, b = emit(node.left), emit(node.right)
-            func, symbol = _BINARY[type(node.op)]
-            if isinstance(a, str) and isinstance(b, str):
-                return f"({a} {symbol} {b})"
-            return operation(func, (a, b), func in _INPLACE)
-        if isinstance(node, ast.UnaryOp):
-            a = emit(node.operand)
-            if isinstance(node.op, ast.UAdd):
-                return a
-            func, symbol = {ast.USub: ("negative", "-"),
-                            ast.Invert: ("invert", "~")}[type(node.op)]
-            if isinstance(a, str):
-                return f"({symbol}{a})"
-            return operation(func, (a,), func in _INPLACE)
-        if isinstance(node, ast.Compare) and len(node.ops) == 1:
-            a, b = emit(node.left), emit(node.comparators[0])
-            func, symbol = _COMPARE[type(node.ops[0])]
-            if isinstance(a, str) and isinstance(b, str):
-                return f"({a} {symbol} {b})"
-            return operation(func, (a, b), False)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if _is_where(node) and ast.unparse(node.args[0]) in known:
-                return emit(node.args[1] if known[ast.unparse(node.args[0])] else
-                            node.args[2])
-            func = _CALLS.get(node.func.id, node.func.id)
-            args = tuple(emit(a) for a in node.args)
-            if all(isinstance(a, str) for a in args):
-                # a NumPy scalar (not a Python float) would change the arrays' dtype
-                raise NotImplementedError(f"{k.name}: form {ast.unparse(node)} on the host")
-            return operation(func, args, func in _INPLACE)
-        raise NotImplementedError(f"{k.name}: {ast.unparse(node)}")
-
-    for target, expr in k.body:
-        env[target] = emit(ast.parse(expr, mode="eval").body)
+    ops, env = linearize(k.name, k.body, k.params, k.scalars, known)
     finals = {w: env[w] for w in k.writes}
-
-    end = len(ops)
-    last = {}  # value -> the last operation that reads it (end: it is a final value)
-    for i, op in enumerate(ops):
-        for a in op.args:
-            if not isinstance(a, str):
-                last[a] = i
-    for v in finals.values():
-        if not isinstance(v, str):
-            last[v] = end
-    # an array of writes may hold another value until its final value is made (or, when
-    # that is not made here, until the copies at the end)
-    until = {w: (v - n_params if not isinstance(v, str) and v >= n_params else end - 1)
-             for w, v in finals.items()}
-
-    home = dict(enumerate(k.params))  # value -> the variable holding it
-    holder = {w: k.params.index(w) for w in k.writes}  # buffer -> the value it holds
     scratch: list[str] = []
-    lines = [f"def {k.name}({', '.join(k.arguments)}):"]
 
-    def operand(a):
-        return a if isinstance(a, str) else home[a]
+    def new(i, result):
+        scratch.append(f"_tmp{len(scratch)}")
+        return scratch[-1], [f"if {scratch[-1]} is None:",
+                             f"    {scratch[-1]} = empty_like({k.params[0]})"], False, False
 
-    for i, op in enumerate(ops):
-        v = n_params + i
-        args = ", ".join(operand(a) for a in op.args)
-        if not op.inplace:
-            home[v] = f"_new{i}"
-            lines.append(f"    _new{i} = {op.func}({args})")
-            continue
-
-        def free(buf):
-            return last.get(holder.get(buf), -1) <= i
-
-        def fits(buf):
-            return buf not in until or last.get(v, -1) <= until[buf]
-
-        choice = next((w for w in k.writes if finals[w] == v and free(w)), None)
-        if choice is None:  # in place over an operand that dies here
-            choice = next((home[a] for a in op.args if not isinstance(a, str) and
-                           last[a] == i and home[a] in holder and fits(home[a])), None)
-        if choice is None:
-            choice = next((s for s in scratch if free(s)), None)
-        if choice is None:
-            choice = next((w for w in k.writes if free(w) and fits(w)), None)
-        if choice is None:
-            choice = f"_tmp{len(scratch)}"
-            scratch.append(choice)
-            lines.append(f"    if {choice} is None:")
-            lines.append(f"        {choice} = empty_like({k.params[0]})")
-        holder[choice] = v
-        home[v] = choice
-        lines.append(f"    {op.func}({args}, out={choice})")
+    body, home, _ = emit(ops, k.params, finals=finals,
+                         donors={w: k.params.index(w) for w in k.writes}, new=new)
+    lines = [f"def {k.name}({', '.join(k.arguments)}):", *body]
 
     # the arrays of writes whose final value is elsewhere: copies (a copy whose target
     # another copy reads goes after that one), then numbers
-    copies = [(w, operand(v)) for w, v in finals.items()
-              if not isinstance(v, str) and operand(v) != w]
+    copies = [(w, home[v]) for w, v in finals.items()
+              if not isinstance(v, str) and home[v] != w]
     while copies:
         sources = {src for _, src in copies}
         j = next((j for j, (dst, _) in enumerate(copies) if dst not in sources), None)
