@@ -239,15 +239,17 @@ def set_default_device(spec) -> None:
 # --------------------------------------------------------------------------------------
 # The kernel registry (gradcore.kernels fills it when it is imported, with the package):
 # the names it answers and the function that makes a kernel for a namespace.
-_kernel_names: frozenset = frozenset()
+_kernel_names: set | frozenset = frozenset()
 _kernel_implementation = None
 
 
 def register_kernels(implementation, names) -> None:
     """Let array namespaces answer ``names`` with ``implementation(math, name)``
-    (called by :mod:`gradcore.kernels`, the layer above, at import)."""
+    (called by :mod:`gradcore.kernels`, the layer above, at import). ``names`` is kept
+    as given, not copied: a set the registry adds to later (a kernel an op declares
+    when its module is imported) is answered too."""
     global _kernel_names, _kernel_implementation
-    _kernel_names, _kernel_implementation = frozenset(names), implementation
+    _kernel_names, _kernel_implementation = names, implementation
     for m in (_cpu_math_obj, *_cuda_maths.values()):
         if m is not None:
             m.use_device_kernels(m.device_kernels)

@@ -13,75 +13,181 @@
 #include "gradcore_cuda.cuh"
 #include "gradcore_rows.cuh"
 namespace gradcore {
-// tanh_backward(g, y) = g * (1 - y * y)
+// nll_coef(wt, total) = where(total != 0, -wt / total, 0)
 template <typename T, typename C, typename I>
-__device__ __forceinline__ void tanh_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+__device__ __forceinline__ void nll_coef_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
     const I m1 = (I)0 - (I)a1;
     const I m3 = (I)0 - (I)a3;
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i & m1]);
-        const C y = load(a2[i & m3]);
-        out0[i] = store<T>(g * (C(1) - (y * y)));
+        const C wt = load(a0[i & m1]);
+        const C total = load(a2[i & m3]);
+        out0[i] = store<T>(where(total != C(0), -wt / total, C(0)));
     }
 }
 
 // 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
 // below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void tanh_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+__device__ __forceinline__ void nll_coef(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
     if (n < 2147483648LL) {
-        tanh_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+        nll_coef_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
     } else {
-        tanh_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+        nll_coef_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
     }
 }
 
-// sigmoid_backward(g, y) = g * (y * (1 - y))
+// mul_backward(g, a, b) = g * b, g * a
 template <typename T, typename C, typename I>
-__device__ __forceinline__ void sigmoid_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+__device__ __forceinline__ void mul_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
     const I m1 = (I)0 - (I)a1;
     const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const C g = load(a0[i & m1]);
-        const C y = load(a2[i & m3]);
-        out0[i] = store<T>(g * (y * (C(1) - y)));
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
+        out0[i] = store<T>(g * b);
+        out1[i] = store<T>(g * a);
     }
 }
 
 // 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
 // below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void sigmoid_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+__device__ __forceinline__ void mul_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
     if (n < 2147483648LL) {
-        sigmoid_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+        mul_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, out1, (unsigned int)n);
     } else {
-        sigmoid_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+        mul_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, out1, n);
     }
 }
 
-// relu_backward(g, y) = where(y != 0, g, 0)
+// div_backward(g, a, b) = g / b, -g * a / (b * b)
 template <typename T, typename C, typename I>
-__device__ __forceinline__ void relu_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+__device__ __forceinline__ void div_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
     const I m1 = (I)0 - (I)a1;
     const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const C g = load(a0[i & m1]);
-        const C y = load(a2[i & m3]);
-        out0[i] = store<T>(where(y != C(0), g, C(0)));
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
+        out0[i] = store<T>(g / b);
+        out1[i] = store<T>(-g * a / (b * b));
     }
 }
 
 // 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
 // below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void relu_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+__device__ __forceinline__ void div_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
     if (n < 2147483648LL) {
-        relu_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+        div_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, out1, (unsigned int)n);
     } else {
-        relu_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+        div_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+    }
+}
+
+// div_backward_b(g, a, b) = -g * a / (b * b)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void div_backward_b_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
+        out0[i] = store<T>(-g * a / (b * b));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void div_backward_b(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        div_backward_b_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, (unsigned int)n);
+    } else {
+        div_backward_b_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, n);
+    }
+}
+
+// pow_backward(g, x, e) = where(e == 0, 0 * g, g * e * pow(x, e - 1))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void pow_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        const C e = load(a4[i & m5]);
+        out0[i] = store<T>(where(e == C(0), C(0) * g, g * e * pow(x, e - C(1))));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void pow_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        pow_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, (unsigned int)n);
+    } else {
+        pow_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, n);
+    }
+}
+
+// exp_backward(g, y) = g * y
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void exp_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C y = load(a2[i & m3]);
+        out0[i] = store<T>(g * y);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void exp_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        exp_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        exp_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// log_backward(g, x) = g / x
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void log_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(g / x);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void log_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        log_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        log_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
     }
 }
 
@@ -181,29 +287,75 @@ __device__ __forceinline__ void abs_backward(const T* __restrict__ a0, long long
     }
 }
 
-// pow_backward(g, x, e) = where(e == 0, 0 * g, g * e * pow(x, e - 1))
+// tanh_backward(g, y) = g * (1 - y * y)
 template <typename T, typename C, typename I>
-__device__ __forceinline__ void pow_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
+__device__ __forceinline__ void tanh_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
     const I m1 = (I)0 - (I)a1;
     const I m3 = (I)0 - (I)a3;
-    const I m5 = (I)0 - (I)a5;
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const C g = load(a0[i & m1]);
-        const C x = load(a2[i & m3]);
-        const C e = load(a4[i & m5]);
-        out0[i] = store<T>(where(e == C(0), C(0) * g, g * e * pow(x, e - C(1))));
+        const C y = load(a2[i & m3]);
+        out0[i] = store<T>(g * (C(1) - (y * y)));
     }
 }
 
 // 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
 // below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void pow_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
+__device__ __forceinline__ void tanh_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
     if (n < 2147483648LL) {
-        pow_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, (unsigned int)n);
+        tanh_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
     } else {
-        pow_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, n);
+        tanh_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// sigmoid_backward(g, y) = g * (y * (1 - y))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void sigmoid_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C y = load(a2[i & m3]);
+        out0[i] = store<T>(g * (y * (C(1) - y)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void sigmoid_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        sigmoid_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        sigmoid_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// relu_backward(g, y) = where(y != 0, g, 0)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void relu_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C y = load(a2[i & m3]);
+        out0[i] = store<T>(where(y != C(0), g, C(0)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void relu_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        relu_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        relu_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
     }
 }
 
@@ -287,134 +439,6 @@ __device__ __forceinline__ void maximum_backward_b(const T* __restrict__ a0, lon
     }
 }
 
-// div_backward_b(g, a, b) = -g * a / (b * b)
-template <typename T, typename C, typename I>
-__device__ __forceinline__ void div_backward_b_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
-    const I stride = (I)blockDim.x * gridDim.x;
-    const I m1 = (I)0 - (I)a1;
-    const I m3 = (I)0 - (I)a3;
-    const I m5 = (I)0 - (I)a5;
-    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i & m1]);
-        const C a = load(a2[i & m3]);
-        const C b = load(a4[i & m5]);
-        out0[i] = store<T>(-g * a / (b * b));
-    }
-}
-
-// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
-// below 2^32 there, since n < 2^31 and stride < 2^31
-template <typename T, typename C>
-__device__ __forceinline__ void div_backward_b(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
-    if (n < 2147483648LL) {
-        div_backward_b_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, (unsigned int)n);
-    } else {
-        div_backward_b_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, n);
-    }
-}
-
-// exp_backward(g, y) = g * y
-template <typename T, typename C, typename I>
-__device__ __forceinline__ void exp_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
-    const I stride = (I)blockDim.x * gridDim.x;
-    const I m1 = (I)0 - (I)a1;
-    const I m3 = (I)0 - (I)a3;
-    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i & m1]);
-        const C y = load(a2[i & m3]);
-        out0[i] = store<T>(g * y);
-    }
-}
-
-// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
-// below 2^32 there, since n < 2^31 and stride < 2^31
-template <typename T, typename C>
-__device__ __forceinline__ void exp_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    if (n < 2147483648LL) {
-        exp_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
-    } else {
-        exp_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
-    }
-}
-
-// log_backward(g, x) = g / x
-template <typename T, typename C, typename I>
-__device__ __forceinline__ void log_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
-    const I stride = (I)blockDim.x * gridDim.x;
-    const I m1 = (I)0 - (I)a1;
-    const I m3 = (I)0 - (I)a3;
-    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i & m1]);
-        const C x = load(a2[i & m3]);
-        out0[i] = store<T>(g / x);
-    }
-}
-
-// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
-// below 2^32 there, since n < 2^31 and stride < 2^31
-template <typename T, typename C>
-__device__ __forceinline__ void log_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    if (n < 2147483648LL) {
-        log_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
-    } else {
-        log_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
-    }
-}
-
-// mul_backward(g, a, b) = g * b, g * a
-template <typename T, typename C, typename I>
-__device__ __forceinline__ void mul_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
-    const I stride = (I)blockDim.x * gridDim.x;
-    const I m1 = (I)0 - (I)a1;
-    const I m3 = (I)0 - (I)a3;
-    const I m5 = (I)0 - (I)a5;
-    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i & m1]);
-        const C a = load(a2[i & m3]);
-        const C b = load(a4[i & m5]);
-        out0[i] = store<T>(g * b);
-        out1[i] = store<T>(g * a);
-    }
-}
-
-// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
-// below 2^32 there, since n < 2^31 and stride < 2^31
-template <typename T, typename C>
-__device__ __forceinline__ void mul_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
-    if (n < 2147483648LL) {
-        mul_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, out1, (unsigned int)n);
-    } else {
-        mul_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, out1, n);
-    }
-}
-
-// div_backward(g, a, b) = g / b, -g * a / (b * b)
-template <typename T, typename C, typename I>
-__device__ __forceinline__ void div_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
-    const I stride = (I)blockDim.x * gridDim.x;
-    const I m1 = (I)0 - (I)a1;
-    const I m3 = (I)0 - (I)a3;
-    const I m5 = (I)0 - (I)a5;
-    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C g = load(a0[i & m1]);
-        const C a = load(a2[i & m3]);
-        const C b = load(a4[i & m5]);
-        out0[i] = store<T>(g / b);
-        out1[i] = store<T>(-g * a / (b * b));
-    }
-}
-
-// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
-// below 2^32 there, since n < 2^31 and stride < 2^31
-template <typename T, typename C>
-__device__ __forceinline__ void div_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
-    if (n < 2147483648LL) {
-        div_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, out1, (unsigned int)n);
-    } else {
-        div_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, out1, n);
-    }
-}
-
 // where_backward(g, c) = where(c, g, 0), where(c, 0, g)
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void where_backward_loop(const T* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, T* __restrict__ out0, T* __restrict__ out1, I n) {
@@ -485,6 +509,30 @@ __device__ __forceinline__ void where_backward_b(const T* __restrict__ a0, long 
         where_backward_b_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
     } else {
         where_backward_b_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// erf_backward(g, x) = g * (exp(-(x * x)) * 1.1283791670955126)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void erf_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(g * (exp(-(x * x)) * C(1.1283791670955126)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void erf_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        erf_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        erf_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
     }
 }
 
@@ -639,27 +687,28 @@ __device__ __forceinline__ void gelu_tanh_forward(const T* __restrict__ a0, long
     }
 }
 
-// erf_backward(g, x) = g * (exp(-(x * x)) * 1.1283791670955126)
+// softplus_backward(g, x, beta, threshold) = z = exp(x * beta); where(x * beta > threshold, g, g * z / (z + 1))
 template <typename T, typename C, typename I>
-__device__ __forceinline__ void erf_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+__device__ __forceinline__ void softplus_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, C beta, C threshold, T* __restrict__ out0, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
     const I m1 = (I)0 - (I)a1;
     const I m3 = (I)0 - (I)a3;
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const C g = load(a0[i & m1]);
         const C x = load(a2[i & m3]);
-        out0[i] = store<T>(g * (exp(-(x * x)) * C(1.1283791670955126)));
+        const C z = exp(x * beta);
+        out0[i] = store<T>(where((x * beta) > threshold, g, g * z / (z + C(1))));
     }
 }
 
 // 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
 // below 2^32 there, since n < 2^31 and stride < 2^31
 template <typename T, typename C>
-__device__ __forceinline__ void erf_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+__device__ __forceinline__ void softplus_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, C beta, C threshold, T* __restrict__ out0, long long n) {
     if (n < 2147483648LL) {
-        erf_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+        softplus_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, beta, threshold, out0, (unsigned int)n);
     } else {
-        erf_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+        softplus_backward_loop<T, C, long long>(a0, a1, a2, a3, beta, threshold, out0, n);
     }
 }
 
@@ -686,30 +735,6 @@ __device__ __forceinline__ void mse_backward(const T* __restrict__ a0, long long
         mse_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, scale, out0, (unsigned int)n);
     } else {
         mse_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, scale, out0, n);
-    }
-}
-
-// nll_coef(wt, total) = where(total != 0, -wt / total, 0)
-template <typename T, typename C, typename I>
-__device__ __forceinline__ void nll_coef_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
-    const I stride = (I)blockDim.x * gridDim.x;
-    const I m1 = (I)0 - (I)a1;
-    const I m3 = (I)0 - (I)a3;
-    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C wt = load(a0[i & m1]);
-        const C total = load(a2[i & m3]);
-        out0[i] = store<T>(where(total != C(0), -wt / total, C(0)));
-    }
-}
-
-// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
-// below 2^32 there, since n < 2^31 and stride < 2^31
-template <typename T, typename C>
-__device__ __forceinline__ void nll_coef(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    if (n < 2147483648LL) {
-        nll_coef_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
-    } else {
-        nll_coef_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
     }
 }
 
@@ -833,14 +858,26 @@ __device__ __forceinline__ void adam_amsgrad_step(T* __restrict__ a0, const T* _
 
 // ---- float16: stored as gc_half, computed in float
 #ifndef GRADCORE_NO_float16
-extern "C" __global__ void tanh_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
-    gradcore::tanh_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+extern "C" __global__ void nll_coef_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::nll_coef<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
-extern "C" __global__ void sigmoid_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
-    gradcore::sigmoid_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+extern "C" __global__ void mul_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
+    gradcore::mul_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
 }
-extern "C" __global__ void relu_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
-    gradcore::relu_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+extern "C" __global__ void div_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
+    gradcore::div_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void div_backward_b_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, long long n) {
+    gradcore::div_backward_b<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
+extern "C" __global__ void pow_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, long long n) {
+    gradcore::pow_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
+extern "C" __global__ void exp_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::exp_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void log_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::log_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void sqrt_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::sqrt_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
@@ -854,8 +891,14 @@ extern "C" __global__ void reciprocal_backward_float16(const gc_half* __restrict
 extern "C" __global__ void abs_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::abs_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
-extern "C" __global__ void pow_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, long long n) {
-    gradcore::pow_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, n);
+extern "C" __global__ void tanh_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::tanh_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void sigmoid_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::sigmoid_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void relu_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::relu_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void clamp_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, const gc_half* __restrict__ a6, long long a7, gc_half* __restrict__ out0, long long n) {
     gradcore::clamp_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);
@@ -866,21 +909,6 @@ extern "C" __global__ void maximum_backward_a_float16(const gc_half* __restrict_
 extern "C" __global__ void maximum_backward_b_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, long long n) {
     gradcore::maximum_backward_b<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, n);
 }
-extern "C" __global__ void div_backward_b_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, long long n) {
-    gradcore::div_backward_b<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, n);
-}
-extern "C" __global__ void exp_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
-    gradcore::exp_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
-}
-extern "C" __global__ void log_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
-    gradcore::log_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
-}
-extern "C" __global__ void mul_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
-    gradcore::mul_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
-}
-extern "C" __global__ void div_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
-    gradcore::div_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
-}
 extern "C" __global__ void where_backward_float16(const gc_half* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
     gradcore::where_backward<gc_half, float>(a0, a1, a2, a3, out0, out1, n);
 }
@@ -889,6 +917,9 @@ extern "C" __global__ void where_backward_a_float16(const gc_half* __restrict__ 
 }
 extern "C" __global__ void where_backward_b_float16(const gc_half* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::where_backward_b<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void erf_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::erf_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void gelu_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::gelu_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
@@ -908,14 +939,11 @@ extern "C" __global__ void gelu_forward_cdf_float16(const gc_half* __restrict__ 
 extern "C" __global__ void gelu_tanh_forward_float16(const gc_half* __restrict__ a0, long long a1, gc_half* __restrict__ out0, long long n) {
     gradcore::gelu_tanh_forward<gc_half, float>(a0, a1, out0, n);
 }
-extern "C" __global__ void erf_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
-    gradcore::erf_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+extern "C" __global__ void softplus_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, float beta, float threshold, gc_half* __restrict__ out0, long long n) {
+    gradcore::softplus_backward<gc_half, float>(a0, a1, a2, a3, beta, threshold, out0, n);
 }
 extern "C" __global__ void mse_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, float scale, gc_half* __restrict__ out0, long long n) {
     gradcore::mse_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, scale, out0, n);
-}
-extern "C" __global__ void nll_coef_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
-    gradcore::nll_coef<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void sgd_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, float neg_lr, float wd, float maximize, long long n) {
     gradcore::sgd_step<gc_half, float>(a0, a1, neg_lr, wd, maximize, n);
@@ -969,14 +997,26 @@ extern "C" __global__ void softmax_xent_forward_float16(const gc_half* __restric
 
 // ---- float32: stored as float, computed in float
 #ifndef GRADCORE_NO_float32
-extern "C" __global__ void tanh_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
-    gradcore::tanh_backward<float, float>(a0, a1, a2, a3, out0, n);
+extern "C" __global__ void nll_coef_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::nll_coef<float, float>(a0, a1, a2, a3, out0, n);
 }
-extern "C" __global__ void sigmoid_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
-    gradcore::sigmoid_backward<float, float>(a0, a1, a2, a3, out0, n);
+extern "C" __global__ void mul_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
+    gradcore::mul_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
 }
-extern "C" __global__ void relu_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
-    gradcore::relu_backward<float, float>(a0, a1, a2, a3, out0, n);
+extern "C" __global__ void div_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
+    gradcore::div_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void div_backward_b_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, long long n) {
+    gradcore::div_backward_b<float, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
+extern "C" __global__ void pow_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, long long n) {
+    gradcore::pow_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
+extern "C" __global__ void exp_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::exp_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void log_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::log_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void sqrt_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::sqrt_backward<float, float>(a0, a1, a2, a3, out0, n);
@@ -990,8 +1030,14 @@ extern "C" __global__ void reciprocal_backward_float32(const float* __restrict__
 extern "C" __global__ void abs_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::abs_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
-extern "C" __global__ void pow_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, long long n) {
-    gradcore::pow_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, n);
+extern "C" __global__ void tanh_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::tanh_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void sigmoid_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::sigmoid_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void relu_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::relu_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void clamp_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, const float* __restrict__ a6, long long a7, float* __restrict__ out0, long long n) {
     gradcore::clamp_backward<float, float>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);
@@ -1002,21 +1048,6 @@ extern "C" __global__ void maximum_backward_a_float32(const float* __restrict__ 
 extern "C" __global__ void maximum_backward_b_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, long long n) {
     gradcore::maximum_backward_b<float, float>(a0, a1, a2, a3, a4, a5, out0, n);
 }
-extern "C" __global__ void div_backward_b_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, long long n) {
-    gradcore::div_backward_b<float, float>(a0, a1, a2, a3, a4, a5, out0, n);
-}
-extern "C" __global__ void exp_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
-    gradcore::exp_backward<float, float>(a0, a1, a2, a3, out0, n);
-}
-extern "C" __global__ void log_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
-    gradcore::log_backward<float, float>(a0, a1, a2, a3, out0, n);
-}
-extern "C" __global__ void mul_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
-    gradcore::mul_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
-}
-extern "C" __global__ void div_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
-    gradcore::div_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
-}
 extern "C" __global__ void where_backward_float32(const float* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, float* __restrict__ out0, float* __restrict__ out1, long long n) {
     gradcore::where_backward<float, float>(a0, a1, a2, a3, out0, out1, n);
 }
@@ -1025,6 +1056,9 @@ extern "C" __global__ void where_backward_a_float32(const float* __restrict__ a0
 }
 extern "C" __global__ void where_backward_b_float32(const float* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::where_backward_b<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void erf_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::erf_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void gelu_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::gelu_backward<float, float>(a0, a1, a2, a3, out0, n);
@@ -1044,14 +1078,11 @@ extern "C" __global__ void gelu_forward_cdf_float32(const float* __restrict__ a0
 extern "C" __global__ void gelu_tanh_forward_float32(const float* __restrict__ a0, long long a1, float* __restrict__ out0, long long n) {
     gradcore::gelu_tanh_forward<float, float>(a0, a1, out0, n);
 }
-extern "C" __global__ void erf_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
-    gradcore::erf_backward<float, float>(a0, a1, a2, a3, out0, n);
+extern "C" __global__ void softplus_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float beta, float threshold, float* __restrict__ out0, long long n) {
+    gradcore::softplus_backward<float, float>(a0, a1, a2, a3, beta, threshold, out0, n);
 }
 extern "C" __global__ void mse_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float scale, float* __restrict__ out0, long long n) {
     gradcore::mse_backward<float, float>(a0, a1, a2, a3, a4, a5, scale, out0, n);
-}
-extern "C" __global__ void nll_coef_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
-    gradcore::nll_coef<float, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void sgd_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float neg_lr, float wd, float maximize, long long n) {
     gradcore::sgd_step<float, float>(a0, a1, neg_lr, wd, maximize, n);
@@ -1105,14 +1136,26 @@ extern "C" __global__ void softmax_xent_forward_float32(const float* __restrict_
 
 // ---- float64: stored as double, computed in double
 #ifndef GRADCORE_NO_float64
-extern "C" __global__ void tanh_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
-    gradcore::tanh_backward<double, double>(a0, a1, a2, a3, out0, n);
+extern "C" __global__ void nll_coef_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::nll_coef<double, double>(a0, a1, a2, a3, out0, n);
 }
-extern "C" __global__ void sigmoid_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
-    gradcore::sigmoid_backward<double, double>(a0, a1, a2, a3, out0, n);
+extern "C" __global__ void mul_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
+    gradcore::mul_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
 }
-extern "C" __global__ void relu_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
-    gradcore::relu_backward<double, double>(a0, a1, a2, a3, out0, n);
+extern "C" __global__ void div_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
+    gradcore::div_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void div_backward_b_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, long long n) {
+    gradcore::div_backward_b<double, double>(a0, a1, a2, a3, a4, a5, out0, n);
+}
+extern "C" __global__ void pow_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, long long n) {
+    gradcore::pow_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, n);
+}
+extern "C" __global__ void exp_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::exp_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void log_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::log_backward<double, double>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void sqrt_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::sqrt_backward<double, double>(a0, a1, a2, a3, out0, n);
@@ -1126,8 +1169,14 @@ extern "C" __global__ void reciprocal_backward_float64(const double* __restrict_
 extern "C" __global__ void abs_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::abs_backward<double, double>(a0, a1, a2, a3, out0, n);
 }
-extern "C" __global__ void pow_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, long long n) {
-    gradcore::pow_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, n);
+extern "C" __global__ void tanh_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::tanh_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void sigmoid_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::sigmoid_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void relu_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::relu_backward<double, double>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void clamp_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, const double* __restrict__ a6, long long a7, double* __restrict__ out0, long long n) {
     gradcore::clamp_backward<double, double>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);
@@ -1138,21 +1187,6 @@ extern "C" __global__ void maximum_backward_a_float64(const double* __restrict__
 extern "C" __global__ void maximum_backward_b_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, long long n) {
     gradcore::maximum_backward_b<double, double>(a0, a1, a2, a3, a4, a5, out0, n);
 }
-extern "C" __global__ void div_backward_b_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, long long n) {
-    gradcore::div_backward_b<double, double>(a0, a1, a2, a3, a4, a5, out0, n);
-}
-extern "C" __global__ void exp_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
-    gradcore::exp_backward<double, double>(a0, a1, a2, a3, out0, n);
-}
-extern "C" __global__ void log_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
-    gradcore::log_backward<double, double>(a0, a1, a2, a3, out0, n);
-}
-extern "C" __global__ void mul_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
-    gradcore::mul_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
-}
-extern "C" __global__ void div_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
-    gradcore::div_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
-}
 extern "C" __global__ void where_backward_float64(const double* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, double* __restrict__ out0, double* __restrict__ out1, long long n) {
     gradcore::where_backward<double, double>(a0, a1, a2, a3, out0, out1, n);
 }
@@ -1161,6 +1195,9 @@ extern "C" __global__ void where_backward_a_float64(const double* __restrict__ a
 }
 extern "C" __global__ void where_backward_b_float64(const double* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::where_backward_b<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void erf_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::erf_backward<double, double>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void gelu_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::gelu_backward<double, double>(a0, a1, a2, a3, out0, n);
@@ -1180,14 +1217,11 @@ extern "C" __global__ void gelu_forward_cdf_float64(const double* __restrict__ a
 extern "C" __global__ void gelu_tanh_forward_float64(const double* __restrict__ a0, long long a1, double* __restrict__ out0, long long n) {
     gradcore::gelu_tanh_forward<double, double>(a0, a1, out0, n);
 }
-extern "C" __global__ void erf_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
-    gradcore::erf_backward<double, double>(a0, a1, a2, a3, out0, n);
+extern "C" __global__ void softplus_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double beta, double threshold, double* __restrict__ out0, long long n) {
+    gradcore::softplus_backward<double, double>(a0, a1, a2, a3, beta, threshold, out0, n);
 }
 extern "C" __global__ void mse_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double scale, double* __restrict__ out0, long long n) {
     gradcore::mse_backward<double, double>(a0, a1, a2, a3, a4, a5, scale, out0, n);
-}
-extern "C" __global__ void nll_coef_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
-    gradcore::nll_coef<double, double>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void sgd_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double neg_lr, double wd, double maximize, long long n) {
     gradcore::sgd_step<double, double>(a0, a1, neg_lr, wd, maximize, n);

@@ -248,7 +248,10 @@ def _away_from_zero(lo, hi):
     return lambda rng, shape: rng.uniform(lo, hi, shape) * rng.choice([-1.0, 1.0], shape)
 
 
-# each kernel's inputs, drawn from where the formula is used and well conditioned
+# each kernel's inputs, drawn from where the formula is used and well conditioned: the
+# kernels whose parameters need a special domain, one draw per parameter; any other
+# kernel draws every parameter from the normal distribution (a mask: half true), which
+# test_default_domain_is_finite checks gives it finite values
 DOMAINS = {
     "tanh_backward": [_normal, _uniform(-0.9, 0.9)],
     "sigmoid_backward": [_normal, _uniform(0.02, 0.98)],
@@ -271,14 +274,9 @@ DOMAINS = {
     "div_backward_b": [_normal, _normal, _away_from_zero(0.5, 2.0)],
     "exp_backward": [_normal, _uniform(0.05, 3.0)],
     "log_backward": [_normal, _uniform(0.2, 3.0)],
-    "mul_backward": [_normal, _normal, _normal],
     "div_backward": [_normal, _normal, _away_from_zero(0.5, 2.0)],
-    "where_backward": [_normal, _mask],
-    "where_backward_a": [_normal, _mask],
-    "where_backward_b": [_normal, _mask],
     "gelu_backward": [_normal, _uniform(-4.0, 4.0)],
     "gelu_tanh_backward": [_normal, _uniform(-4.0, 4.0)],
-    "mse_backward": [_normal, _normal, _normal],
     "nll_coef": [_uniform(0.0, 2.0), _grid(0.0, 3.0, 7.5)],
     "gelu_forward": [_uniform(-4.0, 4.0)],
     "gelu_tanh_forward": [_uniform(-4.0, 4.0)],
@@ -292,14 +290,38 @@ LOOSER_ATOL = {"gelu_tanh_backward": {"float32": 5e-6},
                # erf(u) + 1 and tanh(u) + 1 cancel where u < -2: an ulp of erff/tanhf
                "gelu_forward": {"float32": 1e-6}, "gelu_tanh_forward": {"float32": 1e-6},
                "gelu_forward_cdf": {"float32": 1e-6}}
-# the scalars of the kernels that take some
+# the scalars of the kernels that take some (others: 0.5 each)
 SCALARS = {"mse_backward": (2 / 7,)}
 
 
-def test_every_kernel_has_a_test_domain():
-    assert sorted(DOMAINS) == KERNEL_NAMES
+def _domain(name):
+    """Kernel ``name``'s draws, one per parameter: its own, or the default."""
+    k = fused.KERNELS[name]
+    return DOMAINS.get(name) or [_mask if p in k.masks else _normal for p in k.params]
+
+
+def _scalars(name):
+    return SCALARS.get(name, (0.5,) * len(fused.KERNELS[name].scalars))
+
+
+def test_listed_test_domains_are_kernels_ones():
+    assert set(DOMAINS) <= set(KERNEL_NAMES) and set(SCALARS) <= set(KERNEL_NAMES)
     for name, draws in DOMAINS.items():
         assert len(draws) == len(fused.KERNELS[name].params), name
+    for name, values in SCALARS.items():
+        assert len(values) == len(fused.KERNELS[name].scalars), name
+
+
+@pytest.mark.parametrize("name", sorted(set(KERNEL_NAMES) - set(DOMAINS)))
+def test_default_domain_is_finite(name):
+    """A kernel without a listed domain gives finite values on the default one (one that
+    needs another, a log's or a quotient's, fails here until it lists it in DOMAINS)."""
+    rng = np.random.default_rng(0)
+    k = fused.KERNELS[name]
+    ins = [draw(rng, (64,)).astype(bool if p in k.masks else np.float64)
+           for p, draw in zip(k.params, _domain(name))]
+    for out in _outputs(k.compile(fused.numpy_names())(*ins, *_scalars(name))):
+        assert np.isfinite(out).all(), name
 
 
 def _inputs(name, dtype, shape, layout, rng):
@@ -307,7 +329,7 @@ def _inputs(name, dtype, shape, layout, rng):
     r, c = shape
     arrays = []
     k = fused.KERNELS[name]
-    for j, draw in enumerate(DOMAINS[name]):
+    for j, draw in enumerate(_domain(name)):
         dt = bool if k.params[j] in k.masks else dtype
         if layout == "contiguous":
             a = draw(rng, shape).astype(dt)
@@ -321,7 +343,7 @@ def _inputs(name, dtype, shape, layout, rng):
             sub = [shape, (r, 1), (1, c), ()][j % 4] if j else shape
             a = draw(rng, sub).astype(dt)
         arrays.append(a)
-    return arrays + list(SCALARS.get(name, ()))
+    return arrays + list(_scalars(name))
 
 
 def _outputs(result) -> tuple:

@@ -86,6 +86,8 @@ def _zoo(m):
         "sigmoid": (lambda: m.Sigmoid(), [X]),
         "gelu": (lambda: m.GELU(), [X]),
         "gelu_tanh": (lambda: m.GELU(approximate="tanh"), [X]),
+        "softplus": (lambda: m.Softplus(), [X]),
+        "softplus_threshold": (lambda: m.Softplus(beta=2.0, threshold=1.0), [X]),
         "softmax": (lambda: m.Softmax(dim=-1), [X3]),
         "log_softmax": (lambda: m.LogSoftmax(dim=1), [X]),
         "flatten": (lambda: m.Flatten(), [X3]),
@@ -136,7 +138,7 @@ def test_repr_of_nested_containers_and_options_matches_pytorch():
             m.Embedding(5, 2, padding_idx=0, max_norm=1.0, scale_grad_by_freq=True),
             m.LayerNorm((2, 3), elementwise_affine=False), m.Softmax(), m.Flatten(),
             m.CrossEntropyLoss(weight=torch.ones(2) if m is torch.nn else gc.ones(2)),
-            m.ModuleList(), m.Sequential(), m.GELU())
+            m.ModuleList(), m.Sequential(), m.GELU(), m.Softplus(beta=2.0))
     assert repr(build(nn)) == repr(build(torch.nn))
 
 

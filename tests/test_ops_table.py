@@ -143,6 +143,12 @@ OPS = [
     Op("gelu_tanh", lambda m, x: m.nn.functional.gelu(x * 1.5, approximate="tanh"),
        lambda x: 0.75 * x * (1 + np.tanh(np.sqrt(2 / np.pi) *
                                          (1.5 * x + 0.044715 * (1.5 * x) ** 3)))),
+    Op("softplus", lambda m, x: m.nn.functional.softplus(x * 1.5),
+       lambda x: np.log1p(np.exp(x * 1.5))),
+    # beta * x above the threshold: softplus is x there (avoiding the kink at 0.6)
+    Op("softplus_threshold", lambda m, x: m.nn.functional.softplus(x, beta=2.5, threshold=1.5),
+       lambda x: np.where(x * 2.5 > 1.5, x, np.log1p(np.exp(x * 2.5)) / 2.5),
+       extra={"avoid": (0.6,)}),
     # shapes
     Op("reshape", lambda m, x: x.reshape(-1, 2) * 1.5, lambda x: x.reshape(-1, 2) * 1.5, M3),
     Op("view", lambda m, x: x.view(2, -1), lambda x: x.reshape(2, -1), M3),

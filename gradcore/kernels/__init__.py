@@ -17,9 +17,15 @@ keeps the answer:
 
 Where each name is declared:
 
-* :mod:`.pointwise`: pointwise kernels (``tanh_backward``, ``gelu_forward``, ...; each
-  takes ``out=``), their in-place forms (``tanh_backward_``), and forwards that keep a
-  value for their backward where that pays (``gelu_forward_keep``: ``KEEPING``);
+* beside the op each serves, in its stanza of ``gradcore/ops/<family>.py``: a pointwise
+  kernel (``tanh_backward``, ``gelu_forward``, ...; each takes ``out=``) is declared
+  there with :func:`declare`, next to the node that calls it and the forward, and joins
+  :data:`.pointwise.KERNELS` and the names answered here when the op's module is
+  imported (``import gradcore`` imports every op);
+* :mod:`.pointwise`: the pointwise kernels that serve no single op (``nll_coef``), the
+  hand-written CPU twins the ops' declarations name (``cpu=``), the in-place forms
+  (``tanh_backward_``), and forwards that keep a value for their backward where that
+  pays (``gelu_forward_keep``: ``KEEPING``);
 * :mod:`.rows`: the row formulas the ops call (``softmax_backward(g, y, axis)``,
   ``layer_norm_backward``, ``cross_entropy_backward``, ...: ``FORMULAS``), each written
   once over a namespace and served here over the array namespace, or as one launch of
@@ -41,8 +47,9 @@ import numpy as np
 
 from .. import backend
 from . import device, pointwise, rows, twin, updates
+from .spec import Kernel
 
-__all__ = ["NAMES", "implementation", "declarations"]
+__all__ = ["NAMES", "Kernel", "declare", "implementation", "declarations"]
 
 
 def _pointwise(math, name):
@@ -209,7 +216,25 @@ _PROVIDERS = {
     **dict.fromkeys(updates.ENTRIES, _update),
 }
 
-NAMES = frozenset(_PROVIDERS)  # every name the registry answers
+# every name the registry answers: a set that declare() adds to, which the array
+# namespaces read as it is (backend.register_kernels keeps it, not a copy)
+NAMES = set(_PROVIDERS)
+
+
+def declare(kernel: Kernel) -> Kernel:
+    """Declare a pointwise kernel (an op's, in its stanza): from now on every array
+    namespace answers ``kernel.name`` (``F.<name>``), :func:`.source.generate` writes its
+    CUDA kernel and ``tensor_math`` its differentiable composite. Returns ``kernel``.
+    Declaring a name again with another declaration is an error."""
+    old = pointwise.KERNELS.get(kernel.name)
+    if old is not None and old != kernel:
+        raise ValueError(f"kernel {kernel.name!r} is declared twice, differently")
+    if kernel.name in NAMES and old is None:
+        raise ValueError(f"kernel {kernel.name!r}: the registry already answers that name")
+    pointwise.KERNELS[kernel.name] = kernel
+    _PROVIDERS[kernel.name] = _pointwise
+    NAMES.add(kernel.name)
+    return kernel
 
 
 def declarations() -> dict:

@@ -14,8 +14,12 @@ the common subset of C and Python (arithmetic, comparisons, and the functions
 
 On the CPU the twin is generated from the expression (:mod:`.twin`: ufunc calls that
 reuse their temporaries and write into ``out=``); a kernel may instead name a
-hand-written CPU twin (``cpu=``, the mask-multiplying ones below); the tests check it
-against the expression on the same inputs. :class:`Update` declares
+hand-written CPU twin (``cpu=``, the mask-multiplying ones below, which the ops'
+declarations name); the tests check it against the expression on the same inputs.
+
+An op's kernels are declared beside the op, in its stanza of ``gradcore/ops/<family>.py``
+(``kernels.declare``); :data:`KERNELS` here holds them all once the ops are imported,
+and the few that serve no single op. :class:`Update` declares
 the in-place optimizer steps the same way (:mod:`.updates`). See
 docs/kernels.md.
 """
@@ -31,7 +35,10 @@ from ..backend import cpu
 from . import twin
 from .spec import Kernel
 
-__all__ = ["KERNELS", "INPLACE_CPU", "numpy_names", "composite", "sliced", "CHUNK"]
+__all__ = ["KERNELS", "INPLACE_CPU", "numpy_names", "composite", "sliced", "CHUNK",
+           "relu_backward_cpu", "clamp_backward_cpu", "maximum_backward_a_cpu",
+           "maximum_backward_b_cpu", "where_backward_cpu", "where_backward_a_cpu",
+           "where_backward_b_cpu"]
 
 
 def _fits(out, g, *others):
@@ -41,7 +48,7 @@ def _fits(out, g, *others):
         out.dtype == g.dtype and all(getattr(o, "shape", None) == g.shape for o in others)
 
 
-def _relu_backward_cpu(g, y, out=None):
+def relu_backward_cpu(g, y, out=None):
     # g * (y != 0): a multiply by the mask is ~10x faster in NumPy than where() or a
     # masked copy; it differs from where(y != 0, g, 0) only where g is inf or NaN.
     if out is not None and _fits(out, g, y):
@@ -53,7 +60,7 @@ def _relu_backward_cpu(g, y, out=None):
 # random mask NumPy's where() runs about five times slower than a multiply (branch
 # mispredictions). Like relu's, they differ from the expression only where g is inf or
 # NaN (0 * inf is NaN, not 0), and may give -0.0 where it gives 0.0.
-def _maximum_backward_a_cpu(g, a, b, out=None):  # (out: new arrays here)
+def maximum_backward_a_cpu(g, a, b, out=None):  # (out: new arrays here)
     w = np.multiply(a == b, 0.5, dtype=np.result_type(g, a, b))  # ties split the gradient
     wins = np.less_equal(a, b)  # a wins where not a <= b: a > b, or a NaN on either side
     w += np.logical_not(wins, out=wins) if type(wins) is np.ndarray else not wins
@@ -61,23 +68,23 @@ def _maximum_backward_a_cpu(g, a, b, out=None):  # (out: new arrays here)
     return w
 
 
-def _maximum_backward_b_cpu(g, a, b, out=None):
-    return _maximum_backward_a_cpu(g, b, a)
+def maximum_backward_b_cpu(g, a, b, out=None):
+    return maximum_backward_a_cpu(g, b, a)
 
 
-def _where_backward_cpu(g, c, out=None):
+def where_backward_cpu(g, c, out=None):
     return g * c, g * np.logical_not(c)
 
 
-def _where_backward_a_cpu(g, c, out=None):
+def where_backward_a_cpu(g, c, out=None):
     return g * c
 
 
-def _where_backward_b_cpu(g, c, out=None):
+def where_backward_b_cpu(g, c, out=None):
     return g * np.logical_not(c)
 
 
-def _clamp_backward_cpu(g, x, lo, hi, out=None):
+def clamp_backward_cpu(g, x, lo, hi, out=None):
     return g * ((x >= lo) & (x <= hi))
 
 
@@ -121,81 +128,21 @@ def sliced(fn, *bound):
 _relu_backward_into = sliced(lambda out, g, y: np.multiply(g, y != 0, out=out))
 
 
-# gelu's pieces, each written once (forward and backward use them)
-_GELU_KAPPA = 0.044715
-_GELU_BETA = 0.7978845608028654  # sqrt(2 / pi)
-_GELU_CDF = "(erf(x * 0.7071067811865476) + 1) * 0.5"  # Phi(x)
-_GELU_PDF = "exp(x * x * -0.5) * 0.3989422804014327"  # the normal density
-_GELU_GRAD = "g * (cdf + x * pdf)"  # over the locals cdf and pdf
-# tanh(sqrt(2 / pi) * (x + 0.044715 x^3)), over the local x_sq = x * x
-_GELU_TANH = f"tanh((x + x_sq * x * {_GELU_KAPPA!r}) * {_GELU_BETA!r})"
-
 # Forwards that keep a value for their backward where that pays, by the name the ops
 # call: (the kernel giving the value kept as its last output, the kernel without it),
 # results ``(out, kept)``, ``kept`` None where it does not pay: a device with kernels,
 # whose backward recomputes Phi(x) in its one launch. On the CPU an erf costs seven
 # times the copy (4M float32: a backward of 118 ms recomputing it, 22 ms keeping it).
+# (Both kernels are declared with gelu, in gradcore/ops/activation.py.)
 KEEPING = {"gelu_forward_keep": ("gelu_forward_cdf", "gelu_forward")}
 
+# Every pointwise kernel by name, in the order declared. An op's kernels are declared in
+# its stanza (gradcore/ops/<family>.py, ``kernels.declare(Kernel(...))``), which adds
+# them here when its module is imported; only kernels that serve no single op are
+# declared here.
 KERNELS: dict[str, Kernel] = {k.name: k for k in [
-    Kernel("tanh_backward", ("g", "y"), "g * (1 - y * y)"),
-    Kernel("sigmoid_backward", ("g", "y"), "g * (y * (1 - y))"),
-    # y is relu's output: positive, +-0 or NaN. PyTorch's threshold_backward gives no
-    # gradient where y <= 0, that is where y == 0 (NaN passes the gradient)
-    Kernel("relu_backward", ("g", "y"), "where(y != 0, g, 0)", cpu=_relu_backward_cpu),
-    Kernel("sqrt_backward", ("g", "y"), "g / (2 * y)"),
-    Kernel("rsqrt_backward", ("g", "y"), "-0.5 * g * (y * y * y)"),
-    Kernel("reciprocal_backward", ("g", "y"), "-g * (y * y)"),
-    Kernel("abs_backward", ("g", "x"), "g * sign(x)"),  # PyTorch's sign: 0 at NaN
-    Kernel("pow_backward", ("g", "x", "e"), "where(e == 0, 0 * g, g * e * pow(x, e - 1))"),
-    Kernel("clamp_backward", ("g", "x", "lo", "hi"), "where((x >= lo) & (x <= hi), g, 0)",
-           cpu=_clamp_backward_cpu),
-    # PyTorch's rule: the side that is smaller gets nothing, a tie half, otherwise (a NaN
-    # on either side included) the whole gradient
-    Kernel("maximum_backward_a", ("g", "a", "b"),
-           "where(a < b, 0, where(a == b, 0.5 * g, g))", cpu=_maximum_backward_a_cpu),
-    Kernel("maximum_backward_b", ("g", "a", "b"),
-           "where(b < a, 0, where(a == b, 0.5 * g, g))", cpu=_maximum_backward_b_cpu),
-    Kernel("div_backward_b", ("g", "a", "b"), "-g * a / (b * b)"),
-    Kernel("exp_backward", ("g", "y"), "g * y"),
-    Kernel("log_backward", ("g", "x"), "g / x"),
-    # both input gradients of a product or quotient in one pass over g, a and b
-    Kernel("mul_backward", ("g", "a", "b"), ("g * b", "g * a")),
-    Kernel("div_backward", ("g", "a", "b"), ("g / b", "-g * a / (b * b)")),
-    Kernel("where_backward", ("g", "c"), ("where(c, g, 0)", "where(c, 0, g)"), masks=("c",),
-           cpu=_where_backward_cpu),
-    # ... one side of it (the other side needs no gradient)
-    Kernel("where_backward_a", ("g", "c"), "where(c, g, 0)", masks=("c",),
-           cpu=_where_backward_a_cpu),
-    Kernel("where_backward_b", ("g", "c"), "where(c, 0, g)", masks=("c",),
-           cpu=_where_backward_b_cpu),
-    # PyTorch's formulas (GeluBackward0): cdf(x) + x * pdf(x), and the derivative of the
-    # tanh approximation; float16 computed in float32 (upcast) everywhere
-    Kernel("gelu_backward", ("g", "x"), _GELU_GRAD,
-           lets=(("cdf", _GELU_CDF), ("pdf", _GELU_PDF)), upcast="x"),
-    # ... with Phi(x) kept by the forward (gelu_forward_cdf, see KEEPING)
-    Kernel("gelu_backward_cdf", ("g", "x", "cdf"), _GELU_GRAD,
-           lets=(("pdf", _GELU_PDF),), upcast="x"),
-    Kernel("gelu_tanh_backward", ("g", "x"), "g * (left + x * 0.5 * right * inner_d)", lets=(
-        ("x_sq", "x * x"),
-        ("th", _GELU_TANH),
-        ("left", "(th + 1) * 0.5"),
-        ("right", "1 - th * th"),
-        ("inner_d", f"(x_sq * {3 * _GELU_KAPPA!r} + 1) * {_GELU_BETA!r}")), upcast="x"),
-    # ... and their forwards
-    Kernel("gelu_forward", ("x",), f"{_GELU_CDF} * x", upcast="x"),
-    Kernel("gelu_forward_cdf", ("x",), ("cdf * x", "cdf"), lets=(("cdf", _GELU_CDF),),
-           upcast="x"),
-    Kernel("gelu_tanh_forward", ("x",), f"({_GELU_TANH} + 1) * 0.5 * x",
-           lets=(("x_sq", "x * x"),), upcast="x"),
-    # erf's derivative, 2 / sqrt(pi) * exp(-x * x)
-    Kernel("erf_backward", ("g", "x"), "g * (exp(-(x * x)) * 1.1283791670955126)",
-           upcast="x"),
-    # mse_loss: 2 * (x - y) * g, divided by the count for "mean" (scale = 2 or 2 / n)
-    Kernel("mse_backward", ("g", "x", "y"), "(x - y) * (g * scale)", scalars=("scale",),
-           upcast="x"),
     # nll_loss's gradient coefficients from the targets' weights for "mean": -wt / total
-    # (no gradient when nothing is counted)
+    # (no gradient when nothing is counted); shared by nll_loss and cross_entropy
     Kernel("nll_coef", ("wt", "total"), "where(total != 0, -wt / total, 0)"),
 ]}
 

@@ -26,10 +26,11 @@ from .modules import (
     Sequential,
     Sigmoid,
     Softmax,
+    Softplus,
     Tanh,
 )
 
 __all__ = ["Parameter", "functional", "init", "Module", "Sequential", "ModuleList", "Linear",
-           "Embedding", "LayerNorm", "Dropout", "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax",
-           "LogSoftmax", "Flatten", "Identity", "MSELoss", "CrossEntropyLoss", "NLLLoss",
-           "BCEWithLogitsLoss"]
+           "Embedding", "LayerNorm", "Dropout", "ReLU", "Tanh", "Sigmoid", "GELU", "Softplus",
+           "Softmax", "LogSoftmax", "Flatten", "Identity", "MSELoss", "CrossEntropyLoss",
+           "NLLLoss", "BCEWithLogitsLoss"]

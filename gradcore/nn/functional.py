@@ -30,7 +30,7 @@ from ..ops.activation import check_reduction
 
 __all__ = ["linear", "relu", "gelu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
            "layer_norm", "embedding", "mse_loss", "cross_entropy", "nll_loss",
-           "binary_cross_entropy_with_logits", "one_hot", "erf"]
+           "binary_cross_entropy_with_logits", "one_hot", "erf", "softplus"]
 
 
 def _legacy_reduction(size_average, reduce, reduction):
@@ -61,6 +61,11 @@ def relu(input, inplace=False):
 def gelu(input, approximate="none"):
     """``x * Phi(x)``; ``approximate='tanh'`` is PyTorch's tanh approximation."""
     return _act.gelu(input, approximate)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """``log(1 + exp(beta * input)) / beta``; ``input`` where ``beta * input > threshold``."""
+    return _act.softplus(input, beta, threshold)
 
 
 def tanh(input):

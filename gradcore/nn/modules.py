@@ -33,8 +33,8 @@ from . import functional as F
 from . import init
 
 __all__ = ["Module", "Sequential", "ModuleList", "Linear", "Embedding", "LayerNorm",
-           "Dropout", "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Flatten",
-           "Identity", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss"]
+           "Dropout", "ReLU", "Tanh", "Sigmoid", "GELU", "Softplus", "Softmax", "LogSoftmax",
+           "Flatten", "Identity", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss"]
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -841,6 +841,18 @@ class GELU(Module):
 
     def extra_repr(self):
         return f"approximate={self.approximate!r}"
+
+
+class Softplus(Module):
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class _SoftmaxAlong(Module):

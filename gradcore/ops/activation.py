@@ -1,6 +1,6 @@
 """Primitives of neural networks with their own backward nodes.
 
-softmax, log_softmax, erf, gelu, layer_norm, linear, embedding and the losses
+softmax, log_softmax, erf, gelu, softplus, layer_norm, linear, embedding and the losses
 (nll_loss, mse_loss, binary_cross_entropy_with_logits).  Written from smaller ops they
 would record five to ten nodes each; as primitives they record one, with PyTorch's
 name and derivative formula (``SoftmaxBackward0``: ``g*y - y*sum(g*y)``), and run
@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from ..backend import check_range, math_of
+from ..kernels import Kernel, declare
 from . import linalg as _linalg
 from . import pointwise as _pw
 from . import reduce as _red
@@ -37,8 +38,8 @@ from ._core import (
     wrap,
 )
 
-__all__ = ["softmax", "log_softmax", "erf", "gelu", "layer_norm", "linear", "embedding",
-           "nll_loss", "mse_loss", "binary_cross_entropy_with_logits"]
+__all__ = ["softmax", "log_softmax", "erf", "gelu", "softplus", "layer_norm", "linear",
+           "embedding", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits"]
 
 _new = object.__new__
 _ndarray = np.ndarray
@@ -120,6 +121,9 @@ def log_softmax(x, dim, dtype=None):
 
 
 # ---- erf / gelu ----------
+# erf's derivative, 2 / sqrt(pi) * exp(-x * x)
+declare(Kernel("erf_backward", ("g", "x"), "g * (exp(-(x * x)) * 1.1283791670955126)",
+               upcast="x"))
 class ErfBackward0(Node):
     """``g * 2 / sqrt(pi) * exp(-x * x)`` (``kernels.pointwise``: erf_backward)."""
 
@@ -145,6 +149,34 @@ def erf(x):
     return record1(out, node, x)
 
 
+# gelu's pieces, each written once (forward and backward use them)
+_GELU_KAPPA = 0.044715
+_GELU_BETA = 0.7978845608028654  # sqrt(2 / pi)
+_GELU_CDF = "(erf(x * 0.7071067811865476) + 1) * 0.5"  # Phi(x)
+_GELU_PDF = "exp(x * x * -0.5) * 0.3989422804014327"  # the normal density
+_GELU_GRAD = "g * (cdf + x * pdf)"  # over the locals cdf and pdf
+# tanh(sqrt(2 / pi) * (x + 0.044715 x^3)), over the local x_sq = x * x
+_GELU_TANH = f"tanh((x + x_sq * x * {_GELU_KAPPA!r}) * {_GELU_BETA!r})"
+# PyTorch's formulas (GeluBackward0): cdf(x) + x * pdf(x), and the derivative of the
+# tanh approximation; float16 computed in float32 (upcast) everywhere
+declare(Kernel("gelu_backward", ("g", "x"), _GELU_GRAD,
+               lets=(("cdf", _GELU_CDF), ("pdf", _GELU_PDF)), upcast="x"))
+# ... with Phi(x) kept by the forward (gelu_forward_cdf: kernels.pointwise.KEEPING)
+declare(Kernel("gelu_backward_cdf", ("g", "x", "cdf"), _GELU_GRAD,
+               lets=(("pdf", _GELU_PDF),), upcast="x"))
+declare(Kernel("gelu_tanh_backward", ("g", "x"), "g * (left + x * 0.5 * right * inner_d)",
+               lets=(("x_sq", "x * x"),
+                     ("th", _GELU_TANH),
+                     ("left", "(th + 1) * 0.5"),
+                     ("right", "1 - th * th"),
+                     ("inner_d", f"(x_sq * {3 * _GELU_KAPPA!r} + 1) * {_GELU_BETA!r}")),
+               upcast="x"))
+# ... and their forwards
+declare(Kernel("gelu_forward", ("x",), f"{_GELU_CDF} * x", upcast="x"))
+declare(Kernel("gelu_forward_cdf", ("x",), ("cdf * x", "cdf"), lets=(("cdf", _GELU_CDF),),
+               upcast="x"))
+declare(Kernel("gelu_tanh_forward", ("x",), f"({_GELU_TANH} + 1) * 0.5 * x",
+               lets=(("x_sq", "x * x"),), upcast="x"))
 class GeluBackward0(Node):
     """PyTorch's formulas (``kernels.pointwise``: gelu_backward, gelu_tanh_backward):
     ``cdf(x) + x * pdf(x)`` exactly, or the derivative of the tanh approximation."""
@@ -184,6 +216,37 @@ def gelu(x, approximate="none"):
     node.approximate = approximate
     if cdf is not None:
         node.out = (cdf,)
+    node.save(x)
+    return record1(out, node, x)
+
+
+# ---- softplus ----------
+# PyTorch's SoftplusBackward0: g * sigmoid(beta * x), as z / (z + 1) with z = exp(beta * x),
+# where beta * x <= threshold; g where softplus is x itself
+declare(Kernel("softplus_backward", ("g", "x"),
+               "where(x * beta > threshold, g, g * z / (z + 1))", scalars=("beta", "threshold"),
+               lets=(("z", "exp(x * beta)"),), upcast="x"))
+class SoftplusBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.softplus_backward(g, x, self.beta, self.threshold),)
+
+
+def softplus(x, beta=1.0, threshold=20.0):
+    """``log(1 + exp(beta * x)) / beta``; ``x`` where ``beta * x > threshold``."""
+    x = _floating(x, "softplus")
+    xd = x._data
+    m = math_of(xd)
+    xu = _up(xd)  # (float16 computed in float32, as PyTorch does)
+    xb = xu * beta
+    soft = m.log1p(m.exp(m.minimum(xb, threshold))) / beta  # (no overflow where unused)
+    out = m.asarray(m.where(xb > threshold, xu, soft)).astype(xd.dtype, copy=False)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    node = _new(SoftplusBackward0)
+    node.beta, node.threshold = float(beta), float(threshold)
     node.save(x)
     return record1(out, node, x)
 
@@ -581,6 +644,9 @@ def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     return _record_nll(out, coef, tsafe, 1, logp_t, CrossEntropyBackward)
 
 
+# 2 * (x - y) * g, divided by the count for "mean" (scale = 2 or 2 / n)
+declare(Kernel("mse_backward", ("g", "x", "y"), "(x - y) * (g * scale)", scalars=("scale",),
+               upcast="x"))
 class MseLossBackward0(Node):
     """``2 * (x - y) * g`` (divided by the element count for ``mean``); minus that for
     the target (``kernels.pointwise``: mse_backward)."""

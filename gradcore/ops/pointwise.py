@@ -1,8 +1,11 @@
 """Pointwise ops: arithmetic, transcendental functions, comparisons, casts.
 
-Each op is one stanza: its backward node (the derivative rule, written once over
-``F``: arrays for a plain backward, tensors when ``create_graph=True``) followed by
-its forward.  Broadcasting is undone by the engine through the shared ``sum_to``;
+Each op is one stanza: the declaration of the kernel its backward calls, if it has one
+(``declare(Kernel("tanh_backward", ("g", "y"), "g * (1 - y * y)"))``: the expression
+from which the NumPy twin, the differentiable composite and the CUDA kernel come, see
+:mod:`gradcore.kernels`), its backward node (the derivative rule, written once over
+``F``: arrays for a plain backward, tensors when ``create_graph=True``) and its
+forward, on consecutive lines.  Broadcasting is undone by the engine through the shared ``sum_to``;
 an op only records its input shapes in ``node.shapes`` when they differ.
 """
 
@@ -12,6 +15,8 @@ import numpy as np
 
 from .. import dtypes
 from ..backend import check_range, math_of
+from ..kernels import Kernel, declare
+from ..kernels import pointwise as _twins
 from . import _elide
 from . import index as _index
 from ._core import (
@@ -274,6 +279,8 @@ def _times(F, g, other, out):
 
 
 # ---- mul / div ----------
+# both input gradients of a product or quotient in one pass over g, a and b
+declare(Kernel("mul_backward", ("g", "a", "b"), ("g * b", "g * a")))
 class MulBackward0(Node):
     fresh_grads = True
     writes_into_grad = True
@@ -322,6 +329,8 @@ def _np_mul(x, y):
     return x * y
 
 
+declare(Kernel("div_backward", ("g", "a", "b"), ("g / b", "-g * a / (b * b)")))
+declare(Kernel("div_backward_b", ("g", "a", "b"), "-g * a / (b * b)"))
 class DivBackward0(Node):
     fresh_grads = True
 
@@ -430,6 +439,8 @@ def remainder(a, b):
 
 
 # ---- pow ----------
+declare(Kernel("pow_backward", ("g", "x", "e"),
+               "where(e == 0, 0 * g, g * e * pow(x, e - 1))"))
 class PowBackward0(Node):  # tensor ** scalar
     fresh_grads = True
 
@@ -532,6 +543,7 @@ def _unary(x, fn_name, cls, save_input=False, save_output=False, floating=True):
     return t
 
 
+declare(Kernel("exp_backward", ("g", "y"), "g * y"))
 class ExpBackward0(Node):
     fresh_grads = True
     writes_into_grad = True
@@ -545,6 +557,7 @@ def exp(x):
     return _unary(x, "exp", ExpBackward0, save_output=True)
 
 
+declare(Kernel("log_backward", ("g", "x"), "g / x"))
 class LogBackward0(Node):
     fresh_grads = True
 
@@ -583,6 +596,7 @@ def expm1(x):
     return _unary(x, "expm1", Expm1Backward0, save_output=True)
 
 
+declare(Kernel("sqrt_backward", ("g", "y"), "g / (2 * y)"))
 class SqrtBackward0(Node):
     fresh_grads = True
 
@@ -595,6 +609,7 @@ def sqrt(x):
     return _unary(x, "sqrt", SqrtBackward0, save_output=True)
 
 
+declare(Kernel("rsqrt_backward", ("g", "y"), "-0.5 * g * (y * y * y)"))
 class RsqrtBackward0(Node):
     fresh_grads = True
 
@@ -619,6 +634,7 @@ def rsqrt(x):
     return t
 
 
+declare(Kernel("reciprocal_backward", ("g", "y"), "-g * (y * y)"))
 class ReciprocalBackward0(Node):
     fresh_grads = True
 
@@ -637,6 +653,7 @@ def reciprocal(x):
     return t
 
 
+declare(Kernel("abs_backward", ("g", "x"), "g * sign(x)"))  # PyTorch's sign: 0 at NaN
 class AbsBackward0(Node):
     fresh_grads = True
 
@@ -690,6 +707,7 @@ def cos(x):
     return _unary(x, "cos", CosBackward0, save_input=True)
 
 
+declare(Kernel("tanh_backward", ("g", "y"), "g * (1 - y * y)"))
 class TanhBackward0(Node):
     fresh_grads = True
     writes_into_grad = True
@@ -718,6 +736,7 @@ def tanh(x):
 _np_tanh = np.tanh
 
 
+declare(Kernel("sigmoid_backward", ("g", "y"), "g * (y * (1 - y))"))
 class SigmoidBackward0(Node):
     fresh_grads = True
     writes_into_grad = True
@@ -738,6 +757,10 @@ def sigmoid(x):
     return t
 
 
+# y is relu's output: positive, +-0 or NaN. PyTorch's threshold_backward gives no
+# gradient where y <= 0, that is where y == 0 (NaN passes the gradient)
+declare(Kernel("relu_backward", ("g", "y"), "where(y != 0, g, 0)",
+               cpu=_twins.relu_backward_cpu))
 class ReluBackward0(Node):
     fresh_grads = True
     writes_into_grad = True
@@ -765,6 +788,8 @@ def relu(x):
     return t
 
 
+declare(Kernel("clamp_backward", ("g", "x", "lo", "hi"),
+               "where((x >= lo) & (x <= hi), g, 0)", cpu=_twins.clamp_backward_cpu))
 class ClampBackward1(Node):
     fresh_grads = True
 
@@ -803,6 +828,14 @@ clip = clamp
 
 
 # ---- maximum / minimum / where ----------
+# PyTorch's rule: the side that is smaller gets nothing, a tie half, otherwise (a NaN
+# on either side included) the whole gradient (minimum: the same with a and b swapped)
+declare(Kernel("maximum_backward_a", ("g", "a", "b"),
+               "where(a < b, 0, where(a == b, 0.5 * g, g))",
+               cpu=_twins.maximum_backward_a_cpu))
+declare(Kernel("maximum_backward_b", ("g", "a", "b"),
+               "where(b < a, 0, where(a == b, 0.5 * g, g))",
+               cpu=_twins.maximum_backward_b_cpu))
 class MaximumBackward0(Node):
     fresh_grads = True
 
@@ -852,6 +885,13 @@ def _both_tensors(a, b):
     return a, b
 
 
+declare(Kernel("where_backward", ("g", "c"), ("where(c, g, 0)", "where(c, 0, g)"),
+               masks=("c",), cpu=_twins.where_backward_cpu))
+# ... one side of it (the other side needs no gradient)
+declare(Kernel("where_backward_a", ("g", "c"), "where(c, g, 0)", masks=("c",),
+               cpu=_twins.where_backward_a_cpu))
+declare(Kernel("where_backward_b", ("g", "c"), "where(c, 0, g)", masks=("c",),
+               cpu=_twins.where_backward_b_cpu))
 class WhereBackward0(Node):
     fresh_grads = True
 

@@ -129,11 +129,12 @@ take_along_axis = _index.take_along_axis
 
 # The fused kernels as differentiable composites, built from the same expressions as
 # their NumPy twins and CUDA bodies: ``tensor_math.tanh_backward`` and so on.
-_composites = _kernels.composite({
+_FUNCTIONS = {
     "where": where, "exp": exp, "log": log, "sqrt": sqrt, "sin": sin, "cos": cos,
     "tanh": tanh, "sign": sign, "pow": pow, "maximum": maximum,
     "erf": _erf,
-})
+}
+_composites = _kernels.composite(_FUNCTIONS)
 
 
 # The formulas of kernels.rows over tensors: the same lines as the arrays' twins, so
@@ -195,4 +196,7 @@ def __getattr__(name):
     try:
         return _composites[name]
     except KeyError:
+        if name in _kernels.KERNELS:  # declared after this module was imported
+            _composites.update(_kernels.composite(_FUNCTIONS))
+            return _composites[name]
         raise AttributeError(f"tensor_math has no {name!r}") from None
