@@ -50,6 +50,7 @@ import gradcore.nn.functional as F
 from gradcore import benchmark as gc_bench
 from gradcore.kernels import device as kernels_cuda
 from gradcore.kernels import pointwise as fused
+from gradcore.kernels import twin
 
 ENV = "GRADCORE_BENCH_DEVICES"
 KNOWN_DEVICES = ("cpu", "cuda")
@@ -196,6 +197,8 @@ def fused_impl(kernel, dev):
         what = "hand-written CPU twin"
     elif dev.type == "cuda" and kernels_cuda.device_kernels_enabled():
         what = "generated CUDA kernel"
+    elif dev.type == "cpu" and twin.generate(kernel) is not None:
+        what = "CPU twin generated from the expression"
     else:
         what = "the expression (as unfused)"
     return fn, what
