@@ -384,10 +384,13 @@ class ArrayMath:
         self.xp.put_along_axis(out, index, g, axis=axis)
         return out
 
-    def index_add_into_zeros(self, g, index, shape):
-        """Zeros of ``shape`` plus ``g`` added at ``index`` (repeated indices accumulate)."""
+    def index_add_into_zeros(self, g, index, shape, keep_zero=None):
+        """Zeros of ``shape`` plus ``g`` added at ``index`` (repeated indices accumulate);
+        the rows at ``keep_zero`` (an embedding's padding row) stay zero."""
         out = self.xp.zeros(shape, dtype=g.dtype)
         self.xp.add.at(out, index, g)
+        if keep_zero is not None:
+            out[keep_zero] = 0
         return out
 
     def place_into_zeros(self, g, index, shape):

@@ -391,13 +391,8 @@ class EmbeddingBackward0(Node):
         scale = self.scale
         if scale is not None:
             g = g * F.constant(scale)
-        gw = F.index_add_into_zeros(g, self.index, self.weight_shape)
-        if self.padding_idx is not None:
-            if F.tensor_mode:
-                gw = F.zero_at(gw, self.padding_idx)
-            else:
-                gw[self.padding_idx] = 0
-        return (gw,)
+        return (F.index_add_into_zeros(g, self.index, self.weight_shape,
+                                       keep_zero=self.padding_idx),)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,

@@ -116,8 +116,9 @@ def scatter_into_zeros(g, axis, index, shape):
     return _index.into_zeros(g, index, shape, kind="along", axis=axis)
 
 
-def index_add_into_zeros(g, index, shape):
-    return _index.into_zeros(g, index, shape, kind="add")
+def index_add_into_zeros(g, index, shape, keep_zero=None):
+    out = _index.into_zeros(g, index, shape, kind="add")
+    return out if keep_zero is None else _index.zero_at(out, keep_zero)
 
 
 def place_into_zeros(g, index, shape):
