@@ -111,10 +111,25 @@ def adopt_views(root: Tensor, skip: Tensor | None = None) -> None:
     others = sys.getrefcount(vc) - _LONE - (skip is not None and skip._vc is vc)
     if others <= 0:
         return
-    for obj in _gc.get_referrers(vc):
-        if isinstance(obj, Tensor) and obj._base is root and obj is not skip and \
-                obj.grad_fn is None:
+    for obj in _holders(vc):
+        if obj._base is root and obj is not skip and obj.grad_fn is None:
             view_history(obj, root)
+
+
+def _holders(vc) -> list:
+    """The tensors holding the version cell ``vc``. A tensor's attributes live in the
+    object itself until its class's shared attribute layout changes (a tensor given an
+    attribute of its own, say), after which each new tensor has a separate ``__dict__``
+    and the collector names that dict as the referrer: the tensor is found one step
+    further, as the referrer of its dict."""
+    found = []
+    for obj in _gc.get_referrers(vc):
+        if isinstance(obj, Tensor):
+            found.append(obj)
+        elif type(obj) is dict and obj.get("_vc") is vc:
+            found += [t for t in _gc.get_referrers(obj)
+                      if isinstance(t, Tensor) and getattr(t, "__dict__", None) is obj]
+    return found
 
 
 def _remember_forward(node: Node) -> None:
