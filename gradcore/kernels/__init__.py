@@ -84,12 +84,7 @@ def _upcasting(math, fn, positions, like, rounded=None):
                 break
         else:  # nothing to upcast (the usual case)
             out = fn(*args, **out)
-            if type(out) is ndarray:
-                return out
-            if type(out) is tuple:
-                return tuple(o if o is None or type(o) is ndarray else math.asarray(o)
-                             for o in out)
-            return math.asarray(out)
+            return out if type(out) is ndarray else _as_arrays(math, out)
         dt = args[like].dtype
         args = list(args)
         for i in positions:
@@ -104,6 +99,18 @@ def _upcasting(math, fn, positions, like, rounded=None):
     run.__name__ = getattr(fn, "__name__", "kernel")
     run.__wrapped__ = fn
     return run
+
+
+def _as_arrays(math, result):
+    """``result`` (an array, a tuple of arrays or Nones, or a NumPy scalar from a 0-d
+    computation) with every value an array of ``math``."""
+    ndarray = math.ndarray
+    if type(result) is ndarray:
+        return result
+    if type(result) is tuple:
+        return tuple(o if o is None or type(o) is ndarray else math.asarray(o)
+                     for o in result)
+    return math.asarray(result)
 
 
 def _array(math, a, dtype):
@@ -141,12 +148,7 @@ def _formula(math, name):
                 all(args[i] is None or args[i].dtype == out.dtype for i in upcast):
             return fn(*args, out=out)  # (nothing to upcast: into `out`)
         result = fn(*args)  # (nothing to upcast: the usual case, without plain's call)
-        if type(result) is ndarray:
-            return result
-        if type(result) is tuple:
-            return tuple(o if o is None or type(o) is ndarray else math.asarray(o)
-                         for o in result)
-        return math.asarray(result)
+        return result if type(result) is ndarray else _as_arrays(math, result)
 
     run.__name__ = name
     return run
