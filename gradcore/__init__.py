@@ -40,104 +40,14 @@ from .creation import (
 )
 from .dtypes import DType, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
 from .io import load, save
-from .ops import (
-    abs,
-    add,
-    all,
-    amax,
-    amin,
-    any,
-    argmax,
-    argmin,
-    bmm,
-    broadcast_to,
-    cat,
-    chunk,
-    clamp,
-    clip,
-    concat,
-    contiguous_format,
-    cos,
-    diag,
-    diagonal,
-    div,
-    divide,
-    dot,
-    eq,
-    erf,
-    exp,
-    expand,
-    expm1,
-    flatten,
-    floor_divide,
-    gather,
-    ge,
-    gt,
-    index_select,
-    isfinite,
-    isinf,
-    isnan,
-    le,
-    log,
-    log1p,
-    log_softmax,
-    logical_and,
-    logical_not,
-    logical_or,
-    logsumexp,
-    lt,
-    masked_fill,
-    matmul,
-    max,
-    maximum,
-    mean,
-    memory_format,
-    min,
-    minimum,
-    mm,
-    movedim,
-    mul,
-    multiply,
-    ne,
-    neg,
-    nonzero,
-    norm,
-    outer,
-    permute,
-    pow,
-    preserve_format,
-    prod,
-    reciprocal,
-    relu,
-    remainder,
-    repeat,
-    reshape,
-    rsqrt,
-    scatter_add,
-    sigmoid,
-    sign,
-    sin,
-    softmax,
-    split,
-    sqrt,
-    square,
-    squeeze,
-    stack,
-    std,
-    sub,
-    subtract,
-    sum,
-    swapaxes,
-    tanh,
-    transpose,
-    unbind,
-    unflatten,
-    unsqueeze,
-    var,
-    where,
-)
+from .ops import _export
 from .profile import profile
 from .tensor import Parameter, Tensor
+
+# PyTorch's torch.<name> functions among the ops: each is declared where it is written
+# (`@export(torch=...)` above its `def` in gradcore/ops/; `grep "def tanh"` finds it).
+globals().update(_export.FUNCTIONS)
+del _export
 
 bool = bool_  # noqa: A001  (gc.bool, as torch.bool)
 half, double, long = float16, float64, int64
@@ -211,10 +121,15 @@ def _tensor_input(fn):
     return call
 
 
-(all, amax, amin, any, argmax, argmin, broadcast_to, diag, diagonal, expand, flatten,  # noqa: A001
- max, mean, min, movedim, nonzero, norm, permute, prod, repeat, reshape, squeeze, std, sum,
- unbind, unflatten, unsqueeze, transpose, swapaxes, var, numel, clone, detach) = map(
-    _tensor_input,
-    (all, amax, amin, any, argmax, argmin, broadcast_to, diag, diagonal, expand, flatten,
-     max, mean, min, movedim, nonzero, norm, permute, prod, repeat, reshape, squeeze, std,
-     sum, unbind, unflatten, unsqueeze, transpose, swapaxes, var, numel, clone, detach))
+# (the ops' own names, as PyTorch's messages say them)
+for _name in ("all", "amax", "amin", "any", "argmax", "argmin", "broadcast_to", "diag",
+              "diagonal", "expand", "flatten", "max", "mean", "min", "movedim", "nonzero",
+              "norm", "permute", "prod", "repeat", "reshape", "squeeze", "std", "sum",
+              "unbind", "unflatten", "unsqueeze", "transpose", "swapaxes", "var", "numel",
+              "clone", "detach"):
+    globals()[_name] = _tensor_input(globals()[_name])
+del _name
+
+# `from gradcore import *`: every public name (generated: the ops' come from their
+# declarations)
+__all__ = sorted(_n for _n in globals() if not _n.startswith("_"))

@@ -19,6 +19,7 @@ from ..backend import device as _device
 from ..backend import math_of
 from . import (
     _elide,
+    _export,
     activation,
     index,
     linalg,
@@ -29,107 +30,11 @@ from . import (
 )
 from . import device as _device_ops
 from ._core import Tensor, adopt_views, as_tensor, fresh_history, mode, same_device, wrap
-from .activation import erf, gelu, layer_norm, log_softmax, softmax
-from .index import (
-    _check_inplace,
-    _internal_overlap,
-    check_writable,
-    gather,
-    index_select,
-    masked_fill,
-    nonzero,
-    scatter_add,
-    view_needs_rebase,
-)
-from .linalg import bmm, diag, diagonal, dot, matmul, mm, mv, outer
-from .pointwise import (
-    abs,
-    add,
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
-    bitwise_xor,
-    clamp,
-    clip,
-    cos,
-    div,
-    eq,
-    exp,
-    expm1,
-    floor_divide,
-    ge,
-    gt,
-    isfinite,
-    isinf,
-    isnan,
-    le,
-    log,
-    log1p,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    lt,
-    maximum,
-    minimum,
-    mul,
-    ne,
-    neg,
-    pow,
-    reciprocal,
-    relu,
-    remainder,
-    rsqrt,
-    sigmoid,
-    sign,
-    sin,
-    sqrt,
-    square,
-    sub,
-    tanh,
-    where,
-)
-from .reduce import (
-    all,
-    amax,
-    amin,
-    any,
-    argmax,
-    argmin,
-    logsumexp,
-    max,
-    mean,
-    min,
-    norm,
-    prod,
-    std,
-    sum,
-    var,
-)
-from .shape import (
-    broadcast_to,
-    cat,
-    chunk,
-    concat,
-    contiguous_format,
-    expand,
-    flatten,
-    memory_format,
-    movedim,
-    permute,
-    preserve_format,
-    repeat,
-    reshape,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
-    transpose,
-    unbind,
-    unflatten,
-    unsqueeze,
-    view,
-)
+from .index import _check_inplace, _internal_overlap, check_writable, view_needs_rebase
+
+# The families' public ops, each declared where it is written (`@export(...)` above its
+# `def`, see _export.py): gradcore.ops.<name> for every name it is exported as.
+globals().update(_export.OPS)
 
 __all__ = [n for n in dir() if not n.startswith("_") and
            n not in ("set_differentiable_namespace", "device")]  # (as before these imports)
@@ -138,8 +43,10 @@ __all__ = [n for n in dir() if not n.startswith("_") and
 # not import the ops, it is handed them here, once.
 set_differentiable_namespace(tensor_math)
 
-multiply, subtract, divide, negative, true_divide = mul, sub, div, neg, div
-greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
+# NumPy's spellings, here only (not gradcore.<name> nor Tensor methods)
+negative = pointwise.neg
+greater, less, greater_equal, less_equal, not_equal = (
+    pointwise.gt, pointwise.lt, pointwise.ge, pointwise.le, pointwise.ne)
 
 
 # ---- in-place ops ----------
@@ -210,7 +117,8 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
 
 # Untracked in-place arithmetic (an optimizer's `p -= lr * g`) runs as one ufunc
 # writing into x's memory, with no temporary and no copy back.
-_DIRECT_UFUNCS = {add: "add", sub: "subtract", mul: "multiply", div: "divide"}
+_DIRECT_UFUNCS = {pointwise.add: "add", pointwise.sub: "subtract", pointwise.mul: "multiply",
+                  pointwise.div: "divide"}
 
 
 _ndarray = np.ndarray
@@ -346,65 +254,44 @@ def _clone(self):
 
 
 def bind_methods(T) -> None:
-    """Make the ops Tensor methods and operators (called once, by gradcore.tensor)."""
-    methods = {
-        # arithmetic and operators
-        "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow, "neg": neg,
-        "subtract": sub, "multiply": mul, "divide": div, "true_divide": div,
-        "floor_divide": floor_divide, "remainder": remainder,
+    """Make the ops Tensor methods and operators (called once, by gradcore.tensor).
+
+    The families' ops come from their ``@export(method=...)`` (``_export.METHODS``);
+    below are what is not one exported function: operators, reflected operators,
+    lambdas, conversions, and the in-place variants built here."""
+    pw = pointwise
+    methods = dict(_export.METHODS)
+    methods.update({
         # s + t and s * t are t + s and t * s (IEEE addition and multiplication commute),
         # which takes the ops' tensor-first fast paths
-        "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": _r(sub),
-        "__mul__": mul, "__rmul__": mul, "__truediv__": div, "__rtruediv__": _r(div),
-        "__pow__": pow, "__rpow__": _r(pow), "__floordiv__": floor_divide,
-        "__rfloordiv__": _r(floor_divide), "__mod__": remainder, "__rmod__": _r(remainder),
-        "__neg__": neg, "__pos__": lambda self: self, "__abs__": abs,
-        "__matmul__": matmul, "__rmatmul__": _r(matmul),
-        "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
-        "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor,
-        "__rand__": _r(bitwise_and), "__ror__": _r(bitwise_or), "__rxor__": _r(bitwise_xor),
-        "__invert__": bitwise_not,
-        "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
-        "logical_and": logical_and, "logical_or": logical_or, "logical_not": logical_not,
-        "logical_xor": logical_xor, "isnan": isnan, "isfinite": isfinite, "isinf": isinf,
-        # pointwise
-        "exp": exp, "log": log, "log1p": log1p, "expm1": expm1, "sqrt": sqrt, "rsqrt": rsqrt,
-        "square": square, "abs": abs, "sign": sign, "sin": sin, "cos": cos, "tanh": tanh,
-        "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clip, "maximum": maximum,
-        "minimum": minimum, "reciprocal": reciprocal,
-        "where": lambda self, cond, other: where(cond, self, other),
-        # reductions
-        "sum": sum, "mean": mean, "prod": prod, "var": var, "std": std, "max": max, "min": min,
-        "amax": amax, "amin": amin, "argmax": argmax, "argmin": argmin,
-        "logsumexp": logsumexp, "norm": norm, "any": any, "all": all,
-        # activations
-        "softmax": softmax, "log_softmax": log_softmax, "erf": erf,
+        "__add__": pw.add, "__radd__": pw.add, "__sub__": pw.sub, "__rsub__": _r(pw.sub),
+        "__mul__": pw.mul, "__rmul__": pw.mul, "__truediv__": pw.div,
+        "__rtruediv__": _r(pw.div), "__pow__": pw.pow, "__rpow__": _r(pw.pow),
+        "__floordiv__": pw.floor_divide, "__rfloordiv__": _r(pw.floor_divide),
+        "__mod__": pw.remainder, "__rmod__": _r(pw.remainder),
+        "__neg__": pw.neg, "__pos__": lambda self: self, "__abs__": pw.abs,
+        "__matmul__": linalg.matmul, "__rmatmul__": _r(linalg.matmul),
+        "__eq__": pw.eq, "__ne__": pw.ne, "__lt__": pw.lt, "__le__": pw.le, "__gt__": pw.gt,
+        "__ge__": pw.ge,
+        "__and__": pw.bitwise_and, "__or__": pw.bitwise_or, "__xor__": pw.bitwise_xor,
+        "__rand__": _r(pw.bitwise_and), "__ror__": _r(pw.bitwise_or),
+        "__rxor__": _r(pw.bitwise_xor), "__invert__": pw.bitwise_not,
+        "where": lambda self, cond, other: pw.where(cond, self, other),
         # shape
-        "reshape": reshape, "view": view, "flatten": flatten, "unflatten": unflatten,
-        "squeeze": squeeze, "unsqueeze": unsqueeze, "transpose": transpose,
-        "swapaxes": swapaxes, "swapdims": swapaxes, "permute": permute, "movedim": movedim,
-        "broadcast_to": broadcast_to, "expand": expand,
-        "expand_as": lambda self, other: broadcast_to(self, other.shape),
-        "view_as": lambda self, other: view(self, other.shape),
-        "reshape_as": lambda self, other: reshape(self, other.shape),
-        "repeat": repeat, "split": split, "chunk": chunk, "unbind": unbind,
-        "contiguous": shape.contiguous, "is_contiguous": shape.is_contiguous,
+        "expand_as": lambda self, other: shape.broadcast_to(self, other.shape),
+        "view_as": lambda self, other: shape.view(self, other.shape),
+        "reshape_as": lambda self, other: shape.reshape(self, other.shape),
         # indexing
-        "__getitem__": index.getitem, "__setitem__": index.setitem, "gather": gather,
-        "scatter_add": scatter_add, "index_select": index_select, "masked_fill": masked_fill,
-        "nonzero": nonzero,
-        # linear algebra
-        "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot, "outer": outer, "mv": mv,
-        "diag": diag, "diagonal": diagonal,
+        "__getitem__": index.getitem, "__setitem__": index.setitem,
         # conversion
         "to": _to, "clone": _clone,
-        "float": lambda self: pointwise.to_dtype(self, dtypes.float32),
-        "double": lambda self: pointwise.to_dtype(self, dtypes.float64),
-        "half": lambda self: pointwise.to_dtype(self, dtypes.float16),
-        "long": lambda self: pointwise.to_dtype(self, dtypes.int64),
-        "int": lambda self: pointwise.to_dtype(self, dtypes.int32),
-        "bool": lambda self: pointwise.to_dtype(self, dtypes.bool_),
-        "type_as": lambda self, other: pointwise.to_dtype(self, other.dtype),
+        "float": lambda self: pw.to_dtype(self, dtypes.float32),
+        "double": lambda self: pw.to_dtype(self, dtypes.float64),
+        "half": lambda self: pw.to_dtype(self, dtypes.float16),
+        "long": lambda self: pw.to_dtype(self, dtypes.int64),
+        "int": lambda self: pw.to_dtype(self, dtypes.int32),
+        "bool": lambda self: pw.to_dtype(self, dtypes.bool_),
+        "type_as": lambda self, other: pw.to_dtype(self, other.dtype),
         "cpu": lambda self: _to(self, "cpu"),
         "cuda": lambda self, device=None: _to(self, "cuda" if device is None else
                                               (f"cuda:{device}" if isinstance(device, int)
@@ -412,16 +299,15 @@ def bind_methods(T) -> None:
         # in place
         "zero_": zero_, "fill_": fill_, "copy_": copy_,
         "normal_": normal_, "uniform_": uniform_,
-        "masked_fill_": _inplace_method("masked_fill_", masked_fill),
-    }
-    for name, fn in [("add_", add), ("sub_", sub), ("mul_", mul), ("div_", div),
-                     ("pow_", pow), ("clamp_", clamp), ("clip_", clamp), ("neg_", neg),
-                     ("exp_", exp), ("log_", log), ("sqrt_", sqrt), ("tanh_", tanh),
-                     ("sigmoid_", sigmoid), ("relu_", relu), ("abs_", abs),
-                     ("square_", square), ("reciprocal_", reciprocal), ("erf_", erf),
-                     ("__iadd__", add), ("__isub__", sub), ("__imul__", mul),
-                     ("__itruediv__", div), ("__ipow__", pow)]:
-        methods[name] = _inplace_method(name, fn)
+    })
+    # in-place variants of exported methods: `add_` runs `add` (`clip_` runs clamp)
+    for name in ("add", "sub", "mul", "div", "pow", "clamp", "clip", "neg", "exp", "log",
+                 "sqrt", "tanh", "sigmoid", "relu", "abs", "square", "reciprocal", "erf",
+                 "masked_fill"):
+        methods[name + "_"] = _inplace_method(name + "_", methods[name])
+    for name, op in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul"),
+                     ("__itruediv__", "div"), ("__ipow__", "pow")):
+        methods[name] = _inplace_method(name, methods[op])
     for name, fn in methods.items():
         setattr(T, name, fn)
     T.__hash__ = object.__hash__

@@ -37,6 +37,7 @@ from ._core import (
     record1,
     wrap,
 )
+from ._export import export
 
 __all__ = ["softmax", "log_softmax", "erf", "gelu", "softplus", "layer_norm", "linear",
            "embedding", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits"]
@@ -100,6 +101,7 @@ def _record_softmax(out, cls, axis, x):
     return t
 
 
+@export(torch=True, method=True)
 def softmax(x, dim, dtype=None):
     """``exp(x) / sum(exp(x), dim)``, computed without overflow; one node."""
     return _softmax_op(x, dim, dtype, False, SoftmaxBackward0, "softmax")
@@ -115,6 +117,7 @@ class LogSoftmaxBackward0(Node):
         return (F.log_softmax_backward(g, self.output(F), self.axis, out=out),)
 
 
+@export(torch=True, method=True)
 def log_softmax(x, dim, dtype=None):
     """``x - logsumexp(x, dim)``; one node."""
     return _softmax_op(x, dim, dtype, True, LogSoftmaxBackward0, "log_softmax")
@@ -135,6 +138,7 @@ class ErfBackward0(Node):
         return (F.erf_backward(g, x, out=out),)
 
 
+@export(torch=True, method=True)
 def erf(x):
     """The error function ``2 / sqrt(pi) * integral of exp(-t*t) from 0 to x``."""
     if not isinstance(x, Tensor):
@@ -194,6 +198,7 @@ class GeluBackward0(Node):
         return (F.gelu_backward(g, x),)
 
 
+@export()
 def gelu(x, approximate="none"):
     """``x * Phi(x)`` (``approximate='none'``) or PyTorch's tanh approximation."""
     if approximate not in ("none", "tanh"):
@@ -278,6 +283,7 @@ class NativeLayerNormBackward0(Node):
         return tuple(grads)
 
 
+@export()
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize over the trailing ``normalized_shape`` dimensions (biased variance),
     then scale by ``weight`` and shift by ``bias``; one node."""

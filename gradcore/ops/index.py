@@ -28,6 +28,7 @@ from ._core import (
     view_history,
     wrap,
 )
+from ._export import export
 
 _new = object.__new__
 _BASIC = (int, slice, type(None), type(Ellipsis))
@@ -563,6 +564,7 @@ class GatherBackward0(Node):
         return (F.index_add_into_zeros(g, self.index, self.in_shape),)
 
 
+@export(torch=True, method=True)
 def gather(x, dim, index):
     """``out[i][j] = x[index[i][j]][j]`` for ``dim=0`` (and so on)."""
     index = _check_index(index, "gather", x)
@@ -591,6 +593,7 @@ class ScatterAddBackward0(Node):
         return (g if self.needs(0) else None), (g[self.index] if self.needs(1) else None)
 
 
+@export(torch=True, method=True)
 def scatter_add(x, dim, index, src):
     """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (repeats accumulate)."""
     index = _check_index(index, "scatter_add", x)
@@ -623,6 +626,7 @@ class IndexSelectBackward0(Node):
         return (F.index_add_into_zeros(g, self.index, self.in_shape),)
 
 
+@export(torch=True, method=True)
 def index_select(x, dim, index):
     """The slices of ``x`` at ``index`` (1-D) along ``dim``."""
     index = index if isinstance(index, Tensor) else as_tensor(index)
@@ -653,6 +657,7 @@ class MaskedFillBackward0(Node):
         return (F.where(F.constant(self.mask), 0, g),)
 
 
+@export(torch=True, method=True)
 def masked_fill(x, mask, value):
     """``x`` with ``value`` where ``mask`` is true."""
     mask = mask if isinstance(mask, Tensor) else as_tensor(mask)
@@ -680,6 +685,7 @@ def masked_fill(x, mask, value):
     return record(out, node, x)
 
 
+@export(torch=True, method=True)
 def nonzero(x, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or a tuple of them."""
     xd = x._data

@@ -17,6 +17,7 @@ from ._core import (
     record,
     wrap,
 )
+from ._export import export
 from .pointwise import _float
 
 _new = object.__new__
@@ -67,6 +68,7 @@ def _names(a, b):
     return "UnsafeViewBackward0"
 
 
+@export(torch=True, method=True)
 def matmul(a, b):
     """Matrix product with NumPy's/PyTorch's rules for 1-D and batched operands."""
     if type(a) in TENSOR_TYPES and type(b) in TENSOR_TYPES:
@@ -122,6 +124,7 @@ def matmul(a, b):
     return record(out, node, a, b)
 
 
+@export(torch=True, method=True)
 def mm(a, b):
     """2-D matrix product."""
     if a.ndim != 2 or b.ndim != 2:
@@ -130,6 +133,7 @@ def mm(a, b):
     return matmul(a, b)
 
 
+@export(torch=True, method=True)
 def bmm(a, b):
     """Batched matrix product of two 3-D tensors with equal batch size."""
     if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
@@ -141,6 +145,7 @@ def bmm(a, b):
     return out
 
 
+@export(torch=True, method=True)
 def dot(a, b):
     """Inner product of two 1-D tensors."""
     if a.ndim != 1 or b.ndim != 1:
@@ -153,6 +158,7 @@ def dot(a, b):
     return matmul(a, b)
 
 
+@export(torch=True, method=True)
 def outer(a, b):
     """Outer product of two 1-D tensors."""
     if a.ndim != 1 or b.ndim != 1:
@@ -161,6 +167,7 @@ def outer(a, b):
     return a.reshape(-1, 1) * b.reshape(1, -1)
 
 
+@export(method=True)
 def mv(a, b):
     return matmul(a, b)
 
@@ -191,6 +198,7 @@ class DiagonalBackward0(Node):  # matrix -> vector
         return (F.place_into_zeros(g, self.index, self.in_shape),)
 
 
+@export(torch=True, method=True)
 def diagonal(x, offset=0):
     """The ``offset``-th diagonal of a matrix, as a vector: a view, as PyTorch's
     (``A.diagonal().add_(eps)`` changes ``A``)."""
@@ -218,6 +226,7 @@ def _diagonal(x, offset, as_view):
     return make_view(t, x) if as_view else t
 
 
+@export(torch=True, method=True)
 def diag(x, diagonal=0):
     """A square matrix with vector ``x`` on diagonal ``diagonal``; or, for a matrix,
     that diagonal as a vector (as ``torch.diag``)."""

@@ -31,6 +31,7 @@ from ._core import (
     wrap,
 )
 from ._elide import MIN_BYTES, is_temporary, op_function
+from ._export import export
 
 _new = object.__new__
 
@@ -173,6 +174,7 @@ class AddBackward1(Node):
         return "AddBackward0"
 
 
+@export(torch=True, method=True)
 def add(a, b, *, alpha=1):
     """``a + alpha * b`` with broadcasting."""
     if type(b) is float and type(a) in TENSOR_TYPES:  # fast path: tensor + float
@@ -215,6 +217,7 @@ class RsubBackward1(Node):
         return (-g,)
 
 
+@export(torch=("sub", "subtract"), method=("sub", "subtract"))
 def sub(a, b, *, alpha=1):
     """``a - alpha * b`` with broadcasting."""
     if alpha != 1:
@@ -250,6 +253,7 @@ class NegBackward0(Node):
         return (-g if out is None else F.negative(g, out=out),)
 
 
+@export(torch=True, method=True)
 def neg(x):
     """``-x``."""
     xd = x._data
@@ -309,6 +313,7 @@ class MulBackward1(Node):
         return "MulBackward0"
 
 
+@export(torch=("mul", "multiply"), method=("mul", "multiply"))
 def mul(a, b):
     """``a * b`` with broadcasting."""
     if type(b) is float and type(a) in TENSOR_TYPES:  # fast path: tensor * float
@@ -365,6 +370,7 @@ class RdivBackward(Node):  # scalar / tensor
         return "MulBackward0"
 
 
+@export(torch=("div", "divide"), method=("div", "divide", "true_divide"))
 def div(a, b, *, rounding_mode=None):
     """``a / b`` (true division: integers give float32, as in PyTorch)."""
     if rounding_mode == "floor":
@@ -426,12 +432,14 @@ def _no_bool_pair(op, a, b):
         raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
 
 
+@export(torch=True, method=True)
 def floor_divide(a, b):
     """``a // b``: not differentiable (the result does not require grad)."""
     _no_bool_pair("div_floor", a, b)
     return _no_grad_binary("floor_divide", a, b, lambda x, y: x // y, division=True)
 
 
+@export(torch=True, method=True)
 def remainder(a, b):
     """``a % b`` with the sign of ``b`` (Python's and PyTorch's convention)."""
     _no_bool_pair("remainder", a, b)
@@ -475,6 +483,7 @@ class PowBackward2(Node):  # scalar ** tensor
         return (F.where(b >= 0, 0 * g, g * y * float("-inf")),)
 
 
+@export(torch=True, method=True)
 def pow(a, b):  # noqa: A001 - PyTorch's name
     """``a ** b`` with broadcasting."""
     if isinstance(b, Tensor):
@@ -506,6 +515,7 @@ def _int_pow(x, y):
     return m.where(negative, at_negative, out).astype(out.dtype, copy=False)
 
 
+@export(torch=True, method=True)
 def square(x):
     """``x * x`` (PyTorch records it as ``pow(x, 2)``)."""
     return pow(x, 2)
@@ -552,6 +562,7 @@ class ExpBackward0(Node):
         return (F.exp_backward(g, self.output(F), out=out),)
 
 
+@export(torch=True, method=True)
 def exp(x):
     """``e ** x``."""
     return _unary(x, "exp", ExpBackward0, save_output=True)
@@ -566,6 +577,7 @@ class LogBackward0(Node):
         return (F.log_backward(g, x),)
 
 
+@export(torch=True, method=True)
 def log(x):
     """Natural logarithm."""
     return _unary(x, "log", LogBackward0, save_input=True)
@@ -579,6 +591,7 @@ class Log1PBackward0(Node):
         return (g / (x + 1),)
 
 
+@export(torch=True, method=True)
 def log1p(x):
     """``log(1 + x)``, accurate for small ``x``."""
     return _unary(x, "log1p", Log1PBackward0, save_input=True)
@@ -591,6 +604,7 @@ class Expm1Backward0(Node):
         return (g * (self.output(F) + 1),)
 
 
+@export(torch=True, method=True)
 def expm1(x):
     """``exp(x) - 1``, accurate for small ``x``."""
     return _unary(x, "expm1", Expm1Backward0, save_output=True)
@@ -604,6 +618,7 @@ class SqrtBackward0(Node):
         return (F.sqrt_backward(g, self.output(F)),)
 
 
+@export(torch=True, method=True)
 def sqrt(x):
     """Square root."""
     return _unary(x, "sqrt", SqrtBackward0, save_output=True)
@@ -623,6 +638,7 @@ def _np_rsqrt(xd):
     return m.divide(1, out, out=out) if isinstance(out, m.ndarray) else 1 / out
 
 
+@export(torch=True, method=True)
 def rsqrt(x):
     """``1 / sqrt(x)``."""
     x = _float(as_tensor(x))
@@ -642,6 +658,7 @@ class ReciprocalBackward0(Node):
         return (F.reciprocal_backward(g, self.output(F)),)
 
 
+@export(torch=True, method=True)
 def reciprocal(x):
     """``1 / x``."""
     x = _float(as_tensor(x))
@@ -662,6 +679,7 @@ class AbsBackward0(Node):
         return (F.abs_backward(g, x),)
 
 
+@export(torch=True, method=True)
 def abs(x):  # noqa: A001
     """Absolute value (gradient 0 at 0, as in PyTorch)."""
     if isinstance(x, Tensor) and x._data.dtype.kind == "b":
@@ -676,6 +694,7 @@ class SignBackward0(Node):
         return (0 * g,)
 
 
+@export(torch=True, method=True)
 def sign(x):
     """-1, 0 or 1 (zero gradient)."""
     if isinstance(x, Tensor) and x._data.dtype.kind == "b":
@@ -691,6 +710,7 @@ class SinBackward0(Node):
         return (g * F.cos(x),)
 
 
+@export(torch=True, method=True)
 def sin(x):
     return _unary(x, "sin", SinBackward0, save_input=True)
 
@@ -703,6 +723,7 @@ class CosBackward0(Node):
         return (-g * F.sin(x),)
 
 
+@export(torch=True, method=True)
 def cos(x):
     return _unary(x, "cos", CosBackward0, save_input=True)
 
@@ -716,6 +737,7 @@ class TanhBackward0(Node):
         return (F.tanh_backward(g, self.output(F), out=out),)
 
 
+@export(torch=True, method=True)
 def tanh(x):
     """Hyperbolic tangent."""
     xd = x._data
@@ -745,6 +767,7 @@ class SigmoidBackward0(Node):
         return (F.sigmoid_backward(g, self.output(F), out=out),)
 
 
+@export(torch=True, method=True)
 def sigmoid(x):
     """``1 / (1 + exp(-x))``."""
     x = _float(as_tensor(x))
@@ -769,6 +792,7 @@ class ReluBackward0(Node):
         return (F.relu_backward(g, self.output(F), out=out),)
 
 
+@export(torch=True, method=True)
 def relu(x):
     """``max(x, 0)``."""
     xd = x._data
@@ -798,6 +822,7 @@ class ClampBackward1(Node):
         return (F.clamp_backward(g, x, self.lo, self.hi),)
 
 
+@export(torch=("clamp", "clip"), method=("clamp", "clip"))
 def clamp(x, min=None, max=None):  # noqa: A002
     """Limit ``x`` to ``[min, max]``; the gradient passes where ``min <= x <= max``."""
     if min is None and max is None:
@@ -845,6 +870,7 @@ class MaximumBackward0(Node):
                 F.maximum_backward_b(g, a, b) if self.needs(1) else None)
 
 
+@export(torch=True, method=True)
 def maximum(a, b):
     """Elementwise maximum; at ties each side gets half the gradient."""
     a, b = _both_tensors(a, b)
@@ -866,6 +892,7 @@ class MinimumBackward0(Node):
                 F.maximum_backward_b(g, b, a) if self.needs(1) else None)
 
 
+@export(torch=True, method=True)
 def minimum(a, b):
     """Elementwise minimum; at ties each side gets half the gradient."""
     a, b = _both_tensors(a, b)
@@ -903,6 +930,7 @@ class WhereBackward0(Node):
                 F.where_backward_b(g, cond) if self.needs(1) else None)
 
 
+@export(torch=True)
 def where(condition, a=None, b=None):
     """``a`` where ``condition`` holds, else ``b`` (broadcasting all three)."""
     if a is None and b is None:
@@ -967,18 +995,18 @@ def _compare(op, fwd):
     return compare
 
 
-eq = _compare("eq", lambda x, y: x == y)
-ne = _compare("ne", lambda x, y: x != y)
-lt = _compare("lt", lambda x, y: x < y)
-le = _compare("le", lambda x, y: x <= y)
-gt = _compare("gt", lambda x, y: x > y)
-ge = _compare("ge", lambda x, y: x >= y)
-logical_and = _compare("logical_and", lambda x, y: math_of(x if hasattr(x, "dtype") else y)
-                       .logical_and(x, y))
-logical_or = _compare("logical_or", lambda x, y: math_of(x if hasattr(x, "dtype") else y)
-                      .logical_or(x, y))
-logical_xor = _compare("logical_xor", lambda x, y: math_of(x if hasattr(x, "dtype") else y)
-                       .logical_xor(x, y))
+eq = export(torch=True, method=True)(_compare("eq", lambda x, y: x == y))
+ne = export(torch=True, method=True)(_compare("ne", lambda x, y: x != y))
+lt = export(torch=True, method=True)(_compare("lt", lambda x, y: x < y))
+le = export(torch=True, method=True)(_compare("le", lambda x, y: x <= y))
+gt = export(torch=True, method=True)(_compare("gt", lambda x, y: x > y))
+ge = export(torch=True, method=True)(_compare("ge", lambda x, y: x >= y))
+logical_and = export(torch=True, method=True)(_compare(
+    "logical_and", lambda x, y: math_of(x if hasattr(x, "dtype") else y).logical_and(x, y)))
+logical_or = export(torch=True, method=True)(_compare(
+    "logical_or", lambda x, y: math_of(x if hasattr(x, "dtype") else y).logical_or(x, y)))
+logical_xor = export(method=True)(_compare(
+    "logical_xor", lambda x, y: math_of(x if hasattr(x, "dtype") else y).logical_xor(x, y)))
 
 
 def _bitwise(op, fwd):
@@ -998,29 +1026,34 @@ def _bitwise(op, fwd):
     return bitwise
 
 
-bitwise_and = _bitwise("bitwise_and", lambda x, y: x & y)
-bitwise_or = _bitwise("bitwise_or", lambda x, y: x | y)
-bitwise_xor = _bitwise("bitwise_xor", lambda x, y: x ^ y)
+bitwise_and = export()(_bitwise("bitwise_and", lambda x, y: x & y))
+bitwise_or = export()(_bitwise("bitwise_or", lambda x, y: x | y))
+bitwise_xor = export()(_bitwise("bitwise_xor", lambda x, y: x ^ y))
 
 
+@export(torch=True, method=True)
 def logical_not(x):
     return wrap(math_of(x._data).logical_not(x._data))
 
 
+@export()
 def bitwise_not(x):
     if x._data.dtype.kind == "f":
         raise RuntimeError(f"bitwise_not is not implemented for floating dtype {x.dtype!r}")
     return wrap(~x._data)
 
 
+@export(torch=True, method=True)
 def isnan(x):
     return wrap(math_of(x._data).isnan(x._data))
 
 
+@export(torch=True, method=True)
 def isfinite(x):
     return wrap(math_of(x._data).isfinite(x._data))
 
 
+@export(torch=True, method=True)
 def isinf(x):
     return wrap(math_of(x._data).isinf(x._data))
 

@@ -11,6 +11,7 @@ from .. import dtypes
 from ..backend import math_of
 from . import pointwise as pw
 from ._core import Node, Tensor, mode, normalize_dim, normalize_dims, record, wrap
+from ._export import export
 
 _new = object.__new__
 
@@ -69,6 +70,7 @@ def _cast_input(x, dtype):
     return pw.to_dtype(x, d) if d.is_floating_point else x
 
 
+@export(torch=True, method=True)
 def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001
     """Sum over ``dim`` (int or tuple; all dimensions when None)."""
     dim = _dim_arg(dim, axis)
@@ -102,6 +104,7 @@ class MeanBackward1(Node):
         return (_expand_back(F, g * self.scale, self.in_shape, self.axes, self.keepdim),)
 
 
+@export(torch=True, method=True)
 def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Mean over ``dim`` (int or tuple; all dimensions when None)."""
     dim = _dim_arg(dim, axis)
@@ -173,6 +176,7 @@ def _prod_grad_exact(F, g, x, axis):
     return F.moveaxis(left * right, -1, axis) * g
 
 
+@export(torch=True, method=True)
 def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Product over one ``dim`` (an int, as in PyTorch) or over everything."""
     dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
@@ -268,12 +272,14 @@ def _var_std(x, dim, unbiased, keepdim, correction, axis, keepdims, is_std):
     return t
 
 
+@export(torch=True, method=True)
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
         keepdims=None):
     """Variance with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
     return _var_std(x, dim, unbiased, keepdim, correction, axis, keepdims, False)
 
 
+@export(torch=True, method=True)
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
         keepdims=None):
     """Standard deviation: the square root of :func:`var`, same arguments."""
@@ -365,6 +371,7 @@ MaxBackward0.name = lambda self: "MaxBackward0" if self.which == "max" else "Min
 MaxBackward1.name = lambda self: "MaxBackward1" if self.which == "max" else "MinBackward1"
 
 
+@export(torch=True, method=True)
 def max(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """The largest element (0-d), or ``(values, indices)`` along ``dim``.
 
@@ -376,6 +383,7 @@ def max(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     return _max_min(x, _dim_arg(dim, axis), keepdim, "max")
 
 
+@export(torch=True, method=True)
 def min(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """The smallest element (0-d), or ``(values, indices)`` along ``dim``."""
     keepdim = keepdim if keepdims is None else keepdims
@@ -402,12 +410,14 @@ def _amax_amin(x, dim, keepdim, which):
 AmaxBackward0.name = lambda self: "AmaxBackward0" if self.which == "amax" else "AminBackward0"
 
 
+@export(torch=True, method=True)
 def amax(x, dim=(), keepdim=False, *, axis=None, keepdims=None):
     """Maximum over ``dim`` (int or tuple); ties share the gradient evenly."""
     return _amax_amin(x, axis if axis is not None else dim,
                       keepdim if keepdims is None else keepdims, "amax")
 
 
+@export(torch=True, method=True)
 def amin(x, dim=(), keepdim=False, *, axis=None, keepdims=None):
     """Minimum over ``dim`` (int or tuple); ties share the gradient evenly."""
     return _amax_amin(x, axis if axis is not None else dim,
@@ -432,11 +442,13 @@ def _arg(x, dim, keepdim, which):
     return wrap(m.asarray(fn(xd, axis=axis, keepdims=keepdim), dtype=np.int64))
 
 
+@export(torch=True, method=True)
 def argmax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Index of the largest element (flattened when ``dim`` is None)."""
     return _arg(x, _dim_arg(dim, axis), keepdim if keepdims is None else keepdims, "argmax")
 
 
+@export(torch=True, method=True)
 def argmin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Index of the smallest element (flattened when ``dim`` is None)."""
     return _arg(x, _dim_arg(dim, axis), keepdim if keepdims is None else keepdims, "argmin")
@@ -457,6 +469,7 @@ class LogsumexpBackward0(Node):
         return (g * F.exp(x - y),)
 
 
+@export(torch=True, method=True)
 def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """``log(sum(exp(x), dim))``, computed without overflow."""
     dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
@@ -511,6 +524,7 @@ class NormBackward1(Node):
         return "LinalgVectorNormBackward0"
 
 
+@export(torch=True, method=True)
 def norm(x, p="fro", dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
     """Vector p-norm over ``dim`` (default 2, i.e. Frobenius over everything)."""
     dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
@@ -544,6 +558,7 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None, *, axis=None, keepdims
 
 
 # ---- any / all ----------
+@export(torch=True, method=True)
 def any(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """Whether any element is true (bool tensor, never tracked)."""
     dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
@@ -551,6 +566,7 @@ def any(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     return wrap(math_of(x._data).asarray(x._data.astype(bool).any(axis=axes, keepdims=keepdim)))
 
 
+@export(torch=True, method=True)
 def all(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     """Whether every element is true (bool tensor, never tracked)."""
     dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims

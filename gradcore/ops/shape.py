@@ -20,6 +20,7 @@ from ._core import (  # noqa: F401
     record,
     wrap,
 )
+from ._export import export
 
 _new = object.__new__
 
@@ -82,6 +83,7 @@ def _infer_shape(shape, size, op, in_shape):
     return tuple(shape)
 
 
+@export(torch=True, method=True)
 def reshape(x, *shape):
     """The same elements in a new shape (a view when possible; ``-1`` is inferred)."""
     xd = x._data
@@ -96,6 +98,7 @@ def reshape(x, *shape):
     return _view_of(out, x, ViewBackward0, in_shape=xd.shape)
 
 
+@export(method=True)
 def view(x, *shape):
     """Like :func:`reshape`, but raises when the result cannot share memory."""
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
@@ -117,6 +120,7 @@ def view(x, *shape):
     return _view_of(out, x, ViewBackward0, in_shape=xd.shape)
 
 
+@export(torch=True, method=True)
 def flatten(x, start_dim=0, end_dim=-1):
     """Merge dimensions ``start_dim..end_dim`` into one."""
     nd = x._data.ndim
@@ -130,6 +134,7 @@ def flatten(x, start_dim=0, end_dim=-1):
     return reshape(x, shp[:s] + (-1 if 0 not in shp[s:e + 1] else 0,) + shp[e + 1:])
 
 
+@export(torch=True, method=True)
 def unflatten(x, dim, sizes):
     """Split dimension ``dim`` into ``sizes``."""
     shp = x._data.shape
@@ -149,6 +154,7 @@ class SqueezeBackward(Node):
         return self._name
 
 
+@export(torch=True, method=True)
 def squeeze(x, dim=None):
     """Drop dimensions of size 1 (only ``dim`` when given)."""
     xd = x._data
@@ -168,6 +174,7 @@ class UnsqueezeBackward0(Node):
         return (g.reshape(self.in_shape),)
 
 
+@export(torch=True, method=True)
 def unsqueeze(x, dim):
     """Insert a dimension of size 1 at ``dim``."""
     xd = x._data
@@ -183,6 +190,7 @@ class TransposeBackward0(Node):
         return (g.swapaxes(self.d0, self.d1),)
 
 
+@export(torch=("transpose", "swapaxes"), method=("transpose", "swapaxes", "swapdims"))
 def transpose(x, dim0, dim1):
     """Swap two dimensions (a view)."""
     xd = x._data
@@ -201,6 +209,7 @@ class PermuteBackward0(Node):
         return (F.transpose(g, self.inverse),)
 
 
+@export(torch=True, method=True)
 def permute(x, *dims):
     """Reorder dimensions (a view)."""
     xd = x._data
@@ -216,6 +225,7 @@ def permute(x, *dims):
     return _view_of(xd.transpose(axes), x, PermuteBackward0, inverse=inverse)
 
 
+@export(torch=True, method=True)
 def movedim(x, source, destination):
     nd = x._data.ndim
     src = [source] if isinstance(source, int) else list(source)
@@ -239,6 +249,7 @@ class ExpandBackward0(Node):
         return (F.sum_to(g, self.in_shape),)
 
 
+@export(torch=True, method=True)
 def broadcast_to(x, *shape):
     """A read-only broadcast view of ``x`` with ``shape``."""
     xd = x._data
@@ -263,6 +274,7 @@ def broadcast_to(x, *shape):
     return _view_of(out, x, ExpandBackward0, in_shape=xd.shape)
 
 
+@export(torch=True, method=True)
 def expand(x, *sizes):
     """PyTorch's name for :func:`broadcast_to` (``-1`` keeps a size)."""
     return broadcast_to(x, *sizes)
@@ -287,6 +299,7 @@ class RepeatBackward0(Node):
         return (g.reshape(shape),)
 
 
+@export(torch=True, method=True)
 def repeat(x, *repeats):
     """Tile ``x``: ``repeat(2, 3)`` repeats twice along dim 0 and 3 times along dim 1."""
     xd = x._data
@@ -303,6 +316,7 @@ def repeat(x, *repeats):
     return record(out, node, x)
 
 
+@export(torch=True)
 class memory_format:
     """How a tensor's elements are laid out in memory (PyTorch's ``torch.memory_format``);
     gradcore's tensors know one: ``contiguous_format``, row-major."""
@@ -317,8 +331,8 @@ class memory_format:
         return self._name
 
 
-contiguous_format = memory_format("contiguous_format")
-preserve_format = memory_format("preserve_format")
+contiguous_format = export(torch="contiguous_format")(memory_format("contiguous_format"))
+preserve_format = export(torch="preserve_format")(memory_format("preserve_format"))
 
 
 def _check_format(fmt, op):
@@ -347,6 +361,7 @@ def _row_major(xd) -> bool:
     return True
 
 
+@export(method=True)
 def is_contiguous(x, memory_format=contiguous_format) -> bool:
     """Whether the elements lie in memory in row-major order with no gaps (a transposed,
     strided or expanded view does not)."""
@@ -355,6 +370,7 @@ def is_contiguous(x, memory_format=contiguous_format) -> bool:
     return _row_major(x._data)
 
 
+@export(method=True)
 def contiguous(x, *, memory_format=contiguous_format):
     """``x`` itself when it is contiguous, else a contiguous copy (differentiable, as
     ``clone``: ``CloneBackward0``)."""
@@ -401,6 +417,7 @@ def _tensors_on_one_device(tensors, op):
     return [t.to(dtype=rt) for t in ts]
 
 
+@export(torch=("cat", "concat"))
 def cat(tensors, dim=0):
     """Join tensors along an existing dimension."""
     ts = _tensors_on_one_device(list(tensors), "cat")
@@ -443,6 +460,7 @@ class StackBackward0(Node):
         return tuple(g[pre + (i,)] for i in range(self.n))
 
 
+@export(torch=True)
 def stack(tensors, dim=0):
     """Join same-shaped tensors along a new dimension."""
     ts = _tensors_on_one_device(list(tensors), "stack")
@@ -475,6 +493,7 @@ class SplitBackward0(Node):
         return (F.concatenate(parts, axis=self.axis),)
 
 
+@export(torch=True, method=True)
 def split(x, split_size_or_sections, dim=0):
     """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of listed sizes."""
     xd = x._data
@@ -520,6 +539,7 @@ def _extra_output(data, node, nr):
     return t
 
 
+@export(torch=True, method=True)
 def chunk(x, chunks, dim=0):
     """``chunks`` nearly equal pieces along ``dim``."""
     if not x._data.ndim:
@@ -531,6 +551,7 @@ def chunk(x, chunks, dim=0):
     return split(x, step, dim)
 
 
+@export(torch=True, method=True)
 def unbind(x, dim=0):
     """The slices along ``dim``, each without that dimension."""
     if not x._data.ndim:
