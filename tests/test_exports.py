@@ -3,6 +3,7 @@ and gradcore, gradcore.ops and the Tensor methods are built from that table."""
 
 import inspect
 
+import numpy as np
 import pytest
 
 import gradcore as gc
@@ -81,3 +82,17 @@ def test_star_import_gives_all_public_names():
     assert set(gc.__all__) == public
     assert public <= set(namespace)
     assert namespace["tanh"] is gc.tanh and namespace["Tensor"] is gc.Tensor
+
+
+def test_bitwise_logical_xor_mv_layer_norm_are_public_as_in_pytorch():
+    """torch.bitwise_* (and the methods), torch.logical_xor, torch.mv, torch.layer_norm."""
+    a, b = gc.tensor([1, 2, 12]), gc.tensor([3, 1, 10])
+    np.testing.assert_array_equal(gc.bitwise_and(a, b).tolist(), [1, 0, 8])
+    np.testing.assert_array_equal(a.bitwise_or(b).tolist(), [3, 3, 14])
+    np.testing.assert_array_equal(gc.bitwise_xor(a, b).tolist(), [2, 3, 6])
+    np.testing.assert_array_equal(a.bitwise_not().tolist(), [-2, -3, -13])
+    np.testing.assert_array_equal(gc.logical_xor(a > 1, b > 1).tolist(), [True, True, False])
+    np.testing.assert_array_equal(gc.mv(gc.ones(2, 3), gc.ones(3)).tolist(), [3.0, 3.0])
+    x = gc.tensor([[1.0, 2.0, 4.0]])
+    np.testing.assert_allclose(gc.layer_norm(x, (3,)).tolist(),
+                               gc.nn.functional.layer_norm(x, (3,)).tolist())

@@ -283,7 +283,7 @@ class NativeLayerNormBackward0(Node):
         return tuple(grads)
 
 
-@export()
+@export(torch=True)
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize over the trailing ``normalized_shape`` dimensions (biased variance),
     then scale by ``weight`` and shift by ``bias``; one node."""

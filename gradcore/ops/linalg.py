@@ -167,7 +167,7 @@ def outer(a, b):
     return a.reshape(-1, 1) * b.reshape(1, -1)
 
 
-@export(method=True)
+@export(torch=True, method=True)
 def mv(a, b):
     return matmul(a, b)
 

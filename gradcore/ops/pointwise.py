@@ -1005,7 +1005,7 @@ logical_and = export(torch=True, method=True)(_compare(
     "logical_and", lambda x, y: math_of(x if hasattr(x, "dtype") else y).logical_and(x, y)))
 logical_or = export(torch=True, method=True)(_compare(
     "logical_or", lambda x, y: math_of(x if hasattr(x, "dtype") else y).logical_or(x, y)))
-logical_xor = export(method=True)(_compare(
+logical_xor = export(torch=True, method=True)(_compare(
     "logical_xor", lambda x, y: math_of(x if hasattr(x, "dtype") else y).logical_xor(x, y)))
 
 
@@ -1026,9 +1026,9 @@ def _bitwise(op, fwd):
     return bitwise
 
 
-bitwise_and = export()(_bitwise("bitwise_and", lambda x, y: x & y))
-bitwise_or = export()(_bitwise("bitwise_or", lambda x, y: x | y))
-bitwise_xor = export()(_bitwise("bitwise_xor", lambda x, y: x ^ y))
+bitwise_and = export(torch=True, method=True)(_bitwise("bitwise_and", lambda x, y: x & y))
+bitwise_or = export(torch=True, method=True)(_bitwise("bitwise_or", lambda x, y: x | y))
+bitwise_xor = export(torch=True, method=True)(_bitwise("bitwise_xor", lambda x, y: x ^ y))
 
 
 @export(torch=True, method=True)
@@ -1036,7 +1036,7 @@ def logical_not(x):
     return wrap(math_of(x._data).logical_not(x._data))
 
 
-@export()
+@export(torch=True, method=True)
 def bitwise_not(x):
     if x._data.dtype.kind == "f":
         raise RuntimeError(f"bitwise_not is not implemented for floating dtype {x.dtype!r}")
