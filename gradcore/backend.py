@@ -261,6 +261,12 @@ def cuda_kernels_enabled() -> bool:
     return os.environ.get("GRADCORE_CUDA_KERNELS", "1") != "0"
 
 
+_INT64 = np.dtype(np.int64)
+# the dtypes PyTorch's CPU cumsum/cumprod accumulate in (``acc_type``)
+_CUM_ACC = {np.dtype(np.float16): np.dtype(np.float32),
+            np.dtype(np.float32): np.dtype(np.float64)}
+
+
 class ArrayMath:
     """The array module of one device plus the few helpers the ops need.
 
@@ -438,6 +444,28 @@ class ArrayMath:
     def owns(self, arr) -> bool:
         """True when ``arr`` is a writable array that views no other array."""
         return arr.base is None and arr.flags.writeable
+
+    def cumsum(self, a, axis, dtype=None):
+        """PyTorch's ``cumsum`` of an array along ``axis`` (:meth:`_cumulative`)."""
+        return self._cumulative(self.xp.cumsum, a, axis, dtype)
+
+    def cumprod(self, a, axis, dtype=None):
+        """PyTorch's ``cumprod`` of an array along ``axis`` (:meth:`_cumulative`)."""
+        return self._cumulative(self.xp.cumprod, a, axis, dtype)
+
+    def _cumulative(self, fn, a, axis, dtype):
+        """A new array of ``dtype`` (default ``a``'s; int64 for integers and bools, as
+        PyTorch promotes them), ``a`` cast to it first; float16 accumulated in float32
+        and float32 in float64, each output rounded, as PyTorch's CPU kernels do. A 0-d
+        ``a`` is its own result."""
+        res = np.dtype(dtype) if dtype is not None else \
+            _INT64 if a.dtype.kind in "biu" else a.dtype
+        if a.dtype != res:
+            a = a.astype(res)
+        if a.ndim == 0:
+            return a.copy()
+        out = fn(a, axis=axis, dtype=_CUM_ACC.get(res, res))
+        return out if out.dtype == res else out.astype(res)
 
     def expm1(self, x, out=None):
         """``exp(x) - 1``; float32 computed in float64 and rounded once: NumPy's own

@@ -1,4 +1,5 @@
-"""Reductions: sum, mean, prod, var, std, max, min, amax, amin, arg*, logsumexp, norm."""
+"""Reductions: sum, mean, prod, var, std, max, min, amax, amin, arg*, logsumexp, norm;
+and the cumulative cumsum, cumprod."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 from .. import dtypes
 from ..backend import math_of
 from . import pointwise as pw
-from ._core import Node, Tensor, mode, normalize_dim, normalize_dims, record, wrap
+from ._core import Node, Tensor, int_arg, mode, normalize_dim, normalize_dims, record, wrap
 from ._export import export
 
 _new = object.__new__
@@ -148,9 +149,9 @@ class ProdBackward(Node):
             g, y = F.expand_dims(g, axis), F.expand_dims(y, axis)
         # PyTorch's rule: y / x when no element is zero (NaN and inf propagate as in
         # PyTorch's, an empty input gets an empty gradient), else the product of the
-        # other elements, without dividing. The differentiable composite (create_graph)
-        # keeps y / x: gradcore has no differentiable cumprod yet.
-        if F.tensor_mode or not x.size:
+        # other elements, without dividing (polynomial in x: its own derivatives, under
+        # create_graph=True, are exact where x has zeros too)
+        if 0 in x.shape:
             return (g * y / x,)
         return (F.either((x == 0).any(), lambda: _prod_grad_exact(F, g, x, axis),
                          lambda: g * y / x),)
@@ -161,19 +162,34 @@ class ProdBackward(Node):
 
 def _prod_grad_exact(F, g, x, axis):
     """Product of all other elements, without dividing (exact when some are zero);
-    ``g`` has the reduced axis kept."""
+    ``g`` has the reduced axis kept: the products before each element (an exclusive
+    cumprod) times those after it (the same from the other end)."""
     if axis is None:
         flat = x.reshape(-1)
-        left = F.concatenate([F.ones(1, dtype=x.dtype), F.cumprod(flat[:-1])])
-        right = F.concatenate([F.cumprod(flat[::-1][:-1])[::-1], F.ones(1, dtype=x.dtype)])
-        return (left * right * g).reshape(x.shape)
-    n = x.shape[axis]
-    xm = F.moveaxis(x, axis, -1)
-    ones = F.ones(xm.shape[:-1] + (1,), dtype=x.dtype)
-    left = F.concatenate([ones, F.cumprod(xm[..., :n - 1], axis=-1)], axis=-1)
-    right = F.concatenate([F.cumprod(xm[..., ::-1][..., :n - 1], axis=-1)[..., ::-1], ones],
-                          axis=-1)
-    return F.moveaxis(left * right, -1, axis) * g
+        return (_others_product(F, flat, 0) * g).reshape(x.shape)
+    return _others_product(F, x, axis) * g
+
+
+def _others_product(F, x, axis):
+    before = _shift(F, F.cumprod(x, axis), 1, axis, 1)
+    after = F.flip(_shift(F, F.cumprod(F.flip(x, axis), axis), 1, axis, 1), axis)
+    return before * after
+
+
+def _shift(F, a, d, axis, fill):
+    """``a`` moved ``d`` places along ``axis`` (towards the end for d > 0), the ``|d|``
+    places left open set to ``fill`` (a constant)."""
+    n = a.shape[axis]
+    k = d if d > 0 else -d
+    if k >= n:
+        return F.zeros_like(a) + fill
+    lead = (slice(None),) * axis
+    pad = F.zeros_like(a, shape=a.shape[:axis] + (k,) + a.shape[axis + 1:])
+    if fill:
+        pad = pad + fill
+    if d > 0:
+        return F.concatenate([pad, a[lead + (slice(0, n - k),)]], axis=axis)
+    return F.concatenate([a[lead + (slice(k, n),)], pad], axis=axis)
 
 
 @export(torch=True, method=True)
@@ -197,6 +213,92 @@ def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     t = record(out, node, x)
     node.save_output(t)
     return t
+
+
+# ---- cumsum / cumprod ----------
+def _reversed_cumsum(F, a, axis):
+    """``a[k] + a[k+1] + ... + a[n-1]`` at each ``k`` along ``axis``."""
+    return F.flip(F.cumsum(F.flip(a, axis), axis), axis)
+
+
+class CumsumBackward0(Node):
+    """PyTorch's cumsum_backward: the gradient's cumulative sum from the end."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        if not g.shape:  # a 0-d input is its own cumsum (a new array: fresh_grads)
+            return (g * 1,)
+        return (_reversed_cumsum(F, g, self.axis),)
+
+
+class CumprodBackward0(Node):
+    """PyTorch's cumprod_backward: ``reversed_cumsum(y * g) / x`` when no element is
+    zero, else, without dividing, ``x[0] ... x[k-1] * s[k]`` with ``s[k] = g[k] + x[k+1]
+    s[k+1]`` (:func:`_cumprod_grad_exact`), polynomial in ``x`` and ``g``: exact where
+    ``x`` has zeros, and so are its own derivatives under ``create_graph=True``."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        axis = self.axis
+        if not x.shape or x.shape[axis] <= 1 or 0 in x.shape:
+            return (g * 1,)  # y is x (a new array: fresh_grads)
+        y = self.output(F)
+        return (F.either((x == 0).any(), lambda: _cumprod_grad_exact(F, g, x, axis),
+                         lambda: _reversed_cumsum(F, y * g, axis) / x),)
+
+
+def _cumprod_grad_exact(F, g, x, axis):
+    """``sum_{j >= k} g[j] prod_{i <= j, i != k} x[i]`` at each ``k``, without dividing:
+    the products before ``k`` (an exclusive cumprod) times ``s[k] = g[k] + x[k+1] s[k+1]``,
+    that recurrence solved by doubling (``s[k] += a[k] s[k+d]``, ``a[k] *= a[k+d]``
+    for d = 1, 2, 4, ...: log2(n) steps of whole-array ops, none reading values back)."""
+    n = x.shape[axis]
+    before = _shift(F, F.cumprod(x, axis), 1, axis, 1)
+    a, s = _shift(F, x, -1, axis, 0), g
+    d = 1
+    while d < n:
+        s = s + a * _shift(F, s, -d, axis, 0)
+        if 2 * d < n:
+            a = a * _shift(F, a, -d, axis, 0)
+        d *= 2
+    return before * s
+
+
+def _cumulative(x, dim, dtype, op, node_type):
+    if type(dim) is not int:
+        dim = int_arg(dim, op)
+    x = _cast_input(x, dtype)
+    xd = x._data
+    axis = normalize_dim(dim, xd.ndim)  # (PyTorch's message names no op here)
+    res = dtypes.to_dtype(dtype).np if dtype is not None else None
+    out = getattr(math_of(xd), op)(xd, axis, res)
+    if not (mode.enabled and x._rg) or out.dtype.kind != "f":
+        return wrap(out)
+    node = _new(node_type)
+    node.axis = axis
+    if node_type is CumprodBackward0:
+        node.save(x)
+        t = record(out, node, x)
+        node.save_output(t)
+        return t
+    return record(out, node, x)
+
+
+@export(torch=True, method=True)
+def cumsum(input, dim, *, dtype=None):  # noqa: A002
+    """Cumulative sum along ``dim``: ``out[k] = input[0] + ... + input[k]``. Integer and
+    bool inputs give int64 (as in PyTorch); ``dtype`` casts the input first."""
+    return _cumulative(input, dim, dtype, "cumsum", CumsumBackward0)
+
+
+@export(torch=True, method=True)
+def cumprod(input, dim, *, dtype=None):  # noqa: A002
+    """Cumulative product along ``dim``: ``out[k] = input[0] * ... * input[k]``, with
+    :func:`cumsum`'s dtypes; its gradient is exact where the input has zeros."""
+    return _cumulative(input, dim, dtype, "cumprod", CumprodBackward0)
 
 
 # ---- var / std ----------

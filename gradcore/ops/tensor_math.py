@@ -91,8 +91,25 @@ def where(c, a, b):
 
 
 def either(c, if_true, if_false):
-    """``ArrayMath.either`` over tensors: both branches, selected by ``c``."""
-    return _pw.where(c, if_true(), if_false())
+    """``ArrayMath.either`` over tensors: the branch ``c`` (0-d) selects, alone. The
+    graph holds only that branch: selecting by ``where`` would differentiate the other
+    one too, and its derivative, taken where it is not valid (``g * y / x`` at a zero
+    of ``x``), is NaN times the zero gradient ``where`` hands it. As PyTorch's formulas
+    under create_graph do (prod's, cumprod's), the condition is read back."""
+    return if_true() if bool(c._data) else if_false()
+
+
+def cumsum(x, axis, dtype=None):
+    return _red.cumsum(x, axis, dtype=dtype)
+
+
+def cumprod(x, axis, dtype=None):
+    return _red.cumprod(x, axis, dtype=dtype)
+
+
+def flip(x, axis):
+    """``x`` reversed along ``axis`` (``np.flip``), differentiably."""
+    return x[(slice(None),) * axis + (slice(None, None, -1),)]
 
 
 def astype(x, dtype):
