@@ -12,7 +12,7 @@ FUNCTIONS = """tensor from_numpy zeros ones full empty arange linspace eye randn
 zeros_like ones_like full_like randn_like manual_seed from_dlpack matmul mm bmm dot outer
 exp log log1p expm1 sqrt rsqrt square abs sign sin cos tanh sigmoid relu clamp maximum
 minimum where pow reciprocal sum mean prod var std max min amax amin argmax argmin
-logsumexp norm reshape flatten unflatten squeeze unsqueeze transpose permute swapaxes
+logsumexp norm cumsum cumprod reshape flatten unflatten squeeze unsqueeze transpose permute swapaxes
 broadcast_to cat stack split chunk gather scatter_add index_select masked_fill isnan
 isfinite any all no_grad enable_grad set_grad_enabled is_grad_enabled get_default_device
 set_default_device device float16 float32 float64 int32 int64 bool softmax log_softmax erf
@@ -22,9 +22,9 @@ METHODS = """numel size requires_grad_ numpy item tolist detach clone to cpu cud
 half long int bool type_as backward retain_grad register_hook matmul mm bmm dot outer exp
 log log1p expm1 sqrt rsqrt square abs sign sin cos tanh sigmoid relu clamp maximum minimum
 pow reciprocal sum mean prod var std max min amax amin argmax argmin logsumexp norm
-reshape view flatten unflatten squeeze unsqueeze transpose permute swapaxes broadcast_to
-expand repeat split chunk gather scatter_add index_select masked_fill isnan isfinite any
-all add_ sub_ mul_ div_ zero_ fill_ copy_ __iadd__ __isub__ __imul__ __itruediv__
+cumsum cumprod reshape view flatten unflatten squeeze unsqueeze transpose permute swapaxes
+broadcast_to expand repeat split chunk gather scatter_add index_select masked_fill isnan
+isfinite any all add_ sub_ mul_ div_ zero_ fill_ copy_ __iadd__ __isub__ __imul__ __itruediv__
 __setitem__ __getitem__ __matmul__ __floordiv__ __pow__ __rpow__ __neg__ softmax log_softmax
 erf""".split()
 

@@ -55,11 +55,17 @@ def _lse_np(x, axis):
     return (np.log(np.exp(x - m).sum(axis=axis, keepdims=True)) + m).squeeze(axis)
 
 
+def _cum_np(fn, x, axis):
+    return fn(x.reshape(x.shape or (1,)), axis).reshape(x.shape)
+
+
 def _erf_np(x):
     return np.vectorize(math.erf, otypes=[np.float64])(x)
 
 
 IDX = np.array([0, 2, 0, 1])          # repeated indices: their gradients must accumulate
+ZMASK = np.array([[False, False, False, False], [False, True, False, False],
+                  [True, False, False, True]])  # no zero, one, two per row
 M3 = [(3, 4), (2, 3, 4)]
 
 OPS = [
@@ -122,6 +128,18 @@ OPS = [
     Op("sum_0d", lambda m, x: x.sum(0) * x, lambda x: x * x, [((),)]),
     Op("prod_0d", lambda m, x: x.prod(-1) * x, lambda x: x * x, [((),)]),
     Op("logsumexp_0d", lambda m, x: m.logsumexp(x, 0) * x, lambda x: x * x, [((),)]),
+    # cumulative: along the last dim of any shape (0-d included), and along a middle one
+    Op("cumsum", lambda m, x: m.cumsum(x, -1) * x, lambda x: _cum_np(np.cumsum, x, -1) * x),
+    Op("cumsum_dim1", lambda m, x: x.cumsum(1), lambda x: np.cumsum(x, 1), M3),
+    Op("cumprod", lambda m, x: m.cumprod(x, -1), lambda x: _cum_np(np.cumprod, x, -1),
+       domain=(0.5, 1.5)),
+    Op("cumprod_dim1", lambda m, x: x.cumprod(1), lambda x: np.cumprod(x, 1), M3,
+       domain=(-1.5, 1.5)),
+    # exact zeros in the input (none, one, two per row): the rule that does not divide
+    Op("cumprod_zeros", lambda m, x: x.masked_fill(m.tensor(ZMASK), 0.0).cumprod(1),
+       lambda x: np.cumprod(np.where(ZMASK, 0.0, x), 1), [(3, 4)], domain=(-1.5, 1.5)),
+    Op("prod_zeros", lambda m, x: x.masked_fill(m.tensor(ZMASK), 0.0).prod(1),
+       lambda x: np.prod(np.where(ZMASK, 0.0, x), 1), [(3, 4)], domain=(-1.5, 1.5)),
     Op("max_dim_0d", lambda m, x: x.max(0)[0] * x.min(-1, keepdim=True)[0],
        lambda x: x * x, [((),)]),
     Op("norm", lambda m, x: x.norm(), lambda x: np.sqrt((x * x).sum()), [(5,), (3, 4)],
