@@ -172,8 +172,13 @@ def _prod_grad_exact(F, g, x, axis):
 
 def _others_product(F, x, axis):
     before = _shift(F, F.cumprod(x, axis), 1, axis, 1)
-    after = F.flip(_shift(F, F.cumprod(F.flip(x, axis), axis), 1, axis, 1), axis)
+    after = _flip(_shift(F, F.cumprod(_flip(x, axis), axis), 1, axis, 1), axis)
     return before * after
+
+
+def _flip(a, axis):
+    """``a`` reversed along ``axis`` (a view: arrays and tensors slice alike)."""
+    return a[(slice(None),) * axis + (slice(None, None, -1),)]
 
 
 def _shift(F, a, d, axis, fill):
@@ -218,7 +223,7 @@ def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
 # ---- cumsum / cumprod ----------
 def _reversed_cumsum(F, a, axis):
     """``a[k] + a[k+1] + ... + a[n-1]`` at each ``k`` along ``axis``."""
-    return F.flip(F.cumsum(F.flip(a, axis), axis), axis)
+    return _flip(F.cumsum(_flip(a, axis), axis), axis)
 
 
 class CumsumBackward0(Node):

@@ -107,11 +107,6 @@ def cumprod(x, axis, dtype=None):
     return _red.cumprod(x, axis, dtype=dtype)
 
 
-def flip(x, axis):
-    """``x`` reversed along ``axis`` (``np.flip``), differentiably."""
-    return x[(slice(None),) * axis + (slice(None, None, -1),)]
-
-
 def astype(x, dtype):
     return _pw.to_dtype(x, dtype)
 
