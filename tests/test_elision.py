@@ -164,3 +164,36 @@ def test_backward_reuses_a_saved_output_only_when_it_is_dead(x):
     first = host(w.grad).copy()
     loss.backward()
     np.testing.assert_allclose(host(w.grad), 2 * first, rtol=1e-6)
+
+
+# Every op that asks _elide.reusable, by each of its paths: (name, op of an operand that
+# `make()` returns, as a temporary when make builds one and a name when it returns it).
+_REUSING_OPS = [
+    ("add float", lambda make: make() + 0.5),
+    ("add int", lambda make: gc.add(make(), 2)),           # _binary: tensor, scalar
+    ("add tensor", lambda make: gc.add(make(), make() * 1.0)),  # _into_temporary
+    ("radd", lambda make: 0.5 + make()),
+    ("sub float", lambda make: make() - 0.5),
+    ("sub tensor", lambda make: gc.sub(make(), make() * 1.0)),
+    ("mul float", lambda make: make() * 3.0),
+    ("neg", lambda make: gc.neg(make())),  # (`-t` is not a call: never reused)
+    ("tanh", lambda make: gc.tanh(make())),
+    ("relu", lambda make: gc.relu(make())),
+    ("exp", lambda make: gc.exp(make())),
+    ("sqrt", lambda make: gc.sqrt(make())),
+    ("expm1", lambda make: gc.expm1(make())),
+    ("sign", lambda make: gc.sign(make())),
+]
+
+
+@pytest.mark.parametrize("op", [fn for _, fn in _REUSING_OPS],
+                         ids=[name for name, _ in _REUSING_OPS])
+def test_each_reusing_op_leaves_a_named_operand_alone(x, op):
+    a = gc.exp(x)                 # a temporary once (positive, for sqrt), but named here
+    keep = host(a).copy()
+    out, n = _elisions(lambda: op(lambda: a))
+    np.testing.assert_array_equal(host(a), keep)
+    assert out._data is not a._data
+    same, n_temp = _elisions(lambda: op(lambda: gc.exp(x)))
+    assert n_temp > n  # unnamed, the same operand is reused
+    np.testing.assert_array_equal(host(same), host(out))

@@ -61,16 +61,33 @@ count = 0
 
 
 def op_function(fn):
-    """Mark ``fn`` as op machinery whose references to its arguments are expected."""
+    """Decorator: ``fn`` is op machinery that may stand between a caller and
+    :func:`reusable`; its locals' references to the operands are the expected ones.
+
+    Only for functions that do not read an operand again after handing it to an op
+    that may have overwritten it."""
     _OP_CODES.add(fn.__code__)
     return fn
 
 
-def is_temporary(t, arr) -> bool:
-    """Whether the op running now may write its result into ``arr``, ``t``'s array."""
+def reusable(t, arr):
+    """``arr``, ``t``'s array, if the op running now may write its result into it
+    (counted as an elision); else None.
+
+    Call it from an op function (:func:`op_function`) where the op's evaluation stack
+    holds neither ``t`` nor ``arr``: in a condition or an assignment, not among the
+    arguments of a call that has already received ``arr`` (that reference is not
+    counted, and the answer would always be no)::
+
+        out = f(xd) if xd.nbytes < MIN_BYTES or (o := reusable(x, xd)) is None \\
+            else f(xd, out=o)
+
+    (the size test first keeps small arrays at one comparison).
+    """
+    global count
     if not ENABLED or not isinstance(arr, _ndarray) or arr.nbytes < MIN_BYTES or \
             arr.base is not None or not _writeable(arr):
-        return False
+        return None
     # Count first: looking at frames' locals below adds references of its own (on
     # 3.11-3.12 a snapshot dict that lives as long as the frame, so a second check in
     # the same op sees more references and safely says no).
@@ -88,15 +105,18 @@ def is_temporary(t, arr) -> bool:
                 want_array += 1
         frame = frame.f_back
     if frame is None or n_array != want_array:
-        return False
+        return None
     opcode = _current_opcode(frame)
     if opcode == _BINARY_OP:
         want_tensor += 1  # the operand still sits on the caller's stack
     elif opcode != _CALL:  # (a CALL moved its arguments into the callee's frame)
-        return False  # anything else: unknown ways of holding references
+        return None  # anything else: unknown ways of holding references
     # A caller that keeps `t` in a variable, a container, a closure or a C structure
     # holds one more reference than counted here, and the answer is no.
-    return n_tensor == want_tensor
+    if n_tensor != want_tensor:
+        return None
+    count += 1
+    return arr
 
 
 def _current_opcode(frame):

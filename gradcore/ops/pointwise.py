@@ -17,7 +17,6 @@ from .. import dtypes
 from ..backend import check_range, math_of
 from ..kernels import Kernel, declare
 from ..kernels import pointwise as _twins
-from . import _elide
 from . import index as _index
 from ._core import (
     TENSOR_TYPES,
@@ -30,7 +29,7 @@ from ._core import (
     record1,
     wrap,
 )
-from ._elide import MIN_BYTES, is_temporary, op_function
+from ._elide import MIN_BYTES, op_function, reusable
 from ._export import export
 
 _new = object.__new__
@@ -52,6 +51,7 @@ def _broadcast_error(op, a, b, exc):
     return RuntimeError(f"{op}: {exc}")
 
 
+@op_function
 def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save_inputs=False, save_out=False,
             float_result=False):
     """Shared body of the binary ops: promote, compute, record.
@@ -70,11 +70,9 @@ def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save_inputs=False, save_out=F
                     (not float_result or ad.dtype.kind == "f"):
                 return _finish_tt(op, cls_tt, fwd, a, b, ad, bd, save_inputs, save_out)
         elif (tb is float or tb is int) and ad.dtype.kind == "f":
-            if ad.nbytes >= MIN_BYTES and not save_inputs and fwd in _UFUNCS and \
-                    is_temporary(a, ad):
-                out = _into(ad, _UFUNCS[fwd], b)
-            else:
-                out = fwd(ad, b)
+            out = fwd(ad, b) if ad.nbytes < MIN_BYTES or save_inputs or \
+                fwd not in _UFUNCS or (o := reusable(a, ad)) is None \
+                else _UFUNCS[fwd](ad, b, out=o)
             return _finish_ts(op, cls_ts, out, a, b, save_inputs, save_out)
     x, y = binary_operands(a, b, op, float_result)
     tx = isinstance(x, Tensor)
@@ -90,12 +88,7 @@ def _binary(op, cls_tt, cls_ts, cls_st, fwd, a, b, save_inputs=False, save_out=F
     return _finish_ts(op, cls_st, out, y, x, save_inputs, save_out)
 
 
-def _into(arr, ufunc, other):
-    """``ufunc(arr, other)`` written into ``arr``, a temporary (see :mod:`._elide`)."""
-    _elide.note()
-    return getattr(math_of(arr), ufunc)(arr, other, out=arr)
-
-
+@op_function
 def _finish_tt(op, cls, fwd, x, y, xd, yd, save_inputs, save_out):
     out = None
     if not save_inputs and (xd.nbytes >= MIN_BYTES or yd.nbytes >= MIN_BYTES) and \
@@ -129,14 +122,10 @@ def _into_temporary(fwd, x, y, xd, yd):
             shape = math_of(xd).broadcast_shapes(xd.shape, yd.shape)
         except ValueError:
             return None  # the caller raises the broadcasting error
-    ufunc = getattr(math_of(xd), _UFUNCS[fwd])
-    if xd.shape == shape and is_temporary(x, xd):
-        _elide.note()
-        return ufunc(xd, yd, out=xd)
-    if yd.shape == shape and is_temporary(y, yd):
-        _elide.note()
-        return ufunc(xd, yd, out=yd)
-    return None
+    o = reusable(x, xd) if xd.shape == shape else None
+    if o is None and yd.shape == shape:
+        o = reusable(y, yd)
+    return None if o is None else _UFUNCS[fwd](xd, yd, out=o)
 
 
 def _finish_ts(op, cls, out, tensor, scalar, save_inputs, save_out):
@@ -175,13 +164,14 @@ class AddBackward1(Node):
 
 
 @export(torch=True, method=True)
+@op_function
 def add(a, b, *, alpha=1):
     """``a + alpha * b`` with broadcasting."""
     if type(b) is float and type(a) in TENSOR_TYPES:  # fast path: tensor + float
         ad = a._data
         if ad.dtype.kind == "f" and alpha == 1:
-            out = _into(ad, "add", b) if ad.nbytes >= MIN_BYTES and is_temporary(a, ad) \
-                else ad + b
+            out = ad + b if ad.nbytes < MIN_BYTES or (o := reusable(a, ad)) is None \
+                else np.add(ad, b, out=o)
             if not (a._rg and mode.enabled):
                 return wrap(out)
             return record1(out, _new(AddBackward1), a)
@@ -218,6 +208,7 @@ class RsubBackward1(Node):
 
 
 @export(torch=("sub", "subtract"), method=("sub", "subtract"))
+@op_function
 def sub(a, b, *, alpha=1):
     """``a - alpha * b`` with broadcasting."""
     if alpha != 1:
@@ -254,6 +245,7 @@ class NegBackward0(Node):
 
 
 @export(torch=True, method=True)
+@op_function
 def neg(x):
     """``-x``."""
     xd = x._data
@@ -261,11 +253,8 @@ def neg(x):
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
                            "you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
-    if xd.nbytes >= MIN_BYTES and xd.dtype.kind in "fi" and is_temporary(x, xd):
-        out = math_of(xd).negative(xd, out=xd)
-        _elide.note()
-    else:
-        out = -xd
+    out = -xd if xd.nbytes < MIN_BYTES or xd.dtype.kind not in "fi" or \
+        (o := reusable(x, xd)) is None else np.negative(xd, out=o)
     if not (mode.enabled and x._rg):
         return wrap(out)
     return record(out, _new(NegBackward0), x)
@@ -314,13 +303,14 @@ class MulBackward1(Node):
 
 
 @export(torch=("mul", "multiply"), method=("mul", "multiply"))
+@op_function
 def mul(a, b):
     """``a * b`` with broadcasting."""
     if type(b) is float and type(a) in TENSOR_TYPES:  # fast path: tensor * float
         ad = a._data
         if ad.dtype.kind == "f":
-            out = _into(ad, "multiply", b) if ad.nbytes >= MIN_BYTES and \
-                is_temporary(a, ad) else ad * b
+            out = ad * b if ad.nbytes < MIN_BYTES or (o := reusable(a, ad)) is None \
+                else np.multiply(ad, b, out=o)
             if not (a._rg and mode.enabled):
                 return wrap(out)
             node = _new(MulBackward1)
@@ -371,6 +361,7 @@ class RdivBackward(Node):  # scalar / tensor
 
 
 @export(torch=("div", "divide"), method=("div", "divide", "true_divide"))
+@op_function
 def div(a, b, *, rounding_mode=None):
     """``a / b`` (true division: integers give float32, as in PyTorch)."""
     if rounding_mode == "floor":
@@ -529,18 +520,16 @@ def _float(x: Tensor) -> Tensor:
     return x
 
 
+@op_function
 def _unary(x, fn_name, cls, save_input=False, save_output=False, floating=True):
     if not isinstance(x, Tensor):
         x = as_tensor(x)
     if floating and x._data.dtype.kind != "f":
         x = _float(x)
     xd = x._data
-    if not save_input and xd.nbytes >= MIN_BYTES and xd.dtype.kind == "f" and \
-            is_temporary(x, xd):
-        out = getattr(math_of(xd), fn_name)(xd, out=xd)
-        _elide.note()
-    else:
-        out = getattr(math_of(xd), fn_name)(xd)
+    f = getattr(math_of(xd), fn_name)
+    out = f(xd) if save_input or xd.nbytes < MIN_BYTES or xd.dtype.kind != "f" or \
+        (o := reusable(x, xd)) is None else f(xd, out=o)
     if not (mode.enabled and x._rg):
         return wrap(out)
     node = _new(cls)
@@ -563,6 +552,7 @@ class ExpBackward0(Node):
 
 
 @export(torch=True, method=True)
+@op_function
 def exp(x):
     """``e ** x``."""
     return _unary(x, "exp", ExpBackward0, save_output=True)
@@ -605,6 +595,7 @@ class Expm1Backward0(Node):
 
 
 @export(torch=True, method=True)
+@op_function
 def expm1(x):
     """``exp(x) - 1``, accurate for small ``x``."""
     return _unary(x, "expm1", Expm1Backward0, save_output=True)
@@ -619,6 +610,7 @@ class SqrtBackward0(Node):
 
 
 @export(torch=True, method=True)
+@op_function
 def sqrt(x):
     """Square root."""
     return _unary(x, "sqrt", SqrtBackward0, save_output=True)
@@ -695,6 +687,7 @@ class SignBackward0(Node):
 
 
 @export(torch=True, method=True)
+@op_function
 def sign(x):
     """-1, 0 or 1 (zero gradient)."""
     if isinstance(x, Tensor) and x._data.dtype.kind == "b":
@@ -738,16 +731,14 @@ class TanhBackward0(Node):
 
 
 @export(torch=True, method=True)
+@op_function
 def tanh(x):
     """Hyperbolic tangent."""
     xd = x._data
     if type(xd) is not _ndarray or xd.dtype.kind != "f":
         return _unary(x, "tanh", TanhBackward0, save_output=True)
-    if xd.nbytes >= MIN_BYTES and is_temporary(x, xd):
-        out = _np_tanh(xd, out=xd)
-        _elide.note()
-    else:
-        out = _np_tanh(xd)  # fast path: a float array on the CPU
+    out = _np_tanh(xd) if xd.nbytes < MIN_BYTES or (o := reusable(x, xd)) is None \
+        else _np_tanh(xd, out=o)  # fast path: a float array on the CPU
     if not (x._rg and mode.enabled):
         return wrap(out)
     t = record1(out, _new(TanhBackward0), x)
@@ -793,6 +784,7 @@ class ReluBackward0(Node):
 
 
 @export(torch=True, method=True)
+@op_function
 def relu(x):
     """``max(x, 0)``."""
     xd = x._data
@@ -800,11 +792,8 @@ def relu(x):
         raise RuntimeError("Boolean inputs not supported for relu")
     # maximum(0, x), not maximum(x, 0): x itself where it is not below 0, so that -0.0
     # and NaN come back as they are, as from PyTorch's clamp_min
-    if xd.nbytes >= MIN_BYTES and xd.dtype.kind == "f" and is_temporary(x, xd):
-        out = math_of(xd).maximum(0, xd, out=xd)
-        _elide.note()
-    else:
-        out = math_of(xd).maximum(0, xd)
+    out = math_of(xd).maximum(0, xd) if xd.nbytes < MIN_BYTES or xd.dtype.kind != "f" or \
+        (o := reusable(x, xd)) is None else np.maximum(0, xd, out=o)
     if not (mode.enabled and x._rg):
         return wrap(out)
     t = record(out, _new(ReluBackward0), x)
@@ -1058,11 +1047,6 @@ def isinf(x):
     return wrap(math_of(x._data).isinf(x._data))
 
 
-# The ufunc behind each elementwise forward, for writing into a temporary operand.
-_UFUNCS = {_np_add: "add", _np_sub: "subtract", _np_mul: "multiply", _np_div: "divide"}
-
-# The functions between a caller and the temporary check: their references to the
-# operands are the expected ones (see _elide.is_temporary).
-for _fn in (add, sub, mul, div, _binary, _finish_tt, tanh, relu, _unary, neg, exp, sqrt,
-            expm1, sign):
-    op_function(_fn)
+# The NumPy ufunc behind each elementwise forward, for writing into a temporary operand
+# (only NumPy arrays are reusable).
+_UFUNCS = {_np_add: np.add, _np_sub: np.subtract, _np_mul: np.multiply, _np_div: np.divide}
