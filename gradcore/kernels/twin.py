@@ -92,6 +92,10 @@ def generate(k, chunk=None):
         ops, outputs = _operations(k)
     except (NotImplementedError, NameError):
         return None
+    if len(ops) <= len(outputs):
+        # one operation per output and no temporary to keep in cache: slices would only
+        # add a call per slice (exp_backward's g * y ran 5-15% slower by slices)
+        chunk = None
     return _compile(k, ops, outputs, chunk)
 
 
