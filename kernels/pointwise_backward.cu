@@ -311,6 +311,294 @@ __device__ __forceinline__ void tanh_backward(const T* __restrict__ a0, long lon
     }
 }
 
+// tan_backward(g, y) = g * (1 + y * y)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void tan_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C y = load(a2[i & m3]);
+        out0[i] = store<T>(g * (C(1) + (y * y)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void tan_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        tan_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        tan_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// asin_backward(g, x) = g / sqrt(1 - x * x)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void asin_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(g / sqrt(C(1) - (x * x)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void asin_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        asin_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        asin_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// acos_backward(g, x) = -g / sqrt(1 - x * x)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void acos_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(-g / sqrt(C(1) - (x * x)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void acos_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        acos_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        acos_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// atan_backward(g, x) = g / (x * x + 1)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void atan_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(g / ((x * x) + C(1)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void atan_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        atan_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        atan_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// sinh_backward(g, x) = g * ((exp(x) + exp(-x)) * 0.5)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void sinh_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(g * ((exp(x) + exp(-x)) * C(0.5)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void sinh_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        sinh_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        sinh_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// cosh_backward(g, x) = g * (tanh(x) * ((exp(x) + exp(-x)) * 0.5))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void cosh_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(g * (tanh(x) * ((exp(x) + exp(-x)) * C(0.5))));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void cosh_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        cosh_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        cosh_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// asinh_backward(g, x) = g / sqrt(x * x + 1)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void asinh_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(g / sqrt((x * x) + C(1)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void asinh_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        asinh_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        asinh_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// acosh_backward(g, x) = g / sqrt(x * x - 1)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void acosh_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(g / sqrt((x * x) - C(1)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void acosh_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        acosh_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        acosh_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// atanh_backward(g, x) = g / (1 - x * x)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void atanh_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(g / (C(1) - (x * x)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void atanh_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        atanh_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        atanh_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// log2_backward(g, x) = g / (x * 0.6931471805599453)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void log2_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(g / (x * C(0.6931471805599453)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void log2_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        log2_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        log2_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// log10_backward(g, x) = g / (x * 2.3025850929940456)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void log10_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(g / (x * C(2.3025850929940455)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void log10_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        log10_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        log10_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// exp2_backward(g, y) = g * y * 0.6931471805599453
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void exp2_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C y = load(a2[i & m3]);
+        out0[i] = store<T>(g * y * C(0.6931471805599453));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void exp2_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        exp2_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        exp2_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
 // sigmoid_backward(g, y) = g * (y * (1 - y))
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void sigmoid_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
@@ -894,6 +1182,42 @@ extern "C" __global__ void abs_backward_float16(const gc_half* __restrict__ a0, 
 extern "C" __global__ void tanh_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::tanh_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
+extern "C" __global__ void tan_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::tan_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void asin_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::asin_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void acos_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::acos_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void atan_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::atan_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void sinh_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::sinh_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void cosh_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::cosh_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void asinh_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::asinh_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void acosh_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::acosh_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void atanh_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::atanh_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void log2_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::log2_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void log10_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::log10_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void exp2_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::exp2_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
 extern "C" __global__ void sigmoid_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::sigmoid_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
@@ -1033,6 +1357,42 @@ extern "C" __global__ void abs_backward_float32(const float* __restrict__ a0, lo
 extern "C" __global__ void tanh_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::tanh_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
+extern "C" __global__ void tan_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::tan_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void asin_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::asin_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void acos_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::acos_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void atan_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::atan_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void sinh_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::sinh_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void cosh_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::cosh_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void asinh_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::asinh_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void acosh_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::acosh_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void atanh_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::atanh_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void log2_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::log2_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void log10_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::log10_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void exp2_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::exp2_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
 extern "C" __global__ void sigmoid_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::sigmoid_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
@@ -1171,6 +1531,42 @@ extern "C" __global__ void abs_backward_float64(const double* __restrict__ a0, l
 }
 extern "C" __global__ void tanh_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::tanh_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void tan_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::tan_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void asin_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::asin_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void acos_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::acos_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void atan_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::atan_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void sinh_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::sinh_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void cosh_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::cosh_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void asinh_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::asinh_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void acosh_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::acosh_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void atanh_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::atanh_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void log2_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::log2_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void log10_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::log10_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void exp2_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::exp2_backward<double, double>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void sigmoid_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::sigmoid_backward<double, double>(a0, a1, a2, a3, out0, n);

@@ -303,7 +303,9 @@ def bind_methods(T) -> None:
     # in-place variants of exported methods: `add_` runs `add` (`clip_` runs clamp)
     for name in ("add", "sub", "mul", "div", "pow", "clamp", "clip", "neg", "exp", "log",
                  "sqrt", "tanh", "sigmoid", "relu", "abs", "square", "reciprocal", "erf",
-                 "masked_fill"):
+                 "masked_fill", "tan", "asin", "acos", "atan", "sinh", "cosh", "log2",
+                 "log10", "exp2", "floor", "ceil", "round", "trunc", "frac"):
+        # (no asinh_/acosh_/atanh_: PyTorch has no derivative for them in place)
         methods[name + "_"] = _inplace_method(name + "_", methods[name])
     for name, op in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul"),
                      ("__itruediv__", "div"), ("__ipow__", "pow")):

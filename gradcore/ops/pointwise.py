@@ -749,6 +749,271 @@ def tanh(x):
 _np_tanh = np.tanh
 
 
+# ---- more unary functions (PyTorch's derivatives.yaml formulas) ----------
+declare(Kernel("tan_backward", ("g", "y"), "g * (1 + y * y)"))
+class TanBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (F.tan_backward(g, self.output(F)),)
+
+
+@export(torch=True, method=True)
+def tan(x):
+    """Tangent."""
+    return _unary(x, "tan", TanBackward0, save_output=True)
+
+
+declare(Kernel("asin_backward", ("g", "x"), "g / sqrt(1 - x * x)"))
+class AsinBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.asin_backward(g, x),)
+
+
+@export(torch=("asin", "arcsin"), method=("asin", "arcsin"))
+def asin(x):
+    """Inverse sine."""
+    return _unary(x, "arcsin", AsinBackward0, save_input=True)
+
+
+declare(Kernel("acos_backward", ("g", "x"), "-g / sqrt(1 - x * x)"))
+class AcosBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.acos_backward(g, x),)
+
+
+@export(torch=("acos", "arccos"), method=("acos", "arccos"))
+def acos(x):
+    """Inverse cosine."""
+    return _unary(x, "arccos", AcosBackward0, save_input=True)
+
+
+declare(Kernel("atan_backward", ("g", "x"), "g / (x * x + 1)"))
+class AtanBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.atan_backward(g, x),)
+
+
+@export(torch=("atan", "arctan"), method=("atan", "arctan"))
+def atan(x):
+    """Inverse tangent."""
+    return _unary(x, "arctan", AtanBackward0, save_input=True)
+
+
+# g * cosh(x), cosh written with exp (kernels have no cosh)
+declare(Kernel("sinh_backward", ("g", "x"), "g * ((exp(x) + exp(-x)) * 0.5)"))
+class SinhBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.sinh_backward(g, x),)
+
+
+@export(torch=True, method=True)
+def sinh(x):
+    """Hyperbolic sine."""
+    return _unary(x, "sinh", SinhBackward0, save_input=True)
+
+
+# g * sinh(x), sinh as tanh(x) * cosh(x): no cancellation near 0 (as exp(x) - exp(-x))
+declare(Kernel("cosh_backward", ("g", "x"), "g * (tanh(x) * ((exp(x) + exp(-x)) * 0.5))"))
+class CoshBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.cosh_backward(g, x),)
+
+
+@export(torch=True, method=True)
+def cosh(x):
+    """Hyperbolic cosine."""
+    return _unary(x, "cosh", CoshBackward0, save_input=True)
+
+
+declare(Kernel("asinh_backward", ("g", "x"), "g / sqrt(x * x + 1)"))
+class AsinhBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.asinh_backward(g, x),)
+
+
+@export(torch=("asinh", "arcsinh"), method=("asinh", "arcsinh"))
+def asinh(x):
+    """Inverse hyperbolic sine."""
+    return _unary(x, "arcsinh", AsinhBackward0, save_input=True)
+
+
+# PyTorch's real case: g * rsqrt(x * x - 1)
+declare(Kernel("acosh_backward", ("g", "x"), "g / sqrt(x * x - 1)"))
+class AcoshBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.acosh_backward(g, x),)
+
+
+@export(torch=("acosh", "arccosh"), method=("acosh", "arccosh"))
+def acosh(x):
+    """Inverse hyperbolic cosine."""
+    return _unary(x, "arccosh", AcoshBackward0, save_input=True)
+
+
+declare(Kernel("atanh_backward", ("g", "x"), "g / (1 - x * x)"))
+class AtanhBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.atanh_backward(g, x),)
+
+
+@export(torch=("atanh", "arctanh"), method=("atanh", "arctanh"))
+def atanh(x):
+    """Inverse hyperbolic tangent."""
+    return _unary(x, "arctanh", AtanhBackward0, save_input=True)
+
+
+declare(Kernel("log2_backward", ("g", "x"), "g / (x * 0.6931471805599453)"))
+class Log2Backward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.log2_backward(g, x),)
+
+
+@export(torch=True, method=True)
+def log2(x):
+    """Base-2 logarithm."""
+    return _unary(x, "log2", Log2Backward0, save_input=True)
+
+
+declare(Kernel("log10_backward", ("g", "x"), "g / (x * 2.3025850929940456)"))
+class Log10Backward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.log10_backward(g, x),)
+
+
+@export(torch=True, method=True)
+def log10(x):
+    """Base-10 logarithm."""
+    return _unary(x, "log10", Log10Backward0, save_input=True)
+
+
+declare(Kernel("exp2_backward", ("g", "y"), "g * y * 0.6931471805599453"))
+class Exp2Backward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (F.exp2_backward(g, self.output(F)),)
+
+
+@export(torch=True, method=True)
+def exp2(x):
+    """``2 ** x``."""
+    return _unary(x, "exp2", Exp2Backward0, save_output=True)
+
+
+# ---- rounding: zero gradient (PyTorch's zeros_like(grad)), integers returned as they are
+class _ZeroGradient(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (F.zeros_like(g),)
+
+
+class FloorBackward0(_ZeroGradient):
+    pass
+
+
+class CeilBackward0(_ZeroGradient):
+    pass
+
+
+class RoundBackward0(_ZeroGradient):
+    pass
+
+
+class TruncBackward0(_ZeroGradient):
+    pass
+
+
+def _rounding(x, fn_name, cls, op):
+    """floor/ceil/round/trunc: floats rounded, integers copied (PyTorch keeps their dtype),
+    bool refused as PyTorch's CPU kernels refuse it."""
+    if not isinstance(x, Tensor):
+        x = as_tensor(x)
+    kind = x._data.dtype.kind
+    if kind == "b":
+        raise NotImplementedError(f"\"{op}_vml_cpu\" not implemented for 'Bool'")
+    if kind != "f":
+        return wrap(x._data.copy())
+    return _unary(x, fn_name, cls)
+
+
+@export(torch=True, method=True)
+def floor(x):
+    """The largest integer not above ``x`` (zero gradient)."""
+    return _rounding(x, "floor", FloorBackward0, "floor")
+
+
+@export(torch=True, method=True)
+def ceil(x):
+    """The smallest integer not below ``x`` (zero gradient)."""
+    return _rounding(x, "ceil", CeilBackward0, "ceil")
+
+
+@export(torch=True, method=True)
+def round(x):  # noqa: A001 - PyTorch's name
+    """The nearest integer, halves to even (zero gradient)."""
+    return _rounding(x, "rint", RoundBackward0, "round")
+
+
+@export(torch=("trunc", "fix"), method=("trunc", "fix"))
+def trunc(x):
+    """``x`` rounded toward zero (zero gradient)."""
+    return _rounding(x, "trunc", TruncBackward0, "trunc")
+
+
+class FracBackward0(Node):
+    passes = (0,)
+
+    def apply(self, F, g):
+        return (g,)
+
+
+@export(torch=True, method=True)
+def frac(x):
+    """``x - trunc(x)`` (gradient ``g``)."""
+    if not isinstance(x, Tensor):
+        x = as_tensor(x)
+    xd = x._data
+    if xd.dtype.kind != "f":
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for "
+                                  f"'{dtypes.torch_name(x.dtype)}'")
+    out = xd - math_of(xd).trunc(xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    return record1(out, _new(FracBackward0), x)
+
+
 declare(Kernel("sigmoid_backward", ("g", "y"), "g * (y * (1 - y))"))
 class SigmoidBackward0(Node):
     fresh_grads = True
