@@ -283,6 +283,14 @@ DOMAINS = {
     "gelu_backward_cdf": [_normal, _uniform(-4.0, 4.0), _uniform(0.0, 1.0)],
     "gelu_forward_cdf": [_uniform(-4.0, 4.0)],
     "erf_backward": [_normal, _uniform(-3.0, 3.0)],
+    "tan_backward": [_normal, _uniform(-3.0, 3.0)],
+    "asin_backward": [_normal, _uniform(-0.9, 0.9)],
+    "acos_backward": [_normal, _uniform(-0.9, 0.9)],
+    "atanh_backward": [_normal, _uniform(-0.9, 0.9)],
+    "acosh_backward": [_normal, _uniform(1.2, 3.0)],
+    "log2_backward": [_normal, _uniform(0.2, 3.0)],
+    "log10_backward": [_normal, _uniform(0.2, 3.0)],
+    "exp2_backward": [_normal, _uniform(0.05, 3.0)],
 }
 # gelu_tanh_backward's 1 - tanh(u)^2 cancels where |u| > 2: a one-ulp difference between
 # the C library's tanhf and NumPy's float32 tanh becomes ~1e-6 absolute (of results ~1)
