@@ -120,14 +120,18 @@ def softmax_xent_forward(F, x, target, weight, ignore_index):
     weight (0 where ignored), loss ``-(logp[t] * wt)`` (0 where ignored; computed in
     float32 for float16, as nll_loss does) and the targets with ignored ones made 0."""
     acc = _acc(x.dtype)
-    logp = softmax_forward(F, x.astype(acc), 1, True).astype(x.dtype)
+    logp = softmax_forward(F, x.astype(acc, copy=False), 1, True).astype(x.dtype, copy=False)
     valid = target != ignore_index
-    tsafe = F.where(valid, target, 0).astype(np.int64)
+    tsafe = F.where(valid, target, 0).astype(np.int64, copy=False)
+    # read at targets brought into range: one out of range is the caller's error
+    # (check_range on tsafe: at once on the CPU, at the next read on a GPU), not
+    # NumPy's IndexError nor a value read from the other end of the row
+    inside = F.maximum(F.minimum(tsafe, x.shape[1] - 1), 0)
     if weight is None:
         wt = valid.astype(acc)
     else:
-        wt = F.where(valid, weight.astype(acc)[tsafe], 0).astype(acc)
-    picked = logp[F.arange(x.shape[0]), tsafe].astype(acc)
+        wt = F.where(valid, weight.astype(acc, copy=False)[inside], 0).astype(acc, copy=False)
+    picked = logp[F.arange(x.shape[0]), inside].astype(acc, copy=False)
     loss = F.where(valid, -(picked * wt), 0).astype(acc)
     return logp, loss, wt, tsafe
 

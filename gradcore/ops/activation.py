@@ -613,8 +613,9 @@ def cross_entropy_classes(x, t, weight, ignore_index, reduction):
 
 def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     """``nll_loss(log_softmax(x, 1), t, weight, ignore_index, reduction)`` for a 2-D
-    ``x`` and class targets ``t`` on a device with kernels: one kernel for the
-    log-probabilities and the per-row losses (``softmax_xent_forward``), a few for the
+    ``x`` and class targets ``t``: one row formula for the log-probabilities and the
+    per-row losses (``softmax_xent_forward``: one kernel on a device with kernels, its
+    NumPy twin on the CPU, as fast there as log_softmax then nll_loss), a few for the
     reduction, and the graph of the two ops (:class:`CrossEntropyBackward`: one kernel
     backward too). The caller has checked the shapes and dtypes
     (``nn.functional.cross_entropy``)."""

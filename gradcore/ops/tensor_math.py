@@ -22,7 +22,6 @@ from . import shape as _shape
 from .activation import erf as _erf
 
 tensor_mode = True
-device_kernels = False  # the formulas run as tensor ops, never as device kernels
 wrap = _wrap
 
 
