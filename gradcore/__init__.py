@@ -15,6 +15,7 @@ from . import autograd, backend, dtypes, kernels, nn, optim
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, get_default_device, set_default_device
 from .backend import device as device
+from .capture import compile
 from .creation import (
     arange,
     as_tensor,

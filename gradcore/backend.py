@@ -772,9 +772,24 @@ def is_device_array(obj) -> bool:
     return type(obj).__module__.startswith("cupy") and hasattr(obj, "__cuda_array_interface__")
 
 
+# Set by gradcore.capture while it records a function (None otherwise): told of every
+# read of values back to the host, and given the range checks (a recording repeats them
+# at each replay instead of reading the values now).
+_capture_read = None
+_capture_check = None
+
+
+def set_capture_hooks(read, check) -> None:
+    """Install (or, with None, remove) the hooks of a recording gc.compile."""
+    global _capture_read, _capture_check
+    _capture_read, _capture_check = read, check
+
+
 def to_host(arr):
     """A NumPy copy (or view, on the CPU) of ``arr``. From a GPU, the range checks left
     pending by earlier ops are read first (:func:`check_range`): a failed one raises."""
+    if _capture_read is not None:
+        _capture_read(arr)
     if isinstance(arr, np.ndarray):
         return arr
     if _pending_checks:
@@ -804,7 +819,7 @@ def check_range(idx, low: int, high: int, error) -> None:
     first such element), else at the next read from the device (the least or the
     greatest; :func:`raise_failed_checks`). Two reductions either way: on a GPU (or in a
     profile) they are the two launches the check costs."""
-    if idx.size == 0:
+    if idx.size == 0 or (_capture_check is not None and _capture_check(idx, low, high, error)):
         return
     least, greatest = idx.min(), idx.max()
     if isinstance(least, (np.ndarray, np.generic)):  # host memory: no wait to read them
