@@ -7,6 +7,7 @@ a compile that silently ran eagerly would fail them.
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -404,3 +405,32 @@ def test_cuda_tensors_run_eagerly_with_a_warning(standin):
     fn = gc.compile(lambda x: (x * w).sum())
     with pytest.warns(UserWarning, match="CUDA"):
         assert fn(gc.ones(3, device="cuda")).item() == 3.0
+
+
+def _workloads():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parent.parent / "bench" / "workloads.py"
+    spec = importlib.util.spec_from_file_location("_bench_workloads", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("key", ["chain100", "mlp64", "mlp784", "bcast", "tanh4m"])
+def test_benchmark_steps_replay_as_eager(key):
+    """The speed targets' gradcore steps (raw tensors, indexing, logsumexp, a hand SGD
+    under no_grad, .grad set to None inside the step), compiled, give eager's losses,
+    gradients and parameters at every step."""
+    w = _workloads()
+    target = next(t for t in w.TARGETS if t.key == key)
+    inputs = target.inputs()
+    eager = target.make("gradcore", inputs)
+    compiled = gc.compile(target.make("gradcore", inputs))
+    for _ in range(5):
+        (le, ge), (lc, gcs) = eager(), compiled()
+        assert le.item() == lc.item()
+        for a, b in zip(ge, gcs):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert compiled.replays >= 2

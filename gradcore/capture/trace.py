@@ -381,7 +381,6 @@ class Recorder:
         self._bound = set()      # id() of the values the bindings set
         self._bound_values = []  # (kept alive)
         self._input_pairs = []   # (input tensor, the caller's array)
-        self._made = {}          # id -> array made by NumPy's creation functions
 
     # -- origins ---------------------------------------------------------------------------
     def _describe(self, x):
@@ -391,7 +390,7 @@ class Recorder:
             self._used.add(key)
             origin = self._origin.get(key)
             if origin is None:
-                if key not in self._made and not self.paused:
+                if not self.paused:
                     self.refuse("an array computed outside the recording (by code that "
                                 "took a plain view of a traced array) is used")
                 origin = ("c", len(self._constants))
@@ -414,6 +413,21 @@ class Recorder:
             return ("fn", getattr(x, "__qualname__", None) or getattr(x, "__name__", None)
                     or repr(type(x)))
         return ("obj", type(x).__name__, id(x))
+
+    def constant(self, arr, scratch=False):
+        """``arr``, just made by NumPy from no traced array, as a constant of the tape
+        (its contents now are what a replay starts from) or, when ``scratch``, as a
+        buffer the tape fills; traced from now on, so that what is written into it
+        and computed from it is seen."""
+        key = id(arr)
+        if scratch:
+            self._origin[key] = ("o", self._n_out)
+            self._n_out += 1
+        else:
+            self._origin[key] = ("c", len(self._constants))
+            self._constants[key] = (arr, arr.copy())
+        self._roots.append(arr)
+        return arr.view(Traced)
 
     def _register(self, arrays, origin_prefix):
         for a in arrays:
@@ -565,7 +579,7 @@ class Recorder:
                             ("ascontiguousarray", _ascontiguousarray), ("array", _array)):
             patches += [(self._cpu.__dict__, name, value), (np.__dict__, name, value)]
         for name in _CREATORS:  # what they make is a constant of the tape, not an escape
-            value = _creator(getattr(np, name), self._made)
+            value = _creator(getattr(np, name))
             patches += [(self._cpu.__dict__, name, value), (np.__dict__, name, value)]
         for d, name, value in patches:
             self._patched.append((d, name, d.get(name, _MISSING)))
@@ -758,13 +772,14 @@ _np_broadcast_to = np.broadcast_to
 _CREATORS = ("zeros", "ones", "empty", "full", "arange", "eye", "identity", "linspace")
 
 
-def _creator(fn, made):
+def _creator(fn):
+    scratch = fn.__name__ == "empty"  # no contents: what the tape writes into it
+
     def create(*args, **kwargs):
         out = fn(*args, **kwargs)
         rec = _active
         if type(out) is _ndarray and rec is not None and not rec.paused:
-            made[id(out)] = out  # a constant of the tape, and traced from now on: what
-            return out.view(Traced)  # is written into it and computed from it is seen
+            return rec.constant(out, scratch)
         return out
     create.__name__ = fn.__name__
     return create
@@ -778,8 +793,7 @@ def _array(data, dtype=None, *args, copy=True, **kwargs):
     out = _np_array(data, dtype, *args, copy=copy, **kwargs)
     rec = _active
     if rec is not None and not rec.paused and type(out) is _ndarray:
-        rec._made[id(out)] = out  # from Python data or a plain array: a constant
-        return out.view(Traced)
+        return rec.constant(out)  # from Python data or a plain array: a constant
     return out
 
 
