@@ -573,7 +573,10 @@ class Recorder:
                         self._install_opaque(obj, name)
         self._cpu = backend.device("cpu").math
         self._patched = []  # (namespace dict, name, value before or _MISSING)
-        patches = [(self._cpu.__dict__, "owns", _owns),
+        # `type(a) is F.ndarray` is how the engine and the ops know a gradient array
+        # they own: traced arrays are the CPU namespace's arrays while recording
+        patches = [(self._cpu.__dict__, "ndarray", Traced),
+                   (self._cpu.__dict__, "owns", _owns),
                    (self._cpu.__dict__, "broadcast_to", _broadcast_to)]
         for name, value in (("asarray", _asarray), ("asanyarray", _asarray),
                             ("ascontiguousarray", _ascontiguousarray), ("array", _array)):
