@@ -96,14 +96,15 @@ def pytest_terminal_summary(terminalreporter):
     from workloads import TARGETS
 
     tr.section("ratios to NumPy by hand (medians of this run)")
-    tr.write_line(f"{'target':<46} {'gradcore':>9} {'torch':>9} {'goal':>6}")
+    tr.write_line(f"{'target':<46} {'gradcore':>9} {'compiled':>9} {'torch':>9} {'goal':>6}")
     for t in TARGETS:
         base = _MEDIANS.get((t.key, "numpy"))
         cells = []
-        for impl in ("gradcore", "torch"):
+        for impl in ("gradcore", "compiled", "torch"):
             m = _MEDIANS.get((t.key, impl))
             cells.append(f"{m / base:8.2f}x" if base and m else "n/a")
-        tr.write_line(f"{t.title:<46} {cells[0]:>9} {cells[1]:>9} {t.ratio:5.2f}x")
+        tr.write_line(f"{t.title:<46} {cells[0]:>9} {cells[1]:>9} {cells[2]:>9} "
+                      f"{t.ratio:5.2f}x")
 
 
 def _ms(seconds) -> str:

@@ -124,8 +124,8 @@ def main(argv=None) -> int:
                   if torch is not None else "torch missing")
     print(f"{_gradcore_revision()}; python {platform.python_version()}, numpy "
           f"{np.__version__}, {torch_info}, {os.cpu_count()} CPUs, {platform.machine()}")
-    head = (f"{'target':<44} {'NumPy':>9} {'gradcore':>9} {'torch':>9} "
-            f"{'gc/np':>7} {'torch/np':>8} {'goal':>6}  met")
+    head = (f"{'target':<44} {'NumPy':>9} {'gradcore':>9} {'compiled':>9} {'torch':>9} "
+            f"{'gc/np':>7} {'comp/np':>7} {'torch/np':>8} {'goal':>6}  met")
     print(head)
     print("-" * len(head))
     failures = []
@@ -144,11 +144,14 @@ def main(argv=None) -> int:
                 cells.append("n/a" if r == TORCH_MISSING else "FAILED")
                 if r != TORCH_MISSING:
                     failures.append(f"{target.key} [{impl}]: {r}")
-        gc_r, t_r = ratios.get("gradcore"), ratios.get("torch")
+        gc_r, c_r, t_r = ratios.get("gradcore"), ratios.get("compiled"), ratios.get("torch")
         met = "-" if gc_r is None else ("yes" if gc_r <= target.ratio else "no")
-        print(f"{target.title:<44} {cells[0]:>9} {cells[1]:>9} {cells[2]:>9} "
-              f"{(f'{gc_r:.2f}x' if gc_r else 'n/a'):>7} {(f'{t_r:.2f}x' if t_r else 'n/a'):>8} "
-              f"{target.ratio:5.2f}x  {met}", flush=True)
+
+        def ratio(r):
+            return f"{r:.2f}x" if r else "n/a"
+        print(f"{target.title:<44} {cells[0]:>9} {cells[1]:>9} {cells[2]:>9} {cells[3]:>9} "
+              f"{ratio(gc_r):>7} {ratio(c_r):>7} {ratio(t_r):>8} {target.ratio:5.2f}x  {met}",
+              flush=True)
     print(f"(medians per step; {time.perf_counter() - t_start:.0f} s in all)")
     for f in failures:
         print(f, file=sys.stderr)

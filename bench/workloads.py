@@ -25,7 +25,7 @@ import numpy as np
 import gradcore as gc
 
 SEED = 0
-IMPLS = ("numpy", "gradcore", "torch")
+IMPLS = ("numpy", "gradcore", "compiled", "torch")  # compiled: gradcore's step, gc.compile
 
 try:  # PyTorch is optional: its benchmarks skip (pytest) or print "n/a" (report)
     import torch
@@ -311,9 +311,15 @@ class Target:
         return self.impls[impl](inputs)
 
 
+def _compiled(autograd_fn, inputs):
+    return gc.compile(autograd_fn(inputs, impl="gradcore"))
+
+
 def _three(numpy_fn, autograd_fn):
-    """NumPy by hand, and the one autograd workload for gradcore and for torch."""
+    """NumPy by hand, and the one autograd workload for gradcore (eager and compiled)
+    and for torch."""
     return {"numpy": numpy_fn, "gradcore": functools.partial(autograd_fn, impl="gradcore"),
+            "compiled": functools.partial(_compiled, autograd_fn),
             "torch": functools.partial(autograd_fn, impl="torch")}
 
 
@@ -379,10 +385,16 @@ def verified_step(target: Target, impl: str, inputs: dict):
     The check runs on its own fresh state (the MLP steps update their parameters), so
     the returned step starts from the seeded inputs too.
     """
-    reference = target.make("numpy", inputs)()
+    # a compiled step is checked at a replay (its first two calls record)
+    calls = 4 if impl == "compiled" else 1
+    ref_step = target.make("numpy", inputs)
+    for _ in range(calls):
+        reference = ref_step()
     if impl != "numpy":
         try:
-            result = target.make(impl, inputs)()
+            step = target.make(impl, inputs)
+            for _ in range(calls):
+                result = step()
         except Exception as exc:
             raise AssertionError(f"{target.key} [{impl}] raised {type(exc).__name__} in its "
                                  f"checked first step: {exc}") from exc
