@@ -174,6 +174,7 @@ class Suite:
     what: str                      # one line: what is timed, and what a size means
     sizes: tuple[int, ...]         # the default sweep
     workload: Callable             # workload(m, device, size) -> (prepare, timed)
+    compilable: bool = False       # whether `timed` is a whole step gc.compile can capture
 
     def build(self, dev, size):
         """The workload in gradcore on ``dev``: ``(prepare, timed)``."""
@@ -195,7 +196,7 @@ SUITES = {s.name: s for s in (
     Suite("broadcast", f"backward of (x[{BROADCAST_ROWS},N]*w[N]+b[N]).sum() (size: N)",
           (64, 256, 1024, 4096, 16384, 65536), _broadcast_backward),
     Suite("step", f"Adam training step of an MLP 784-w-w-10, batch {STEP_BATCH} (size: w)",
-          (64, 128, 256, 512, 1024), _train_step),
+          (64, 128, 256, 512, 1024), _train_step, compilable=True),
 )}
 
 
@@ -246,34 +247,41 @@ class _Progress:
 
 
 def run(suites, devices, sizes=None, repeat: int = 10, compare_torch: bool = False,
-        progress: bool = True) -> list[dict]:
-    """Time every suite at every size on every device (gradcore), then, when asked, with
-    torch on each of those devices it can use. Returns one dict per measurement."""
+        progress: bool = True, compile: bool = True) -> list[dict]:
+    """Time every suite at every size on every device (gradcore), the whole-step suites
+    also compiled (``gc.compile``, on the CPU: capture on CUDA is still to come) unless
+    ``compile`` is False, then, when asked, with torch on each of those devices it can
+    use. Returns one dict per measurement."""
     plan = [(s, size) for s in suites for size in (sizes or s.sizes)]
     impls = [("gradcore", dev) for dev in devices]
+    if compile:
+        impls += [("compiled", dev) for dev in devices if dev.type == "cpu"]
     if compare_torch:
         impls += [("torch", dev) for dev in _torch_devices(devices)]
-    bar = _Progress(len(plan) * len(impls), progress)
+    runs = [(impl, dev, suite, size) for impl, dev in impls for suite, size in plan
+            if impl != "compiled" or suite.compilable]
+    bar = _Progress(len(runs), progress)
     results = []
     try:
-        for impl, dev in impls:
-            if impl == "torch":
+        for k, (impl, dev, suite, size) in enumerate(runs):
+            if impl == "torch" and runs[k - 1][0] != "torch":
                 time.sleep(SETTLE_S)
-            for suite, size in plan:
-                label = f"{suite.name} {size} {'torch ' if impl == 'torch' else ''}{dev}"
-                bar.start(label)
-                if impl == "torch":
-                    where = "cpu" if dev.type == "cpu" else f"cuda:{dev.index or 0}"
-                    prepare, timed = suite.build_torch(size, where)
-                    sync = lambda: _torch_synchronize(dev)
-                else:
-                    prepare, timed = suite.build(dev, size)
-                    sync = lambda: _synchronize(dev)
-                times = _measure(prepare, timed, sync, repeat)
-                median = statistics.median(times)
-                results.append({"suite": suite.name, "size": size, "impl": impl,
-                                "device": str(dev), "median_s": median, "times_s": times})
-                bar.finish(label, median)
+            label = f"{suite.name} {size} {'' if impl == 'gradcore' else impl + ' '}{dev}"
+            bar.start(label)
+            if impl == "torch":
+                where = "cpu" if dev.type == "cpu" else f"cuda:{dev.index or 0}"
+                prepare, timed = suite.build_torch(size, where)
+                sync = lambda: _torch_synchronize(dev)
+            else:
+                prepare, timed = suite.build(dev, size)
+                if impl == "compiled":
+                    timed = gc.compile(timed)
+                sync = lambda: _synchronize(dev)
+            times = _measure(prepare, timed, sync, repeat)
+            median = statistics.median(times)
+            results.append({"suite": suite.name, "size": size, "impl": impl,
+                            "device": str(dev), "median_s": median, "times_s": times})
+            bar.finish(label, median)
     finally:
         bar.close()
     return results
@@ -350,7 +358,10 @@ def format_table(results, suites) -> str:
     torch_on = [t for t in ("cpu", "cuda")
                 if any(r["impl"] == "torch" and r["device"].split(":")[0] == t
                        for r in results)]
+    compiled = any(r["impl"] == "compiled" for r in results)
     header = ["suite", "size", "CPU", "GPU", "GPU speedup"]
+    if compiled:
+        header += ["CPU compiled", "compiled speedup"]
     for t in torch_on:
         name = "CPU" if t == "cpu" else "GPU"
         header += [f"torch {name}", f"{name} vs torch"]
@@ -358,10 +369,13 @@ def format_table(results, suites) -> str:
     for suite in suites:
         cpu = _medians(results, suite.name, "gradcore", "cpu")
         gpu = _medians(results, suite.name, "gradcore", "cuda")
+        comp = _medians(results, suite.name, "compiled", "cpu")
         tch = {t: _medians(results, suite.name, "torch", t) for t in torch_on}
         for size in sorted(set(cpu) | set(gpu) | {n for m in tch.values() for n in m}):
             c, g = cpu.get(size), gpu.get(size)
             row = [suite.name, str(size), format_time(c), format_time(g), _ratio(c, g)]
+            if compiled:
+                row += [format_time(comp.get(size)), _ratio(c, comp.get(size))]
             for t in torch_on:
                 mine = (cpu if t == "cpu" else gpu).get(size)
                 row += [format_time(tch[t].get(size)), _ratio(mine, tch[t].get(size))]

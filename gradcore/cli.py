@@ -80,6 +80,9 @@ def _parser():
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--save", default=None, metavar="PATH",
                    help="save the model and optimizer state (safetensors) to PATH")
+    t.add_argument("--no-compile", action="store_true",
+                   help="run each step eagerly (by default the step is compiled with "
+                        "gc.compile on the CPU)")
     t.add_argument("--no-progress", action="store_true",
                    help="no progress bar (there is none when stderr is not a terminal)")
     c = sub.add_parser("compare", help="time an MLP backward pass on the CPU and on the GPU")
@@ -100,6 +103,8 @@ def _parser():
     b.add_argument("--json", default=None, metavar="PATH", help="write the results to PATH")
     b.add_argument("--plot", default=None, metavar="PATH", help="write a PNG to PATH")
     b.add_argument("--no-progress", action="store_true", help="no progress lines")
+    b.add_argument("--no-compile", action="store_true",
+                   help="do not also time the step suite compiled (gc.compile, CPU)")
     b.add_argument("--profile", action="store_true",
                    help="instead of timing, count the kernels one run launches and the bytes "
                         "they move, against the minimum (see gc.profile)")
@@ -209,6 +214,16 @@ def train(args) -> int:
     print(f"gradcore {gc.__version__}: training an MLP 64-{'-'.join(map(str, args.hidden))}-10 "
           f"on {n} digits ({len(yte)} held out) on {device}, {args.optimizer}, "
           f"{args.epochs} epochs of batch {args.batch_size}")
+
+    def train_step(xb, yb):
+        loss = loss_fn(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    # compiled where gc.compile captures (the CPU; CUDA graphs are still to come)
+    step = train_step if args.no_compile or device.type != "cpu" else gc.compile(train_step)
     start = time.perf_counter()
     epoch = 0
     try:
@@ -219,10 +234,7 @@ def train(args) -> int:
             for i in range(0, n, args.batch_size):
                 idx = order[i:i + args.batch_size]
                 xb, yb = x_train[idx], y_train[idx]
-                loss = loss_fn(model(xb), yb)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
+                loss = step(xb, yb)
                 batch_loss = loss.detach() * len(yb)
                 loss_sum = batch_loss if loss_sum is None else loss_sum + batch_loss
                 seen += len(yb)
@@ -322,7 +334,7 @@ def bench(args) -> int:
             print("--compare-torch: PyTorch is not installed (pip install torch): skipped")
             compare_torch = False
     results = benchmark.run(suites, devices, args.sizes, args.repeat, compare_torch,
-                            progress=not args.no_progress)
+                            progress=not args.no_progress, compile=not args.no_compile)
     print(f"median of {args.repeat} runs after {benchmark.WARMUP} warm-up runs")
     for suite in suites:
         print(f"  {suite.name}: {suite.what}")

@@ -92,6 +92,20 @@ def test_the_cuda_path_with_the_standin(standin, tmp_path, capsys):
     assert doc["machine"]["gpu"]["name"] == "CuPy stand-in (NumPy)"
 
 
+def test_step_suite_is_also_timed_compiled(tmp_path, capsys):
+    path = _bench(tmp_path, "step")
+    out = capsys.readouterr().out
+    assert re.search(r"GPU speedup\s+CPU compiled\s+compiled speedup", out)
+    compiled = [r for r in json.loads(path.read_text())["results"] if r["impl"] == "compiled"]
+    assert sorted(r["size"] for r in compiled) == [int(s) for s in TINY["step"].split(",")]
+    assert all(r["device"] == "cpu" and r["median_s"] > 0 for r in compiled)
+    _bench(tmp_path, "step", "--no-compile")
+    out = capsys.readouterr().out
+    assert "compiled" not in out
+    _bench(tmp_path, "mlp")  # a backward alone is not a whole step: no compiled column
+    assert "compiled" not in capsys.readouterr().out
+
+
 def test_crossover_reads_the_largest_sizes():
     def res(dev, times):
         return [{"suite": "s", "size": n, "impl": "gradcore", "device": dev, "median_s": t}

@@ -31,6 +31,20 @@ def test_default_training_reaches_97_percent(capsys):
 
 
 @needs_sklearn
+@needs_sklearn
+def test_compiled_training_prints_what_eager_training_prints(capsys):
+    """train compiles its step on the CPU by default: losses and accuracies are the
+    eager ones, digit for digit (only the rates differ)."""
+    args = ["train", "--epochs", "3", "--seed", "2", "--no-progress", "--hidden", "32"]
+    outputs = []
+    for extra in ([], ["--no-compile"]):
+        assert cli.main(args + extra) == 0
+        out = capsys.readouterr().out
+        outputs.append([line.split("(")[0] for line in out.splitlines()
+                        if line.startswith(("epoch", "final"))])
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 4
+
+
 def test_same_seed_same_result_on_the_cpu(capsys):
     args = ["train", "--epochs", "3", "--seed", "5", "--no-progress", "--hidden", "32"]
     cli.main(args)

@@ -41,3 +41,13 @@ def test_guide_examples_run_in_order(capsys):
         exec(compile(block, "docs/guide.md", "exec"), namespace)
     out = capsys.readouterr().out
     assert "Sequential(" in out and "300 True" in out
+    assert "\n18\n" in out  # the compiled step: two recordings, then replays
+
+
+def test_compile_page_example_runs(capsys):
+    """docs/compile.md: its example runs and replays as it says."""
+    text = (ROOT / "docs" / "compile.md").read_text()
+    namespace = {}
+    for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
+        exec(compile(block, "docs/compile.md", "exec"), namespace)
+    assert capsys.readouterr().out.splitlines()[-1] == "8"
