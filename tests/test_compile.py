@@ -288,6 +288,21 @@ def test_module_attribute_changed_between_calls_is_seen():
     assert not np.array_equal(a.numpy(), b.numpy())
 
 
+def test_another_models_modes_do_not_disturb_the_replay():
+    model, other = _mlp(), _mlp(dropout=0.2)
+
+    @gc.compile
+    def f(x):
+        with gc.no_grad():
+            return model(x)
+
+    x = _batches(1)[0][0]
+    for k in range(6):
+        other.train(k % 2 == 0)  # not read by f: not guarded
+        f(x)
+    assert f.replays == 4
+
+
 def test_parameter_data_replaced_between_calls_is_seen():
     lin = nn.Linear(3, 2)
 

@@ -40,6 +40,8 @@ __all__ = ["compile", "CompiledFunction", "OptimizedModule", "Refused", "cache_s
 cache_size_limit = 8
 #: Recordings of one signature that may disagree before it runs eagerly for good.
 _RECORD_ATTEMPTS = 4
+#: Tapes kept for one signature (states its guards tell apart: train and eval, ...).
+_TAPES_PER_SIGNATURE = 4
 
 
 def is_compiling() -> bool:
@@ -185,6 +187,8 @@ class CompiledFunction:
         desc = rec.desc
         pending = entry.pending
         if pending is not None and pending[1] == desc:
+            if len(entry.tapes) >= _TAPES_PER_SIGNATURE:  # (guards that keep failing)
+                entry.tapes.pop(0)
             entry.tapes.append(tape)
             entry.pending = None
             entry.attempts = 0

@@ -667,8 +667,9 @@ class Recorder:
         tape.copy_back = [(k, buf) for k, buf in tape.inputs if id(buf) in self._written]
         for k, buf in tape.copy_back:  # as eagerly, the caller's tensor took the writes
             np.copyto(flat_inputs[k]._data, buf)
+        read = self._modules_read()
         tape.module_flags = [(m, n, v) for m, (n, v) in zip(self._modules, self._module_attrs)
-                             if n]
+                             if n and id(m) in read]
         self.desc.append(("return", self._describe_output(result)))
         tape.output = self._outputs(result)
         self.desc.append(("constants", tuple(
@@ -692,6 +693,21 @@ class Recorder:
         if isinstance(x, _ndarray):
             self.refusal = "the function returns a NumPy array"
         return x
+
+    def _modules_read(self) -> set:
+        """id() of the modules whose attributes the tape may depend on: those holding a
+        parameter or buffer the tape reads, and everything below them (a Dropout has
+        none, its parent does); other live modules (another model) are not guarded."""
+        used = self._used
+        found = set()
+        for m in self._modules:
+            if id(m) in found:
+                continue
+            tensors = list(m.parameters()) + list(m.buffers())
+            if any(id(_root(t._data)) in used for t in tensors
+                   if isinstance(t._data, _ndarray)):
+                found.update(id(sub) for sub in m.modules())
+        return found
 
     def _describe_output(self, x):
         if isinstance(x, self._tensor_cls):
