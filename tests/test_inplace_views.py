@@ -326,6 +326,30 @@ def test_rebased_view_history_is_as_strided(device):
     assert (w * 1).grad_fn.next_functions[0][0] is w.grad_fn
 
 
+@pytest.mark.parametrize("maker", ["new_node", "record", "record1"])
+def test_nodes_are_wired_alike_by_the_factory_and_record1(maker):
+    # record1 has new_node's one-input case inlined: a leaf, an op's output and a view
+    # whose base changed since (rebased first) get the same edge, and a later number
+    from gradcore.autograd.tensor_base import new_node
+    from gradcore.ops._core import record, record1
+    from gradcore.ops.pointwise import NegBackward0
+
+    make = {"new_node": lambda t: new_node(NegBackward0, (t,)),
+            "record": lambda t: record(-t._data, NegBackward0, t).grad_fn,
+            "record1": lambda t: record1(-t._data, NegBackward0, t).grad_fn}[maker]
+    x = gc.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    v = y[:2]
+    y.mul_(2)
+    for t in (x, y, v):
+        node = make(t)
+        assert type(node) is NegBackward0
+        fn = t.grad_fn if t is not x else x._accumulator()
+        assert node.next_functions == ((fn, 0),)
+        assert node.seq > fn.seq
+    assert v.grad_fn.name() == "AsStridedBackward0"
+
+
 def test_element_view_writes_its_base(device):
     # NumPy returns a scalar for y[0]; the view must share y's memory, as in PyTorch
     y = gc.zeros(3)

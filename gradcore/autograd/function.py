@@ -5,8 +5,8 @@ from __future__ import annotations
 from ..backend import math_of
 from .grad_mode import no_grad
 from .grad_mode import state as _mode
-from .graph import _FREED, Node, _raise_modified, new_seq
-from .tensor_base import Tensor, _wrap, edge, zeros
+from .graph import _FREED, Node, _raise_modified
+from .tensor_base import Tensor, _wrap, new_node, zeros
 
 
 class FunctionCtx:
@@ -170,16 +170,14 @@ class Function:
             return outputs
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        node = _FunctionNode()
+        inputs = [args[i] for i in tensor_slots]
+        node = new_node(_FunctionNode, inputs)
         node.fn_cls, node.ctx = cls, ctx
         node.saved, ctx._saved = ctx._saved, None  # the engine frees node.saved
         ctx._node = node
-        inputs = [args[i] for i in tensor_slots]
         node.input_slots = tensor_slots
         node.n_args = len(args)
         node.in_meta = [(t.shape, t.dtype, t.device) for t in inputs]
-        node.next_functions = tuple(edge(t) for t in inputs)
-        node.seq = new_seq()
         node.n_outputs = len(outs)
         node.out_meta = [(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else ((), None,
                                                                                      None)

@@ -54,7 +54,8 @@ class Node:
     gradient back to its input's shape with the shared ``sum_to``.
     """
 
-    # Class-level defaults: ops create nodes with object.__new__ and set only what they use.
+    # Class-level defaults: nodes are made without __init__ by one factory
+    # (tensor_base.new_node, which ops reach through record) and set only what they use.
     seq = 0  # creation order, set when the node is wired to its inputs (see new_seq)
     next_functions = ()
     saved = None

@@ -10,7 +10,8 @@ build on it. The class is the one users see, ``gradcore.tensor.Tensor`` (its
 over it), the autograd bookkeeping and the conversions.
 
 Also here, because a tensor's history needs them: :func:`edge` (the graph edge to a
-tensor), :func:`fresh_history` and :func:`view_history` (a view whose base changed in
+tensor), :func:`new_node` (the one maker of nodes: a node of a class, wired to its
+inputs), :func:`fresh_history` and :func:`view_history` (a view whose base changed in
 place gets "these elements of the base's history", :class:`AsStridedBackward0`), and
 :func:`from_data`, the one implementation of "a new tensor holding a copy of this
 data" (``gc.tensor``, a list or an array meeting an op, a root gradient).
@@ -28,8 +29,8 @@ from .._format import tensor_repr
 from ..backend import math_of
 from .graph import AccumulateGrad, Node, new_seq
 
-__all__ = ["Tensor", "Parameter", "edge", "fresh_history", "view_history", "from_data",
-           "zeros", "zeros_like", "AsStridedBackward0"]
+__all__ = ["Tensor", "Parameter", "edge", "new_node", "fresh_history", "view_history",
+           "from_data", "zeros", "zeros_like", "AsStridedBackward0"]
 
 _new = object.__new__
 _ndarray = np.ndarray
@@ -482,6 +483,32 @@ def edge(t: Tensor):
     return _NO_EDGE
 
 
+def new_node(cls, inputs):
+    """A new node of class ``cls`` (a :class:`Node` subclass) wired to ``inputs`` (a
+    sequence of tensors): its edges (``next_functions``, :func:`edge` of each) and its
+    sequence number, later than its inputs' nodes (``seq``). Every node but a leaf's
+    :class:`AccumulateGrad` is made here (the ops' through ``ops._core.record``, whose
+    ``record1`` has the one-input case inlined), with no ``__init__``: the class's
+    defaults stand until the caller sets what its rule reads on the node returned."""
+    node = _new(cls)
+    n = len(inputs)
+    if n == 1:  # edge(x), inlined: most ops have one input
+        x = inputs[0]
+        fn = x.grad_fn
+        if fn is not None:
+            if x._base is not None:  # a view: its base may have changed in place since
+                fn = fresh_history(x)
+            node.next_functions = ((fn, x._out_nr),)
+        else:
+            node.next_functions = ((x._accumulator(), 0),) if x._rg else (_NO_EDGE,)
+    elif n == 2:  # the binary ops: without a generator
+        node.next_functions = (edge(inputs[0]), edge(inputs[1]))
+    else:
+        node.next_functions = tuple([edge(t) for t in inputs])
+    node.seq = new_seq()
+    return node
+
+
 def fresh_history(t: Tensor):
     """``t.grad_fn``, after rebasing it if ``t`` is a view whose base changed in place
     since the view's history was recorded: the base's history is then newer (higher
@@ -516,11 +543,9 @@ class AsStridedBackward0(Node):
 def view_history(v: Tensor, root: Tensor, index=None) -> None:
     """Give the view ``v`` the history "these elements of ``root``" (``index``: their
     positions in ``root``, found from the memory offsets when first needed)."""
-    node = _new(AsStridedBackward0)
+    node = new_node(AsStridedBackward0, (root,))
     node.view_arr, node.base_arr, node.index = v._data, root._data, index
     node.in_shape = root._data.shape
-    node.next_functions = (edge(root),)
-    node.seq = new_seq()
     v.grad_fn, v._out_nr, v._rg = node, 0, True
 
 

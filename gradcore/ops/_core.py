@@ -20,10 +20,11 @@ from ..autograd.tensor_base import (
     edge,
     fresh_history,
     from_data,
+    new_node,
     view_history,
 )
 
-__all__ = ["Node", "Tensor", "record", "edge", "binary_operands", "as_tensor",
+__all__ = ["Node", "Tensor", "record", "new_node", "edge", "binary_operands", "as_tensor",
            "wrap", "mode", "check_same_device", "normalize_dims", "normalize_dim",
            "int_arg", "fresh_history", "view_history"]
 
@@ -36,13 +37,18 @@ _ndarray = np.ndarray
 _scalar_types = (int, float, bool, np.number, np.bool_)
 
 
-def record(data, node: Node, *inputs: Tensor) -> Tensor:
-    """Wrap ``data`` as the output of ``node``, whose inputs are ``inputs``."""
-    if len(inputs) == 2:
-        node.next_functions = (edge(inputs[0]), edge(inputs[1]))
-    else:
-        node.next_functions = tuple([edge(t) for t in inputs])
-    node.seq = new_seq()
+def record(data, cls: type[Node], *inputs: Tensor) -> Tensor:
+    """``data`` as the output of a new node of class ``cls`` whose inputs are ``inputs``
+    (made and wired by :func:`new_node`). An op sets what its rule reads on that node
+    afterwards, as ``t.grad_fn``::
+
+        t = record(out, SoftplusBackward0, x)
+        node = t.grad_fn
+        node.beta = beta
+        node.save(x)
+        return t
+    """
+    node = new_node(cls, inputs)
     out = _new(Tensor)
     if type(data) is not _ndarray and isinstance(data, np.generic):
         data = np.asarray(data)
@@ -54,8 +60,12 @@ def record(data, node: Node, *inputs: Tensor) -> Tensor:
     return out
 
 
-def record1(data, node: Node, x: Tensor) -> Tensor:
+def record1(data, cls: type[Node], x: Tensor) -> Tensor:
     """:func:`record` for the common case of one input that requires grad."""
+    # new_node(cls, (x,)), inlined for an input that requires grad: the call costs a
+    # one-input op 9% of its time (tanh of 8 floats, 1.65 -> 1.80 us; a 100-op chain's
+    # forward 5%), where record's call to it is lost in the noise
+    node = _new(cls)
     fn = x.grad_fn
     if fn is not None and x._base is not None:  # a view: see fresh_history
         fn = fresh_history(x)

@@ -42,7 +42,6 @@ from ._export import export
 __all__ = ["softmax", "log_softmax", "erf", "gelu", "softplus", "layer_norm", "linear",
            "embedding", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits"]
 
-_new = object.__new__
 _ndarray = np.ndarray
 _f16 = np.dtype(np.float16)
 _f32 = np.dtype(np.float32)
@@ -94,9 +93,9 @@ def _softmax_op(x, dim, dtype, log, cls, op):
 
 def _record_softmax(out, cls, axis, x):
     """``out`` as the output of a softmax-like node ``cls`` over ``axis`` of ``x``."""
-    node = _new(cls)
+    t = record1(out, cls, x)
+    node = t.grad_fn
     node.axis = axis
-    t = record1(out, node, x)
     node.save_output(t)
     return t
 
@@ -148,9 +147,9 @@ def erf(x):
     out = math_of(xd).erf(xd)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(ErfBackward0)
-    node.save(x)
-    return record1(out, node, x)
+    t = record1(out, ErfBackward0, x)
+    t.grad_fn.save(x)
+    return t
 
 
 # gelu's pieces, each written once (forward and backward use them)
@@ -217,12 +216,13 @@ def gelu(x, approximate="none"):
         out = m.gelu_forward(xd)
     if not track:
         return wrap(out)
-    node = _new(GeluBackward0)
+    t = record1(out, GeluBackward0, x)
+    node = t.grad_fn
     node.approximate = approximate
     if cdf is not None:
         node.out = (cdf,)
     node.save(x)
-    return record1(out, node, x)
+    return t
 
 
 # ---- softplus ----------
@@ -250,10 +250,11 @@ def softplus(x, beta=1.0, threshold=20.0):
     out = m.asarray(m.where(xb > threshold, xu, soft)).astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(SoftplusBackward0)
+    t = record1(out, SoftplusBackward0, x)
+    node = t.grad_fn
     node.beta, node.threshold = float(beta), float(threshold)
     node.save(x)
-    return record1(out, node, x)
+    return t
 
 
 # ---- layer_norm ----------
@@ -313,14 +314,15 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     inputs = [x] + [p for p in (weight, bias) if p is not None]
     if not (mode.enabled and any(t._rg for t in inputs)):
         return wrap(out)
-    node = _new(NativeLayerNormBackward0)
+    t = record(out, NativeLayerNormBackward0, *inputs)
+    node = t.grad_fn
     node.axes, node.lead, node.inv_n, node.eps = axes, lead, inv_n, eps
     node.has_weight, node.has_bias = weight is not None, bias is not None
     node.mean, node.rstd = mean, rstd
     node.param_dtype = (weight if weight is not None else bias if bias is not None
                         else x)._data.dtype
     node.save(*([x, weight] if weight is not None else [x]))
-    return record(out, node, *inputs)
+    return t
 
 
 # ---- linear ----------
@@ -372,15 +374,15 @@ def linear(x, weight, bias=None):
             out = out.reshape(xd.shape[:-1] + (wd.shape[0],))
         if not (mode.enabled and (x._rg or weight._rg or (bias is not None and bias._rg))):
             return wrap(out)
-        node = _new(LinearBackward)
+        t = record(out, LinearBackward, x, weight) if bias is None else \
+            record(out, LinearBackward, x, weight, bias)
+        node = t.grad_fn
         node.has_bias = bias is not None
         node._name = ("LinearBackward0" if xd.ndim != 2 else
                       "AddmmBackward0" if bias is not None else "MmBackward0")
         node.saved = (x, weight)
         node.versions = (x._version, weight._version)
-        if bias is None:
-            return record(out, node, x, weight)
-        return record(out, node, x, weight, bias)
+        return t
     # anything else (mixed dtypes, a 1-D weight, ...): matmul's rules and errors
     out = _linalg.matmul(x, weight.transpose(0, 1) if weight.ndim == 2 else weight)
     return out if bias is None else _pw.add(out, bias)
@@ -430,13 +432,14 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     out = wd[idx]
     if not (mode.enabled and weight._rg):
         return wrap(out)
-    node = _new(EmbeddingBackward0)
+    t = record1(out, EmbeddingBackward0, weight)
+    node = t.grad_fn
     node.index, node.weight_shape, node.padding_idx = idx, wd.shape, padding_idx
     node.scale = None
     if scale_grad_by_freq:
         counts = m.bincount(idx.reshape(-1), minlength=num)
         node.scale = (1.0 / counts[idx]).astype(wd.dtype)[..., None]
-    return record1(out, node, weight)
+    return t
 
 
 def _embedding_renorm(weight, idx, max_norm, norm_type):
@@ -595,12 +598,13 @@ def _record_nll(out, coef, target, axis, x, cls=NllLossBackward0):
     ``coef`` at each (safe) ``target`` (``cls``: or the pair's, from log-probabilities
     ``x``)."""
     xd = x._data
-    node = _new(cls)
+    t = record1(out, cls, x)
+    node = t.grad_fn
     node.coef = coef.astype(xd.dtype, copy=False)
     node.target, node.axis, node.in_shape = target, axis, xd.shape
     if cls is CrossEntropyBackward:
         node.save(x)
-    return record1(out, node, x)
+    return t
 
 
 def cross_entropy_classes(x, t, weight, ignore_index, reduction):
@@ -689,12 +693,13 @@ def mse_loss(input, target, reduction="mean"):
     out = m.asarray(out).astype(xd.dtype, copy=False)
     if not (mode.enabled and (x._rg or y._rg)):
         return wrap(out)
-    node = _new(MseLossBackward0)
+    t = record(out, MseLossBackward0, x, y)
+    node = t.grad_fn
     node.scale = scale
     if xd.shape != yd.shape:
         node.shapes = (xd.shape, yd.shape)
     node.save(x, y)
-    return record(out, node, x, y)
+    return t
 
 
 class BinaryCrossEntropyWithLogitsBackward0(Node):
@@ -740,10 +745,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     loss -= ls
     out = wrap(loss.astype(xd.dtype, copy=False))
     if mode.enabled and (x._rg or y._rg):
-        node = _new(BinaryCrossEntropyWithLogitsBackward0)
+        out = record(out._data, BinaryCrossEntropyWithLogitsBackward0, x, y)
+        node = out.grad_fn
         node.pos_weight = pwd
         node.save(x, y)
-        out = record(out._data, node, x, y)
     if weight is not None:
         out = _pw.mul(out, weight)
     if reduction == "none":

@@ -6,8 +6,6 @@ from .. import backend
 from ..backend import Device, math_of
 from ._core import Node, mode, record, wrap
 
-_new = object.__new__
-
 
 class CloneBackward0(Node):
     def apply(self, F, g):
@@ -19,7 +17,7 @@ def clone(x):
     out = x._data.copy()
     if not (mode.enabled and x._rg):
         return wrap(out)
-    return record(out, _new(CloneBackward0), x)
+    return record(out, CloneBackward0, x)
 
 
 class ToCopyBackward0(Node):
@@ -39,9 +37,9 @@ def to_device(x, dev: Device):
     out = dev.asarray(xd) if dev.type == "cuda" else _to_host(xd)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(ToCopyBackward0)
-    node.src_device = src
-    return record(out, node, x)
+    t = record(out, ToCopyBackward0, x)
+    t.grad_fn.src_device = src
+    return t
 
 
 __all__ = ["clone", "to_device", "math_of"]

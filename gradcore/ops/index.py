@@ -11,7 +11,6 @@ import warnings
 
 import numpy as np
 
-from ..autograd.graph import new_seq
 from ..autograd.tensor_base import AsStridedBackward0  # noqa: F401  (its home before)
 from ..backend import check_range, math_of
 from ._core import (
@@ -20,9 +19,9 @@ from ._core import (
     Tensor,
     adopt_views,
     as_tensor,
-    edge,
     make_view,
     mode,
+    new_node,
     normalize_dim,
     record,
     view_history,
@@ -30,7 +29,6 @@ from ._core import (
 )
 from ._export import export
 
-_new = object.__new__
 _BASIC = (int, slice, type(None), type(Ellipsis))
 
 
@@ -313,13 +311,13 @@ def getitem(x, idx):
     if not (mode.enabled and x._rg):
         t = wrap(out)
     else:
-        node = _new(IndexBackward0)
+        t = record(out, IndexBackward0, x)
+        node = t.grad_fn
         node.basic = basic
         node.index = index if basic else _expand_bool(index)
         node.in_shape, node._name = xd.shape, _node_name(index)
         if axes is not None:
             node.axes = _inverse(axes)
-        t = record(out, node, x)
     if basic:
         make_view(t, x)
     return t
@@ -336,10 +334,11 @@ def _gather_rows_cols(x, index):
         _check_arrays(m, index, xd.shape)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(IndexBackward0)
+    t = record(out, IndexBackward0, x)
+    node = t.grad_fn
     node.basic, node.index, node.in_shape, node._name = False, index, xd.shape, \
         "IndexBackward0"
-    return record(out, node, x)
+    return t
 
 
 _OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to "
@@ -469,19 +468,19 @@ def setitem(x, idx, value, fill=False, _skip=None):
     track = mode.enabled and (x._rg or (v is not None and v._rg))
     joins = track and not x._rg  # x joins a graph: its untracked views follow
     if track:
-        node = _new(IndexPutBackward0)
-        node.basic = basic
-        node.index = index
         if axes is not None:
-            node.axes, region_shape = axes, region
+            region_shape = region
         else:
             try:
                 region_shape = xd[index].shape
             except IndexError as exc:
                 raise _index_error(exc, idx, xd.shape, "setitem: ") from None
-        inputs = (x, v) if v is not None else (x,)
-        node.next_functions = tuple(edge(t) for t in inputs)
-        node.seq = new_seq()
+        # wired to x's history before the write (its version moves on below)
+        node = new_node(IndexPutBackward0, (x, v) if v is not None else (x,))
+        node.basic = basic
+        node.index = index
+        if axes is not None:
+            node.axes = axes
         if v is not None and tuple(v.shape) != region_shape:
             node.shapes = (xd.shape, v._data.shape)
     if not basic:
@@ -583,9 +582,10 @@ def gather(x, dim, index):
                            f"{tuple(xd.shape)} ({exc})") from None
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(GatherBackward0)
+    t = record(out, GatherBackward0, x)
+    node = t.grad_fn
     node.index, node.in_shape = tup, xd.shape
-    return record(out, node, x)
+    return t
 
 
 class ScatterAddBackward0(Node):
@@ -610,13 +610,15 @@ def scatter_add(x, dim, index, src):
     math_of(out).add.at(out, tup, sd.astype(out.dtype, copy=False))
     if not (mode.enabled and (x._rg or src._rg)):
         return wrap(out)
-    node = _new(ScatterAddBackward0)
+    whole = sd.shape == src._data.shape
+    t = record(out, ScatterAddBackward0, x, src if whole
+               else getitem(src, tuple(slice(0, n) for n in index._data.shape)))
+    node = t.grad_fn
     node.index = tup
-    if sd.shape != src._data.shape:
+    if not whole:
         node.shapes = (x._data.shape, src._data.shape)
         node.index_region = sd.shape
-    return record(out, node, x, src if sd.shape == src._data.shape
-                  else getitem(src, tuple(slice(0, n) for n in index._data.shape)))
+    return t
 
 
 class IndexSelectBackward0(Node):
@@ -644,9 +646,10 @@ def index_select(x, dim, index):
     out = xd[tup]
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(IndexSelectBackward0)
+    t = record(out, IndexSelectBackward0, x)
+    node = t.grad_fn
     node.index, node.in_shape = tup, xd.shape
-    return record(out, node, x)
+    return t
 
 
 class MaskedFillBackward0(Node):
@@ -678,11 +681,12 @@ def masked_fill(x, mask, value):
     out = out.astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(MaskedFillBackward0)
+    t = record(out, MaskedFillBackward0, x)
+    node = t.grad_fn
     node.mask = md
     if out.shape != xd.shape:
         node.shapes = (xd.shape,)
-    return record(out, node, x)
+    return t
 
 
 @export(torch=True, method=True)
@@ -722,9 +726,10 @@ def into_zeros(g: Tensor, index, shape, kind="add", axis=None) -> Tensor:
         out = m.index_add_into_zeros(g._data, index, shape)
     if not (mode.enabled and g._rg):
         return wrap(out)
-    node = _new(_IntoZerosBackward)
+    t = record(out, _IntoZerosBackward, g)
+    node = t.grad_fn
     node.kind, node.index, node.axis = kind, index, axis
-    return record(out, node, g)
+    return t
 
 
 class _ZeroAtBackward(Node):
@@ -739,9 +744,9 @@ def zero_at(g: Tensor, index) -> Tensor:
     out = math_of(g._data).zero_at(g._data, index)
     if not (mode.enabled and g._rg):
         return wrap(out)
-    node = _new(_ZeroAtBackward)
-    node.index = index
-    return record(out, node, g)
+    t = record(out, _ZeroAtBackward, g)
+    t.grad_fn.index = index
+    return t
 
 
 class _TakeAlongBackward(Node):
@@ -756,6 +761,7 @@ def take_along_axis(x: Tensor, index, axis) -> Tensor:
     out = math_of(x._data).take_along_axis(x._data, index, axis=axis)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(_TakeAlongBackward)
+    t = record(out, _TakeAlongBackward, x)
+    node = t.grad_fn
     node.index, node.axis, node.in_shape = index, axis, x._data.shape
-    return record(out, node, x)
+    return t

@@ -20,7 +20,6 @@ from ._core import (
 from ._export import export
 from .pointwise import _float
 
-_new = object.__new__
 _ndarray = np.ndarray
 
 
@@ -80,11 +79,12 @@ def matmul(a, b):
             out = ad @ bd
             if not (mode.enabled and (a._rg or b._rg)):
                 return wrap(out)
-            node = _new(MatmulBackward)
+            t = record(out, MatmulBackward, a, b)
+            node = t.grad_fn
             node._name = "MmBackward0"
             node.saved = (a, b)
             node.versions = (a._version, b._version)
-            return record(out, node, a, b)
+            return t
     a = a if isinstance(a, Tensor) else as_tensor(a, b)
     b = b if isinstance(b, Tensor) else as_tensor(b, a)
     ad, bd = a._data, b._data
@@ -116,12 +116,13 @@ def matmul(a, b):
                            f"multiplied: batch dimensions do not broadcast ({exc})") from None
     if not (mode.enabled and (a._rg or b._rg)):
         return wrap(out)
-    node = _new(MatmulBackward)
+    t = record(out, MatmulBackward, a, b)
+    node = t.grad_fn
     node._name = _names(ad, bd)
     node.save(a, b)
     if ad.ndim > 2 or bd.ndim > 2:
         node.shapes = (ad.shape, bd.shape)  # batch dimensions may have broadcast
-    return record(out, node, a, b)
+    return t
 
 
 @export(torch=True, method=True)
@@ -220,9 +221,9 @@ def _diagonal(x, offset, as_view):
     if not (mode.enabled and x._rg):
         t = wrap(out)
     else:
-        node = _new(DiagonalBackward0)
+        t = record(out, DiagonalBackward0, x)
+        node = t.grad_fn
         node.index, node.in_shape = index, xd.shape
-        t = record(out, node, x)
     return make_view(t, x) if as_view else t
 
 
@@ -242,6 +243,6 @@ def diag(x, diagonal=0):
     out[index] = xd
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(DiagEmbedBackward0)
-    node.index = index
-    return record(out, node, x)
+    t = record(out, DiagEmbedBackward0, x)
+    t.grad_fn.index = index
+    return t

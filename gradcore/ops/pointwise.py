@@ -32,8 +32,6 @@ from ._core import (
 from ._elide import MIN_BYTES, op_function, reusable
 from ._export import export
 
-_new = object.__new__
-
 
 def _broadcast_error(op, a, b, exc):
     """PyTorch's error for operands that do not broadcast, with both shapes; a ValueError
@@ -101,12 +99,12 @@ def _finish_tt(op, cls, fwd, x, y, xd, yd, save_inputs, save_out):
             raise _broadcast_error(op, x, y, exc) from None
     if not mode.enabled or not (x._rg or y._rg):
         return wrap(out)
-    node = _new(cls)
+    t = record(out, cls, x, y)
+    node = t.grad_fn
     if xd.shape != yd.shape:
         node.shapes = (xd.shape, yd.shape)
     if save_inputs:
         node.save(x, y)
-    t = record(out, node, x, y)
     if save_out:
         node.save_output(t)
     return t
@@ -131,12 +129,12 @@ def _into_temporary(fwd, x, y, xd, yd):
 def _finish_ts(op, cls, out, tensor, scalar, save_inputs, save_out):
     if not (mode.enabled and tensor._rg):
         return wrap(out)
-    node = _new(cls)
+    t = record1(out, cls, tensor)
+    node = t.grad_fn
     node.scalar = scalar
     if save_inputs:
         node.saved = (tensor,)
         node.versions = (tensor._version,)
-    t = record1(out, node, tensor)
     if save_out:
         node.save_output(t)
     return t
@@ -174,7 +172,7 @@ def add(a, b, *, alpha=1):
                 else np.add(ad, b, out=o)
             if not (a._rg and mode.enabled):
                 return wrap(out)
-            return record1(out, _new(AddBackward1), a)
+            return record1(out, AddBackward1, a)
     if alpha != 1:
         b = mul(b, alpha)
     return _binary("add", AddBackward0, AddBackward1, AddBackward1, _np_add, a, b)
@@ -257,7 +255,7 @@ def neg(x):
         (o := reusable(x, xd)) is None else np.negative(xd, out=o)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    return record(out, _new(NegBackward0), x)
+    return record(out, NegBackward0, x)
 
 
 def _times(F, g, other, out):
@@ -313,9 +311,9 @@ def mul(a, b):
                 else np.multiply(ad, b, out=o)
             if not (a._rg and mode.enabled):
                 return wrap(out)
-            node = _new(MulBackward1)
-            node.scalar = b
-            return record1(out, node, a)
+            t = record1(out, MulBackward1, a)
+            t.grad_fn.scalar = b
+            return t
     return _binary("mul", MulBackward0, MulBackward1, MulBackward1, _np_mul, a, b,
                    save_inputs=True)
 
@@ -532,11 +530,11 @@ def _unary(x, fn_name, cls, save_input=False, save_output=False, floating=True):
         (o := reusable(x, xd)) is None else f(xd, out=o)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(cls)
+    t = record1(out, cls, x)
+    node = t.grad_fn
     if save_input:
         node.saved = (x,)
         node.versions = (x._version,)
-    t = record1(out, node, x)
     if save_output:
         node.save_output(t)
     return t
@@ -637,7 +635,7 @@ def rsqrt(x):
     out = _np_rsqrt(x._data)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    t = record(out, _new(RsqrtBackward0), x)
+    t = record(out, RsqrtBackward0, x)
     t.grad_fn.save_output(t)
     return t
 
@@ -657,7 +655,7 @@ def reciprocal(x):
     out = 1 / x._data
     if not (mode.enabled and x._rg):
         return wrap(out)
-    t = record(out, _new(ReciprocalBackward0), x)
+    t = record(out, ReciprocalBackward0, x)
     t.grad_fn.save_output(t)
     return t
 
@@ -741,7 +739,7 @@ def tanh(x):
         else _np_tanh(xd, out=o)  # fast path: a float array on the CPU
     if not (x._rg and mode.enabled):
         return wrap(out)
-    t = record1(out, _new(TanhBackward0), x)
+    t = record1(out, TanhBackward0, x)
     t.grad_fn.save_output(t)
     return t
 
@@ -1011,7 +1009,7 @@ def frac(x):
     out = xd - math_of(xd).trunc(xd)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    return record1(out, _new(FracBackward0), x)
+    return record1(out, FracBackward0, x)
 
 
 declare(Kernel("sigmoid_backward", ("g", "y"), "g * (y * (1 - y))"))
@@ -1031,7 +1029,7 @@ def sigmoid(x):
     out = math_of(xd).sigmoid(xd)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    t = record(out, _new(SigmoidBackward0), x)
+    t = record(out, SigmoidBackward0, x)
     t.grad_fn.save_output(t)
     return t
 
@@ -1061,7 +1059,7 @@ def relu(x):
         (o := reusable(x, xd)) is None else np.maximum(0, xd, out=o)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    t = record(out, _new(ReluBackward0), x)
+    t = record(out, ReluBackward0, x)
     t.grad_fn.save_output(t)
     return t
 
@@ -1096,11 +1094,12 @@ def clamp(x, min=None, max=None):  # noqa: A002
     out = m.clip(xd, min, max)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(ClampBackward1)
+    t = record(out, ClampBackward1, x)
+    node = t.grad_fn
     node.lo = -np.inf if min is None else min
     node.hi = np.inf if max is None else max
     node.save(x)
-    return record(out, node, x)
+    return t
 
 
 clip = clamp
@@ -1205,11 +1204,12 @@ def where(condition, a=None, b=None):
                            f"{tuple(yd.shape)} cannot be broadcast together ({exc})") from None
     if not (mode.enabled and (x._rg or y._rg)):
         return wrap(out)
-    node = _new(WhereBackward0)
+    t = record(out, WhereBackward0, x, y)
+    node = t.grad_fn
     node.cond = cd
     if xd.shape != out.shape or yd.shape != out.shape:
         node.shapes = (xd.shape, yd.shape)
-    return record(out, node, x, y)
+    return t
 
 
 # ---- casts ----------
@@ -1229,9 +1229,9 @@ def to_dtype(x: Tensor, dtype) -> Tensor:
     out = xd.astype(d.np)
     if not (mode.enabled and x._rg) or not d.is_floating_point:
         return wrap(out)
-    node = _new(ToCopyBackward0)
-    node.src_dtype = xd.dtype
-    return record(out, node, x)
+    t = record(out, ToCopyBackward0, x)
+    t.grad_fn.src_dtype = xd.dtype
+    return t
 
 
 # ---- comparisons and logic: results are bool and never tracked ----------

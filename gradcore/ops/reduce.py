@@ -14,8 +14,6 @@ from . import pointwise as pw
 from ._core import Node, Tensor, int_arg, mode, normalize_dim, normalize_dims, record, wrap
 from ._export import export
 
-_new = object.__new__
-
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
@@ -85,13 +83,13 @@ def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  #
         out = out.astype(res)
     if not (mode.enabled and x._rg) or res.kind != "f":
         return wrap(out)
-    if axes is None and not keepdim:
-        node = _new(SumBackward0)
-    else:
-        node = _new(SumBackward1)
-        node.axes, node.keepdim = axes, keepdim
+    whole = axes is None and not keepdim
+    t = record(out, SumBackward0 if whole else SumBackward1, x)
+    node = t.grad_fn
     node.in_shape = xd.shape
-    return record(out, node, x)
+    if not whole:
+        node.axes, node.keepdim = axes, keepdim
+    return t
 
 
 class MeanBackward0(Node):
@@ -125,14 +123,14 @@ def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
         out = out.astype(res)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    if axes is None and not keepdim:
-        node = _new(MeanBackward0)
-    else:
-        node = _new(MeanBackward1)
-        node.axes, node.keepdim = axes, keepdim
+    whole = axes is None and not keepdim
+    t = record(out, MeanBackward0 if whole else MeanBackward1, x)
+    node = t.grad_fn
     node.in_shape = xd.shape
     node.scale = 1.0 / n if n else float("nan")
-    return record(out, node, x)
+    if not whole:
+        node.axes, node.keepdim = axes, keepdim
+    return t
 
 
 # ---- prod ----------
@@ -212,10 +210,10 @@ def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
         out = out.astype(res)
     if not (mode.enabled and x._rg) or res.kind != "f":
         return wrap(out)
-    node = _new(ProdBackward)
+    t = record(out, ProdBackward, x)
+    node = t.grad_fn
     node.axis, node.keepdim = axis, keepdim
     node.save(x)
-    t = record(out, node, x)
     node.save_output(t)
     return t
 
@@ -282,14 +280,13 @@ def _cumulative(x, dim, dtype, op, node_type):
     out = getattr(math_of(xd), op)(xd, axis, res)
     if not (mode.enabled and x._rg) or out.dtype.kind != "f":
         return wrap(out)
-    node = _new(node_type)
+    t = record(out, node_type, x)
+    node = t.grad_fn
     node.axis = axis
     if node_type is CumprodBackward0:
         node.save(x)
-        t = record(out, node, x)
         node.save_output(t)
-        return t
-    return record(out, node, x)
+    return t
 
 
 @export(torch=True, method=True)
@@ -369,11 +366,11 @@ def _var_std(x, dim, unbiased, keepdim, correction, axis, keepdims, is_std):
     out = m.asarray(out).astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(VarBackward0)
+    t = record(out, VarBackward0, x)
+    node = t.grad_fn
     node.axes, node.keepdim, node.n, node.is_std = axes, keepdim, n, is_std
     node.correction = correction
     node.save(x)
-    t = record(out, node, x)
     if is_std:
         node.save_output(t)
     return t
@@ -446,11 +443,11 @@ def _max_min(x, dim, keepdim, which):
         out = m.asarray(out)
         if not (mode.enabled and x._rg):
             return wrap(out)
-        node = _new(MaxBackward1)
-        node.save(x)
-        t = record(out, node, x)
-        node.save_output(t)
+        t = record(out, MaxBackward1, x)
+        node = t.grad_fn
         node.which = which
+        node.save(x)
+        node.save_output(t)
         return t
     if isinstance(dim, (tuple, list)):
         raise TypeError(f"{which}(): argument 'dim' must be int, not tuple")
@@ -468,10 +465,11 @@ def _max_min(x, dim, keepdim, which):
         out_idx = idx
     if not (mode.enabled and x._rg):
         return values_indices(wrap(vals), wrap(out_idx))
-    node = _new(MaxBackward0)
+    t = record(vals, MaxBackward0, x)
+    node = t.grad_fn
     node.axis, node.keepdim, node.indices, node.in_shape = axis, keepdim, idx, xd.shape
     node.which = which
-    return values_indices(record(vals, node, x), wrap(out_idx))
+    return values_indices(t, wrap(out_idx))
 
 
 MaxBackward0.name = lambda self: "MaxBackward0" if self.which == "max" else "MinBackward0"
@@ -506,10 +504,10 @@ def _amax_amin(x, dim, keepdim, which):
     out = math_of(xd).asarray(fn(axis=axes, keepdims=keepdim))
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(AmaxBackward0)
+    t = record(out, AmaxBackward0, x)
+    node = t.grad_fn
     node.axes, node.keepdim, node.which = axes, keepdim, which
     node.save(x)
-    t = record(out, node, x)
     node.save_output(t)
     return t
 
@@ -606,10 +604,10 @@ def logsumexp(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     out = m.asarray(out)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(LogsumexpBackward0)
+    t = record(out, LogsumexpBackward0, x)
+    node = t.grad_fn
     node.axes, node.keepdim = axes, keepdim
     node.save(x)
-    t = record(out, node, x)
     node.save_output(t)
     return t
 
@@ -647,10 +645,10 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None, *, axis=None, keepdims
         out = math_of(xd).sqrt((xd * xd).sum(axis=axes, keepdims=keepdim))
         if not (mode.enabled and x._rg):
             return wrap(out)
-        node = _new(NormBackward1)
+        t = record(out, NormBackward1, x)
+        node = t.grad_fn
         node.axes, node.keepdim = axes, keepdim
         node.save(x)
-        t = record(out, node, x)
         node.save_output(t)
         return t
     if p in (float("inf"), "inf"):

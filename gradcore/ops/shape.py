@@ -22,8 +22,6 @@ from ._core import (  # noqa: F401
 )
 from ._export import export
 
-_new = object.__new__
-
 
 def _shape_arg(shape, op=""):
     """``(2, 3)``, ``[2, 3]`` or ``2, 3`` as a tuple of ints (a float is PyTorch's
@@ -40,10 +38,10 @@ def _no_dims_error(dim):
 def _view_of(out, x: Tensor, node_cls, **attrs) -> Tensor:
     """Result of a view op: shares ``x``'s version counter, records ``node_cls``."""
     if mode.enabled and x._rg:
-        node = _new(node_cls)
+        t = record(out, node_cls, x)
+        node = t.grad_fn
         for k, v in attrs.items():
             setattr(node, k, v)
-        t = record(out, node, x)
     else:
         t = wrap(out)
     if out.base is not None or out is x._data:
@@ -92,9 +90,9 @@ def reshape(x, *shape):
     if _copied(out, xd):  # (not a view of x: in-place changes of either stay apart)
         if not (mode.enabled and x._rg):
             return wrap(out)
-        node = _new(ViewBackward0)
-        node.in_shape = xd.shape
-        return record(out, node, x)
+        t = record(out, ViewBackward0, x)
+        t.grad_fn.in_shape = xd.shape
+        return t
     return _view_of(out, x, ViewBackward0, in_shape=xd.shape)
 
 
@@ -311,9 +309,10 @@ def repeat(x, *repeats):
     out = math_of(xd).tile(xd, reps)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(RepeatBackward0)
+    t = record(out, RepeatBackward0, x)
+    node = t.grad_fn
     node.in_shape, node.reps = xd.shape, reps
-    return record(out, node, x)
+    return t
 
 
 @export(torch=True)
@@ -445,9 +444,10 @@ def cat(tensors, dim=0):
     out = math_of(ref).concatenate([t._data for t in ts_nonempty], axis=axis)
     if not (mode.enabled and builtins.any(t._rg for t in ts_nonempty)):
         return wrap(out)
-    node = _new(CatBackward0)
-    node.axis, node.sizes = axis, [t._data.shape[axis] for t in ts_nonempty]
-    return record(out, node, *ts_nonempty)
+    t = record(out, CatBackward0, *ts_nonempty)
+    node = t.grad_fn
+    node.axis, node.sizes = axis, [u._data.shape[axis] for u in ts_nonempty]
+    return t
 
 
 concat = cat
@@ -474,9 +474,10 @@ def stack(tensors, dim=0):
     out = math_of(ts[0]._data).stack([t._data for t in ts], axis=axis)
     if not (mode.enabled and builtins.any(t._rg for t in ts)):
         return wrap(out)
-    node = _new(StackBackward0)
+    t = record(out, StackBackward0, *ts)
+    node = t.grad_fn
     node.axis, node.n = axis, len(ts)
-    return record(out, node, *ts)
+    return t
 
 
 class SplitBackward0(Node):
@@ -518,16 +519,14 @@ def split(x, split_size_or_sections, dim=0):
     for s in sizes:
         pieces.append(xd[pre + (slice(start, start + s),)])
         start += s
-    if not (mode.enabled and x._rg):
+    if not (mode.enabled and x._rg and pieces):  # (split_with_sizes of [] gives none)
         outs = [wrap(p) for p in pieces]
     else:
-        node = _new(SplitBackward0)
+        first = record(pieces[0], SplitBackward0, x)
+        node = first.grad_fn
         node.n_outputs, node.axis, node.dtype = len(pieces), axis, xd.dtype
         node.shapes_out = [p.shape for p in pieces]
-        outs = []
-        for i, p in enumerate(pieces):
-            t = record(p, node, x) if i == 0 else _extra_output(p, node, i)
-            outs.append(t)
+        outs = [first] + [_extra_output(p, node, i) for i, p in enumerate(pieces[1:], 1)]
     for t in outs:
         make_view(t, x)
     return tuple(outs)
@@ -578,7 +577,7 @@ def sum_to(x, shape):
     out = math_of(xd).sum_to(xd, shape)
     if not (mode.enabled and x._rg):
         return wrap(out)
-    node = _new(SumToBackward)
-    node.in_shape = xd.shape
-    return record(out, node, x)
+    t = record(out, SumToBackward, x)
+    t.grad_fn.in_shape = xd.shape
+    return t
 
