@@ -244,7 +244,8 @@ def test_a_python_number_argument_is_part_of_the_signature():
 
     @gc.compile
     def f(x, scale):
-        return (w * x * scale).sum()
+        with gc.no_grad():
+            return (w * x * scale).sum()
 
     x = gc.tensor([3.0, 4.0])
     for _ in range(3):
@@ -255,7 +256,7 @@ def test_a_python_number_argument_is_part_of_the_signature():
 
 def test_new_shapes_record_again_and_the_cache_has_a_limit(monkeypatch):
     monkeypatch.setattr(capture, "cache_size_limit", 3)
-    w = nn.Parameter(gc.ones(1))
+    w = gc.ones(1)
     fn = gc.compile(lambda x: (x * w).sum())
     for n in (1, 2, 3):
         for _ in range(3):
@@ -377,6 +378,20 @@ def test_decorator_forms_and_disable():
     assert isinstance(g, capture.CompiledFunction) and g.__wrapped__ is f
     assert g(gc.ones(2)).tolist() == [2.0, 2.0]
     assert not capture.is_compiling()
+
+
+def test_a_result_with_a_graph_for_a_later_backward_runs_eagerly():
+    """Compiling a forward whose result is backpropagated outside: a replay builds no
+    graph, so it is refused (a leaf result would leave the parameters without .grad)."""
+    lin = nn.Linear(3, 1)
+    fn = gc.compile(lambda x: lin(x).sum())
+    with pytest.warns(UserWarning, match="graph for a later backward"):
+        fn(gc.ones(2, 3)).backward()
+    for _ in range(3):
+        lin.weight.grad = None
+        fn(gc.ones(2, 3)).backward()
+        assert lin.weight.grad is not None
+    assert fn.replays == 0
 
 
 def test_arguments_that_require_grad_run_eagerly():

@@ -24,6 +24,8 @@ from __future__ import annotations
 import functools
 import warnings
 
+from .. import tensor as _tensor_module
+from ..autograd import functional as _functional
 from ..autograd import grad_mode
 from ..autograd.tensor_base import Tensor, _wrap
 from ..nn.modules import Module
@@ -172,7 +174,8 @@ class CompiledFunction:
         return None
 
     def _record(self, entry, flat, args, kwargs):
-        rec = trace.Recorder(Tensor, Module, (Optimizer, LRScheduler), self.fullgraph)
+        rec = trace.Recorder(Tensor, Module, (Optimizer, LRScheduler), self.fullgraph,
+                             backward_hosts=(_tensor_module, _functional))
         self.recordings += 1
         rec.start(flat)
         try:

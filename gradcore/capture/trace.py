@@ -361,8 +361,11 @@ def _steps(program, calls):
 class Recorder:
     """Records one call of a function; ``finish`` gives a :class:`Tape` or a refusal."""
 
-    def __init__(self, tensor_cls, module_cls, opaque_types, fullgraph=False):
+    def __init__(self, tensor_cls, module_cls, opaque_types, fullgraph=False,
+                 backward_hosts=()):
         self.paused = False
+        self.backward_ran = False  # whether a backward pass ran while recording
+        self._backward_hosts = backward_hosts  # modules whose run_backward is watched
         self.fullgraph = fullgraph
         self.refusal = None
         self._tensor_cls = tensor_cls
@@ -584,6 +587,9 @@ class Recorder:
         for name in _CREATORS:  # what they make is a constant of the tape, not an escape
             value = _creator(getattr(np, name))
             patches += [(self._cpu.__dict__, name, value), (np.__dict__, name, value)]
+        for host in self._backward_hosts:
+            patches.append((host.__dict__, "run_backward",
+                            _watching_backward(host.run_backward, self)))
         for d, name, value in patches:
             self._patched.append((d, name, d.get(name, _MISSING)))
             d[name] = value
@@ -672,6 +678,8 @@ class Recorder:
                              if n and id(m) in read]
         self.desc.append(("return", self._describe_output(result)))
         tape.output = self._outputs(result)
+        if self.refusal is not None:
+            return None
         self.desc.append(("constants", tuple(
             (snap.shape, snap.dtype.str, hashlib.blake2b(snap.tobytes()).hexdigest())
             for _root_arr, snap in self._constants.values())))
@@ -682,6 +690,10 @@ class Recorder:
         if isinstance(x, self._tensor_cls):
             if id(x) in self._bound or any(x is w for w in self._watched):
                 return _Out(tensor=x)  # state the caller sees anyway (a parameter, .grad)
+            if x.grad_fn is not None and not self.backward_ran:
+                self.refusal = ("it returns a tensor with a graph for a later backward, "
+                                "and a replay builds no graph (call backward inside the "
+                                "compiled function, or compile it under no_grad)")
             arr = x._data
             # the caller keeps this call's result: the tape's buffer stays private
             x._data = arr.copy()
@@ -726,6 +738,13 @@ class Recorder:
         if isinstance(v, _ndarray):
             return self._describe(v)
         return None if v is _MISSING else ("obj", type(v).__name__)
+
+
+def _watching_backward(run_backward, rec):
+    def run(*args, **kwargs):
+        rec.backward_ran = True
+        return run_backward(*args, **kwargs)
+    return run
 
 
 def _grad_owner(g, watched):
