@@ -78,16 +78,7 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
 
 
 def _flatten(x, out):
-    t = type(x)
-    if isinstance(x, Tensor):
-        out.append(x)
-    elif t is tuple or t is list:
-        for v in x:
-            _flatten(v, out)
-    elif t is dict:
-        for v in x.values():
-            _flatten(v, out)
-    return out
+    return trace.leaves(x, Tensor, out)
 
 
 def _signature(x):

@@ -79,17 +79,23 @@ def _address(arr) -> int:
     return arr.__array_interface__["data"][0]
 
 
-def _arrays(x, out):
+def leaves(x, cls, out):
+    """Append to ``out`` the instances of ``cls`` in ``x`` (through tuples, lists and
+    dicts, in order); return ``out``."""
     t = type(x)
-    if isinstance(x, _ndarray):
+    if isinstance(x, cls):
         out.append(x)
     elif t is tuple or t is list:
         for v in x:
-            _arrays(v, out)
+            leaves(v, cls, out)
     elif t is dict:
         for v in x.values():
-            _arrays(v, out)
+            leaves(v, cls, out)
     return out
+
+
+def _arrays(x, out):
+    return leaves(x, _ndarray, out)
 
 
 # How a refusal names the gradcore function the user's line called
