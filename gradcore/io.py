@@ -403,8 +403,13 @@ _REFUSE = (" gradcore loads only safetensors files (written by gc.save or the "
            "safetensors package) and never unpickles anything.")
 
 
-def load(f, map_location=None):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
+         **pickle_load_args):
     """Read a checkpoint written by :func:`save` (or any safetensors file).
+
+    PyTorch's signature: ``weights_only`` is always true here (gradcore never unpickles,
+    whatever it is given), and ``pickle_module``, ``mmap`` and the pickle arguments are
+    accepted and change nothing.
 
     ``f`` is a path or a binary file object.  Tensors load onto the CPU unless
     ``map_location`` says otherwise: a device (``"cuda:0"``, ``gc.device(...)``), a dict

@@ -833,3 +833,18 @@ def test_damaged_checkpoints_raise_only_checkpoint_errors():
         except gio.CheckpointError:
             outcomes["refused"] += 1
     assert outcomes["refused"] > 500 and outcomes["loaded"] > 0
+
+
+def test_load_takes_pytorchs_keywords(tmp_path):
+    """torch.load(path, map_location=..., weights_only=True) as public programs write it:
+    the keywords are accepted; a pickle is refused whatever weights_only says."""
+    path = tmp_path / "ck.st"
+    gc.save({"w": gc.ones(2)}, path)
+    for kwargs in ({"weights_only": True}, {"weights_only": False}, {"mmap": True},
+                   {"map_location": "cpu", "weights_only": True},
+                   {"pickle_module": None, "encoding": "latin1"}):
+        assert gc.load(path, **kwargs)["w"].tolist() == [1.0, 1.0]
+    bad = tmp_path / "ck.pt"
+    bad.write_bytes(pickle.dumps({"w": [1.0]}))
+    with pytest.raises(gc.io.CheckpointError):
+        gc.load(bad, weights_only=False)
