@@ -8,11 +8,14 @@
 tensor([6.])
 """
 
+import builtins as _builtins
 import functools as _functools
 import warnings as _warnings
 
 from . import autograd, backend, dtypes, kernels, nn, optim
+from ._size import Size
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import grad_mode as _grad_mode
 from .backend import Device, get_default_device, set_default_device
 from .backend import device as device
 from .capture import compile
@@ -39,7 +42,23 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .dtypes import DType, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
+from .dtypes import (
+    DType,
+    bool_,
+    can_cast,
+    finfo,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    iinfo,
+    int8,
+    int16,
+    int32,
+    int64,
+    set_default_dtype,
+    uint8,
+)
 from .io import load, save
 from .ops import _export
 from .profile import profile
@@ -58,8 +77,23 @@ int = int32  # noqa: A001
 __version__ = "0.1.0"
 
 
+class _DeviceProperties:
+    """What ``gc.cuda.get_device_properties`` tells of a GPU."""
+
+    def __init__(self, props: dict):
+        self.__dict__.update(props)
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, "
+                f"minor={self.minor}, total_memory={self.total_memory // 2**20}MB, "
+                f"multi_processor_count={self.multi_processor_count})")
+
+
 class _Cuda:
-    """``gc.cuda``: is_available(), device_count()."""
+    """``gc.cuda``: PyTorch's ``torch.cuda`` functions that programs call. ``device``
+    arguments take an index, ``"cuda:1"`` or a device; None is the current GPU. Without
+    a usable GPU, ``is_available()`` is False, ``device_count()`` 0 and the others
+    raise, saying why."""
 
     @staticmethod
     def is_available() -> bool:  # noqa: A003
@@ -73,8 +107,151 @@ class _Cuda:
     def unavailable_reason():
         return backend.cuda_unavailable_reason()
 
+    @staticmethod
+    def synchronize(device=None) -> None:
+        """Wait for the work queued on the GPU."""
+        backend.cuda_synchronize(device)
+
+    @staticmethod
+    def current_device() -> "builtins.int":  # noqa: F821
+        return backend.cuda_current_device()
+
+    @staticmethod
+    def set_device(device) -> None:
+        backend.cuda_set_device(device)
+
+    @staticmethod
+    def get_device_name(device=None) -> str:
+        return backend.cuda_device_properties(device)["name"]
+
+    @staticmethod
+    def get_device_capability(device=None) -> tuple:
+        p = backend.cuda_device_properties(device)
+        return (p["major"], p["minor"])
+
+    @staticmethod
+    def get_device_properties(device=None) -> _DeviceProperties:
+        return _DeviceProperties(backend.cuda_device_properties(device))
+
+    @staticmethod
+    def empty_cache() -> None:
+        """Give the memory pool's unused blocks back to the driver."""
+        if backend.cuda_is_available():
+            backend.cuda_memory("free")
+
+    @staticmethod
+    def memory_allocated(device=None) -> "builtins.int":  # noqa: F821
+        """Bytes held by tensors' arrays on the GPU (CuPy's memory pool)."""
+        return backend.cuda_memory("used")
+
+    @staticmethod
+    def memory_reserved(device=None) -> "builtins.int":  # noqa: F821
+        """Bytes the memory pool holds from the driver."""
+        return backend.cuda_memory("total")
+
 
 cuda = _Cuda()
+
+
+class _Accelerator:
+    """``gc.accelerator``: PyTorch's device-generic queries (CUDA is gradcore's one
+    accelerator)."""
+
+    @staticmethod
+    def is_available() -> "builtins.bool":  # noqa: F821
+        return backend.cuda_is_available()
+
+    @staticmethod
+    def current_accelerator(check_available: "builtins.bool" = False):  # noqa: F821
+        """``device(type='cuda')`` where a GPU can be used, else None."""
+        return device("cuda") if backend.cuda_is_available() else None
+
+    @staticmethod
+    def device_count() -> "builtins.int":  # noqa: F821
+        return backend.cuda_device_count()
+
+    @staticmethod
+    def current_device_index() -> "builtins.int":  # noqa: F821
+        return backend.cuda_current_device()
+
+    @staticmethod
+    def synchronize(device=None) -> None:
+        if backend.cuda_is_available():
+            backend.cuda_synchronize(device)
+
+
+accelerator = _Accelerator()
+
+
+class _Flags:
+    """A namespace of settable flags (``gc.backends.cudnn.benchmark = True``) that
+    programs set for PyTorch and gradcore reads nowhere."""
+
+    def __init__(self, name, **flags):
+        self._name = name
+        self.__dict__.update(flags)
+
+    def __repr__(self):
+        return f"<gradcore.backends.{self._name}>"
+
+
+class _Backends:
+    """``gc.backends``: what programs test or set on PyTorch's backends. gradcore has no
+    cuDNN and no MPS (``is_available()`` is False); the flags are accepted."""
+
+    def __init__(self):
+        self.cudnn = _Flags("cudnn", benchmark=False, deterministic=False, enabled=True,
+                            allow_tf32=True, is_available=lambda: False,
+                            version=lambda: None)
+        self.mps = _Flags("mps", is_available=lambda: False, is_built=lambda: False)
+        self.cuda = _Flags("cuda", matmul=_Flags("cuda.matmul", allow_tf32=False,
+                                                 allow_fp16_reduced_precision_reduction=True),
+                           is_built=backend.cuda_is_available)
+        self.mkldnn = _Flags("mkldnn", enabled=True, is_available=lambda: False)
+        self.openmp = _Flags("openmp", is_available=lambda: False)
+
+
+backends = _Backends()
+
+
+class inference_mode(_grad_mode._Mode):
+    """PyTorch's ``torch.inference_mode``: like ``no_grad`` (a context manager and a
+    decorator; ``inference_mode(False)`` leaves recording as it is set)."""
+
+    def __init__(self, mode: "builtins.bool" = True):  # noqa: F821
+        self._on = _builtins.bool(mode)  # (gc.bool is the dtype)
+
+    def __enter__(self):
+        self._prev = _grad_mode.state.enabled
+        if self._on:
+            _grad_mode.state.enabled = False
+
+    @staticmethod
+    def _fresh(mode):
+        return inference_mode(mode._on)
+
+
+def is_inference_mode_enabled() -> "builtins.bool":  # noqa: F821
+    """True inside ``inference_mode()`` or ``no_grad`` (gradcore has no inference
+    tensors: both turn recording off)."""
+    return not _grad_mode.state.enabled
+
+
+def promote_types(type1, type2):
+    """The dtype two tensors of these dtypes combine to (``torch.promote_types``)."""
+    return dtypes.promote_types(dtypes.to_dtype(type1), dtypes.to_dtype(type2))
+
+
+def result_type(tensor1, tensor2):
+    """The dtype of an arithmetic op on these operands, tensors or Python numbers, by
+    PyTorch's rules (``torch.result_type``)."""
+    dims, zero, cats = [], [], []
+    for x in (tensor1, tensor2):
+        if isinstance(x, Tensor):
+            (dims if x.ndim else zero).append(x.dtype)
+        else:
+            cats.append(dtypes.scalar_category(x))
+    return dtypes.result_type(dims, zero, cats)
 
 
 def is_tensor(obj) -> "builtins.bool":  # noqa: F821

@@ -191,6 +191,60 @@ def cuda_device_count() -> int:
     return 0 if cupy is None else int(cupy.cuda.runtime.getDeviceCount())
 
 
+def _cuda_index(dev) -> int:
+    """The GPU index that ``dev`` (None: the current one, an int, ``"cuda:1"``, a
+    Device) names."""
+    cupy = _require_cupy()
+    if dev is None:
+        return int(cupy.cuda.runtime.getDevice())
+    if isinstance(dev, int) and not isinstance(dev, bool):
+        index = dev
+    else:
+        d = device(dev)
+        if d.type != "cuda":
+            raise ValueError(f"Expected a cuda device, but got: {d}")
+        index = d.index if d.index is not None else int(cupy.cuda.runtime.getDevice())
+    count = int(cupy.cuda.runtime.getDeviceCount())
+    if not 0 <= index < count:
+        raise RuntimeError(f"CUDA error: invalid device ordinal (device {index}; "
+                           f"{count} device(s))")
+    return index
+
+
+def cuda_synchronize(dev=None) -> None:
+    """Wait for all work on the GPU ``dev`` (the current one by default)."""
+    index = _cuda_index(dev)
+    _require_cupy().cuda.Device(index).synchronize()
+
+
+def cuda_current_device() -> int:
+    return _cuda_index(None)
+
+
+def cuda_set_device(dev) -> None:
+    _require_cupy().cuda.Device(_cuda_index(dev)).use()
+
+
+def cuda_device_properties(dev=None) -> dict:
+    """``name``, ``total_memory``, ``major``, ``minor``, ``multi_processor_count`` of a GPU."""
+    props = _require_cupy().cuda.runtime.getDeviceProperties(_cuda_index(dev))
+    name = props.get("name", b"")
+    return {"name": name.decode() if isinstance(name, bytes) else str(name),
+            "total_memory": int(props.get("totalGlobalMem", 0)),
+            "major": int(props.get("major", 0)), "minor": int(props.get("minor", 0)),
+            "multi_processor_count": int(props.get("multiProcessorCount", 0))}
+
+
+def cuda_memory(kind: str) -> int:
+    """Bytes of CuPy's default memory pool: ``"used"`` (held by arrays) or ``"total"``
+    (reserved from the driver); ``"free"`` gives the pool's unused blocks back."""
+    pool = _require_cupy().get_default_memory_pool()
+    if kind == "free":
+        pool.free_all_blocks()
+        return 0
+    return int(pool.used_bytes() if kind == "used" else pool.total_bytes())
+
+
 def _require_cupy():
     cupy, reason = _probe_cuda()
     if cupy is None:

@@ -174,3 +174,81 @@ def result_type(dims: list[DType], zero_dims: list[DType], scalar_cats: list[int
         if state is None or cat > state.category:
             state = _DEFAULT_FOR_CATEGORY[cat] if cat < 2 else default_float
     return state
+
+
+# ---- the default floating dtype, and PyTorch's dtype queries ------------------------------
+def set_default_dtype(d) -> None:
+    """Make ``d`` (``float32``, ``float64`` or ``float16``) the dtype of new floating
+    tensors: ``gc.tensor(1.5)``, ``zeros``, ``randn``, layers' parameters, and the
+    result of integer-with-float arithmetic (PyTorch's ``torch.set_default_dtype``).
+
+    >>> import gradcore as gc
+    >>> gc.set_default_dtype(gc.float64); gc.tensor([1.5]).dtype
+    gradcore.float64
+    >>> gc.set_default_dtype(gc.float32); gc.get_default_dtype()
+    gradcore.float32
+    """
+    global default_float
+    dt = to_dtype(d)
+    if not dt.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, "
+                        f"got {dt!r}")
+    default_float = dt
+
+
+def get_default_dtype() -> DType:
+    """The dtype of new floating tensors (``float32`` unless :func:`set_default_dtype`)."""
+    return default_float
+
+
+class finfo:
+    """Machine limits of a floating dtype, PyTorch's ``torch.finfo``: ``bits``, ``eps``,
+    ``max``, ``min``, ``tiny`` (= ``smallest_normal``), ``resolution``, ``dtype``.
+
+    >>> import gradcore as gc
+    >>> gc.finfo(gc.float32).eps == 2.0 ** -23, gc.finfo().bits
+    (True, 32)
+    """
+
+    def __init__(self, type=None):  # noqa: A002  (PyTorch's argument name)
+        dt = default_float if type is None else to_dtype(type)
+        if not dt.is_floating_point:
+            raise TypeError(f"torch.finfo() requires a floating point input type. Use "
+                            f"torch.iinfo to handle '{torch_name(dt)}'")
+        info = np.finfo(dt.np)
+        self.bits = int(info.bits)
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -int(info.precision)
+        self.dtype = dt.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """Limits of an integer dtype, PyTorch's ``torch.iinfo``: ``bits``, ``max``, ``min``,
+    ``dtype``."""
+
+    def __init__(self, type):  # noqa: A002
+        dt = to_dtype(type)
+        if dt.category != 1:
+            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo "
+                            f"to handle '{torch_name(dt)}'")
+        info = np.iinfo(dt.np)
+        self.bits, self.max, self.min, self.dtype = int(info.bits), int(info.max), \
+            int(info.min), dt.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def can_cast(from_, to) -> bool:
+    """Whether PyTorch's casting rules allow ``from_`` to ``to`` (no float to integer, no
+    non-bool to bool; ``torch.can_cast``)."""
+    a, b = to_dtype(from_), to_dtype(to)
+    return a.category <= b.category

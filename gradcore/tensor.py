@@ -11,10 +11,13 @@ need the engine's user-facing entry points and the ops' argument parsing.
 
 from __future__ import annotations
 
+from . import backend, dtypes
 from . import ops as _ops
+from ._size import Size
 from .autograd.functional import _root_grads, backward_to_inputs
 from .autograd.graph import run_backward
-from .autograd.tensor_base import Parameter, Tensor, fresh_history
+from .autograd.tensor_base import Parameter, Tensor, _wrap, fresh_history, from_data
+from .backend import math_of
 from .ops._core import int_arg, normalize_dim
 
 __all__ = ["Tensor", "Parameter"]
@@ -39,8 +42,9 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
 
 
 def size(self, dim=None):
+    """The shape (a ``gc.Size``), or its length along ``dim``."""
     if dim is None:
-        return self._data.shape
+        return Size(self._data.shape)
     shape = self._data.shape
     if type(dim) is int:
         try:
@@ -53,7 +57,112 @@ def size(self, dim=None):
     return shape[normalize_dim(dim, len(shape), "size")]
 
 
-for _fn in (backward, size):
+# PyTorch's legacy tensor type names (Tensor.type())
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+_TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
+
+
+def type_(self, dtype=None, non_blocking=False, **kwargs):
+    """Without ``dtype``: PyTorch's type name (``'torch.FloatTensor'``,
+    ``'torch.cuda.LongTensor'``). With one (a dtype or such a name): the tensor cast to
+    it (itself when it has it already).
+
+    >>> import gradcore as gc
+    >>> gc.ones(2).type(), gc.ones(2).type(gc.int64).dtype
+    ('torch.FloatTensor', gradcore.int64)
+    """
+    if dtype is None:
+        where = "torch.cuda." if self._data.__class__.__module__ != "numpy" else "torch."
+        return where + _TYPE_NAMES[self.dtype.name]
+    if isinstance(dtype, str):
+        name = dtype.rsplit(".", 1)[-1]
+        if name in _TYPE_DTYPES:
+            target = dtypes.to_dtype(_TYPE_DTYPES[name])
+            if ".cuda." in dtype and self.device.type != "cuda":
+                return self.to(device="cuda", dtype=target)
+            return self.to(dtype=target)
+    return self.to(dtype=dtypes.to_dtype(dtype))
+
+
+def _new_like(self, make, size, dtype, device, requires_grad, what):
+    shape = _shape_arg(size, what)
+    dt = self.dtype if dtype is None else dtypes.to_dtype(dtype)
+    dev = self.device if device is None else backend.device(device)
+    out = _wrap(make(dev.math, shape, dt.np))
+    if requires_grad:
+        out.requires_grad = True
+    return out
+
+
+def _shape_arg(size, what):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for d in size:
+        if not isinstance(d, int) or isinstance(d, bool):
+            raise TypeError(f"{what}(): argument 'size' must be tuple of ints, but found "
+                            f"element of type {d.__class__.__name__}")
+        if d < 0:
+            raise RuntimeError(f"{what}(): trying to create tensor with negative dimension "
+                               f"{d}: {list(size)}")
+    return tuple(size)
+
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+    """Zeros of ``size``, with this tensor's dtype and device unless given."""
+    return _new_like(self, lambda m, s, d: m.zeros(s, dtype=d), size, dtype, device,
+                     requires_grad, "new_zeros")
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+    """Ones of ``size``, with this tensor's dtype and device unless given."""
+    return _new_like(self, lambda m, s, d: m.ones(s, dtype=d), size, dtype, device,
+                     requires_grad, "new_ones")
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+    """A tensor of ``size`` (zeros here), with this tensor's dtype and device unless given."""
+    return _new_like(self, lambda m, s, d: m.zeros(s, dtype=d), size, dtype, device,
+                     requires_grad, "new_empty")
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
+             **kwargs):
+    """``fill_value`` everywhere in ``size``, with this tensor's dtype and device unless
+    given."""
+    return _new_like(self, lambda m, s, d: m.full(s, fill_value, dtype=d), (size,), dtype,
+                     device, requires_grad, "new_full")
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, **kwargs):
+    """A copy of ``data`` as a new leaf tensor, with this tensor's dtype and device unless
+    given (``torch.tensor(data, dtype=self.dtype, device=self.device)``)."""
+    return from_data(data.detach() if isinstance(data, Tensor) else data,
+                     dtype=self.dtype if dtype is None else dtype,
+                     device=self.device if device is None else device,
+                     requires_grad=requires_grad)
+
+
+def data_ptr(self) -> int:
+    """The address of the first element."""
+    return math_of(self._data).address(self._data)
+
+
+def get_device(self) -> int:
+    """The CUDA device index, or -1 on the CPU."""
+    dev = self.device
+    return -1 if dev.type == "cpu" else (dev.index or 0)
+
+
+Tensor.nbytes = property(lambda self: int(self._data.nbytes),
+                         doc="The number of bytes of the elements.")
+Tensor.itemsize = property(lambda self: self._data.dtype.itemsize,
+                           doc="The size of one element in bytes.")
+
+type_.__name__ = "type"  # (Tensor.type; `type` stays the builtin in this module)
+for _fn in (backward, size, type_, new_zeros, new_ones, new_empty, new_full, new_tensor,
+            data_ptr, get_device):
     _fn.__qualname__ = f"Tensor.{_fn.__name__}"
     setattr(Tensor, _fn.__name__, _fn)
 del _fn

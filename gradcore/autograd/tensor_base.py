@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import backend, dtypes
 from .._format import tensor_repr
+from .._size import Size
 from ..backend import math_of
 from .graph import AccumulateGrad, Node, new_seq
 
@@ -208,8 +209,8 @@ class Tensor:
 
     # -- description ----------------------------------------------------------------------
     @property
-    def shape(self) -> tuple:
-        return self._data.shape
+    def shape(self) -> Size:
+        return Size(self._data.shape)
 
     # size(dim) is bound by gradcore.tensor (a dim is parsed as the ops parse one)
 

@@ -699,6 +699,26 @@ class _Cuda:
 cuda = _Cuda()
 
 
+class _MemoryPool:
+    """``cupy.get_default_memory_pool()``: the stand-in holds no device memory."""
+
+    def used_bytes(self):
+        return 0
+
+    def total_bytes(self):
+        return 0
+
+    def free_all_blocks(self):
+        pass
+
+
+_pool = _MemoryPool()
+
+
+def get_default_memory_pool():
+    return _pool
+
+
 # ----------------------------------------------------------------------------------
 # cupyx (installed as the modules ``cupyx``, ``cupyx.scipy``, ``cupyx.scipy.special``
 # while the stand-in is in use: see tests/conftest.py)
