@@ -36,7 +36,30 @@ CASES = [
     ("AdamW", dict(lr=0.02, weight_decay=0.1)),
     ("AdamW", dict(lr=0.02, amsgrad=True)),
     ("AdamW", dict(lr=0.02, amsgrad=True, weight_decay=0.3, betas=(0.8, 0.9), maximize=True)),
+    ("RMSprop", dict()),
+    ("RMSprop", dict(lr=0.01, momentum=0.9)),
+    ("RMSprop", dict(centered=True)),
+    ("RMSprop", dict(lr=0.01, alpha=0.9, centered=True, momentum=0.5, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.005, weight_decay=0.05, maximize=True)),
+    ("Adagrad", dict()),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.5)),
+    ("Adagrad", dict(lr=0.05, eps=1e-6, maximize=True)),
+    ("Adadelta", dict()),
+    ("Adadelta", dict(lr=0.5, rho=0.5, weight_decay=0.1, maximize=True)),
+    ("Adamax", dict()),
+    ("Adamax", dict(lr=0.02, weight_decay=0.1)),
+    ("Adamax", dict(lr=0.005, betas=(0.3, 0.5), maximize=True)),  # lerp's other branch
+    ("NAdam", dict()),
+    ("NAdam", dict(lr=0.02, weight_decay=0.1)),
+    ("NAdam", dict(lr=0.02, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    ("NAdam", dict(lr=0.01, momentum_decay=0.1, betas=(0.3, 0.9), eps=1e-6)),
+    # RAdam rectifies from step 6 on (rho_t > 5) with these beta2s: both forms are compared
+    ("RAdam", dict()),
+    ("RAdam", dict(lr=0.02, weight_decay=0.1)),
+    ("RAdam", dict(lr=0.02, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    ("RAdam", dict(lr=0.01, betas=(0.3, 0.9))),
 ]
+NEW_OPTIMIZERS = ["RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]
 
 
 def _ids(case):
@@ -102,7 +125,11 @@ def test_twenty_steps_match_pytorch(case, dtype, device):
 
 @needs_torch
 @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9)),
-                                     ("Adam", dict(lr=0.02)), ("AdamW", dict(amsgrad=True))])
+                                     ("Adam", dict(lr=0.02)), ("AdamW", dict(amsgrad=True)),
+                                     ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+                                     ("Adagrad", dict(lr=0.1, lr_decay=0.05)),
+                                     ("Adadelta", dict(lr=0.5)), ("Adamax", dict(lr=0.01)),
+                                     ("NAdam", dict(lr=0.01)), ("RAdam", dict(lr=0.01))])
 def test_param_groups_with_their_own_options_match_pytorch(name, kw, device):
     pb = _problem("float64", seed=1)
     w, b = _gc_params(pb)
@@ -117,7 +144,11 @@ def test_param_groups_with_their_own_options_match_pytorch(name, kw, device):
 
 @needs_torch
 @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", {}),
-                                     ("AdamW", dict(amsgrad=True))])
+                                     ("AdamW", dict(amsgrad=True)), ("RMSprop", {}),
+                                     ("RMSprop", dict(momentum=0.9, centered=True)),
+                                     ("Adagrad", dict(initial_accumulator_value=0.1)),
+                                     ("Adadelta", {}), ("Adamax", {}), ("NAdam", {}),
+                                     ("RAdam", {})])
 def test_state_dict_layout_matches_pytorch(name, kw):
     import torch
     pb = _problem("float32")
@@ -145,7 +176,16 @@ def test_state_dict_layout_matches_pytorch(name, kw):
                                                   weight_decay=0.01)),
                                      ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.5)),
                                      ("Adam", dict(lr=0.02, amsgrad=True, weight_decay=0.1)),
-                                     ("AdamW", dict(lr=0.02))])
+                                     ("AdamW", dict(lr=0.02)),
+                                     ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True,
+                                                      weight_decay=0.01)),
+                                     ("Adagrad", dict(lr=0.1, lr_decay=0.01,
+                                                      initial_accumulator_value=0.1)),
+                                     ("Adadelta", dict(weight_decay=0.01)),
+                                     ("Adamax", dict(lr=0.01)),
+                                     ("NAdam", dict(lr=0.01, weight_decay=0.1,
+                                                    decoupled_weight_decay=True)),
+                                     ("RAdam", dict(lr=0.01))])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_resume_from_a_saved_state_dict_is_exact(name, kw, dtype, tmp_path, device):
     pb = _problem(dtype, seed=2)
@@ -319,6 +359,132 @@ def test_defaults_are_pytorchs():
         (1e-3, 0, 0, 0, False)
 
 
+@needs_torch
+@pytest.mark.parametrize("name", NEW_OPTIMIZERS)
+def test_signatures_and_defaults_are_pytorchs(name):
+    """Every parameter of PyTorch's constructor, in its place and kind, with its default;
+    every option a group keeps is PyTorch's default."""
+    import inspect
+
+    import torch
+    ours = inspect.signature(getattr(optim, name))
+    theirs = inspect.signature(getattr(torch.optim, name))
+    assert [(p.name, p.kind, p.default) for p in ours.parameters.values()] == \
+        [(p.name, p.kind, p.default) for p in theirs.parameters.values()]
+    group = getattr(optim, name)([gc.nn.Parameter(gc.ones(2))]).param_groups[0]
+    tgroup = getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(2))]).param_groups[0]
+    assert set(group) - {"params"} <= set(tgroup)
+    for key, value in group.items():
+        if key != "params":
+            assert value == tgroup[key] and type(value) is type(tgroup[key]), key
+
+
+BAD_OPTIONS = [
+    ("RMSprop", dict(lr=-0.1)), ("RMSprop", dict(eps=-1.0)), ("RMSprop", dict(momentum=-0.5)),
+    ("RMSprop", dict(weight_decay=-1e-2)), ("RMSprop", dict(alpha=-0.9)),
+    ("Adagrad", dict(lr=-1.0)), ("Adagrad", dict(lr_decay=-0.1)),
+    ("Adagrad", dict(weight_decay=-0.1)), ("Adagrad", dict(initial_accumulator_value=-1.0)),
+    ("Adagrad", dict(eps=-1e-10)),
+    ("Adadelta", dict(lr=-1.0)), ("Adadelta", dict(rho=1.5)), ("Adadelta", dict(rho=-0.1)),
+    ("Adadelta", dict(eps=-1.0)), ("Adadelta", dict(weight_decay=-1.0)),
+    ("Adamax", dict(lr=-1.0)), ("Adamax", dict(eps=-1.0)), ("Adamax", dict(betas=(1.0, 0.9))),
+    ("Adamax", dict(betas=(0.9, -0.1))), ("Adamax", dict(weight_decay=-1.0)),
+    ("NAdam", dict(lr=-1.0)), ("NAdam", dict(betas=(0.9, 1.0))),
+    ("NAdam", dict(weight_decay=-1.0)), ("NAdam", dict(momentum_decay=-4e-3)),
+    ("RAdam", dict(lr=-1.0)), ("RAdam", dict(eps=-1.0)), ("RAdam", dict(betas=(-0.1, 0.9))),
+    ("RAdam", dict(weight_decay=-1.0)),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("name, kw", BAD_OPTIONS, ids=[_ids(c) for c in BAD_OPTIONS])
+def test_bad_options_raise_pytorchs_errors(name, kw):
+    import torch
+    with pytest.raises(Exception) as theirs:
+        getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(2))], **kw)
+    with pytest.raises(type(theirs.value)) as ours:
+        getattr(optim, name)([gc.nn.Parameter(gc.ones(2))], **kw)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("name", NEW_OPTIMIZERS)
+def test_differentiable_steps_are_refused_clearly(name):
+    with pytest.raises(NotImplementedError, match="differentiable=True is not supported"):
+        getattr(optim, name)([gc.nn.Parameter(gc.ones(2))], differentiable=True)
+    # foreach and the other implementation choices give the same updates
+    getattr(optim, name)([gc.nn.Parameter(gc.ones(2))], foreach=True)
+
+
+@needs_torch
+def test_nadam_keeps_pytorchs_float32_product_of_momentum_coefficients(tmp_path):
+    """mu_product is a float32 0-d tensor in PyTorch: the same value here, to the bit,
+    after every step and through a checkpoint."""
+    import torch
+    pb = _problem("float64")
+    w, b = _gc_params(pb)
+    opt = optim.NAdam([w, b], lr=0.01, momentum_decay=0.05)
+    tw = torch.nn.Parameter(torch.from_numpy(pb["w"].copy()))
+    tb = torch.nn.Parameter(torch.from_numpy(pb["b"].copy()))
+    topt = torch.optim.NAdam([tw, tb], lr=0.01, momentum_decay=0.05)
+    for step in range(1, 31):
+        for p, tp in ((w, tw), (b, tb)):
+            p.grad, tp.grad = gc.ones_like(p), torch.ones_like(tp)
+        opt.step()
+        topt.step()
+        for p, tp in ((w, tw), (b, tb)):
+            ours, theirs = opt.state[p], topt.state[tp]
+            assert ours["step"] == theirs["step"].item() == step
+            assert type(ours["mu_product"]) is float
+            assert ours["mu_product"] == theirs["mu_product"].item()
+    gc.save(opt.state_dict(), tmp_path / "nadam")
+    opt2 = optim.NAdam([w, b])
+    opt2.load_state_dict(gc.load(tmp_path / "nadam"))
+    assert opt2.state[w]["mu_product"] == opt.state[w]["mu_product"]
+    # a state dict holding PyTorch's 0-d tensors loads as numbers
+    sd = opt.state_dict()
+    sd["state"][0] = dict(sd["state"][0], step=gc.tensor(30.0), mu_product=gc.tensor(0.25))
+    opt2.load_state_dict(sd)
+    assert opt2.state[w]["step"] == 30 and type(opt2.state[w]["step"]) is int
+    assert opt2.state[w]["mu_product"] == 0.25 and type(opt2.state[w]["mu_product"]) is float
+
+
+def test_radam_cases_compare_both_forms_of_the_update():
+    """RAdam's rectification (rho_t > 5) depends on the step count alone; the 20 steps of
+    test_twenty_steps_match_pytorch cover steps with and without it."""
+    from gradcore.kernels.updates import radam_rho
+    for name, kw in CASES:
+        if name == "RAdam":
+            beta2 = kw.get("betas", (0.9, 0.999))[1]
+            rectified = [radam_rho(t, beta2)[1] > 5 for t in range(1, STEPS + 1)]
+            assert rectified[0] is False and rectified[-1] is True
+
+
+def test_adagrad_makes_every_state_at_construction_like_pytorch():
+    a, b = gc.nn.Parameter(gc.ones(2)), gc.nn.Parameter(gc.ones(3))
+    opt = optim.Adagrad([{"params": [a]}, {"params": [b], "initial_accumulator_value": 9.0}],
+                        initial_accumulator_value=0.5)
+    sd = opt.state_dict()
+    assert sorted(sd["state"]) == [0, 1] and sd["state"][1]["step"] == 0
+    # like PyTorch, every sum starts at the constructor's value, whatever its group says
+    np.testing.assert_array_equal(host(sd["state"][1]["sum"]), [0.5] * 3)
+    c = gc.nn.Parameter(gc.ones(2))
+    opt.add_param_group({"params": [c]})
+    (c * c).sum().backward()
+    opt.step()  # a group added later gets its state at its first step
+    assert opt.state[c]["step"] == 1
+    np.testing.assert_allclose(host(opt.state[c]["sum"]), [4.5, 4.5])
+
+
+def test_rmsprop_refuses_a_state_without_the_buffers_its_options_need():
+    w = gc.nn.Parameter(gc.ones(2))
+    opt = optim.RMSprop([w])
+    (w * w).sum().backward()
+    opt.step()
+    opt.param_groups[0]["centered"] = True
+    with pytest.raises(RuntimeError, match="no 'grad_avg'"):
+        opt.step()
+
+
 def test_adam_bias_correction_scalars_follow_pytorchs_order():
     # step_size = lr / (1 - beta1 ** t); bias_correction2 ** 0.5, all in Python floats
     for t in (1, 2, 7, 1000):
@@ -369,7 +535,8 @@ def test_optimizers_call_the_fused_update_of_the_parameters_namespace(monkeypatc
     """The seam issue 4 swaps a CUDA kernel into: one call per parameter per step."""
     m = gc.backend.cpu.math
     calls = []
-    for name in ("sgd_update", "adam_update"):
+    for name in ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update",
+                 "adadelta_update", "adamax_update", "nadam_update", "radam_update"):
         real = getattr(m, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
@@ -378,7 +545,12 @@ def test_optimizers_call_the_fused_update_of_the_parameters_namespace(monkeypatc
         monkeypatch.setattr(m, name, spy)
     pb = _problem("float32")
     for cls, kw, kernel in [(optim.SGD, dict(lr=0.1, momentum=0.9), "sgd_update"),
-                            (optim.Adam, {}, "adam_update"), (optim.AdamW, {}, "adam_update")]:
+                            (optim.Adam, {}, "adam_update"), (optim.AdamW, {}, "adam_update"),
+                            (optim.RMSprop, dict(centered=True), "rmsprop_update"),
+                            (optim.Adagrad, {}, "adagrad_update"),
+                            (optim.Adadelta, {}, "adadelta_update"),
+                            (optim.Adamax, {}, "adamax_update"),
+                            (optim.NAdam, {}, "nadam_update"), (optim.RAdam, {}, "radam_update")]:
         calls.clear()
         w, b = _gc_params(pb)
         _gc_run(cls([w, b], **kw), w, b, pb, 3)
@@ -485,6 +657,70 @@ def test_scheduler_errors():
         optim.lr_scheduler.StepLR(opt, step_size=1, last_epoch=3)
 
 
+# each update's arrays after the gradient, by what they hold: "any" (a parameter, a first
+# moment, a buffer), "small" (a mean gradient: its square stays below a square average)
+# or "positive" (a square average, a sum of squares, an infinity norm)
+UPDATE_ARRAYS = {
+    "sgd_update": ("any",),                          # momentum_buffer
+    "adam_update": ("any", "positive", "positive"),  # exp_avg, exp_avg_sq, max_exp_avg_sq
+    "rmsprop_update": ("positive", "any", "small"),  # square_avg, momentum_buffer, grad_avg
+    "adagrad_update": ("positive",),                 # sum
+    "adadelta_update": ("positive", "positive"),     # square_avg, acc_delta
+    "adamax_update": ("any", "positive"),            # exp_avg, exp_inf
+    "nadam_update": ("any", "positive"),             # exp_avg, exp_avg_sq
+    "radam_update": ("any", "positive"),             # exp_avg, exp_avg_sq
+}
+
+
+def _update_arrays(name, shape, dtype, rng):
+    """A parameter, a read-only gradient and the state arrays of update ``name``."""
+    def make(kind):
+        a = rng.standard_normal(shape)
+        a = {"any": a, "small": 0.1 * a, "positive": np.abs(a) + 0.5}[kind]
+        return np.asarray(a, dtype=dtype)
+
+    grad = make("any")
+    grad.flags.writeable = False  # the gradient is only read
+    return [make("any"), grad, *[make(kind) for kind in UPDATE_ARRAYS[name]]]
+
+
+def _options(**choices):
+    """Every combination of the options' values, as keyword dicts."""
+    import itertools
+    return [dict(zip(choices, values)) for values in itertools.product(*choices.values())]
+
+
+# every option of every update, each value that takes another branch
+UPDATE_OPTIONS = {
+    "sgd_update": [
+        dict(lr=0.1, **kw) for kw in _options(
+            momentum=[0.0, 0.9], nesterov=[False, True], dampening=[0.0, 0.3],
+            weight_decay=[0.0, 0.05], maximize=[False, True], first_step=[False, True])
+        if not (kw["nesterov"] and (kw["momentum"] == 0 or kw["dampening"] != 0))
+        and not (kw["momentum"] == 0 and kw["first_step"])],
+    "adam_update": [dict(step=3, lr=1e-2, beta2=0.99, eps=1e-8, **kw) for kw in _options(
+        weight_decay=[0.0, 0.1], decoupled_weight_decay=[False, True], amsgrad=[False, True],
+        maximize=[False, True], beta1=[0.9, 0.3])],
+    "rmsprop_update": [dict(lr=1e-2, eps=1e-8, **kw) for kw in _options(
+        alpha=[0.99, 0.3], weight_decay=[0.0, 0.1], momentum=[0.0, 0.9],
+        centered=[False, True], maximize=[False, True])],
+    "adagrad_update": [dict(lr=1e-2, eps=1e-10, **kw) for kw in _options(
+        step=[1, 5], lr_decay=[0.0, 0.1], weight_decay=[0.0, 0.1], maximize=[False, True])],
+    "adadelta_update": [dict(lr=1.0, eps=1e-6, **kw) for kw in _options(
+        rho=[0.9, 0.5], weight_decay=[0.0, 0.1], maximize=[False, True])],
+    "adamax_update": [dict(step=3, lr=2e-3, beta2=0.999, eps=1e-8, **kw) for kw in _options(
+        beta1=[0.9, 0.3], weight_decay=[0.0, 0.1], maximize=[False, True])],
+    "nadam_update": [dict(lr=2e-3, beta2=0.999, eps=1e-8, momentum_decay=4e-3, **kw)
+                     for kw in _options(step=[1, 4], mu_product=[0.5], beta1=[0.9, 0.3],
+                                        weight_decay=[0.0, 0.1],
+                                        decoupled_weight_decay=[False, True],
+                                        maximize=[False, True])],
+    "radam_update": [dict(lr=1e-3, beta2=0.999, eps=1e-8, **kw) for kw in _options(
+        step=[2, 9], beta1=[0.9, 0.3], weight_decay=[0.0, 0.1],
+        decoupled_weight_decay=[False, True], maximize=[False, True])],
+}
+
+
 @pytest.mark.parametrize("name, kw", [
     ("adam_update", dict(step=4, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
                          weight_decay=0.01, amsgrad=True)),
@@ -493,6 +729,16 @@ def test_scheduler_errors():
     ("sgd_update", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)),
     ("sgd_update", dict(lr=0.1, momentum=0.9, dampening=0.5, first_step=True)),
     ("sgd_update", dict(lr=0.1)),
+    ("rmsprop_update", dict(lr=1e-2, alpha=0.99, eps=1e-8, momentum=0.9, centered=True,
+                            weight_decay=0.01)),
+    ("rmsprop_update", dict(lr=1e-2, alpha=0.99, eps=1e-8)),
+    ("adagrad_update", dict(step=3, lr=1e-2, eps=1e-10, lr_decay=0.1)),
+    ("adadelta_update", dict(lr=1.0, rho=0.9, eps=1e-6, maximize=True)),
+    ("adamax_update", dict(step=3, lr=2e-3, beta1=0.9, beta2=0.999, eps=1e-8)),
+    ("nadam_update", dict(step=3, mu_product=0.7, lr=2e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+                          weight_decay=0.1)),
+    ("radam_update", dict(step=7, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+                          weight_decay=0.1, decoupled_weight_decay=True)),
 ])
 def test_cpu_updates_by_slices_equal_the_whole_update(name, kw):
     """The CPU updates a large parameter a cache-sized slice at a time: bit for bit what
@@ -502,17 +748,15 @@ def test_cpu_updates_by_slices_equal_the_whole_update(name, kw):
 
     rng = np.random.default_rng(0)
     shape = (3 * fused_optim.CHUNK // 100 + 7, 100)  # several slices and a partial one
-    n_state = 4 if name == "adam_update" else 2
-    arrays = [rng.standard_normal(shape).astype(np.float32) for _ in range(n_state)]
-    arrays[2:] = [np.abs(a) for a in arrays[2:]]
-    if name == "sgd_update" and "momentum" not in kw:
-        arrays[1] = None
-    grad = rng.standard_normal(shape[::-1]).astype(np.float32).T  # not contiguous
-    want = [None if a is None else a.copy() for a in arrays]
-    fused_optim.UPDATES[name](np, want[0], grad, *want[1:], **kw)
-    getattr(cpu.math, name)(arrays[0], grad, *arrays[1:], **kw)
+    arrays = _update_arrays(name, shape, np.float32, rng)
+    arrays[1] = np.ascontiguousarray(arrays[1].T).T  # not contiguous
+    arrays[1].flags.writeable = False
+    assert not arrays[1].flags.c_contiguous
+    want = [a if i == 1 else a.copy() for i, a in enumerate(arrays)]
+    fused_optim.UPDATES[name](np, *want, **kw)
+    getattr(cpu.math, name)(*arrays, **kw)
     for a, b in zip(arrays, want):
-        assert (a is None and b is None) or np.array_equal(a, b)
+        assert np.array_equal(a, b)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -520,33 +764,17 @@ def test_generated_cpu_updates_equal_the_declarations_composed_naively(dtype):
     """The CPU runs NumPy code generated from each Update (in place, flags decided when
     the code is made): bit for bit the declaration over plain array calls
     (updates.UPDATES), for every option, on a 0-d, a small and a sliced parameter."""
-    import itertools
-
     from gradcore.backend import cpu
     from gradcore.kernels import updates
 
-    sgd = [dict(lr=0.1, momentum=mom, nesterov=nest, dampening=damp, weight_decay=wd,
-                maximize=mx, first_step=first)
-           for mom, nest, damp, wd, mx, first in itertools.product(
-               [0.0, 0.9], [False, True], [0.0, 0.3], [0.0, 0.05], [False, True],
-               [False, True])
-           if not (nest and (mom == 0 or damp != 0)) and not (mom == 0 and first)]
-    adam = [dict(step=3, lr=1e-2, beta1=b1, beta2=0.99, eps=1e-8, weight_decay=wd,
-                 decoupled_weight_decay=dec, amsgrad=ams, maximize=mx)
-            for wd, dec, ams, mx, b1 in itertools.product(
-                [0.0, 0.1], [False, True], [False, True], [False, True], [0.9, 0.3])]
+    assert set(UPDATE_OPTIONS) == set(updates.ENTRIES) == set(UPDATE_ARRAYS)
     rng = np.random.default_rng(3)
     for shape in [(), (13,), (4 * updates.CHUNK + 5,)]:
-        for name, options, n in [("sgd_update", sgd, 3), ("adam_update", adam, 5)]:
+        for name, options in UPDATE_OPTIONS.items():
             for kw in options:
-                arrays = [np.asarray(rng.standard_normal(shape), dtype=dtype)
-                          for _ in range(n)]
-                arrays[3:] = [np.asarray(np.abs(a)) for a in arrays[3:]]
-                arrays[1].flags.writeable = False  # the gradient is only read
+                arrays = _update_arrays(name, shape, dtype, rng)
                 want = [a if i == 1 else a.copy() for i, a in enumerate(arrays)]
-                if name == "sgd_update" and kw["momentum"] == 0:
-                    arrays[2] = want[2] = None
                 updates.UPDATES[name](np, *want, **kw)
                 getattr(cpu.math, name)(*arrays, **kw)
                 for a, b in zip(arrays, want):
-                    assert (a is None and b is None) or np.array_equal(a, b), (name, kw)
+                    assert np.array_equal(a, b), (name, kw)
