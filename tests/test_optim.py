@@ -2,7 +2,7 @@
 exact resumption from state dicts (through gc.save / gc.load), clear errors."""
 
 import math
-import warnings
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -558,29 +558,29 @@ def test_optimizers_call_the_fused_update_of_the_parameters_namespace(monkeypatc
 
 
 # ---- learning-rate schedules ------------------------------------------------------------
-def _gc_lrs(make, epochs, lrs=(0.1, 0.02)):
-    params = [gc.nn.Parameter(gc.ones(1)) for _ in lrs]
-    opt = optim.SGD([{"params": [p], "lr": lr} for p, lr in zip(params, lrs)])
-    sched = make(optim.lr_scheduler, opt)
-    out = []
-    for _ in range(epochs):
-        out.append(list(sched.get_last_lr()))
-        opt.step()
-        sched.step()
-    return out, opt, sched
+def _schedule(module, optimizers, make, opt_name="SGD", lrs=(0.1, 0.02)):
+    """An optimizer of ``opt_name`` over one parameter per rate and the schedule
+    ``make(lr_scheduler module, optimizer)``, in gradcore or PyTorch."""
+    params = [module.nn.Parameter(module.ones(1)) for _ in lrs]
+    opt = getattr(optimizers, opt_name)([{"params": [p], "lr": lr}
+                                         for p, lr in zip(params, lrs)])
+    return opt, make(optimizers.lr_scheduler, opt)
 
 
-def _torch_lrs(make, epochs, lrs=(0.1, 0.02)):
-    import torch
-    params = [torch.nn.Parameter(torch.ones(1)) for _ in lrs]
-    opt = torch.optim.SGD([{"params": [p], "lr": lr} for p, lr in zip(params, lrs)])
-    sched = make(torch.optim.lr_scheduler, opt)
+def _run_schedule(opt, sched, epochs):
+    """Each epoch's rates and momenta (``momentum``, ``betas``) as the schedule left them."""
     out = []
     for _ in range(epochs):
-        out.append(list(sched.get_last_lr()))
+        out.append((list(sched.get_last_lr()),
+                    [(g.get("momentum"), g.get("betas")) for g in opt.param_groups]))
         opt.step()
         sched.step()
     return out
+
+
+def _gc_lrs(make, epochs, lrs=(0.1, 0.02), opt_name="SGD"):
+    opt, sched = _schedule(gc, optim, make, opt_name, lrs)
+    return [lr for lr, _ in _run_schedule(opt, sched, epochs)], opt, sched
 
 
 SCHEDULES = {
@@ -588,16 +588,85 @@ SCHEDULES = {
     "StepLR(1)": lambda m, o: m.StepLR(o, step_size=1),
     "Cosine(7)": lambda m, o: m.CosineAnnealingLR(o, T_max=7),
     "Cosine(5, 0.01)": lambda m, o: m.CosineAnnealingLR(o, T_max=5, eta_min=0.01),
+    "LambdaLR": lambda m, o: m.LambdaLR(o, lambda e: 0.9 ** e + 0.01 * e),
+    "LambdaLR(per group)": lambda m, o: m.LambdaLR(o, [lambda e: 1 / (e + 1),
+                                                       lambda e: 0.95 ** e]),
+    "MultiplicativeLR": lambda m, o: m.MultiplicativeLR(o, lambda e: 0.9 if e % 3 else 1.1),
+    "MultiStepLR": lambda m, o: m.MultiStepLR(o, milestones=[3, 7, 7, 12], gamma=0.3),
+    "ExponentialLR": lambda m, o: m.ExponentialLR(o, gamma=0.9),
+    "LinearLR": lambda m, o: m.LinearLR(o, start_factor=0.2, total_iters=8),
+    "LinearLR(down)": lambda m, o: m.LinearLR(o, start_factor=1.0, end_factor=0.1,
+                                              total_iters=12),
+    "ConstantLR": lambda m, o: m.ConstantLR(o, factor=0.25, total_iters=6),
+    "PolynomialLR": lambda m, o: m.PolynomialLR(o, total_iters=20, power=2.0),
+    "PolynomialLR(0.5)": lambda m, o: m.PolynomialLR(o, total_iters=9, power=0.5),
+    "OneCycleLR(cos)": lambda m, o: m.OneCycleLR(o, max_lr=[0.5, 0.1], total_steps=30),
+    "OneCycleLR(linear, three phases)": lambda m, o: m.OneCycleLR(
+        o, max_lr=0.3, epochs=3, steps_per_epoch=10, anneal_strategy="linear",
+        three_phase=True, pct_start=0.25),
+    "OneCycleLR(no momentum)": lambda m, o: m.OneCycleLR(
+        o, max_lr=0.2, total_steps=40, cycle_momentum=False, div_factor=10.0,
+        final_div_factor=100.0, pct_start=0.5),
+    "OneCycleLR(three phases, momenta)": lambda m, o: m.OneCycleLR(
+        o, max_lr=[0.3, 0.2], total_steps=32, three_phase=True,
+        base_momentum=[0.8, 0.7], max_momentum=0.9),
+    "CyclicLR(triangular)": lambda m, o: m.CyclicLR(o, base_lr=0.01, max_lr=0.1,
+                                                    step_size_up=4),
+    "CyclicLR(triangular2)": lambda m, o: m.CyclicLR(
+        o, base_lr=[0.01, 0.002], max_lr=0.1, step_size_up=3, step_size_down=5,
+        mode="triangular2", base_momentum=[0.7, 0.8], max_momentum=0.95),
+    "CyclicLR(exp_range)": lambda m, o: m.CyclicLR(o, base_lr=0.01, max_lr=0.1,
+                                                   step_size_up=5, mode="exp_range",
+                                                   gamma=0.95, cycle_momentum=False),
+    "CyclicLR(scale_fn)": lambda m, o: m.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=3,
+                                                  scale_fn=lambda x: 0.9 ** x,
+                                                  scale_mode="iterations"),
+    "WarmRestarts(5)": lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=5),
+    "WarmRestarts(3, 2, 0.001)": lambda m, o: m.CosineAnnealingWarmRestarts(
+        o, T_0=3, T_mult=2, eta_min=0.001),
+    "SequentialLR": lambda m, o: m.SequentialLR(
+        o, [m.LinearLR(o, start_factor=0.1, total_iters=5), m.CosineAnnealingLR(o, T_max=10),
+            m.ExponentialLR(o, gamma=0.8)], milestones=[5, 15]),
+    "SequentialLR(constant, step)": lambda m, o: m.SequentialLR(
+        o, [m.ConstantLR(o, factor=0.5, total_iters=4), m.StepLR(o, step_size=3)],
+        milestones=[6]),
+    "ChainedScheduler": lambda m, o: m.ChainedScheduler(
+        [m.ConstantLR(o, factor=0.5, total_iters=4), m.ExponentialLR(o, gamma=0.9)]),
+    "ChainedScheduler(nested)": lambda m, o: m.ChainedScheduler(
+        [m.SequentialLR(o, [m.LinearLR(o, start_factor=0.5, total_iters=3),
+                            m.ExponentialLR(o, gamma=0.9)], milestones=[3]),
+         m.MultiStepLR(o, milestones=[8, 16])], optimizer=o),
 }
+# the schedules that cycle the momentum, with an Adam-like optimizer (betas[0] cycles)
+ADAM_SCHEDULES = {
+    "OneCycleLR(Adam)": lambda m, o: m.OneCycleLR(o, max_lr=0.01, total_steps=30),
+    "CyclicLR(Adam)": lambda m, o: m.CyclicLR(o, base_lr=1e-3, max_lr=1e-2, step_size_up=4,
+                                              base_momentum=0.85, max_momentum=0.95),
+}
+ALL_SCHEDULES = [(name, "SGD") for name in SCHEDULES] + [(name, "Adam")
+                                                          for name in ADAM_SCHEDULES]
+
+
+def _make(name):
+    return SCHEDULES.get(name) or ADAM_SCHEDULES[name]
 
 
 @needs_torch
-@pytest.mark.parametrize("name", list(SCHEDULES))
-def test_schedules_equal_pytorchs_exactly(name):
-    make = SCHEDULES[name]
-    ours, _, _ = _gc_lrs(make, 30)   # beyond T_max: the cosine's restart branch too
-    assert ours == _torch_lrs(make, 30)
-    assert len({tuple(x) for x in ours}) > 3
+@pytest.mark.parametrize("name, opt_name", ALL_SCHEDULES)
+def test_schedules_equal_pytorchs_exactly(name, opt_name):
+    """The rates and momenta of every epoch and the state dicts equal PyTorch's, to the
+    last bit."""
+    import torch
+    make = _make(name)
+    opt, sched = _schedule(gc, optim, make, opt_name)
+    topt, tsched = _schedule(torch, torch.optim, make, opt_name)
+    ours, theirs = _run_schedule(opt, sched, 30), _run_schedule(topt, tsched, 30)
+    assert ours == theirs   # (beyond T_max: the cosine's restart branch too)
+    assert len({tuple(lrs) for lrs, _ in ours}) > 1
+    assert sched.state_dict() == tsched.state_dict()
+    assert [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups] == \
+        [{k: g[k] for k in ours_group if k != "params"}
+         for g, ours_group in zip(topt.param_groups, opt.param_groups)]
 
 
 def test_schedules_known_values():
@@ -607,46 +676,238 @@ def test_schedules_known_values():
     ours, _, _ = _gc_lrs(lambda m, o: m.CosineAnnealingLR(o, T_max=4), 5, lrs=(1.0,))
     closed = [(1 + math.cos(math.pi * t / 4)) / 2 for t in range(5)]
     assert [x[0] for x in ours] == pytest.approx(closed, abs=1e-15)
+    # up from max_lr / div_factor in the first pct_start * total_steps - 1 steps, then down
+    # to that / final_div_factor
+    ours, _, _ = _gc_lrs(lambda m, o: m.OneCycleLR(o, max_lr=1.0, total_steps=10,
+                                                   pct_start=0.5, anneal_strategy="linear",
+                                                   div_factor=2.0, final_div_factor=5.0),
+                         10, lrs=(1.0,))
+    assert [x[0] for x in ours] == pytest.approx(
+        [0.5, 0.625, 0.75, 0.875, 1.0] + [1.0 - 0.9 * k / 5 for k in range(1, 6)])
+
+
+CLOSED_FORMS = {
+    "StepLR": lambda m, o: m.StepLR(o, step_size=3, gamma=0.5),
+    "MultiStepLR": lambda m, o: m.MultiStepLR(o, milestones=[2, 5, 5], gamma=0.5),
+    "ConstantLR": lambda m, o: m.ConstantLR(o, factor=0.5, total_iters=4),
+    "LinearLR": lambda m, o: m.LinearLR(o, start_factor=0.25, total_iters=6),
+    "ExponentialLR": lambda m, o: m.ExponentialLR(o, gamma=0.8),
+    "PolynomialLR": lambda m, o: m.PolynomialLR(o, total_iters=6, power=1.5),
+    "CosineAnnealingLR": lambda m, o: m.CosineAnnealingLR(o, T_max=10, eta_min=0.001),
+    "LambdaLR": lambda m, o: m.LambdaLR(o, lambda e: 1 / (1 + e)),  # (no closed form)
+}
 
 
 @needs_torch
-def test_schedule_step_with_an_epoch_uses_the_closed_form_like_pytorch():
-    def run(m, opt_mod, make_params):
-        opt = opt_mod.SGD(make_params(), lr=0.3)
-        sched = m.CosineAnnealingLR(opt, T_max=10, eta_min=0.001)
+@pytest.mark.parametrize("name", list(CLOSED_FORMS))
+def test_schedule_step_with_an_epoch_uses_the_closed_form_like_pytorch(name):
+    import torch
+
+    def run(module, optimizers):
+        opt, sched = _schedule(module, optimizers, CLOSED_FORMS[name])
         out = []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for epoch in (3, 4, 9, 2):
+        for epoch in (3, 4, 9, 2, 5, 0, 7):
+            opt.step()
+            with pytest.warns(UserWarning, match="The epoch parameter in `scheduler.step"):
                 sched.step(epoch)
-                out.append(sched.get_last_lr()[0])
+            out.append((sched.get_last_lr(), sched.last_epoch))
         return out
 
+    assert run(gc, optim) == run(torch, torch.optim)
+
+
+@needs_torch
+@pytest.mark.parametrize("T_mult", [1, 2, 3])
+def test_warm_restarts_take_fractional_epochs_like_pytorch(T_mult):
     import torch
-    ours = run(optim.lr_scheduler, optim, lambda: [gc.nn.Parameter(gc.ones(1))])
-    theirs = run(torch.optim.lr_scheduler, torch.optim,
-                 lambda: [torch.nn.Parameter(torch.ones(1))])
+
+    def run(module, optimizers):
+        opt, sched = _schedule(module, optimizers, lambda m, o: m.CosineAnnealingWarmRestarts(
+            o, T_0=4, T_mult=T_mult, eta_min=1e-3))
+        out = []
+        for epoch in range(6):   # the documented use: step(epoch + i / iters) per batch
+            for i in range(5):
+                opt.step()
+                sched.step(epoch + i / 5)
+                out.append((sched.get_last_lr(), sched.T_cur, sched.T_i, sched.last_epoch))
+        for epoch in (30.5, 2.25, 13.0, 0.0, 41.75):   # and jumps
+            sched.step(epoch)
+            out.append((sched.get_last_lr(), sched.T_cur, sched.T_i, sched.last_epoch))
+        sched.step()
+        out.append((sched.get_last_lr(), sched.T_cur, sched.T_i, sched.last_epoch))
+        return out
+
+    assert run(gc, optim) == run(torch, torch.optim)
+
+
+PLATEAUS = [
+    dict(),
+    dict(mode="max", factor=0.5, patience=1),
+    dict(factor=0.5, patience=0, threshold=0.1, threshold_mode="abs", cooldown=2),
+    dict(mode="max", factor=0.3, patience=2, threshold=0.05, threshold_mode="abs",
+         min_lr=[0.005, 0.001]),
+    dict(factor=0.2, patience=1, min_lr=0.0025, eps=1e-3),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("kw", PLATEAUS, ids=[str(kw) for kw in PLATEAUS])
+def test_reduce_lr_on_plateau_equals_pytorchs(kw, tmp_path):
+    import torch
+    rng = np.random.default_rng(4)
+    # improving, then not: above the best so far by a varying margin
+    metrics = [1.0 / n for n in range(1, 16)] + list(0.07 + 0.1 * rng.random(25))
+
+    def run(module, optimizers, values, sched=None, opt=None):
+        if sched is None:
+            opt, _ = _schedule(module, optimizers, lambda m, o: None)
+            sched = optimizers.lr_scheduler.ReduceLROnPlateau(opt, **kw)
+        out = []
+        for value in values:
+            opt.step()
+            sched.step(module.tensor(value) if len(out) % 2 else value)  # 0-d tensors too
+            out.append((sched.get_last_lr(), sched.num_bad_epochs, sched.cooldown_counter,
+                        sched.best, sched.last_epoch))
+        return out, opt, sched
+
+    ours, opt, sched = run(gc, optim, metrics)
+    theirs, _, tsched = run(torch, torch.optim, metrics)
     assert ours == theirs
-
-
-def test_scheduler_state_dict_round_trips_through_gc_save(tmp_path):
-    make = SCHEDULES["Cosine(5, 0.01)"]
-    straight, _, _ = _gc_lrs(make, 12)
-    _, opt, sched = _gc_lrs(make, 6)
-    gc.save({"optim": opt.state_dict(), "sched": sched.state_dict()}, tmp_path / "s")
-    ckpt = gc.load(tmp_path / "s")
-    assert "optimizer" not in ckpt["sched"] and ckpt["sched"]["last_epoch"] == 6
-    params = [gc.nn.Parameter(gc.ones(1)) for _ in range(2)]
-    opt2 = optim.SGD([{"params": [p], "lr": 9.0} for p in params])
+    assert len({tuple(x[0]) for x in ours}) > 2
+    assert sched.state_dict() == tsched.state_dict()
+    # resumed from a checkpoint halfway: the same second half
+    _, opt1, sched1 = run(gc, optim, metrics[:20])
+    gc.save({"optim": opt1.state_dict(), "sched": sched1.state_dict()}, tmp_path / "p")
+    ckpt = gc.load(tmp_path / "p")
+    opt2, _ = _schedule(gc, optim, lambda m, o: None, lrs=(5.0, 5.0))
+    sched2 = optim.lr_scheduler.ReduceLROnPlateau(opt2)
     opt2.load_state_dict(ckpt["optim"])
-    sched2 = optim.lr_scheduler.CosineAnnealingLR(opt2, T_max=5, eta_min=0.01)
     sched2.load_state_dict(ckpt["sched"])
-    rest = []
-    for _ in range(6):
-        rest.append(list(sched2.get_last_lr()))
-        opt2.step()
-        sched2.step()
-    assert rest == straight[6:]
+    rest, _, _ = run(gc, optim, metrics[20:], sched2, opt2)
+    assert rest == ours[20:]
+
+
+@pytest.mark.parametrize("name, opt_name", ALL_SCHEDULES)
+def test_scheduler_state_dict_round_trips_through_gc_save(name, opt_name, tmp_path):
+    """Half a schedule, a checkpoint (optimizer and schedule), a fresh optimizer and
+    schedule made as PyTorch asks (the schedule before loading the optimizer's state):
+    the same second half."""
+    make = _make(name)
+    opt, sched = _schedule(gc, optim, make, opt_name)
+    straight = _run_schedule(opt, sched, 24)
+    opt1, sched1 = _schedule(gc, optim, make, opt_name)
+    _run_schedule(opt1, sched1, 12)
+    gc.save({"optim": opt1.state_dict(), "sched": sched1.state_dict()}, tmp_path / "s")
+    ckpt = gc.load(tmp_path / "s")
+    assert "optimizer" not in ckpt["sched"]
+    opt2, sched2 = _schedule(gc, optim, make, opt_name, lrs=(9.0, 9.0))
+    opt2.load_state_dict(ckpt["optim"])
+    sched2.load_state_dict(ckpt["sched"])
+    assert _run_schedule(opt2, sched2, 12) == straight[12:]
+    if name == "MultiStepLR":
+        assert isinstance(sched2.milestones, Counter)  # (a dict in the checkpoint)
+
+
+def test_lambda_schedules_save_callable_objects_state():
+    class Warmup:
+        def __init__(self, n):
+            self.n = n
+
+        def __call__(self, epoch):
+            return min(1.0, (epoch + 1) / self.n)
+
+    for cls in (optim.lr_scheduler.LambdaLR, optim.lr_scheduler.MultiplicativeLR):
+        opt, _ = _schedule(gc, optim, lambda m, o: None)
+        sched = cls(opt, [Warmup(4), lambda e: 0.5])
+        sd = sched.state_dict()
+        assert sd["lr_lambdas"] == [{"n": 4}, None]
+        other = cls(opt, [Warmup(9), lambda e: 0.5])
+        other.load_state_dict(sd)
+        assert other.lr_lambdas[0].n == 4 and "lr_lambdas" in sd
+
+
+@needs_torch
+def test_get_lr_outside_step_warns_like_pytorch():
+    import torch
+    for module, optimizers in ((gc, optim), (torch, torch.optim)):
+        opt, sched = _schedule(module, optimizers, SCHEDULES["ExponentialLR"])
+        with pytest.warns(UserWarning, match="please use `get_last_lr\\(\\)`"):
+            sched.get_lr()
+
+
+BAD_SCHEDULES = [
+    lambda m, o: m.StepLR(o, step_size=1, last_epoch=3),
+    lambda m, o: m.LambdaLR(o, [lambda e: 1.0]),
+    lambda m, o: m.MultiplicativeLR(o, [lambda e: 1.0]),
+    lambda m, o: m.MultiplicativeLR(o, 0.5),
+    lambda m, o: m.ConstantLR(o, factor=1.5),
+    lambda m, o: m.LinearLR(o, start_factor=0.0),
+    lambda m, o: m.LinearLR(o, end_factor=1.5),
+    lambda m, o: m.SequentialLR(o, [], milestones=[]),
+    lambda m, o: m.SequentialLR(o, [m.ExponentialLR(o, 0.9)], milestones=[3]),
+    lambda m, o: m.SequentialLR(o, [m.ReduceLROnPlateau(o), m.ExponentialLR(o, 0.9)],
+                                milestones=[3]),
+    lambda m, o: m.ChainedScheduler([]),
+    lambda m, o: m.ChainedScheduler([m.ExponentialLR(o, 0.9), m.ReduceLROnPlateau(o)]),
+    lambda m, o: m.ReduceLROnPlateau(o, factor=1.0),
+    lambda m, o: m.ReduceLROnPlateau(o, mode="low"),
+    lambda m, o: m.ReduceLROnPlateau(o, threshold_mode="ratio"),
+    lambda m, o: m.ReduceLROnPlateau(o, min_lr=[0.1]),
+    lambda m, o: m.CyclicLR(o, base_lr=0.1, max_lr=1.0, mode="sawtooth"),
+    lambda m, o: m.CyclicLR(o, base_lr=[0.1], max_lr=1.0),
+    lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=0),
+    lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=2.5),
+    lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=0),
+    lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=2, eta_min="0"),
+    lambda m, o: m.OneCycleLR(o, max_lr=0.1),
+    lambda m, o: m.OneCycleLR(o, max_lr=0.1, total_steps=0),
+    lambda m, o: m.OneCycleLR(o, max_lr=0.1, epochs=0, steps_per_epoch=3),
+    lambda m, o: m.OneCycleLR(o, max_lr=0.1, epochs=2, steps_per_epoch=1.5),
+    lambda m, o: m.OneCycleLR(o, max_lr=0.1, total_steps=10, pct_start=1),
+    lambda m, o: m.OneCycleLR(o, max_lr=0.1, total_steps=10, anneal_strategy="exp"),
+    lambda m, o: m.OneCycleLR(o, max_lr=[0.1, 0.2, 0.3], total_steps=10),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("case", range(len(BAD_SCHEDULES)))
+def test_bad_schedules_raise_pytorchs_errors(case):
+    import torch
+    make = BAD_SCHEDULES[case]
+    with pytest.raises(Exception) as theirs:
+        _schedule(torch, torch.optim, make)
+    with pytest.raises(type(theirs.value)) as ours:
+        _schedule(gc, optim, make)
+    assert str(ours.value) == str(theirs.value)
+
+
+@needs_torch
+def test_cycling_the_momentum_needs_an_optimizer_that_has_one():
+    import torch
+    for module, optimizers in ((gc, optim), (torch, torch.optim)):
+        with pytest.raises(ValueError, match="must support momentum or beta1"):
+            _schedule(module, optimizers, lambda m, o: m.OneCycleLR(o, 0.1, total_steps=9),
+                      "Adagrad")
+        with pytest.raises(ValueError, match="must support momentum or beta1"):
+            _schedule(module, optimizers, lambda m, o: m.CyclicLR(o, 0.01, 0.1), "Adagrad")
+        # without cycling it, any optimizer does
+        _schedule(module, optimizers, lambda m, o: m.CyclicLR(o, 0.01, 0.1,
+                                                              cycle_momentum=False), "Adagrad")
+
+
+@needs_torch
+def test_one_cycle_refuses_to_step_past_its_end_like_pytorch():
+    import torch
+    errors = []
+    for module, optimizers in ((gc, optim), (torch, torch.optim)):
+        opt, sched = _schedule(module, optimizers, lambda m, o: m.OneCycleLR(o, 0.1,
+                                                                             total_steps=4))
+        _run_schedule(opt, sched, 4)
+        with pytest.raises(ValueError) as err:
+            sched.step()
+        errors.append(str(err.value))
+    assert errors[0] == errors[1] == ("Tried to step 5 times. The specified number of "
+                                      "total steps is 4")
 
 
 def test_scheduler_errors():
@@ -655,6 +916,8 @@ def test_scheduler_errors():
     opt = optim.SGD([gc.nn.Parameter(gc.ones(1))], lr=0.1)
     with pytest.raises(KeyError, match="initial_lr"):
         optim.lr_scheduler.StepLR(opt, step_size=1, last_epoch=3)
+    with pytest.raises(TypeError, match="is not an Optimizer"):
+        optim.lr_scheduler.ReduceLROnPlateau(object())
 
 
 # each update's arrays after the gradient, by what they hold: "any" (a parameter, a first
