@@ -360,7 +360,7 @@ def test_defaults_are_pytorchs():
 
 
 @needs_torch
-@pytest.mark.parametrize("name", NEW_OPTIMIZERS)
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", *NEW_OPTIMIZERS])
 def test_signatures_and_defaults_are_pytorchs(name):
     """Every parameter of PyTorch's constructor, in its place and kind, with its default;
     every option a group keeps is PyTorch's default."""
@@ -407,7 +407,7 @@ def test_bad_options_raise_pytorchs_errors(name, kw):
     assert str(ours.value) == str(theirs.value)
 
 
-@pytest.mark.parametrize("name", NEW_OPTIMIZERS)
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", *NEW_OPTIMIZERS])
 def test_differentiable_steps_are_refused_clearly(name):
     with pytest.raises(NotImplementedError, match="differentiable=True is not supported"):
         getattr(optim, name)([gc.nn.Parameter(gc.ones(2))], differentiable=True)

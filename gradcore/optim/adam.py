@@ -29,6 +29,8 @@ class Adam(Optimizer):
 
     State per parameter, as in PyTorch: ``step`` (an int here, a 0-d tensor in
     PyTorch), ``exp_avg``, ``exp_avg_sq`` and, with ``amsgrad``, ``max_exp_avg_sq``.
+    ``foreach``, ``capturable`` and ``fused`` are accepted (every update is one kernel
+    per parameter here); ``differentiable=True`` is not supported.
 
     >>> import gradcore as gc
     >>> w = gc.nn.Parameter(gc.tensor([1.0, -1.0]))
@@ -42,8 +44,11 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
-                 maximize: bool = False, decoupled_weight_decay: bool = False):
+                 foreach: bool | None = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False):
         _check_adam_options(lr, betas, eps, weight_decay)
+        self._check_implementation(differentiable)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize,
                         decoupled_weight_decay=decoupled_weight_decay)
@@ -90,9 +95,11 @@ class AdamW(Adam):
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False):
+                 maximize: bool = False, foreach: bool | None = None,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
-                         decoupled_weight_decay=True)
+                         differentiable=differentiable, decoupled_weight_decay=True)
 
     def load_state_dict(self, state_dict: dict) -> None:
         super().load_state_dict(state_dict)
