@@ -1142,6 +1142,283 @@ __device__ __forceinline__ void adam_amsgrad_step(T* __restrict__ a0, const T* _
         adam_amsgrad_step_loop<T, C, long long>(a0, a1, a2, a3, a4, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps, n);
     }
 }
+
+// rmsprop_step(p, g, sq, neg_lr, wd, maximize, alpha, one_minus_alpha, eps): g = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); sq = sq * alpha + g * one_minus_alpha * g; avg = sqrt(sq) + eps; p = p + g * neg_lr / avg
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void rmsprop_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, C neg_lr, C wd, C maximize, C alpha, C one_minus_alpha, C eps, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C sq = load(a2[i]);
+        g = where(wd != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        sq = (sq * alpha) + (g * one_minus_alpha * g);
+        C avg = sqrt(sq) + eps;
+        p = p + (g * neg_lr / avg);
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(sq);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void rmsprop_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, C neg_lr, C wd, C maximize, C alpha, C one_minus_alpha, C eps, long long n) {
+    if (n < 2147483648LL) {
+        rmsprop_step_loop<T, C, unsigned int>(a0, a1, a2, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, (unsigned int)n);
+    } else {
+        rmsprop_step_loop<T, C, long long>(a0, a1, a2, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, n);
+    }
+}
+
+// rmsprop_momentum_step(p, g, sq, buf, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, momentum): g = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); sq = sq * alpha + g * one_minus_alpha * g; avg = sqrt(sq) + eps; buf = buf * momentum + g / avg; p = p + buf * neg_lr
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void rmsprop_momentum_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C neg_lr, C wd, C maximize, C alpha, C one_minus_alpha, C eps, C momentum, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C sq = load(a2[i]);
+        C buf = load(a3[i]);
+        g = where(wd != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        sq = (sq * alpha) + (g * one_minus_alpha * g);
+        C avg = sqrt(sq) + eps;
+        buf = (buf * momentum) + (g / avg);
+        p = p + (buf * neg_lr);
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(sq);
+        a3[i] = store<T>(buf);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void rmsprop_momentum_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C neg_lr, C wd, C maximize, C alpha, C one_minus_alpha, C eps, C momentum, long long n) {
+    if (n < 2147483648LL) {
+        rmsprop_momentum_step_loop<T, C, unsigned int>(a0, a1, a2, a3, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, momentum, (unsigned int)n);
+    } else {
+        rmsprop_momentum_step_loop<T, C, long long>(a0, a1, a2, a3, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, momentum, n);
+    }
+}
+
+// rmsprop_centered_step(p, g, sq, ga, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, small_weight, weight, one_minus_weight): g = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); sq = sq * alpha + g * one_minus_alpha * g; ga = where(small_weight != 0, ga + (g - ga) * weight, g - (g - ga) * one_minus_weight); avg = sqrt(sq - ga * ga) + eps; p = p + g * neg_lr / avg
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void rmsprop_centered_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C neg_lr, C wd, C maximize, C alpha, C one_minus_alpha, C eps, C small_weight, C weight, C one_minus_weight, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C sq = load(a2[i]);
+        C ga = load(a3[i]);
+        g = where(wd != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        sq = (sq * alpha) + (g * one_minus_alpha * g);
+        ga = where(small_weight != C(0), ga + ((g - ga) * weight), g - ((g - ga) * one_minus_weight));
+        C avg = sqrt(sq - (ga * ga)) + eps;
+        p = p + (g * neg_lr / avg);
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(sq);
+        a3[i] = store<T>(ga);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void rmsprop_centered_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C neg_lr, C wd, C maximize, C alpha, C one_minus_alpha, C eps, C small_weight, C weight, C one_minus_weight, long long n) {
+    if (n < 2147483648LL) {
+        rmsprop_centered_step_loop<T, C, unsigned int>(a0, a1, a2, a3, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, small_weight, weight, one_minus_weight, (unsigned int)n);
+    } else {
+        rmsprop_centered_step_loop<T, C, long long>(a0, a1, a2, a3, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, small_weight, weight, one_minus_weight, n);
+    }
+}
+
+// rmsprop_centered_momentum_step(p, g, sq, buf, ga, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, small_weight, weight, one_minus_weight, momentum): g = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); sq = sq * alpha + g * one_minus_alpha * g; ga = where(small_weight != 0, ga + (g - ga) * weight, g - (g - ga) * one_minus_weight); avg = sqrt(sq - ga * ga) + eps; buf = buf * momentum + g / avg; p = p + buf * neg_lr
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void rmsprop_centered_momentum_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, T* __restrict__ a4, C neg_lr, C wd, C maximize, C alpha, C one_minus_alpha, C eps, C small_weight, C weight, C one_minus_weight, C momentum, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C sq = load(a2[i]);
+        C buf = load(a3[i]);
+        C ga = load(a4[i]);
+        g = where(wd != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        sq = (sq * alpha) + (g * one_minus_alpha * g);
+        ga = where(small_weight != C(0), ga + ((g - ga) * weight), g - ((g - ga) * one_minus_weight));
+        C avg = sqrt(sq - (ga * ga)) + eps;
+        buf = (buf * momentum) + (g / avg);
+        p = p + (buf * neg_lr);
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(sq);
+        a3[i] = store<T>(buf);
+        a4[i] = store<T>(ga);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void rmsprop_centered_momentum_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, T* __restrict__ a4, C neg_lr, C wd, C maximize, C alpha, C one_minus_alpha, C eps, C small_weight, C weight, C one_minus_weight, C momentum, long long n) {
+    if (n < 2147483648LL) {
+        rmsprop_centered_momentum_step_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, small_weight, weight, one_minus_weight, momentum, (unsigned int)n);
+    } else {
+        rmsprop_centered_momentum_step_loop<T, C, long long>(a0, a1, a2, a3, a4, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, small_weight, weight, one_minus_weight, momentum, n);
+    }
+}
+
+// adagrad_step(p, g, sum_sq, neg_clr, wd, maximize, eps): g = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); sum_sq = sum_sq + g * g; p = p + g * neg_clr / (sqrt(sum_sq) + eps)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void adagrad_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, C neg_clr, C wd, C maximize, C eps, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C sum_sq = load(a2[i]);
+        g = where(wd != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        sum_sq = sum_sq + (g * g);
+        p = p + (g * neg_clr / (sqrt(sum_sq) + eps));
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(sum_sq);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void adagrad_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, C neg_clr, C wd, C maximize, C eps, long long n) {
+    if (n < 2147483648LL) {
+        adagrad_step_loop<T, C, unsigned int>(a0, a1, a2, neg_clr, wd, maximize, eps, (unsigned int)n);
+    } else {
+        adagrad_step_loop<T, C, long long>(a0, a1, a2, neg_clr, wd, maximize, eps, n);
+    }
+}
+
+// adadelta_step(p, g, sq, acc, neg_lr, wd, maximize, rho, one_minus_rho, eps): g = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); sq = sq * rho + g * one_minus_rho * g; delta = sqrt(acc + eps) / sqrt(sq + eps) * g; acc = acc * rho + delta * one_minus_rho * delta; p = p + delta * neg_lr
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void adadelta_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C neg_lr, C wd, C maximize, C rho, C one_minus_rho, C eps, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C sq = load(a2[i]);
+        C acc = load(a3[i]);
+        g = where(wd != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        sq = (sq * rho) + (g * one_minus_rho * g);
+        C delta = sqrt(acc + eps) / sqrt(sq + eps) * g;
+        acc = (acc * rho) + (delta * one_minus_rho * delta);
+        p = p + (delta * neg_lr);
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(sq);
+        a3[i] = store<T>(acc);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void adadelta_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C neg_lr, C wd, C maximize, C rho, C one_minus_rho, C eps, long long n) {
+    if (n < 2147483648LL) {
+        adadelta_step_loop<T, C, unsigned int>(a0, a1, a2, a3, neg_lr, wd, maximize, rho, one_minus_rho, eps, (unsigned int)n);
+    } else {
+        adadelta_step_loop<T, C, long long>(a0, a1, a2, a3, neg_lr, wd, maximize, rho, one_minus_rho, eps, n);
+    }
+}
+
+// adamax_step(p, g, m, u, neg_clr, wd, maximize, small_weight, weight, one_minus_weight, beta2, eps): g = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); m = where(small_weight != 0, m + (g - m) * weight, g - (g - m) * one_minus_weight); u = maximum(u * beta2, maximum(g, -g) + eps); p = p + m * neg_clr / u
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void adamax_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C neg_clr, C wd, C maximize, C small_weight, C weight, C one_minus_weight, C beta2, C eps, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C m = load(a2[i]);
+        C u = load(a3[i]);
+        g = where(wd != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        m = where(small_weight != C(0), m + ((g - m) * weight), g - ((g - m) * one_minus_weight));
+        u = maximum(u * beta2, maximum(g, -g) + eps);
+        p = p + (m * neg_clr / u);
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(m);
+        a3[i] = store<T>(u);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void adamax_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C neg_clr, C wd, C maximize, C small_weight, C weight, C one_minus_weight, C beta2, C eps, long long n) {
+    if (n < 2147483648LL) {
+        adamax_step_loop<T, C, unsigned int>(a0, a1, a2, a3, neg_clr, wd, maximize, small_weight, weight, one_minus_weight, beta2, eps, (unsigned int)n);
+    } else {
+        adamax_step_loop<T, C, long long>(a0, a1, a2, a3, neg_clr, wd, maximize, small_weight, weight, one_minus_weight, beta2, eps, n);
+    }
+}
+
+// nadam_step(p, g, m, v, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction2, eps, grad_coef, avg_coef): g = where(coupled != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = where(decay != 0, p * decay_factor, p); v = v * beta2 + g * one_minus_beta2 * g; m = where(small_weight != 0, m + (g - m) * weight, g - (g - m) * one_minus_weight); denom = sqrt(v / bias_correction2) + eps; p = p + g * grad_coef / denom; p = p + m * avg_coef / denom
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void nadam_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C coupled, C wd, C maximize, C decay, C decay_factor, C beta2, C one_minus_beta2, C small_weight, C weight, C one_minus_weight, C bias_correction2, C eps, C grad_coef, C avg_coef, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C m = load(a2[i]);
+        C v = load(a3[i]);
+        g = where(coupled != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        p = where(decay != C(0), p * decay_factor, p);
+        v = (v * beta2) + (g * one_minus_beta2 * g);
+        m = where(small_weight != C(0), m + ((g - m) * weight), g - ((g - m) * one_minus_weight));
+        C denom = sqrt(v / bias_correction2) + eps;
+        p = p + (g * grad_coef / denom);
+        p = p + (m * avg_coef / denom);
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(m);
+        a3[i] = store<T>(v);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void nadam_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C coupled, C wd, C maximize, C decay, C decay_factor, C beta2, C one_minus_beta2, C small_weight, C weight, C one_minus_weight, C bias_correction2, C eps, C grad_coef, C avg_coef, long long n) {
+    if (n < 2147483648LL) {
+        nadam_step_loop<T, C, unsigned int>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction2, eps, grad_coef, avg_coef, (unsigned int)n);
+    } else {
+        nadam_step_loop<T, C, long long>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction2, eps, grad_coef, avg_coef, n);
+    }
+}
+
+// radam_step(p, g, m, v, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction1, lr, rectify, bias_correction2_sqrt, eps, rect): g = where(coupled != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = where(decay != 0, p * decay_factor, p); v = v * beta2 + g * one_minus_beta2 * g; m = where(small_weight != 0, m + (g - m) * weight, g - (g - m) * one_minus_weight); m_hat = m / bias_correction1 * lr; p = where(rectify != 0, p - m_hat * (1 / (sqrt(v) + eps) * bias_correction2_sqrt) * rect, p - m_hat)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void radam_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C coupled, C wd, C maximize, C decay, C decay_factor, C beta2, C one_minus_beta2, C small_weight, C weight, C one_minus_weight, C bias_correction1, C lr, C rectify, C bias_correction2_sqrt, C eps, C rect, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C m = load(a2[i]);
+        C v = load(a3[i]);
+        g = where(coupled != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        p = where(decay != C(0), p * decay_factor, p);
+        v = (v * beta2) + (g * one_minus_beta2 * g);
+        m = where(small_weight != C(0), m + ((g - m) * weight), g - ((g - m) * one_minus_weight));
+        C m_hat = m / bias_correction1 * lr;
+        p = where(rectify != C(0), p - (m_hat * (C(1) / (sqrt(v) + eps) * bias_correction2_sqrt) * rect), p - m_hat);
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(m);
+        a3[i] = store<T>(v);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void radam_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C coupled, C wd, C maximize, C decay, C decay_factor, C beta2, C one_minus_beta2, C small_weight, C weight, C one_minus_weight, C bias_correction1, C lr, C rectify, C bias_correction2_sqrt, C eps, C rect, long long n) {
+    if (n < 2147483648LL) {
+        radam_step_loop<T, C, unsigned int>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction1, lr, rectify, bias_correction2_sqrt, eps, rect, (unsigned int)n);
+    } else {
+        radam_step_loop<T, C, long long>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction1, lr, rectify, bias_correction2_sqrt, eps, rect, n);
+    }
+}
 }  // namespace gradcore
 
 // ---- float16: stored as gc_half, computed in float
@@ -1280,6 +1557,33 @@ extern "C" __global__ void adam_step_float16(gc_half* __restrict__ a0, const gc_
 }
 extern "C" __global__ void adam_amsgrad_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, gc_half* __restrict__ a4, float coupled, float wd, float maximize, float decay, float decay_factor, float beta2, float one_minus_beta2, float small_weight, float weight, float one_minus_weight, float neg_step_size, float bias_correction2_sqrt, float eps, long long n) {
     gradcore::adam_amsgrad_step<gc_half, float>(a0, a1, a2, a3, a4, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps, n);
+}
+extern "C" __global__ void rmsprop_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, float neg_lr, float wd, float maximize, float alpha, float one_minus_alpha, float eps, long long n) {
+    gradcore::rmsprop_step<gc_half, float>(a0, a1, a2, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, n);
+}
+extern "C" __global__ void rmsprop_momentum_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, float neg_lr, float wd, float maximize, float alpha, float one_minus_alpha, float eps, float momentum, long long n) {
+    gradcore::rmsprop_momentum_step<gc_half, float>(a0, a1, a2, a3, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, momentum, n);
+}
+extern "C" __global__ void rmsprop_centered_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, float neg_lr, float wd, float maximize, float alpha, float one_minus_alpha, float eps, float small_weight, float weight, float one_minus_weight, long long n) {
+    gradcore::rmsprop_centered_step<gc_half, float>(a0, a1, a2, a3, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, small_weight, weight, one_minus_weight, n);
+}
+extern "C" __global__ void rmsprop_centered_momentum_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, gc_half* __restrict__ a4, float neg_lr, float wd, float maximize, float alpha, float one_minus_alpha, float eps, float small_weight, float weight, float one_minus_weight, float momentum, long long n) {
+    gradcore::rmsprop_centered_momentum_step<gc_half, float>(a0, a1, a2, a3, a4, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, small_weight, weight, one_minus_weight, momentum, n);
+}
+extern "C" __global__ void adagrad_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, float neg_clr, float wd, float maximize, float eps, long long n) {
+    gradcore::adagrad_step<gc_half, float>(a0, a1, a2, neg_clr, wd, maximize, eps, n);
+}
+extern "C" __global__ void adadelta_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, float neg_lr, float wd, float maximize, float rho, float one_minus_rho, float eps, long long n) {
+    gradcore::adadelta_step<gc_half, float>(a0, a1, a2, a3, neg_lr, wd, maximize, rho, one_minus_rho, eps, n);
+}
+extern "C" __global__ void adamax_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, float neg_clr, float wd, float maximize, float small_weight, float weight, float one_minus_weight, float beta2, float eps, long long n) {
+    gradcore::adamax_step<gc_half, float>(a0, a1, a2, a3, neg_clr, wd, maximize, small_weight, weight, one_minus_weight, beta2, eps, n);
+}
+extern "C" __global__ void nadam_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, float coupled, float wd, float maximize, float decay, float decay_factor, float beta2, float one_minus_beta2, float small_weight, float weight, float one_minus_weight, float bias_correction2, float eps, float grad_coef, float avg_coef, long long n) {
+    gradcore::nadam_step<gc_half, float>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction2, eps, grad_coef, avg_coef, n);
+}
+extern "C" __global__ void radam_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, float coupled, float wd, float maximize, float decay, float decay_factor, float beta2, float one_minus_beta2, float small_weight, float weight, float one_minus_weight, float bias_correction1, float lr, float rectify, float bias_correction2_sqrt, float eps, float rect, long long n) {
+    gradcore::radam_step<gc_half, float>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction1, lr, rectify, bias_correction2_sqrt, eps, rect, n);
 }
 // softmax_backward_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_backward_rows_float16(const gc_half* __restrict__ g, const gc_half* __restrict__ y, gc_half* __restrict__ out, long long rows, long long cols) {
@@ -1456,6 +1760,33 @@ extern "C" __global__ void adam_step_float32(float* __restrict__ a0, const float
 extern "C" __global__ void adam_amsgrad_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float* __restrict__ a4, float coupled, float wd, float maximize, float decay, float decay_factor, float beta2, float one_minus_beta2, float small_weight, float weight, float one_minus_weight, float neg_step_size, float bias_correction2_sqrt, float eps, long long n) {
     gradcore::adam_amsgrad_step<float, float>(a0, a1, a2, a3, a4, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps, n);
 }
+extern "C" __global__ void rmsprop_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float neg_lr, float wd, float maximize, float alpha, float one_minus_alpha, float eps, long long n) {
+    gradcore::rmsprop_step<float, float>(a0, a1, a2, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, n);
+}
+extern "C" __global__ void rmsprop_momentum_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float neg_lr, float wd, float maximize, float alpha, float one_minus_alpha, float eps, float momentum, long long n) {
+    gradcore::rmsprop_momentum_step<float, float>(a0, a1, a2, a3, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, momentum, n);
+}
+extern "C" __global__ void rmsprop_centered_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float neg_lr, float wd, float maximize, float alpha, float one_minus_alpha, float eps, float small_weight, float weight, float one_minus_weight, long long n) {
+    gradcore::rmsprop_centered_step<float, float>(a0, a1, a2, a3, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, small_weight, weight, one_minus_weight, n);
+}
+extern "C" __global__ void rmsprop_centered_momentum_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float* __restrict__ a4, float neg_lr, float wd, float maximize, float alpha, float one_minus_alpha, float eps, float small_weight, float weight, float one_minus_weight, float momentum, long long n) {
+    gradcore::rmsprop_centered_momentum_step<float, float>(a0, a1, a2, a3, a4, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, small_weight, weight, one_minus_weight, momentum, n);
+}
+extern "C" __global__ void adagrad_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float neg_clr, float wd, float maximize, float eps, long long n) {
+    gradcore::adagrad_step<float, float>(a0, a1, a2, neg_clr, wd, maximize, eps, n);
+}
+extern "C" __global__ void adadelta_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float neg_lr, float wd, float maximize, float rho, float one_minus_rho, float eps, long long n) {
+    gradcore::adadelta_step<float, float>(a0, a1, a2, a3, neg_lr, wd, maximize, rho, one_minus_rho, eps, n);
+}
+extern "C" __global__ void adamax_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float neg_clr, float wd, float maximize, float small_weight, float weight, float one_minus_weight, float beta2, float eps, long long n) {
+    gradcore::adamax_step<float, float>(a0, a1, a2, a3, neg_clr, wd, maximize, small_weight, weight, one_minus_weight, beta2, eps, n);
+}
+extern "C" __global__ void nadam_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float coupled, float wd, float maximize, float decay, float decay_factor, float beta2, float one_minus_beta2, float small_weight, float weight, float one_minus_weight, float bias_correction2, float eps, float grad_coef, float avg_coef, long long n) {
+    gradcore::nadam_step<float, float>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction2, eps, grad_coef, avg_coef, n);
+}
+extern "C" __global__ void radam_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float coupled, float wd, float maximize, float decay, float decay_factor, float beta2, float one_minus_beta2, float small_weight, float weight, float one_minus_weight, float bias_correction1, float lr, float rectify, float bias_correction2_sqrt, float eps, float rect, long long n) {
+    gradcore::radam_step<float, float>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction1, lr, rectify, bias_correction2_sqrt, eps, rect, n);
+}
 // softmax_backward_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_backward_rows_float32(const float* __restrict__ g, const float* __restrict__ y, float* __restrict__ out, long long rows, long long cols) {
     gradcore::softmax_backward_rows<float, float>(g, y, out, rows, cols);
@@ -1630,6 +1961,33 @@ extern "C" __global__ void adam_step_float64(double* __restrict__ a0, const doub
 }
 extern "C" __global__ void adam_amsgrad_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double* __restrict__ a4, double coupled, double wd, double maximize, double decay, double decay_factor, double beta2, double one_minus_beta2, double small_weight, double weight, double one_minus_weight, double neg_step_size, double bias_correction2_sqrt, double eps, long long n) {
     gradcore::adam_amsgrad_step<double, double>(a0, a1, a2, a3, a4, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, neg_step_size, bias_correction2_sqrt, eps, n);
+}
+extern "C" __global__ void rmsprop_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double neg_lr, double wd, double maximize, double alpha, double one_minus_alpha, double eps, long long n) {
+    gradcore::rmsprop_step<double, double>(a0, a1, a2, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, n);
+}
+extern "C" __global__ void rmsprop_momentum_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double neg_lr, double wd, double maximize, double alpha, double one_minus_alpha, double eps, double momentum, long long n) {
+    gradcore::rmsprop_momentum_step<double, double>(a0, a1, a2, a3, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, momentum, n);
+}
+extern "C" __global__ void rmsprop_centered_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double neg_lr, double wd, double maximize, double alpha, double one_minus_alpha, double eps, double small_weight, double weight, double one_minus_weight, long long n) {
+    gradcore::rmsprop_centered_step<double, double>(a0, a1, a2, a3, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, small_weight, weight, one_minus_weight, n);
+}
+extern "C" __global__ void rmsprop_centered_momentum_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double* __restrict__ a4, double neg_lr, double wd, double maximize, double alpha, double one_minus_alpha, double eps, double small_weight, double weight, double one_minus_weight, double momentum, long long n) {
+    gradcore::rmsprop_centered_momentum_step<double, double>(a0, a1, a2, a3, a4, neg_lr, wd, maximize, alpha, one_minus_alpha, eps, small_weight, weight, one_minus_weight, momentum, n);
+}
+extern "C" __global__ void adagrad_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double neg_clr, double wd, double maximize, double eps, long long n) {
+    gradcore::adagrad_step<double, double>(a0, a1, a2, neg_clr, wd, maximize, eps, n);
+}
+extern "C" __global__ void adadelta_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double neg_lr, double wd, double maximize, double rho, double one_minus_rho, double eps, long long n) {
+    gradcore::adadelta_step<double, double>(a0, a1, a2, a3, neg_lr, wd, maximize, rho, one_minus_rho, eps, n);
+}
+extern "C" __global__ void adamax_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double neg_clr, double wd, double maximize, double small_weight, double weight, double one_minus_weight, double beta2, double eps, long long n) {
+    gradcore::adamax_step<double, double>(a0, a1, a2, a3, neg_clr, wd, maximize, small_weight, weight, one_minus_weight, beta2, eps, n);
+}
+extern "C" __global__ void nadam_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double coupled, double wd, double maximize, double decay, double decay_factor, double beta2, double one_minus_beta2, double small_weight, double weight, double one_minus_weight, double bias_correction2, double eps, double grad_coef, double avg_coef, long long n) {
+    gradcore::nadam_step<double, double>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction2, eps, grad_coef, avg_coef, n);
+}
+extern "C" __global__ void radam_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double coupled, double wd, double maximize, double decay, double decay_factor, double beta2, double one_minus_beta2, double small_weight, double weight, double one_minus_weight, double bias_correction1, double lr, double rectify, double bias_correction2_sqrt, double eps, double rect, long long n) {
+    gradcore::radam_step<double, double>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction1, lr, rectify, bias_correction2_sqrt, eps, rect, n);
 }
 // softmax_backward_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_backward_rows_float64(const double* __restrict__ g, const double* __restrict__ y, double* __restrict__ out, long long rows, long long cols) {

@@ -68,8 +68,10 @@ def test_every_kernel_and_dtype_has_an_entry_point():
         for dtype in DTYPES:
             assert f'extern "C" __global__ void {name}_{dtype}(' in src
     # the optimizer updates are in the same file
-    assert {"sgd_step", "sgd_momentum_step", "adam_step", "adam_amsgrad_step"} <= set(
-        kc.all_kernels())
+    assert {"sgd_step", "sgd_momentum_step", "adam_step", "adam_amsgrad_step",
+            "rmsprop_step", "rmsprop_momentum_step", "rmsprop_centered_step",
+            "rmsprop_centered_momentum_step", "adagrad_step", "adadelta_step", "adamax_step",
+            "nadam_step", "radam_step"} <= set(kc.all_kernels())
 
 
 @pytest.mark.parametrize("expr, params, c", [
@@ -588,6 +590,88 @@ def test_adam_kernels_match_the_numpy_update(case, dtype, host_lib):
     # sqrt is correctly rounded on both sides; float16 computes in float32 in the kernel
     for got, ref, what in zip((p, m, v, vmax), want, ("p", "m", "v", "vmax")):
         np.testing.assert_allclose(got, ref, err_msg=f"{what} {dtype}", **_update_tol(dtype))
+
+
+# the updates of the other optimizers: (entry, options, the state arrays after the
+# gradient by what they hold: "any", "small" (a mean gradient), "positive")
+UPDATE_CASES = [
+    ("rmsprop_update", dict(lr=1e-2, alpha=0.99, eps=1e-8), ("positive",)),
+    ("rmsprop_update", dict(lr=1e-2, alpha=0.9, eps=1e-8, momentum=0.9, weight_decay=0.1,
+                            maximize=True), ("positive", "any")),
+    ("rmsprop_update", dict(lr=1e-2, alpha=0.3, eps=1e-8, centered=True),
+     ("positive", "any", "small")),
+    ("rmsprop_update", dict(lr=1e-2, alpha=0.99, eps=1e-8, momentum=0.5, centered=True,
+                            weight_decay=0.01), ("positive", "any", "small")),
+    ("adagrad_update", dict(step=1, lr=1e-2, eps=1e-10), ("positive",)),
+    ("adagrad_update", dict(step=6, lr=1e-2, eps=1e-10, lr_decay=0.1, weight_decay=0.1,
+                            maximize=True), ("positive",)),
+    ("adadelta_update", dict(lr=1.0, rho=0.9, eps=1e-6), ("positive", "positive")),
+    ("adadelta_update", dict(lr=0.5, rho=0.5, eps=1e-6, weight_decay=0.1, maximize=True),
+     ("positive", "positive")),
+    ("adamax_update", dict(step=1, lr=2e-3, beta1=0.9, beta2=0.999, eps=1e-8),
+     ("any", "positive")),
+    ("adamax_update", dict(step=4, lr=2e-3, beta1=0.3, beta2=0.5, eps=1e-8,
+                           weight_decay=0.1, maximize=True), ("any", "positive")),
+    ("nadam_update", dict(step=1, mu_product=0.45, lr=2e-3, beta1=0.9, beta2=0.999,
+                          eps=1e-8), ("any", "positive")),
+    ("nadam_update", dict(step=5, mu_product=0.07, lr=2e-3, beta1=0.3, beta2=0.99, eps=1e-8,
+                          weight_decay=0.1, maximize=True), ("any", "positive")),
+    ("nadam_update", dict(step=3, mu_product=0.3, lr=2e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+                          weight_decay=0.1, decoupled_weight_decay=True),
+     ("any", "positive")),
+    ("radam_update", dict(step=2, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8),  # not rectified
+     ("any", "positive")),
+    ("radam_update", dict(step=9, lr=1e-3, beta1=0.3, beta2=0.999, eps=1e-8,   # rectified
+                          weight_decay=0.1, maximize=True), ("any", "positive")),
+    ("radam_update", dict(step=12, lr=1e-3, beta1=0.9, beta2=0.99, eps=1e-8,
+                          weight_decay=0.1, decoupled_weight_decay=True), ("any", "positive")),
+]
+
+
+class _HostSteps:
+    """The steps an update's entry calls, run through the host build of the CUDA source
+    (``steps.rmsprop_step(...)`` -> ``run_host("rmsprop_step", ...)``); names them."""
+
+    def __init__(self, lib):
+        self.lib, self.called = lib, []
+
+    def __getattr__(self, name):
+        def step(*args):
+            self.called.append(name)
+            khost.run_host(name, *args, lib=self.lib)
+        return step
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", range(len(UPDATE_CASES)))
+def test_update_kernels_match_the_numpy_update(case, dtype, host_lib):
+    """The host build of each optimizer's step kernel against the CPU's update (the same
+    declaration generated as NumPy code), called by the same entry with the same
+    scalars: bitwise in float32 and float64; float16 computes in float32 in the kernel,
+    in float16 in NumPy."""
+    if not khost.host_supports(dtype, host_lib):
+        pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
+    from gradcore.kernels import updates
+
+    name, kw, kinds = UPDATE_CASES[case]
+    rng = np.random.default_rng(20 + case)
+
+    def make(kind):
+        a = rng.standard_normal(1000)
+        return {"any": a, "small": 0.1 * a, "positive": np.abs(a) + 0.5}[kind].astype(dtype)
+
+    arrays = [make("any"), make("any"), *[make(kind) for kind in kinds]]
+    want = [a.copy() for a in arrays]
+    getattr(cpu.math, name)(*want, **kw)
+    steps = _HostSteps(host_lib)
+    updates.ENTRIES[name](steps, *arrays, **kw)
+    assert len(steps.called) == 1
+    assert np.array_equal(arrays[1], want[1])  # the gradient is only read
+    for got, ref in zip(arrays, want):
+        if dtype == "float16":
+            np.testing.assert_allclose(got, ref, rtol=2e-3, atol=2e-3, err_msg=steps.called[0])
+        else:
+            np.testing.assert_array_equal(got, ref, err_msg=f"{steps.called[0]} {dtype}")
 
 
 def test_launch_checks_argument_types(host_lib):

@@ -2,7 +2,7 @@
 exact resumption from state dicts (through gc.save / gc.load), clear errors."""
 
 import math
-import warnings
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -36,7 +36,30 @@ CASES = [
     ("AdamW", dict(lr=0.02, weight_decay=0.1)),
     ("AdamW", dict(lr=0.02, amsgrad=True)),
     ("AdamW", dict(lr=0.02, amsgrad=True, weight_decay=0.3, betas=(0.8, 0.9), maximize=True)),
+    ("RMSprop", dict()),
+    ("RMSprop", dict(lr=0.01, momentum=0.9)),
+    ("RMSprop", dict(centered=True)),
+    ("RMSprop", dict(lr=0.01, alpha=0.9, centered=True, momentum=0.5, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.005, weight_decay=0.05, maximize=True)),
+    ("Adagrad", dict()),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.5)),
+    ("Adagrad", dict(lr=0.05, eps=1e-6, maximize=True)),
+    ("Adadelta", dict()),
+    ("Adadelta", dict(lr=0.5, rho=0.5, weight_decay=0.1, maximize=True)),
+    ("Adamax", dict()),
+    ("Adamax", dict(lr=0.02, weight_decay=0.1)),
+    ("Adamax", dict(lr=0.005, betas=(0.3, 0.5), maximize=True)),  # lerp's other branch
+    ("NAdam", dict()),
+    ("NAdam", dict(lr=0.02, weight_decay=0.1)),
+    ("NAdam", dict(lr=0.02, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    ("NAdam", dict(lr=0.01, momentum_decay=0.1, betas=(0.3, 0.9), eps=1e-6)),
+    # RAdam rectifies from step 6 on (rho_t > 5) with these beta2s: both forms are compared
+    ("RAdam", dict()),
+    ("RAdam", dict(lr=0.02, weight_decay=0.1)),
+    ("RAdam", dict(lr=0.02, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    ("RAdam", dict(lr=0.01, betas=(0.3, 0.9))),
 ]
+NEW_OPTIMIZERS = ["RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]
 
 
 def _ids(case):
@@ -102,7 +125,11 @@ def test_twenty_steps_match_pytorch(case, dtype, device):
 
 @needs_torch
 @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9)),
-                                     ("Adam", dict(lr=0.02)), ("AdamW", dict(amsgrad=True))])
+                                     ("Adam", dict(lr=0.02)), ("AdamW", dict(amsgrad=True)),
+                                     ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+                                     ("Adagrad", dict(lr=0.1, lr_decay=0.05)),
+                                     ("Adadelta", dict(lr=0.5)), ("Adamax", dict(lr=0.01)),
+                                     ("NAdam", dict(lr=0.01)), ("RAdam", dict(lr=0.01))])
 def test_param_groups_with_their_own_options_match_pytorch(name, kw, device):
     pb = _problem("float64", seed=1)
     w, b = _gc_params(pb)
@@ -117,7 +144,11 @@ def test_param_groups_with_their_own_options_match_pytorch(name, kw, device):
 
 @needs_torch
 @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", {}),
-                                     ("AdamW", dict(amsgrad=True))])
+                                     ("AdamW", dict(amsgrad=True)), ("RMSprop", {}),
+                                     ("RMSprop", dict(momentum=0.9, centered=True)),
+                                     ("Adagrad", dict(initial_accumulator_value=0.1)),
+                                     ("Adadelta", {}), ("Adamax", {}), ("NAdam", {}),
+                                     ("RAdam", {})])
 def test_state_dict_layout_matches_pytorch(name, kw):
     import torch
     pb = _problem("float32")
@@ -145,7 +176,16 @@ def test_state_dict_layout_matches_pytorch(name, kw):
                                                   weight_decay=0.01)),
                                      ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.5)),
                                      ("Adam", dict(lr=0.02, amsgrad=True, weight_decay=0.1)),
-                                     ("AdamW", dict(lr=0.02))])
+                                     ("AdamW", dict(lr=0.02)),
+                                     ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True,
+                                                      weight_decay=0.01)),
+                                     ("Adagrad", dict(lr=0.1, lr_decay=0.01,
+                                                      initial_accumulator_value=0.1)),
+                                     ("Adadelta", dict(weight_decay=0.01)),
+                                     ("Adamax", dict(lr=0.01)),
+                                     ("NAdam", dict(lr=0.01, weight_decay=0.1,
+                                                    decoupled_weight_decay=True)),
+                                     ("RAdam", dict(lr=0.01))])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_resume_from_a_saved_state_dict_is_exact(name, kw, dtype, tmp_path, device):
     pb = _problem(dtype, seed=2)
@@ -319,6 +359,132 @@ def test_defaults_are_pytorchs():
         (1e-3, 0, 0, 0, False)
 
 
+@needs_torch
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", *NEW_OPTIMIZERS])
+def test_signatures_and_defaults_are_pytorchs(name):
+    """Every parameter of PyTorch's constructor, in its place and kind, with its default;
+    every option a group keeps is PyTorch's default."""
+    import inspect
+
+    import torch
+    ours = inspect.signature(getattr(optim, name))
+    theirs = inspect.signature(getattr(torch.optim, name))
+    assert [(p.name, p.kind, p.default) for p in ours.parameters.values()] == \
+        [(p.name, p.kind, p.default) for p in theirs.parameters.values()]
+    group = getattr(optim, name)([gc.nn.Parameter(gc.ones(2))]).param_groups[0]
+    tgroup = getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(2))]).param_groups[0]
+    assert set(group) - {"params"} <= set(tgroup)
+    for key, value in group.items():
+        if key != "params":
+            assert value == tgroup[key] and type(value) is type(tgroup[key]), key
+
+
+BAD_OPTIONS = [
+    ("RMSprop", dict(lr=-0.1)), ("RMSprop", dict(eps=-1.0)), ("RMSprop", dict(momentum=-0.5)),
+    ("RMSprop", dict(weight_decay=-1e-2)), ("RMSprop", dict(alpha=-0.9)),
+    ("Adagrad", dict(lr=-1.0)), ("Adagrad", dict(lr_decay=-0.1)),
+    ("Adagrad", dict(weight_decay=-0.1)), ("Adagrad", dict(initial_accumulator_value=-1.0)),
+    ("Adagrad", dict(eps=-1e-10)),
+    ("Adadelta", dict(lr=-1.0)), ("Adadelta", dict(rho=1.5)), ("Adadelta", dict(rho=-0.1)),
+    ("Adadelta", dict(eps=-1.0)), ("Adadelta", dict(weight_decay=-1.0)),
+    ("Adamax", dict(lr=-1.0)), ("Adamax", dict(eps=-1.0)), ("Adamax", dict(betas=(1.0, 0.9))),
+    ("Adamax", dict(betas=(0.9, -0.1))), ("Adamax", dict(weight_decay=-1.0)),
+    ("NAdam", dict(lr=-1.0)), ("NAdam", dict(betas=(0.9, 1.0))),
+    ("NAdam", dict(weight_decay=-1.0)), ("NAdam", dict(momentum_decay=-4e-3)),
+    ("RAdam", dict(lr=-1.0)), ("RAdam", dict(eps=-1.0)), ("RAdam", dict(betas=(-0.1, 0.9))),
+    ("RAdam", dict(weight_decay=-1.0)),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("name, kw", BAD_OPTIONS, ids=[_ids(c) for c in BAD_OPTIONS])
+def test_bad_options_raise_pytorchs_errors(name, kw):
+    import torch
+    with pytest.raises(Exception) as theirs:
+        getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(2))], **kw)
+    with pytest.raises(type(theirs.value)) as ours:
+        getattr(optim, name)([gc.nn.Parameter(gc.ones(2))], **kw)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", *NEW_OPTIMIZERS])
+def test_differentiable_steps_are_refused_clearly(name):
+    with pytest.raises(NotImplementedError, match="differentiable=True is not supported"):
+        getattr(optim, name)([gc.nn.Parameter(gc.ones(2))], differentiable=True)
+    # foreach and the other implementation choices give the same updates
+    getattr(optim, name)([gc.nn.Parameter(gc.ones(2))], foreach=True)
+
+
+@needs_torch
+def test_nadam_keeps_pytorchs_float32_product_of_momentum_coefficients(tmp_path):
+    """mu_product is a float32 0-d tensor in PyTorch: the same value here, to the bit,
+    after every step and through a checkpoint."""
+    import torch
+    pb = _problem("float64")
+    w, b = _gc_params(pb)
+    opt = optim.NAdam([w, b], lr=0.01, momentum_decay=0.05)
+    tw = torch.nn.Parameter(torch.from_numpy(pb["w"].copy()))
+    tb = torch.nn.Parameter(torch.from_numpy(pb["b"].copy()))
+    topt = torch.optim.NAdam([tw, tb], lr=0.01, momentum_decay=0.05)
+    for step in range(1, 31):
+        for p, tp in ((w, tw), (b, tb)):
+            p.grad, tp.grad = gc.ones_like(p), torch.ones_like(tp)
+        opt.step()
+        topt.step()
+        for p, tp in ((w, tw), (b, tb)):
+            ours, theirs = opt.state[p], topt.state[tp]
+            assert ours["step"] == theirs["step"].item() == step
+            assert type(ours["mu_product"]) is float
+            assert ours["mu_product"] == theirs["mu_product"].item()
+    gc.save(opt.state_dict(), tmp_path / "nadam")
+    opt2 = optim.NAdam([w, b])
+    opt2.load_state_dict(gc.load(tmp_path / "nadam"))
+    assert opt2.state[w]["mu_product"] == opt.state[w]["mu_product"]
+    # a state dict holding PyTorch's 0-d tensors loads as numbers
+    sd = opt.state_dict()
+    sd["state"][0] = dict(sd["state"][0], step=gc.tensor(30.0), mu_product=gc.tensor(0.25))
+    opt2.load_state_dict(sd)
+    assert opt2.state[w]["step"] == 30 and type(opt2.state[w]["step"]) is int
+    assert opt2.state[w]["mu_product"] == 0.25 and type(opt2.state[w]["mu_product"]) is float
+
+
+def test_radam_cases_compare_both_forms_of_the_update():
+    """RAdam's rectification (rho_t > 5) depends on the step count alone; the 20 steps of
+    test_twenty_steps_match_pytorch cover steps with and without it."""
+    from gradcore.kernels.updates import radam_rho
+    for name, kw in CASES:
+        if name == "RAdam":
+            beta2 = kw.get("betas", (0.9, 0.999))[1]
+            rectified = [radam_rho(t, beta2)[1] > 5 for t in range(1, STEPS + 1)]
+            assert rectified[0] is False and rectified[-1] is True
+
+
+def test_adagrad_makes_every_state_at_construction_like_pytorch():
+    a, b = gc.nn.Parameter(gc.ones(2)), gc.nn.Parameter(gc.ones(3))
+    opt = optim.Adagrad([{"params": [a]}, {"params": [b], "initial_accumulator_value": 9.0}],
+                        initial_accumulator_value=0.5)
+    sd = opt.state_dict()
+    assert sorted(sd["state"]) == [0, 1] and sd["state"][1]["step"] == 0
+    # like PyTorch, every sum starts at the constructor's value, whatever its group says
+    np.testing.assert_array_equal(host(sd["state"][1]["sum"]), [0.5] * 3)
+    c = gc.nn.Parameter(gc.ones(2))
+    opt.add_param_group({"params": [c]})
+    (c * c).sum().backward()
+    opt.step()  # a group added later gets its state at its first step
+    assert opt.state[c]["step"] == 1
+    np.testing.assert_allclose(host(opt.state[c]["sum"]), [4.5, 4.5])
+
+
+def test_rmsprop_refuses_a_state_without_the_buffers_its_options_need():
+    w = gc.nn.Parameter(gc.ones(2))
+    opt = optim.RMSprop([w])
+    (w * w).sum().backward()
+    opt.step()
+    opt.param_groups[0]["centered"] = True
+    with pytest.raises(RuntimeError, match="no 'grad_avg'"):
+        opt.step()
+
+
 def test_adam_bias_correction_scalars_follow_pytorchs_order():
     # step_size = lr / (1 - beta1 ** t); bias_correction2 ** 0.5, all in Python floats
     for t in (1, 2, 7, 1000):
@@ -369,7 +535,8 @@ def test_optimizers_call_the_fused_update_of_the_parameters_namespace(monkeypatc
     """The seam issue 4 swaps a CUDA kernel into: one call per parameter per step."""
     m = gc.backend.cpu.math
     calls = []
-    for name in ("sgd_update", "adam_update"):
+    for name in ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update",
+                 "adadelta_update", "adamax_update", "nadam_update", "radam_update"):
         real = getattr(m, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
@@ -378,7 +545,12 @@ def test_optimizers_call_the_fused_update_of_the_parameters_namespace(monkeypatc
         monkeypatch.setattr(m, name, spy)
     pb = _problem("float32")
     for cls, kw, kernel in [(optim.SGD, dict(lr=0.1, momentum=0.9), "sgd_update"),
-                            (optim.Adam, {}, "adam_update"), (optim.AdamW, {}, "adam_update")]:
+                            (optim.Adam, {}, "adam_update"), (optim.AdamW, {}, "adam_update"),
+                            (optim.RMSprop, dict(centered=True), "rmsprop_update"),
+                            (optim.Adagrad, {}, "adagrad_update"),
+                            (optim.Adadelta, {}, "adadelta_update"),
+                            (optim.Adamax, {}, "adamax_update"),
+                            (optim.NAdam, {}, "nadam_update"), (optim.RAdam, {}, "radam_update")]:
         calls.clear()
         w, b = _gc_params(pb)
         _gc_run(cls([w, b], **kw), w, b, pb, 3)
@@ -386,29 +558,29 @@ def test_optimizers_call_the_fused_update_of_the_parameters_namespace(monkeypatc
 
 
 # ---- learning-rate schedules ------------------------------------------------------------
-def _gc_lrs(make, epochs, lrs=(0.1, 0.02)):
-    params = [gc.nn.Parameter(gc.ones(1)) for _ in lrs]
-    opt = optim.SGD([{"params": [p], "lr": lr} for p, lr in zip(params, lrs)])
-    sched = make(optim.lr_scheduler, opt)
-    out = []
-    for _ in range(epochs):
-        out.append(list(sched.get_last_lr()))
-        opt.step()
-        sched.step()
-    return out, opt, sched
+def _schedule(module, optimizers, make, opt_name="SGD", lrs=(0.1, 0.02)):
+    """An optimizer of ``opt_name`` over one parameter per rate and the schedule
+    ``make(lr_scheduler module, optimizer)``, in gradcore or PyTorch."""
+    params = [module.nn.Parameter(module.ones(1)) for _ in lrs]
+    opt = getattr(optimizers, opt_name)([{"params": [p], "lr": lr}
+                                         for p, lr in zip(params, lrs)])
+    return opt, make(optimizers.lr_scheduler, opt)
 
 
-def _torch_lrs(make, epochs, lrs=(0.1, 0.02)):
-    import torch
-    params = [torch.nn.Parameter(torch.ones(1)) for _ in lrs]
-    opt = torch.optim.SGD([{"params": [p], "lr": lr} for p, lr in zip(params, lrs)])
-    sched = make(torch.optim.lr_scheduler, opt)
+def _run_schedule(opt, sched, epochs):
+    """Each epoch's rates and momenta (``momentum``, ``betas``) as the schedule left them."""
     out = []
     for _ in range(epochs):
-        out.append(list(sched.get_last_lr()))
+        out.append((list(sched.get_last_lr()),
+                    [(g.get("momentum"), g.get("betas")) for g in opt.param_groups]))
         opt.step()
         sched.step()
     return out
+
+
+def _gc_lrs(make, epochs, lrs=(0.1, 0.02), opt_name="SGD"):
+    opt, sched = _schedule(gc, optim, make, opt_name, lrs)
+    return [lr for lr, _ in _run_schedule(opt, sched, epochs)], opt, sched
 
 
 SCHEDULES = {
@@ -416,16 +588,85 @@ SCHEDULES = {
     "StepLR(1)": lambda m, o: m.StepLR(o, step_size=1),
     "Cosine(7)": lambda m, o: m.CosineAnnealingLR(o, T_max=7),
     "Cosine(5, 0.01)": lambda m, o: m.CosineAnnealingLR(o, T_max=5, eta_min=0.01),
+    "LambdaLR": lambda m, o: m.LambdaLR(o, lambda e: 0.9 ** e + 0.01 * e),
+    "LambdaLR(per group)": lambda m, o: m.LambdaLR(o, [lambda e: 1 / (e + 1),
+                                                       lambda e: 0.95 ** e]),
+    "MultiplicativeLR": lambda m, o: m.MultiplicativeLR(o, lambda e: 0.9 if e % 3 else 1.1),
+    "MultiStepLR": lambda m, o: m.MultiStepLR(o, milestones=[3, 7, 7, 12], gamma=0.3),
+    "ExponentialLR": lambda m, o: m.ExponentialLR(o, gamma=0.9),
+    "LinearLR": lambda m, o: m.LinearLR(o, start_factor=0.2, total_iters=8),
+    "LinearLR(down)": lambda m, o: m.LinearLR(o, start_factor=1.0, end_factor=0.1,
+                                              total_iters=12),
+    "ConstantLR": lambda m, o: m.ConstantLR(o, factor=0.25, total_iters=6),
+    "PolynomialLR": lambda m, o: m.PolynomialLR(o, total_iters=20, power=2.0),
+    "PolynomialLR(0.5)": lambda m, o: m.PolynomialLR(o, total_iters=9, power=0.5),
+    "OneCycleLR(cos)": lambda m, o: m.OneCycleLR(o, max_lr=[0.5, 0.1], total_steps=30),
+    "OneCycleLR(linear, three phases)": lambda m, o: m.OneCycleLR(
+        o, max_lr=0.3, epochs=3, steps_per_epoch=10, anneal_strategy="linear",
+        three_phase=True, pct_start=0.25),
+    "OneCycleLR(no momentum)": lambda m, o: m.OneCycleLR(
+        o, max_lr=0.2, total_steps=40, cycle_momentum=False, div_factor=10.0,
+        final_div_factor=100.0, pct_start=0.5),
+    "OneCycleLR(three phases, momenta)": lambda m, o: m.OneCycleLR(
+        o, max_lr=[0.3, 0.2], total_steps=32, three_phase=True,
+        base_momentum=[0.8, 0.7], max_momentum=0.9),
+    "CyclicLR(triangular)": lambda m, o: m.CyclicLR(o, base_lr=0.01, max_lr=0.1,
+                                                    step_size_up=4),
+    "CyclicLR(triangular2)": lambda m, o: m.CyclicLR(
+        o, base_lr=[0.01, 0.002], max_lr=0.1, step_size_up=3, step_size_down=5,
+        mode="triangular2", base_momentum=[0.7, 0.8], max_momentum=0.95),
+    "CyclicLR(exp_range)": lambda m, o: m.CyclicLR(o, base_lr=0.01, max_lr=0.1,
+                                                   step_size_up=5, mode="exp_range",
+                                                   gamma=0.95, cycle_momentum=False),
+    "CyclicLR(scale_fn)": lambda m, o: m.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=3,
+                                                  scale_fn=lambda x: 0.9 ** x,
+                                                  scale_mode="iterations"),
+    "WarmRestarts(5)": lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=5),
+    "WarmRestarts(3, 2, 0.001)": lambda m, o: m.CosineAnnealingWarmRestarts(
+        o, T_0=3, T_mult=2, eta_min=0.001),
+    "SequentialLR": lambda m, o: m.SequentialLR(
+        o, [m.LinearLR(o, start_factor=0.1, total_iters=5), m.CosineAnnealingLR(o, T_max=10),
+            m.ExponentialLR(o, gamma=0.8)], milestones=[5, 15]),
+    "SequentialLR(constant, step)": lambda m, o: m.SequentialLR(
+        o, [m.ConstantLR(o, factor=0.5, total_iters=4), m.StepLR(o, step_size=3)],
+        milestones=[6]),
+    "ChainedScheduler": lambda m, o: m.ChainedScheduler(
+        [m.ConstantLR(o, factor=0.5, total_iters=4), m.ExponentialLR(o, gamma=0.9)]),
+    "ChainedScheduler(nested)": lambda m, o: m.ChainedScheduler(
+        [m.SequentialLR(o, [m.LinearLR(o, start_factor=0.5, total_iters=3),
+                            m.ExponentialLR(o, gamma=0.9)], milestones=[3]),
+         m.MultiStepLR(o, milestones=[8, 16])], optimizer=o),
 }
+# the schedules that cycle the momentum, with an Adam-like optimizer (betas[0] cycles)
+ADAM_SCHEDULES = {
+    "OneCycleLR(Adam)": lambda m, o: m.OneCycleLR(o, max_lr=0.01, total_steps=30),
+    "CyclicLR(Adam)": lambda m, o: m.CyclicLR(o, base_lr=1e-3, max_lr=1e-2, step_size_up=4,
+                                              base_momentum=0.85, max_momentum=0.95),
+}
+ALL_SCHEDULES = [(name, "SGD") for name in SCHEDULES] + [(name, "Adam")
+                                                          for name in ADAM_SCHEDULES]
+
+
+def _make(name):
+    return SCHEDULES.get(name) or ADAM_SCHEDULES[name]
 
 
 @needs_torch
-@pytest.mark.parametrize("name", list(SCHEDULES))
-def test_schedules_equal_pytorchs_exactly(name):
-    make = SCHEDULES[name]
-    ours, _, _ = _gc_lrs(make, 30)   # beyond T_max: the cosine's restart branch too
-    assert ours == _torch_lrs(make, 30)
-    assert len({tuple(x) for x in ours}) > 3
+@pytest.mark.parametrize("name, opt_name", ALL_SCHEDULES)
+def test_schedules_equal_pytorchs_exactly(name, opt_name):
+    """The rates and momenta of every epoch and the state dicts equal PyTorch's, to the
+    last bit."""
+    import torch
+    make = _make(name)
+    opt, sched = _schedule(gc, optim, make, opt_name)
+    topt, tsched = _schedule(torch, torch.optim, make, opt_name)
+    ours, theirs = _run_schedule(opt, sched, 30), _run_schedule(topt, tsched, 30)
+    assert ours == theirs   # (beyond T_max: the cosine's restart branch too)
+    assert len({tuple(lrs) for lrs, _ in ours}) > 1
+    assert sched.state_dict() == tsched.state_dict()
+    assert [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups] == \
+        [{k: g[k] for k in ours_group if k != "params"}
+         for g, ours_group in zip(topt.param_groups, opt.param_groups)]
 
 
 def test_schedules_known_values():
@@ -435,46 +676,238 @@ def test_schedules_known_values():
     ours, _, _ = _gc_lrs(lambda m, o: m.CosineAnnealingLR(o, T_max=4), 5, lrs=(1.0,))
     closed = [(1 + math.cos(math.pi * t / 4)) / 2 for t in range(5)]
     assert [x[0] for x in ours] == pytest.approx(closed, abs=1e-15)
+    # up from max_lr / div_factor in the first pct_start * total_steps - 1 steps, then down
+    # to that / final_div_factor
+    ours, _, _ = _gc_lrs(lambda m, o: m.OneCycleLR(o, max_lr=1.0, total_steps=10,
+                                                   pct_start=0.5, anneal_strategy="linear",
+                                                   div_factor=2.0, final_div_factor=5.0),
+                         10, lrs=(1.0,))
+    assert [x[0] for x in ours] == pytest.approx(
+        [0.5, 0.625, 0.75, 0.875, 1.0] + [1.0 - 0.9 * k / 5 for k in range(1, 6)])
+
+
+CLOSED_FORMS = {
+    "StepLR": lambda m, o: m.StepLR(o, step_size=3, gamma=0.5),
+    "MultiStepLR": lambda m, o: m.MultiStepLR(o, milestones=[2, 5, 5], gamma=0.5),
+    "ConstantLR": lambda m, o: m.ConstantLR(o, factor=0.5, total_iters=4),
+    "LinearLR": lambda m, o: m.LinearLR(o, start_factor=0.25, total_iters=6),
+    "ExponentialLR": lambda m, o: m.ExponentialLR(o, gamma=0.8),
+    "PolynomialLR": lambda m, o: m.PolynomialLR(o, total_iters=6, power=1.5),
+    "CosineAnnealingLR": lambda m, o: m.CosineAnnealingLR(o, T_max=10, eta_min=0.001),
+    "LambdaLR": lambda m, o: m.LambdaLR(o, lambda e: 1 / (1 + e)),  # (no closed form)
+}
 
 
 @needs_torch
-def test_schedule_step_with_an_epoch_uses_the_closed_form_like_pytorch():
-    def run(m, opt_mod, make_params):
-        opt = opt_mod.SGD(make_params(), lr=0.3)
-        sched = m.CosineAnnealingLR(opt, T_max=10, eta_min=0.001)
+@pytest.mark.parametrize("name", list(CLOSED_FORMS))
+def test_schedule_step_with_an_epoch_uses_the_closed_form_like_pytorch(name):
+    import torch
+
+    def run(module, optimizers):
+        opt, sched = _schedule(module, optimizers, CLOSED_FORMS[name])
         out = []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for epoch in (3, 4, 9, 2):
+        for epoch in (3, 4, 9, 2, 5, 0, 7):
+            opt.step()
+            with pytest.warns(UserWarning, match="The epoch parameter in `scheduler.step"):
                 sched.step(epoch)
-                out.append(sched.get_last_lr()[0])
+            out.append((sched.get_last_lr(), sched.last_epoch))
         return out
 
+    assert run(gc, optim) == run(torch, torch.optim)
+
+
+@needs_torch
+@pytest.mark.parametrize("T_mult", [1, 2, 3])
+def test_warm_restarts_take_fractional_epochs_like_pytorch(T_mult):
     import torch
-    ours = run(optim.lr_scheduler, optim, lambda: [gc.nn.Parameter(gc.ones(1))])
-    theirs = run(torch.optim.lr_scheduler, torch.optim,
-                 lambda: [torch.nn.Parameter(torch.ones(1))])
+
+    def run(module, optimizers):
+        opt, sched = _schedule(module, optimizers, lambda m, o: m.CosineAnnealingWarmRestarts(
+            o, T_0=4, T_mult=T_mult, eta_min=1e-3))
+        out = []
+        for epoch in range(6):   # the documented use: step(epoch + i / iters) per batch
+            for i in range(5):
+                opt.step()
+                sched.step(epoch + i / 5)
+                out.append((sched.get_last_lr(), sched.T_cur, sched.T_i, sched.last_epoch))
+        for epoch in (30.5, 2.25, 13.0, 0.0, 41.75):   # and jumps
+            sched.step(epoch)
+            out.append((sched.get_last_lr(), sched.T_cur, sched.T_i, sched.last_epoch))
+        sched.step()
+        out.append((sched.get_last_lr(), sched.T_cur, sched.T_i, sched.last_epoch))
+        return out
+
+    assert run(gc, optim) == run(torch, torch.optim)
+
+
+PLATEAUS = [
+    dict(),
+    dict(mode="max", factor=0.5, patience=1),
+    dict(factor=0.5, patience=0, threshold=0.1, threshold_mode="abs", cooldown=2),
+    dict(mode="max", factor=0.3, patience=2, threshold=0.05, threshold_mode="abs",
+         min_lr=[0.005, 0.001]),
+    dict(factor=0.2, patience=1, min_lr=0.0025, eps=1e-3),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("kw", PLATEAUS, ids=[str(kw) for kw in PLATEAUS])
+def test_reduce_lr_on_plateau_equals_pytorchs(kw, tmp_path):
+    import torch
+    rng = np.random.default_rng(4)
+    # improving, then not: above the best so far by a varying margin
+    metrics = [1.0 / n for n in range(1, 16)] + list(0.07 + 0.1 * rng.random(25))
+
+    def run(module, optimizers, values, sched=None, opt=None):
+        if sched is None:
+            opt, _ = _schedule(module, optimizers, lambda m, o: None)
+            sched = optimizers.lr_scheduler.ReduceLROnPlateau(opt, **kw)
+        out = []
+        for value in values:
+            opt.step()
+            sched.step(module.tensor(value) if len(out) % 2 else value)  # 0-d tensors too
+            out.append((sched.get_last_lr(), sched.num_bad_epochs, sched.cooldown_counter,
+                        sched.best, sched.last_epoch))
+        return out, opt, sched
+
+    ours, opt, sched = run(gc, optim, metrics)
+    theirs, _, tsched = run(torch, torch.optim, metrics)
     assert ours == theirs
-
-
-def test_scheduler_state_dict_round_trips_through_gc_save(tmp_path):
-    make = SCHEDULES["Cosine(5, 0.01)"]
-    straight, _, _ = _gc_lrs(make, 12)
-    _, opt, sched = _gc_lrs(make, 6)
-    gc.save({"optim": opt.state_dict(), "sched": sched.state_dict()}, tmp_path / "s")
-    ckpt = gc.load(tmp_path / "s")
-    assert "optimizer" not in ckpt["sched"] and ckpt["sched"]["last_epoch"] == 6
-    params = [gc.nn.Parameter(gc.ones(1)) for _ in range(2)]
-    opt2 = optim.SGD([{"params": [p], "lr": 9.0} for p in params])
+    assert len({tuple(x[0]) for x in ours}) > 2
+    assert sched.state_dict() == tsched.state_dict()
+    # resumed from a checkpoint halfway: the same second half
+    _, opt1, sched1 = run(gc, optim, metrics[:20])
+    gc.save({"optim": opt1.state_dict(), "sched": sched1.state_dict()}, tmp_path / "p")
+    ckpt = gc.load(tmp_path / "p")
+    opt2, _ = _schedule(gc, optim, lambda m, o: None, lrs=(5.0, 5.0))
+    sched2 = optim.lr_scheduler.ReduceLROnPlateau(opt2)
     opt2.load_state_dict(ckpt["optim"])
-    sched2 = optim.lr_scheduler.CosineAnnealingLR(opt2, T_max=5, eta_min=0.01)
     sched2.load_state_dict(ckpt["sched"])
-    rest = []
-    for _ in range(6):
-        rest.append(list(sched2.get_last_lr()))
-        opt2.step()
-        sched2.step()
-    assert rest == straight[6:]
+    rest, _, _ = run(gc, optim, metrics[20:], sched2, opt2)
+    assert rest == ours[20:]
+
+
+@pytest.mark.parametrize("name, opt_name", ALL_SCHEDULES)
+def test_scheduler_state_dict_round_trips_through_gc_save(name, opt_name, tmp_path):
+    """Half a schedule, a checkpoint (optimizer and schedule), a fresh optimizer and
+    schedule made as PyTorch asks (the schedule before loading the optimizer's state):
+    the same second half."""
+    make = _make(name)
+    opt, sched = _schedule(gc, optim, make, opt_name)
+    straight = _run_schedule(opt, sched, 24)
+    opt1, sched1 = _schedule(gc, optim, make, opt_name)
+    _run_schedule(opt1, sched1, 12)
+    gc.save({"optim": opt1.state_dict(), "sched": sched1.state_dict()}, tmp_path / "s")
+    ckpt = gc.load(tmp_path / "s")
+    assert "optimizer" not in ckpt["sched"]
+    opt2, sched2 = _schedule(gc, optim, make, opt_name, lrs=(9.0, 9.0))
+    opt2.load_state_dict(ckpt["optim"])
+    sched2.load_state_dict(ckpt["sched"])
+    assert _run_schedule(opt2, sched2, 12) == straight[12:]
+    if name == "MultiStepLR":
+        assert isinstance(sched2.milestones, Counter)  # (a dict in the checkpoint)
+
+
+def test_lambda_schedules_save_callable_objects_state():
+    class Warmup:
+        def __init__(self, n):
+            self.n = n
+
+        def __call__(self, epoch):
+            return min(1.0, (epoch + 1) / self.n)
+
+    for cls in (optim.lr_scheduler.LambdaLR, optim.lr_scheduler.MultiplicativeLR):
+        opt, _ = _schedule(gc, optim, lambda m, o: None)
+        sched = cls(opt, [Warmup(4), lambda e: 0.5])
+        sd = sched.state_dict()
+        assert sd["lr_lambdas"] == [{"n": 4}, None]
+        other = cls(opt, [Warmup(9), lambda e: 0.5])
+        other.load_state_dict(sd)
+        assert other.lr_lambdas[0].n == 4 and "lr_lambdas" in sd
+
+
+@needs_torch
+def test_get_lr_outside_step_warns_like_pytorch():
+    import torch
+    for module, optimizers in ((gc, optim), (torch, torch.optim)):
+        opt, sched = _schedule(module, optimizers, SCHEDULES["ExponentialLR"])
+        with pytest.warns(UserWarning, match="please use `get_last_lr\\(\\)`"):
+            sched.get_lr()
+
+
+BAD_SCHEDULES = [
+    lambda m, o: m.StepLR(o, step_size=1, last_epoch=3),
+    lambda m, o: m.LambdaLR(o, [lambda e: 1.0]),
+    lambda m, o: m.MultiplicativeLR(o, [lambda e: 1.0]),
+    lambda m, o: m.MultiplicativeLR(o, 0.5),
+    lambda m, o: m.ConstantLR(o, factor=1.5),
+    lambda m, o: m.LinearLR(o, start_factor=0.0),
+    lambda m, o: m.LinearLR(o, end_factor=1.5),
+    lambda m, o: m.SequentialLR(o, [], milestones=[]),
+    lambda m, o: m.SequentialLR(o, [m.ExponentialLR(o, 0.9)], milestones=[3]),
+    lambda m, o: m.SequentialLR(o, [m.ReduceLROnPlateau(o), m.ExponentialLR(o, 0.9)],
+                                milestones=[3]),
+    lambda m, o: m.ChainedScheduler([]),
+    lambda m, o: m.ChainedScheduler([m.ExponentialLR(o, 0.9), m.ReduceLROnPlateau(o)]),
+    lambda m, o: m.ReduceLROnPlateau(o, factor=1.0),
+    lambda m, o: m.ReduceLROnPlateau(o, mode="low"),
+    lambda m, o: m.ReduceLROnPlateau(o, threshold_mode="ratio"),
+    lambda m, o: m.ReduceLROnPlateau(o, min_lr=[0.1]),
+    lambda m, o: m.CyclicLR(o, base_lr=0.1, max_lr=1.0, mode="sawtooth"),
+    lambda m, o: m.CyclicLR(o, base_lr=[0.1], max_lr=1.0),
+    lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=0),
+    lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=2.5),
+    lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=0),
+    lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=2, eta_min="0"),
+    lambda m, o: m.OneCycleLR(o, max_lr=0.1),
+    lambda m, o: m.OneCycleLR(o, max_lr=0.1, total_steps=0),
+    lambda m, o: m.OneCycleLR(o, max_lr=0.1, epochs=0, steps_per_epoch=3),
+    lambda m, o: m.OneCycleLR(o, max_lr=0.1, epochs=2, steps_per_epoch=1.5),
+    lambda m, o: m.OneCycleLR(o, max_lr=0.1, total_steps=10, pct_start=1),
+    lambda m, o: m.OneCycleLR(o, max_lr=0.1, total_steps=10, anneal_strategy="exp"),
+    lambda m, o: m.OneCycleLR(o, max_lr=[0.1, 0.2, 0.3], total_steps=10),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("case", range(len(BAD_SCHEDULES)))
+def test_bad_schedules_raise_pytorchs_errors(case):
+    import torch
+    make = BAD_SCHEDULES[case]
+    with pytest.raises(Exception) as theirs:
+        _schedule(torch, torch.optim, make)
+    with pytest.raises(type(theirs.value)) as ours:
+        _schedule(gc, optim, make)
+    assert str(ours.value) == str(theirs.value)
+
+
+@needs_torch
+def test_cycling_the_momentum_needs_an_optimizer_that_has_one():
+    import torch
+    for module, optimizers in ((gc, optim), (torch, torch.optim)):
+        with pytest.raises(ValueError, match="must support momentum or beta1"):
+            _schedule(module, optimizers, lambda m, o: m.OneCycleLR(o, 0.1, total_steps=9),
+                      "Adagrad")
+        with pytest.raises(ValueError, match="must support momentum or beta1"):
+            _schedule(module, optimizers, lambda m, o: m.CyclicLR(o, 0.01, 0.1), "Adagrad")
+        # without cycling it, any optimizer does
+        _schedule(module, optimizers, lambda m, o: m.CyclicLR(o, 0.01, 0.1,
+                                                              cycle_momentum=False), "Adagrad")
+
+
+@needs_torch
+def test_one_cycle_refuses_to_step_past_its_end_like_pytorch():
+    import torch
+    errors = []
+    for module, optimizers in ((gc, optim), (torch, torch.optim)):
+        opt, sched = _schedule(module, optimizers, lambda m, o: m.OneCycleLR(o, 0.1,
+                                                                             total_steps=4))
+        _run_schedule(opt, sched, 4)
+        with pytest.raises(ValueError) as err:
+            sched.step()
+        errors.append(str(err.value))
+    assert errors[0] == errors[1] == ("Tried to step 5 times. The specified number of "
+                                      "total steps is 4")
 
 
 def test_scheduler_errors():
@@ -483,6 +916,72 @@ def test_scheduler_errors():
     opt = optim.SGD([gc.nn.Parameter(gc.ones(1))], lr=0.1)
     with pytest.raises(KeyError, match="initial_lr"):
         optim.lr_scheduler.StepLR(opt, step_size=1, last_epoch=3)
+    with pytest.raises(TypeError, match="is not an Optimizer"):
+        optim.lr_scheduler.ReduceLROnPlateau(object())
+
+
+# each update's arrays after the gradient, by what they hold: "any" (a parameter, a first
+# moment, a buffer), "small" (a mean gradient: its square stays below a square average)
+# or "positive" (a square average, a sum of squares, an infinity norm)
+UPDATE_ARRAYS = {
+    "sgd_update": ("any",),                          # momentum_buffer
+    "adam_update": ("any", "positive", "positive"),  # exp_avg, exp_avg_sq, max_exp_avg_sq
+    "rmsprop_update": ("positive", "any", "small"),  # square_avg, momentum_buffer, grad_avg
+    "adagrad_update": ("positive",),                 # sum
+    "adadelta_update": ("positive", "positive"),     # square_avg, acc_delta
+    "adamax_update": ("any", "positive"),            # exp_avg, exp_inf
+    "nadam_update": ("any", "positive"),             # exp_avg, exp_avg_sq
+    "radam_update": ("any", "positive"),             # exp_avg, exp_avg_sq
+}
+
+
+def _update_arrays(name, shape, dtype, rng):
+    """A parameter, a read-only gradient and the state arrays of update ``name``."""
+    def make(kind):
+        a = rng.standard_normal(shape)
+        a = {"any": a, "small": 0.1 * a, "positive": np.abs(a) + 0.5}[kind]
+        return np.asarray(a, dtype=dtype)
+
+    grad = make("any")
+    grad.flags.writeable = False  # the gradient is only read
+    return [make("any"), grad, *[make(kind) for kind in UPDATE_ARRAYS[name]]]
+
+
+def _options(**choices):
+    """Every combination of the options' values, as keyword dicts."""
+    import itertools
+    return [dict(zip(choices, values)) for values in itertools.product(*choices.values())]
+
+
+# every option of every update, each value that takes another branch
+UPDATE_OPTIONS = {
+    "sgd_update": [
+        dict(lr=0.1, **kw) for kw in _options(
+            momentum=[0.0, 0.9], nesterov=[False, True], dampening=[0.0, 0.3],
+            weight_decay=[0.0, 0.05], maximize=[False, True], first_step=[False, True])
+        if not (kw["nesterov"] and (kw["momentum"] == 0 or kw["dampening"] != 0))
+        and not (kw["momentum"] == 0 and kw["first_step"])],
+    "adam_update": [dict(step=3, lr=1e-2, beta2=0.99, eps=1e-8, **kw) for kw in _options(
+        weight_decay=[0.0, 0.1], decoupled_weight_decay=[False, True], amsgrad=[False, True],
+        maximize=[False, True], beta1=[0.9, 0.3])],
+    "rmsprop_update": [dict(lr=1e-2, eps=1e-8, **kw) for kw in _options(
+        alpha=[0.99, 0.3], weight_decay=[0.0, 0.1], momentum=[0.0, 0.9],
+        centered=[False, True], maximize=[False, True])],
+    "adagrad_update": [dict(lr=1e-2, eps=1e-10, **kw) for kw in _options(
+        step=[1, 5], lr_decay=[0.0, 0.1], weight_decay=[0.0, 0.1], maximize=[False, True])],
+    "adadelta_update": [dict(lr=1.0, eps=1e-6, **kw) for kw in _options(
+        rho=[0.9, 0.5], weight_decay=[0.0, 0.1], maximize=[False, True])],
+    "adamax_update": [dict(step=3, lr=2e-3, beta2=0.999, eps=1e-8, **kw) for kw in _options(
+        beta1=[0.9, 0.3], weight_decay=[0.0, 0.1], maximize=[False, True])],
+    "nadam_update": [dict(lr=2e-3, beta2=0.999, eps=1e-8, momentum_decay=4e-3, **kw)
+                     for kw in _options(step=[1, 4], mu_product=[0.5], beta1=[0.9, 0.3],
+                                        weight_decay=[0.0, 0.1],
+                                        decoupled_weight_decay=[False, True],
+                                        maximize=[False, True])],
+    "radam_update": [dict(lr=1e-3, beta2=0.999, eps=1e-8, **kw) for kw in _options(
+        step=[2, 9], beta1=[0.9, 0.3], weight_decay=[0.0, 0.1],
+        decoupled_weight_decay=[False, True], maximize=[False, True])],
+}
 
 
 @pytest.mark.parametrize("name, kw", [
@@ -493,6 +992,16 @@ def test_scheduler_errors():
     ("sgd_update", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)),
     ("sgd_update", dict(lr=0.1, momentum=0.9, dampening=0.5, first_step=True)),
     ("sgd_update", dict(lr=0.1)),
+    ("rmsprop_update", dict(lr=1e-2, alpha=0.99, eps=1e-8, momentum=0.9, centered=True,
+                            weight_decay=0.01)),
+    ("rmsprop_update", dict(lr=1e-2, alpha=0.99, eps=1e-8)),
+    ("adagrad_update", dict(step=3, lr=1e-2, eps=1e-10, lr_decay=0.1)),
+    ("adadelta_update", dict(lr=1.0, rho=0.9, eps=1e-6, maximize=True)),
+    ("adamax_update", dict(step=3, lr=2e-3, beta1=0.9, beta2=0.999, eps=1e-8)),
+    ("nadam_update", dict(step=3, mu_product=0.7, lr=2e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+                          weight_decay=0.1)),
+    ("radam_update", dict(step=7, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+                          weight_decay=0.1, decoupled_weight_decay=True)),
 ])
 def test_cpu_updates_by_slices_equal_the_whole_update(name, kw):
     """The CPU updates a large parameter a cache-sized slice at a time: bit for bit what
@@ -502,17 +1011,15 @@ def test_cpu_updates_by_slices_equal_the_whole_update(name, kw):
 
     rng = np.random.default_rng(0)
     shape = (3 * fused_optim.CHUNK // 100 + 7, 100)  # several slices and a partial one
-    n_state = 4 if name == "adam_update" else 2
-    arrays = [rng.standard_normal(shape).astype(np.float32) for _ in range(n_state)]
-    arrays[2:] = [np.abs(a) for a in arrays[2:]]
-    if name == "sgd_update" and "momentum" not in kw:
-        arrays[1] = None
-    grad = rng.standard_normal(shape[::-1]).astype(np.float32).T  # not contiguous
-    want = [None if a is None else a.copy() for a in arrays]
-    fused_optim.UPDATES[name](np, want[0], grad, *want[1:], **kw)
-    getattr(cpu.math, name)(arrays[0], grad, *arrays[1:], **kw)
+    arrays = _update_arrays(name, shape, np.float32, rng)
+    arrays[1] = np.ascontiguousarray(arrays[1].T).T  # not contiguous
+    arrays[1].flags.writeable = False
+    assert not arrays[1].flags.c_contiguous
+    want = [a if i == 1 else a.copy() for i, a in enumerate(arrays)]
+    fused_optim.UPDATES[name](np, *want, **kw)
+    getattr(cpu.math, name)(*arrays, **kw)
     for a, b in zip(arrays, want):
-        assert (a is None and b is None) or np.array_equal(a, b)
+        assert np.array_equal(a, b)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -520,33 +1027,17 @@ def test_generated_cpu_updates_equal_the_declarations_composed_naively(dtype):
     """The CPU runs NumPy code generated from each Update (in place, flags decided when
     the code is made): bit for bit the declaration over plain array calls
     (updates.UPDATES), for every option, on a 0-d, a small and a sliced parameter."""
-    import itertools
-
     from gradcore.backend import cpu
     from gradcore.kernels import updates
 
-    sgd = [dict(lr=0.1, momentum=mom, nesterov=nest, dampening=damp, weight_decay=wd,
-                maximize=mx, first_step=first)
-           for mom, nest, damp, wd, mx, first in itertools.product(
-               [0.0, 0.9], [False, True], [0.0, 0.3], [0.0, 0.05], [False, True],
-               [False, True])
-           if not (nest and (mom == 0 or damp != 0)) and not (mom == 0 and first)]
-    adam = [dict(step=3, lr=1e-2, beta1=b1, beta2=0.99, eps=1e-8, weight_decay=wd,
-                 decoupled_weight_decay=dec, amsgrad=ams, maximize=mx)
-            for wd, dec, ams, mx, b1 in itertools.product(
-                [0.0, 0.1], [False, True], [False, True], [False, True], [0.9, 0.3])]
+    assert set(UPDATE_OPTIONS) == set(updates.ENTRIES) == set(UPDATE_ARRAYS)
     rng = np.random.default_rng(3)
     for shape in [(), (13,), (4 * updates.CHUNK + 5,)]:
-        for name, options, n in [("sgd_update", sgd, 3), ("adam_update", adam, 5)]:
+        for name, options in UPDATE_OPTIONS.items():
             for kw in options:
-                arrays = [np.asarray(rng.standard_normal(shape), dtype=dtype)
-                          for _ in range(n)]
-                arrays[3:] = [np.asarray(np.abs(a)) for a in arrays[3:]]
-                arrays[1].flags.writeable = False  # the gradient is only read
+                arrays = _update_arrays(name, shape, dtype, rng)
                 want = [a if i == 1 else a.copy() for i, a in enumerate(arrays)]
-                if name == "sgd_update" and kw["momentum"] == 0:
-                    arrays[2] = want[2] = None
                 updates.UPDATES[name](np, *want, **kw)
                 getattr(cpu.math, name)(*arrays, **kw)
                 for a, b in zip(arrays, want):
-                    assert (a is None and b is None) or np.array_equal(a, b), (name, kw)
+                    assert np.array_equal(a, b), (name, kw)

@@ -271,15 +271,16 @@ def test_numbers_become_device_constants_once(kernels_on, monkeypatch):
 
 
 def test_optimizer_updates_are_one_kernel_per_parameter(launches):
-    """On CUDA with the kernels, SGD (momentum, nesterov) and Adam/AdamW (amsgrad) each
-    launch one kernel per parameter and match the CPU."""
+    """On CUDA with the kernels, every optimizer (SGD with momentum or nesterov, Adam and
+    AdamW with amsgrad, RMSprop in its four forms, Adagrad, Adadelta, Adamax, NAdam,
+    RAdam) launches one kernel per parameter and matches the CPU."""
 
     def run(device, make_opt):
         gc.manual_seed(0)
         model = gc.nn.Linear(5, 3).to(device)
         opt = make_opt(model.parameters())
         x = gc.tensor(np.linspace(-1, 1, 20).reshape(4, 5), dtype=gc.float32, device=device)
-        for _ in range(3):
+        for _ in range(7):  # (RAdam rectifies from the sixth step on)
             opt.zero_grad()
             model(x).pow(2).mean().backward()
             launches.clear()
@@ -293,6 +294,18 @@ def test_optimizer_updates_are_one_kernel_per_parameter(launches):
         "adam_step": lambda ps: gc.optim.AdamW(ps, lr=0.01),
         "adam_amsgrad_step": lambda ps: gc.optim.Adam(ps, lr=0.01, amsgrad=True,
                                                       weight_decay=0.1),
+        "rmsprop_step": lambda ps: gc.optim.RMSprop(ps, lr=0.01, weight_decay=0.01),
+        "rmsprop_momentum_step": lambda ps: gc.optim.RMSprop(ps, lr=0.01, momentum=0.9),
+        "rmsprop_centered_step": lambda ps: gc.optim.RMSprop(ps, lr=0.01, centered=True,
+                                                             maximize=True),
+        "rmsprop_centered_momentum_step": lambda ps: gc.optim.RMSprop(
+            ps, lr=0.01, centered=True, momentum=0.5),
+        "adagrad_step": lambda ps: gc.optim.Adagrad(ps, lr=0.1, lr_decay=0.01),
+        "adadelta_step": lambda ps: gc.optim.Adadelta(ps, weight_decay=0.01),
+        "adamax_step": lambda ps: gc.optim.Adamax(ps, lr=0.01),
+        "nadam_step": lambda ps: gc.optim.NAdam(ps, lr=0.01, weight_decay=0.1,
+                                                decoupled_weight_decay=True),
+        "radam_step": lambda ps: gc.optim.RAdam(ps, lr=0.01, weight_decay=0.1),
     }
     for kernel, make in makers.items():
         got, names = run("cuda", make)

@@ -1,12 +1,15 @@
 """The optimizers' updates, each declared once: one ``Update`` drives the CPU and CUDA.
 
 An optimizer's whole per-parameter update (weight decay, moments, bias correction, the
-parameter write) is one :class:`~.spec.Update` declaration (``sgd_step``,
-``sgd_momentum_step``, ``adam_step``, ``adam_amsgrad_step``), and one entry per
-optimizer (:func:`sgd_update`, :func:`adam_update`) that forms the declaration's
-scalars on the host and calls the step. The optimizers in :mod:`gradcore.optim` call
-the entry on their parameter's array namespace (``math_of(p._data).adam_update(...)``),
-never doing the arithmetic themselves. From the one declaration come
+parameter write) is one :class:`~.spec.Update` declaration per set of state arrays
+(``sgd_step`` and ``sgd_momentum_step``, ``adam_step`` and ``adam_amsgrad_step``,
+``rmsprop_step`` and its momentum and centered forms, ``adagrad_step``,
+``adadelta_step``, ``adamax_step``, ``nadam_step``, ``radam_step``), and one entry per
+optimizer (:func:`sgd_update`, :func:`adam_update`, :func:`rmsprop_update`, ...) that
+forms the declaration's scalars on the host and calls the step. The optimizers in
+:mod:`gradcore.optim` call the entry on their parameter's array namespace
+(``math_of(p._data).adam_update(...)``), never doing the arithmetic themselves. From
+the one declaration come
 
 * on CUDA, one kernel launch per parameter (:mod:`.source`, :mod:`.device`);
 * on the CPU, NumPy code generated from the body (:func:`inplace_source`): ufuncs with
@@ -24,8 +27,9 @@ dtype. They are not bit-identical: PyTorch's CPU kernels fuse some multiply-adds
 (``add`` with ``alpha``, ``lerp``, ``addcmul``) and its ``sqrt`` is not correctly
 rounded, while NumPy and the kernels round every step. Every derived number
 (``1 - beta2``, ``-lr``, the bias corrections) is formed on the host in Python floats
-(:func:`sgd_kernel_scalars`, :func:`adam_kernel_scalars`), so every device does the
-very same operations.
+(:func:`sgd_kernel_scalars`, :func:`adam_kernel_scalars`, ...), so every device does the
+very same operations. What PyTorch decides per step from the step count alone (RAdam's
+rectification, ``rho_t > 5``) is decided there too, as a flag.
 
 Per element, with ``g`` the gradient (negated when ``maximize``):
 
@@ -45,6 +49,48 @@ Per element, with ``g`` the gradient (negated when ``maximize``):
     v = beta2 * v + (1 - beta2) * g * g
     vmax = max(vmax, v)                               (amsgrad; v below reads vmax)
     p = p - step_size * m / (sqrt(v) / bias_correction2_sqrt + eps)
+
+``rmsprop_update`` (``g`` weight-decayed, as SGD's)::
+
+    sq = alpha * sq + (1 - alpha) * g * g
+    ga = lerp(ga, g, 1 - alpha); avg = sqrt(sq - ga * ga) + eps    (centered)
+    avg = sqrt(sq) + eps                                           (otherwise)
+    buf = momentum * buf + g / avg; p = p - lr * buf               (momentum > 0)
+    p = p - lr * g / avg                                           (otherwise)
+
+``adagrad_update`` (``clr = lr / (1 + (step - 1) * lr_decay)``)::
+
+    sum = sum + g * g
+    p = p - clr * g / (sqrt(sum) + eps)
+
+``adadelta_update``::
+
+    sq = rho * sq + (1 - rho) * g * g
+    delta = sqrt(acc + eps) / sqrt(sq + eps) * g
+    acc = rho * acc + (1 - rho) * delta * delta
+    p = p - lr * delta
+
+``adamax_update`` (``clr = lr / (1 - beta1 ** step)``)::
+
+    m = lerp(m, g, 1 - beta1)
+    u = max(beta2 * u, |g| + eps)
+    p = p - clr * m / u
+
+``nadam_update`` (``mu_t``, their running product ``mu_product`` and the coefficients
+from :func:`nadam_kernel_scalars`; weight decay as Adam's or AdamW's)::
+
+    m, v as Adam's
+    denom = sqrt(v / (1 - beta2 ** step)) + eps
+    p = p - lr * (1 - mu_t) / (1 - mu_product) * g / denom
+    p = p - lr * mu_next / (1 - mu_product * mu_next) * m / denom
+
+``radam_update`` (``rho_t`` and the rectification ``r_t`` from
+:func:`radam_kernel_scalars`; weight decay as Adam's or AdamW's)::
+
+    m, v as Adam's
+    p = p - m / (1 - beta1 ** step) * lr * (1 / (sqrt(v) + eps) * sqrt(1 - beta2 ** step)) * r_t
+                                                                   (rho_t > 5)
+    p = p - m / (1 - beta1 ** step) * lr                           (otherwise)
 """
 
 from __future__ import annotations
@@ -60,25 +106,55 @@ from .pointwise import CHUNK  # the slice size of the CPU updates
 from .spec import Update
 
 __all__ = ["UPDATE_KERNELS", "ENTRIES", "UPDATES", "sgd_update", "adam_update",
-           "adam_scalars", "sgd_kernel_scalars", "adam_kernel_scalars", "inplace_step",
+           "rmsprop_update", "adagrad_update", "adadelta_update", "adamax_update",
+           "nadam_update", "radam_update", "adam_scalars", "sgd_kernel_scalars",
+           "adam_kernel_scalars", "rmsprop_kernel_scalars", "adagrad_kernel_scalars",
+           "adadelta_kernel_scalars", "adamax_kernel_scalars", "nadam_kernel_scalars",
+           "nadam_mu_product", "radam_kernel_scalars", "radam_rho", "inplace_step",
            "inplace_source", "host_conditions", "CHUNK"]
 
 
 # ---- the declarations: the only formulas ------------------------------------------------
 # Flags are numbers (0 or 1) read as where(flag != 0, ...); the generated CPU code
 # decides them when it is made, a CUDA kernel when it runs.
-_SGD_DIRECTION = ("d", "where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), "
-                       "where(maximize != 0, -g, g))")
+def _lerp(x: str, end: str) -> tuple[str, str]:
+    """``x.lerp_(end, weight)`` as PyTorch's kernel computes it: from ``x`` for weights
+    below one half, from ``end`` otherwise (scalars ``small_weight``, ``weight``,
+    ``one_minus_weight``: :func:`_lerp_scalars`)."""
+    return (x, f"where(small_weight != 0, {x} + ({end} - {x}) * weight, "
+               f"{end} - ({end} - {x}) * one_minus_weight)")
+
+
+_LERP_SCALARS = ("small_weight", "weight", "one_minus_weight")
+# the gradient, negated (maximize) and weight-decayed (grad + weight_decay * param)
+_DECAYED = "where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), " \
+           "where(maximize != 0, -g, g))"
+_SGD_DIRECTION = ("d", _DECAYED)
+_DECAYED_GRAD = ("g", _DECAYED)
+_DECAYED_SCALARS = ("wd", "maximize")
+# Adam's and its kin's: the coupled decay (Adam) on the gradient, or the decoupled one
+# (AdamW) on the parameter; the two moments
 _ADAM_GRAD = ("g", "where(coupled != 0, where(maximize != 0, p * wd - g, p * wd + g), "
                    "where(maximize != 0, -g, g))")
+_ADAM_DECAY = ("p", "where(decay != 0, p * decay_factor, p)")
 _ADAM_MOMENTS = (
-    ("p", "where(decay != 0, p * decay_factor, p)"),
+    _ADAM_DECAY,
     ("v", "v * beta2 + g * one_minus_beta2 * g"),
-    ("m", "where(small_weight != 0, m + (g - m) * weight, g - (g - m) * one_minus_weight)"),
+    _lerp("m", "g"),
 )
 _ADAM_SCALARS = ("coupled", "wd", "maximize", "decay", "decay_factor", "beta2",
-                 "one_minus_beta2", "small_weight", "weight", "one_minus_weight",
-                 "neg_step_size", "bias_correction2_sqrt", "eps")
+                 "one_minus_beta2", *_LERP_SCALARS, "neg_step_size",
+                 "bias_correction2_sqrt", "eps")
+_ADAM_KIN_SCALARS = ("coupled", "wd", "maximize", "decay", "decay_factor", "beta2",
+                     "one_minus_beta2", *_LERP_SCALARS)
+# RMSprop's parts: the square average, its root (centered: less the squared mean
+# gradient), and the step with or without a momentum buffer
+_RMSPROP_SQ = ("sq", "sq * alpha + g * one_minus_alpha * g")
+_RMSPROP_AVG = ("avg", "sqrt(sq) + eps")
+_RMSPROP_CENTERED = (_lerp("ga", "g"), ("avg", "sqrt(sq - ga * ga) + eps"))
+_RMSPROP_DIRECT = ("p", "p + g * neg_lr / avg")
+_RMSPROP_MOMENTUM = (("buf", "buf * momentum + g / avg"), ("p", "p + buf * neg_lr"))
+_RMSPROP_SCALARS = ("neg_lr", *_DECAYED_SCALARS, "alpha", "one_minus_alpha", "eps")
 
 UPDATE_KERNELS = {k.name: k for k in [
     Update("sgd_step", ("p", "g"), (_SGD_DIRECTION, ("p", "p + d * neg_lr")),
@@ -100,6 +176,55 @@ UPDATE_KERNELS = {k.name: k for k in [
         ("vmax", "maximum(vmax, v)"),
         ("p", "p + m * neg_step_size / (sqrt(vmax) / bias_correction2_sqrt + eps)"),
     ), writes=("p", "m", "v", "vmax"), scalars=_ADAM_SCALARS),
+    Update("rmsprop_step", ("p", "g", "sq"), (
+        _DECAYED_GRAD, _RMSPROP_SQ, _RMSPROP_AVG, _RMSPROP_DIRECT,
+    ), writes=("p", "sq"), scalars=_RMSPROP_SCALARS),
+    Update("rmsprop_momentum_step", ("p", "g", "sq", "buf"), (
+        _DECAYED_GRAD, _RMSPROP_SQ, _RMSPROP_AVG, *_RMSPROP_MOMENTUM,
+    ), writes=("p", "sq", "buf"), scalars=(*_RMSPROP_SCALARS, "momentum")),
+    Update("rmsprop_centered_step", ("p", "g", "sq", "ga"), (
+        _DECAYED_GRAD, _RMSPROP_SQ, *_RMSPROP_CENTERED, _RMSPROP_DIRECT,
+    ), writes=("p", "sq", "ga"), scalars=(*_RMSPROP_SCALARS, *_LERP_SCALARS)),
+    Update("rmsprop_centered_momentum_step", ("p", "g", "sq", "buf", "ga"), (
+        _DECAYED_GRAD, _RMSPROP_SQ, *_RMSPROP_CENTERED, *_RMSPROP_MOMENTUM,
+    ), writes=("p", "sq", "buf", "ga"),
+        scalars=(*_RMSPROP_SCALARS, *_LERP_SCALARS, "momentum")),
+    Update("adagrad_step", ("p", "g", "sum_sq"), (
+        _DECAYED_GRAD,
+        ("sum_sq", "sum_sq + g * g"),
+        ("p", "p + g * neg_clr / (sqrt(sum_sq) + eps)"),
+    ), writes=("p", "sum_sq"), scalars=("neg_clr", *_DECAYED_SCALARS, "eps")),
+    Update("adadelta_step", ("p", "g", "sq", "acc"), (
+        _DECAYED_GRAD,
+        ("sq", "sq * rho + g * one_minus_rho * g"),
+        ("delta", "sqrt(acc + eps) / sqrt(sq + eps) * g"),
+        ("acc", "acc * rho + delta * one_minus_rho * delta"),
+        ("p", "p + delta * neg_lr"),
+    ), writes=("p", "sq", "acc"),
+        scalars=("neg_lr", *_DECAYED_SCALARS, "rho", "one_minus_rho", "eps")),
+    Update("adamax_step", ("p", "g", "m", "u"), (
+        _DECAYED_GRAD,
+        _lerp("m", "g"),
+        ("u", "maximum(u * beta2, maximum(g, -g) + eps)"),  # maximum(g, -g): |g|
+        ("p", "p + m * neg_clr / u"),
+    ), writes=("p", "m", "u"),
+        scalars=("neg_clr", *_DECAYED_SCALARS, *_LERP_SCALARS, "beta2", "eps")),
+    Update("nadam_step", ("p", "g", "m", "v"), (
+        _ADAM_GRAD, *_ADAM_MOMENTS,
+        ("denom", "sqrt(v / bias_correction2) + eps"),
+        ("p", "p + g * grad_coef / denom"),
+        ("p", "p + m * avg_coef / denom"),
+    ), writes=("p", "m", "v"),
+        scalars=(*_ADAM_KIN_SCALARS, "bias_correction2", "eps", "grad_coef", "avg_coef")),
+    Update("radam_step", ("p", "g", "m", "v"), (
+        _ADAM_GRAD, *_ADAM_MOMENTS,
+        ("m_hat", "m / bias_correction1 * lr"),
+        ("p", "where(rectify != 0, "
+              "p - m_hat * (1 / (sqrt(v) + eps) * bias_correction2_sqrt) * rect, "
+              "p - m_hat)"),
+    ), writes=("p", "m", "v"),
+        scalars=(*_ADAM_KIN_SCALARS, "bias_correction1", "lr", "rectify",
+                 "bias_correction2_sqrt", "eps", "rect")),
 ]}
 
 
@@ -132,16 +257,134 @@ def _one_minus_in(dtype, weight: float) -> float:
     return float(dtype.type(1) - dtype.type(weight))
 
 
+def _lerp_scalars(dtype, weight: float) -> tuple[float, float, float]:
+    """The scalars of :func:`_lerp` for ``weight``."""
+    return float(abs(weight) < 0.5), weight, _one_minus_in(dtype, weight)
+
+
+def _adam_kin_scalars(dtype, lr, beta1, beta2, weight_decay, maximize,
+                      decoupled_weight_decay) -> tuple:
+    """The scalars of the weight decay and the moments (``_ADAM_KIN_SCALARS``)."""
+    decoupled = weight_decay != 0 and decoupled_weight_decay
+    coupled = weight_decay != 0 and not decoupled_weight_decay
+    return (float(coupled), weight_decay, float(maximize), float(decoupled),
+            1 - lr * weight_decay, beta2, 1 - beta2, *_lerp_scalars(dtype, 1 - beta1))
+
+
 def adam_kernel_scalars(dtype, step, lr, beta1, beta2, eps, weight_decay=0.0,
                         maximize=False, decoupled_weight_decay=False) -> tuple:
     """The scalars of ``adam_step`` / ``adam_amsgrad_step`` for parameters of ``dtype``."""
-    decoupled = weight_decay != 0 and decoupled_weight_decay
-    coupled = weight_decay != 0 and not decoupled_weight_decay
-    weight = 1 - beta1
     step_size, bias_correction2_sqrt = adam_scalars(step, lr, beta1, beta2)
-    return (float(coupled), weight_decay, float(maximize), float(decoupled),
-            1 - lr * weight_decay, beta2, 1 - beta2, float(abs(weight) < 0.5), weight,
-            _one_minus_in(dtype, weight), -step_size, bias_correction2_sqrt, eps)
+    return (*_adam_kin_scalars(dtype, lr, beta1, beta2, weight_decay, maximize,
+                               decoupled_weight_decay),
+            -step_size, bias_correction2_sqrt, eps)
+
+
+def rmsprop_kernel_scalars(dtype, lr, alpha, eps, weight_decay=0.0, momentum=0.0,
+                           centered=False, maximize=False) -> tuple:
+    """The scalars of ``rmsprop_step`` and its momentum (``momentum > 0``) and centered
+    forms for parameters of ``dtype``."""
+    scalars = (-lr, weight_decay, float(maximize), alpha, 1 - alpha, eps)
+    if centered:
+        scalars += _lerp_scalars(dtype, 1 - alpha)
+    if momentum > 0:
+        scalars += (momentum,)
+    return scalars
+
+
+def adagrad_kernel_scalars(step, lr, eps, weight_decay=0.0, lr_decay=0.0,
+                           maximize=False) -> tuple:
+    """The scalars of ``adagrad_step`` for its ``step``-th update (from 1): the rate
+    decayed as PyTorch's ``clr = lr / (1 + (step - 1) * lr_decay)``."""
+    clr = lr / (1 + (step - 1) * lr_decay)
+    return (-clr, weight_decay, float(maximize), eps)
+
+
+def adadelta_kernel_scalars(lr, rho, eps, weight_decay=0.0, maximize=False) -> tuple:
+    """The scalars of ``adadelta_step``."""
+    return (-lr, weight_decay, float(maximize), rho, 1 - rho, eps)
+
+
+def adamax_kernel_scalars(dtype, step, lr, beta1, beta2, eps, weight_decay=0.0,
+                          maximize=False) -> tuple:
+    """The scalars of ``adamax_step`` for its ``step``-th update (from 1) for parameters
+    of ``dtype``: the rate bias-corrected as PyTorch's ``lr / (1 - beta1 ** step)``."""
+    clr = lr / (1 - beta1**step)
+    return (-clr, weight_decay, float(maximize), *_lerp_scalars(dtype, 1 - beta1), beta2,
+            eps)
+
+
+def _nadam_mu(step, beta1, momentum_decay) -> float:
+    """NAdam's momentum coefficient ``mu_step``, as PyTorch forms it."""
+    return beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+
+
+def nadam_mu_product(mu_product: float, step: int, beta1: float,
+                     momentum_decay: float) -> float:
+    """NAdam's running product of the momentum coefficients after the ``step``-th update
+    (from 1), from the product before it (1.0 at the start).
+
+    PyTorch keeps the product in a float32 tensor (the optimizers' scalar dtype while
+    the default dtype is float32, as gradcore's always is), so every product is rounded
+    to float32, as PyTorch's ``mu_product *= mu`` is.
+    """
+    mu = _nadam_mu(step, beta1, momentum_decay)
+    return float(np.float32(mu_product) * np.float32(mu))
+
+
+def nadam_kernel_scalars(dtype, step, mu_product, lr, beta1, beta2, eps, weight_decay=0.0,
+                         momentum_decay=4e-3, maximize=False,
+                         decoupled_weight_decay=False) -> tuple:
+    """The scalars of ``nadam_step`` for its ``step``-th update (from 1) for parameters
+    of ``dtype``; ``mu_product``: :func:`nadam_mu_product` after this step.
+
+    PyTorch's order (``torch.optim.nadam._single_tensor_nadam``)::
+
+        mu = beta1 * (1 - 0.5 * 0.96 ** (step * momentum_decay))
+        mu_next = beta1 * (1 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
+        grad_coef = -lr * (1 - mu) / (1 - mu_product)
+        avg_coef = (-lr * mu_next) / (1 - mu_product * mu_next)
+    """
+    bias_correction2 = 1 - beta2**step
+    mu = _nadam_mu(step, beta1, momentum_decay)
+    mu_next = _nadam_mu(step + 1, beta1, momentum_decay)
+    mu_product_next = mu_product * mu_next
+    grad_coef = -lr * (1.0 - mu) / (1.0 - mu_product)
+    avg_coef = (-lr * mu_next) / (1.0 - mu_product_next)
+    return (*_adam_kin_scalars(dtype, lr, beta1, beta2, weight_decay, maximize,
+                               decoupled_weight_decay),
+            bias_correction2, eps, grad_coef, avg_coef)
+
+
+def radam_rho(step: int, beta2: float) -> tuple[float, float]:
+    """RAdam's ``(rho_inf, rho_t)``: the maximum and the ``step``-th length of the
+    approximated simple moving average (``rho_t > 5`` rectifies the update)."""
+    bias_correction2 = 1 - beta2**step
+    rho_inf = 2 / (1 - beta2) - 1
+    rho_t = rho_inf - 2 * step * (beta2**step) / bias_correction2
+    return rho_inf, rho_t
+
+
+def radam_kernel_scalars(dtype, step, lr, beta1, beta2, eps, weight_decay=0.0,
+                         maximize=False, decoupled_weight_decay=False) -> tuple:
+    """The scalars of ``radam_step`` for its ``step``-th update (from 1) for parameters
+    of ``dtype``.
+
+    Whether the step is rectified (``rho_t > 5``, :func:`radam_rho`) depends on the
+    step count alone: it is decided here, as PyTorch's single-tensor RAdam decides it in
+    Python, and passed as the flag ``rectify``.
+    """
+    bias_correction1 = 1 - beta1**step
+    bias_correction2 = 1 - beta2**step
+    rho_inf, rho_t = radam_rho(step, beta2)
+    rectify = rho_t > 5.0
+    rect = 0.0
+    if rectify:
+        rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+    return (*_adam_kin_scalars(dtype, lr, beta1, beta2, weight_decay, maximize,
+                               decoupled_weight_decay),
+            bias_correction1, lr, float(rectify), bias_correction2**0.5, eps, rect)
 
 
 # ---- the entries the optimizers call -------------------------------------------------
@@ -179,7 +422,80 @@ def adam_update(steps, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, *,
         steps.adam_step(param, grad, exp_avg, exp_avg_sq, *scalars)
 
 
-ENTRIES = {"sgd_update": sgd_update, "adam_update": adam_update}
+def rmsprop_update(steps, param, grad, square_avg, momentum_buffer=None, grad_avg=None, *,
+                   lr, alpha, eps, weight_decay=0.0, momentum=0.0, centered=False,
+                   maximize=False):
+    """One RMSprop step for one parameter: ``steps.rmsprop_step``, or its
+    ``_momentum``, ``_centered`` or ``_centered_momentum`` form.
+
+    In place on ``param``, ``square_avg``, ``momentum_buffer`` (needed when
+    ``momentum > 0``) and ``grad_avg`` (needed when ``centered``); ``grad`` is only read.
+    """
+    scalars = rmsprop_kernel_scalars(param.dtype, lr, alpha, eps, weight_decay, momentum,
+                                     centered, maximize)
+    if centered and momentum > 0:
+        steps.rmsprop_centered_momentum_step(param, grad, square_avg, momentum_buffer,
+                                             grad_avg, *scalars)
+    elif centered:
+        steps.rmsprop_centered_step(param, grad, square_avg, grad_avg, *scalars)
+    elif momentum > 0:
+        steps.rmsprop_momentum_step(param, grad, square_avg, momentum_buffer, *scalars)
+    else:
+        steps.rmsprop_step(param, grad, square_avg, *scalars)
+
+
+def adagrad_update(steps, param, grad, state_sum, *, step, lr, eps, weight_decay=0.0,
+                   lr_decay=0.0, maximize=False):
+    """One Adagrad step for one parameter (``steps.adagrad_step``), in place on ``param``
+    and ``state_sum``; ``grad`` is only read; ``step`` counts this update (1 first)."""
+    steps.adagrad_step(param, grad, state_sum,
+                       *adagrad_kernel_scalars(step, lr, eps, weight_decay, lr_decay,
+                                               maximize))
+
+
+def adadelta_update(steps, param, grad, square_avg, acc_delta, *, lr, rho, eps,
+                    weight_decay=0.0, maximize=False):
+    """One Adadelta step for one parameter (``steps.adadelta_step``), in place on
+    ``param``, ``square_avg`` and ``acc_delta``; ``grad`` is only read."""
+    steps.adadelta_step(param, grad, square_avg, acc_delta,
+                        *adadelta_kernel_scalars(lr, rho, eps, weight_decay, maximize))
+
+
+def adamax_update(steps, param, grad, exp_avg, exp_inf, *, step, lr, beta1, beta2, eps,
+                  weight_decay=0.0, maximize=False):
+    """One Adamax step for one parameter (``steps.adamax_step``), in place on ``param``,
+    ``exp_avg`` and ``exp_inf``; ``grad`` is only read; ``step`` counts this update."""
+    steps.adamax_step(param, grad, exp_avg, exp_inf,
+                      *adamax_kernel_scalars(param.dtype, step, lr, beta1, beta2, eps,
+                                             weight_decay, maximize))
+
+
+def nadam_update(steps, param, grad, exp_avg, exp_avg_sq, *, step, mu_product, lr, beta1,
+                 beta2, eps, weight_decay=0.0, momentum_decay=4e-3, maximize=False,
+                 decoupled_weight_decay=False):
+    """One NAdam step for one parameter (``steps.nadam_step``), in place on ``param``,
+    ``exp_avg`` and ``exp_avg_sq``; ``grad`` is only read; ``step`` counts this update
+    and ``mu_product`` is the product of the momentum coefficients up to it
+    (:func:`nadam_mu_product`, which the optimizer keeps)."""
+    steps.nadam_step(param, grad, exp_avg, exp_avg_sq,
+                     *nadam_kernel_scalars(param.dtype, step, mu_product, lr, beta1, beta2,
+                                           eps, weight_decay, momentum_decay, maximize,
+                                           decoupled_weight_decay))
+
+
+def radam_update(steps, param, grad, exp_avg, exp_avg_sq, *, step, lr, beta1, beta2, eps,
+                 weight_decay=0.0, maximize=False, decoupled_weight_decay=False):
+    """One RAdam step for one parameter (``steps.radam_step``), in place on ``param``,
+    ``exp_avg`` and ``exp_avg_sq``; ``grad`` is only read; ``step`` counts this update."""
+    steps.radam_step(param, grad, exp_avg, exp_avg_sq,
+                     *radam_kernel_scalars(param.dtype, step, lr, beta1, beta2, eps,
+                                           weight_decay, maximize, decoupled_weight_decay))
+
+
+ENTRIES = {"sgd_update": sgd_update, "adam_update": adam_update,
+           "rmsprop_update": rmsprop_update, "adagrad_update": adagrad_update,
+           "adadelta_update": adadelta_update, "adamax_update": adamax_update,
+           "nadam_update": nadam_update, "radam_update": radam_update}
 
 
 # ---- the declaration as in-place array code (the CPU's update) -----------------------------

@@ -10,11 +10,27 @@ from .optimizer import Optimizer
 __all__ = ["Adam", "AdamW"]
 
 
+def _check_adam_options(lr, betas, eps, weight_decay) -> None:
+    """PyTorch's checks of the options Adam and its kin share, in PyTorch's order."""
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
 class Adam(Optimizer):
     """Adam (Kingma & Ba), optionally AMSGrad, L2 or (``decoupled_weight_decay``) AdamW decay.
 
     State per parameter, as in PyTorch: ``step`` (an int here, a 0-d tensor in
     PyTorch), ``exp_avg``, ``exp_avg_sq`` and, with ``amsgrad``, ``max_exp_avg_sq``.
+    ``foreach``, ``capturable`` and ``fused`` are accepted (every update is one kernel
+    per parameter here); ``differentiable=True`` is not supported.
 
     >>> import gradcore as gc
     >>> w = gc.nn.Parameter(gc.tensor([1.0, -1.0]))
@@ -28,17 +44,11 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
-                 maximize: bool = False, decoupled_weight_decay: bool = False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+                 foreach: bool | None = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False):
+        _check_adam_options(lr, betas, eps, weight_decay)
+        self._check_implementation(differentiable)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize,
                         decoupled_weight_decay=decoupled_weight_decay)
@@ -85,9 +95,11 @@ class AdamW(Adam):
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False):
+                 maximize: bool = False, foreach: bool | None = None,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
-                         decoupled_weight_decay=True)
+                         differentiable=differentiable, decoupled_weight_decay=True)
 
     def load_state_dict(self, state_dict: dict) -> None:
         super().load_state_dict(state_dict)

@@ -1,6 +1,6 @@
 """The optimizer base class: parameter groups, per-parameter state, state dicts.
 
-Subclasses implement ``step``; their arithmetic lives in :mod:`gradcore.fused_optim`
+Subclasses implement ``step``; their arithmetic lives in :mod:`gradcore.kernels.updates`
 (one update function per optimizer, attached to each device's array namespace).
 """
 
@@ -14,6 +14,10 @@ from ..autograd import enable_grad
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
+
+# state values kept as Python numbers here, 0-d tensors in PyTorch: step counts (ints)
+# and NAdam's running product of momentum coefficients (a float)
+_NUMBER_STATE = {"step": int, "mu_product": float}
 
 
 class _RequiredParameter:
@@ -127,6 +131,15 @@ class Optimizer:
         raise NotImplementedError
 
     @staticmethod
+    def _check_implementation(differentiable: bool = False) -> None:
+        """PyTorch's choices of implementation (``foreach``, ``fused``, ``capturable``)
+        give the same updates here, where each parameter's update is one kernel; a
+        ``differentiable`` step (autograd through the update) is not offered."""
+        if differentiable:
+            raise NotImplementedError("differentiable=True is not supported: gradcore's "
+                                      "optimizer steps run without recording a graph")
+
+    @staticmethod
     def _evaluate(closure):
         if closure is None:
             return None
@@ -223,8 +236,8 @@ def _cast_state(param: Tensor, index, key: str, value):
     """A copy of a saved state value, made ready for ``param`` (its device and dtype)."""
     if not isinstance(value, Tensor):
         return copy.deepcopy(value)
-    if key == "step":  # PyTorch keeps step counts in 0-d tensors; here they are ints
-        return int(value.item())
+    if key in _NUMBER_STATE:  # PyTorch keeps these in 0-d tensors; here they are numbers
+        return _NUMBER_STATE[key](value.item())
     if value.ndim and tuple(value.shape) != tuple(param.shape):
         raise ValueError(f"loaded state dict's '{key}' for parameter {index} has shape "
                          f"{tuple(value.shape)} but the parameter has shape "

@@ -16,7 +16,8 @@ class SGD(Optimizer):
     As in PyTorch, the momentum buffer starts as the first (weight-decayed) gradient,
     and the update is ``p -= lr * d`` where ``d`` is the gradient, the momentum buffer,
     or for Nesterov ``g + momentum * buf``.  State per parameter: ``momentum_buffer``
-    (when ``momentum != 0``).
+    (when ``momentum != 0``). ``foreach`` and ``fused`` are accepted (every update is one
+    kernel per parameter here); ``differentiable=True`` is not supported.
 
     >>> import gradcore as gc
     >>> w = gc.nn.Parameter(gc.tensor([1.0]))
@@ -30,13 +31,16 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
-                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False):
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False,
+                 fused: bool | None = None):
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        self._check_implementation(differentiable)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
         if nesterov and (momentum <= 0 or dampening != 0):
