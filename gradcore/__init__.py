@@ -12,8 +12,9 @@ import builtins as _builtins
 import functools as _functools
 import warnings as _warnings
 
-from . import autograd, backend, dtypes, kernels, nn, optim
+from . import amp, autograd, backend, dtypes, kernels, nn, optim
 from ._size import Size
+from .amp import autocast
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd import grad_mode as _grad_mode
 from .backend import Device, get_default_device, set_default_device
@@ -44,6 +45,7 @@ from .creation import (
 )
 from .dtypes import (
     DType,
+    bfloat16,
     bool_,
     can_cast,
     finfo,
@@ -148,6 +150,24 @@ class _Cuda:
     def memory_reserved(device=None) -> "builtins.int":  # noqa: F821
         """Bytes the memory pool holds from the driver."""
         return backend.cuda_memory("total")
+
+    @staticmethod
+    def is_bf16_supported(including_emulation: "builtins.bool" = True) -> "builtins.bool":  # noqa: F821
+        """False: gradcore has no bfloat16 (NumPy has none)."""
+        return False
+
+    class amp:
+        """``gc.cuda.amp``: the older spellings of ``gc.amp`` for CUDA."""
+
+        @staticmethod
+        def autocast(enabled=True, dtype=None, cache_enabled=True):
+            return amp.autocast("cuda", dtype=dtype or "float16", enabled=enabled)
+
+        @staticmethod
+        def GradScaler(init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,  # noqa: N802
+                       growth_interval=2000, enabled=True):
+            return amp.GradScaler("cuda", init_scale, growth_factor, backoff_factor,
+                                  growth_interval, enabled)
 
 
 cuda = _Cuda()

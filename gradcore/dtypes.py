@@ -80,10 +80,33 @@ default_float = float32
 default_int = int64
 
 
+class _Missing:
+    """A dtype PyTorch has and gradcore cannot hold (NumPy has no such type): its name
+    exists, so that programs that only name it (``{"bfloat16": torch.bfloat16, ...}``)
+    run; making a tensor of it raises, saying so."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"gradcore.{self.name}"
+
+    is_floating_point = True
+
+
+bfloat16 = _Missing("bfloat16")
+
+
 def to_dtype(spec) -> DType:
     """Accept a DType, a NumPy dtype or type, a name, or Python's float/int/bool."""
     if isinstance(spec, DType):
         return spec
+    if isinstance(spec, _Missing) or spec in ("bfloat16", "torch.bfloat16",
+                                              "gradcore.bfloat16"):
+        raise TypeError("gradcore has no bfloat16 (NumPy has no such type): use float16 "
+                        "or float32")
     if spec is None:
         raise TypeError("dtype must not be None here")
     if spec is _pyfloat:

@@ -13,9 +13,14 @@ class _State(threading.local):
     enabled = True   # class attributes are each new thread's defaults
     anomaly = False
     releasing = False  # inside a backward that frees saved values as it goes
+    autocast = None  # {device type: dtype} inside gc.autocast blocks that are on
 
 
 state = _State()
+
+# How many gc.autocast blocks are open in any thread (the ops that autocast test this
+# before the thread-local state)
+autocast_blocks = [0]
 
 # How many detect_anomaly blocks are open in any thread: a cheap global test that lets
 # every op skip the thread-local one (and the traceback) in the usual case.

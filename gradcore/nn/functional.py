@@ -22,7 +22,9 @@ import warnings
 import numpy as np
 
 from .. import creation
+from ..autograd.grad_mode import autocast_blocks as _ac_blocks
 from ..backend import math_of
+from ..ops import _autocast as _ac
 from ..ops import activation as _act
 from ..ops import pointwise as _pw
 from ..ops._core import Tensor, as_tensor, wrap
@@ -90,11 +92,15 @@ def _softmax_dim(name, ndim, dim, stacklevel):
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x) / sum(exp(x), dim)``; ``dtype`` casts the input first."""
+    if _ac_blocks[0] and dtype is None:  # inside gc.autocast on CUDA: in float32
+        (input,) = _ac.full(input, cpu=False)
     return _act.softmax(input, _softmax_dim("softmax", input.ndim, dim, _stacklevel), dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x, dim)``; ``dtype`` casts the input first."""
+    if _ac_blocks[0] and dtype is None:
+        (input,) = _ac.full(input, cpu=False)
     return _act.log_softmax(input, _softmax_dim("log_softmax", input.ndim, dim, _stacklevel),
                             dtype)
 
@@ -123,6 +129,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize over the trailing ``normalized_shape`` dimensions; one graph node."""
+    if _ac_blocks[0]:
+        input, weight, bias = _ac.full(input, weight, bias, cpu=False)
     return _act.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
@@ -160,6 +168,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     ``weight`` weighs each element (the mean then divides by its sum)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
+    if _ac_blocks[0]:
+        input, target = _ac.full(input, target)
     if weight is None:
         return _act.mse_loss(input, target, reduction)
     if tuple(weight.shape) != tuple(input.shape):
@@ -175,6 +185,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """``-input[n, target[n]]`` (times ``weight[target[n]]``); ``mean`` divides by the
     total weight of the targets that are not ``ignore_index``; one graph node."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if _ac_blocks[0]:
+        input, weight = _ac.full(input, weight)
     return _act.nll_loss(input, target, weight, ignore_index, reduction)
 
 
@@ -193,6 +205,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
                            f"{label_smoothing}")
+    if _ac_blocks[0]:  # inside gc.autocast: in float32
+        input, target, weight = _ac.full(input, target, weight)
     if input.ndim == 0:
         raise RuntimeError("cross_entropy: the input must have a class dimension")
     class_dim = 0 if input.ndim == 1 else 1
@@ -277,4 +291,6 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     ``max(x, 0) - x * y + log1p(exp(-|x|))`` (``pos_weight`` weighs the positive term);
     one graph node before the reduction."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if _ac_blocks[0]:
+        input, target, weight, pos_weight = _ac.full(input, target, weight, pos_weight)
     return _act.binary_cross_entropy_with_logits(input, target, weight, reduction, pos_weight)

@@ -20,8 +20,10 @@ import warnings
 
 import numpy as np
 
+from ..autograd.grad_mode import autocast_blocks as _autocast_blocks
 from ..backend import check_range, math_of
 from ..kernels import Kernel, declare
+from . import _autocast
 from . import linalg as _linalg
 from . import pointwise as _pw
 from . import reduce as _red
@@ -356,6 +358,8 @@ class LinearBackward(Node):
 
 def linear(x, weight, bias=None):
     """``x @ weight.T + bias`` (weight: ``(out_features, in_features)``); one node."""
+    if _autocast_blocks[0]:  # inside gc.autocast: in the block's dtype
+        x, weight, bias = _autocast.lower(x, weight, bias)
     xd, wd = x._data, weight._data
     bd = None if bias is None else bias._data
     if wd.ndim == 2 and xd.ndim >= 1 and xd.shape[-1] == wd.shape[1] and \

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.grad_mode import autocast_blocks as _autocast_blocks
 from ..backend import math_of
+from . import _autocast
 from ._core import (
     TENSOR_TYPES,
     Node,
@@ -70,6 +72,8 @@ def _names(a, b):
 @export(torch=True, method=True)
 def matmul(a, b):
     """Matrix product with NumPy's/PyTorch's rules for 1-D and batched operands."""
+    if _autocast_blocks[0]:  # inside gc.autocast: the block's dtype
+        a, b = _autocast.lower(a, b)
     if type(a) in TENSOR_TYPES and type(b) in TENSOR_TYPES:
         ad, bd = a._data, b._data
         # fast path: two host matrices of one float dtype with matching inner sizes

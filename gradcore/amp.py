@@ -1,0 +1,272 @@
+"""Mixed precision: ``gc.autocast`` and ``gc.amp.GradScaler``, PyTorch's ``torch.amp``.
+
+``autocast(device_type, dtype=...)`` runs matrix products and ``linear`` in the
+block's dtype (float16) and softmax, log_softmax, layer_norm and the losses in
+float32, casting their operands on the way in (differentiably: gradients flow back in
+the operands' own dtypes). ``GradScaler`` scales the loss so that float16 gradients do
+not underflow, unscales them before the optimizer steps, skips the steps whose
+gradients hold an inf or a NaN, and adapts the scale, as PyTorch's does.
+
+>>> import gradcore as gc
+>>> w = gc.nn.Parameter(gc.ones(4, 4))
+>>> with gc.autocast("cpu", dtype=gc.float16):
+...     y = gc.ones(2, 4) @ w
+>>> y.dtype, w.dtype
+(gradcore.float16, gradcore.float32)
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+from . import backend, dtypes
+from .autograd import no_grad
+from .autograd.grad_mode import autocast_blocks as _blocks
+from .autograd.grad_mode import state as _state
+from .autograd.tensor_base import from_data
+from .tensor import Tensor
+
+__all__ = ["autocast", "GradScaler", "is_autocast_available"]
+
+# PyTorch's default autocast dtype of each device type
+_DEFAULT_DTYPE = {"cuda": "float16", "cpu": "bfloat16"}
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether ``gc.autocast`` supports ``device_type`` (``"cpu"`` and ``"cuda"``)."""
+    return device_type in _DEFAULT_DTYPE
+
+
+class autocast:
+    """``with gc.autocast("cuda"):`` (or ``gc.amp.autocast``, ``gc.cuda.amp.autocast()``):
+    PyTorch's mixed precision region; also a decorator. ``dtype`` defaults to PyTorch's
+    for the device (float16 on CUDA; bfloat16 on the CPU, which gradcore lacks: pass
+    ``dtype=gc.float16`` there). ``enabled=False`` turns an enclosing block off."""
+
+    def __init__(self, device_type: str, dtype=None, enabled: bool = True,
+                 cache_enabled=None):
+        if not isinstance(device_type, str):
+            raise ValueError(f"Expected `device_type` of type `str`, got: "
+                             f"`{type(device_type)}`")
+        if device_type not in _DEFAULT_DTYPE:
+            raise RuntimeError(f"User specified an unsupported autocast device_type "
+                               f"'{device_type}'")
+        self.device = device_type
+        dtype = _DEFAULT_DTYPE[device_type] if dtype is None else dtype
+        if not enabled:  # (the dtype of a block that is off is never used)
+            dtype = "float32" if dtype in ("bfloat16", dtypes.bfloat16) else dtype
+        self.fast_dtype = dtypes.to_dtype(dtype)
+        if enabled and self.fast_dtype not in (dtypes.float16, dtypes.float32,
+                                               dtypes.float64):
+            raise RuntimeError(f"In {device_type} autocast, gradcore supports float16 as "
+                               f"the autocast dtype, got {self.fast_dtype!r}")
+        self._enabled = bool(enabled)
+
+    def __enter__(self):
+        self._prev = _state.autocast
+        table = dict(self._prev or {})
+        if self._enabled:
+            table[self.device] = self.fast_dtype
+        else:
+            table.pop(self.device, None)
+        _state.autocast = table or None
+        _blocks[0] += 1
+        return self
+
+    def __exit__(self, *exc):
+        _state.autocast = self._prev
+        _blocks[0] -= 1
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with autocast(self.device, self.fast_dtype, self._enabled):
+                return fn(*args, **kwargs)
+        return run
+
+
+def _leaves(x, fn):
+    if isinstance(x, Tensor):
+        return fn(x)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_leaves(v, fn) for v in x)
+    if isinstance(x, dict):
+        return {k: _leaves(v, fn) for k, v in x.items()}
+    raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+
+
+_READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
+
+
+class GradScaler:
+    """Dynamic loss scaling for float16 training: PyTorch's ``torch.amp.GradScaler``.
+
+    ``scaler.scale(loss).backward()``; ``scaler.step(optimizer)`` unscales the
+    gradients (unless ``unscale_`` did) and steps unless one of them is inf or NaN;
+    ``scaler.update()`` halves the scale after a skipped step and doubles it after
+    ``growth_interval`` steps without one. Disabled (``enabled=False``, or CUDA asked for
+    and unavailable, with a warning), every method passes through.
+    """
+
+    def __init__(self, device: str = "cuda", init_scale: float = 2.0 ** 16,
+                 growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True):
+        self._device = str(device)
+        self._enabled = bool(enabled)
+        if self._enabled and self._device.startswith("cuda") and \
+                not backend.cuda_is_available():
+            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not "
+                          "available.  Disabling.", stacklevel=2)
+            self._enabled = False
+        if growth_factor <= 1.0:
+            raise ValueError("The growth factor must be > 1.0.")
+        if backoff_factor >= 1.0:
+            raise ValueError("The backoff factor must be < 1.0.")
+        self._scale = float(init_scale)
+        self._growth_factor = float(growth_factor)
+        self._backoff_factor = float(backoff_factor)
+        self._growth_interval = int(growth_interval)
+        self._growth_tracker = 0
+        self._per_optimizer: dict[int, dict] = {}
+
+    # -- scaling ------------------------------------------------------------------------
+    def scale(self, outputs):
+        """``outputs`` (a tensor or nested lists/tuples of them) times the scale."""
+        if not self._enabled:
+            return outputs
+        return _leaves(outputs, lambda t: t * self._scale_like(t))
+
+    def _scale_like(self, t):
+        # the scale as a 0-d float32 tensor on t's device, as PyTorch keeps it
+        return from_data(self._scale, dtype=dtypes.float32, device=t.device)
+
+    def _state(self, optimizer) -> dict:
+        return self._per_optimizer.setdefault(id(optimizer), {"stage": _READY,
+                                                              "found_inf": None})
+
+    def unscale_(self, optimizer) -> None:
+        """Divide ``optimizer``'s gradients by the scale, in place, noting whether any is
+        inf or NaN (once per optimizer between two ``update()`` calls)."""
+        if not self._enabled:
+            return
+        state = self._state(optimizer)
+        if state["stage"] == _UNSCALED:
+            raise RuntimeError("unscale_() has already been called on this optimizer "
+                               "since the last update().")
+        if state["stage"] == _STEPPED:
+            raise RuntimeError("unscale_() is being called after step().")
+        inv = float(dtypes.float32.np.type(1.0 / self._scale))  # as PyTorch: in float32
+        found = None  # "some gradient is not finite", kept on the device until step()
+        with no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    g = p.grad
+                    if g is None:
+                        continue
+                    bad = g.isfinite().logical_not().any()
+                    found = bad if found is None else found.logical_or(bad)
+                    g.mul_(inv)
+        state["found_inf"] = found
+        state["stage"] = _UNSCALED
+
+    def step(self, optimizer, *args, **kwargs):
+        """``optimizer.step(*args, **kwargs)`` after unscaling, unless a gradient is inf
+        or NaN (then the step is skipped and None returned)."""
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise RuntimeError("Closure use is not currently supported if GradScaler is "
+                               "enabled.")
+        state = self._state(optimizer)
+        if state["stage"] == _STEPPED:
+            raise RuntimeError("step() has already been called since the last update().")
+        if state["stage"] == _READY:
+            self.unscale_(optimizer)
+        retval = None
+        if not self._found(state):  # one read of the device's verdict per optimizer
+            retval = optimizer.step(*args, **kwargs)
+        state["stage"] = _STEPPED
+        return retval
+
+    @staticmethod
+    def _found(state) -> bool:
+        found = state["found_inf"]
+        if isinstance(found, Tensor):
+            found = state["found_inf"] = found.item()
+        return bool(found)
+
+    def update(self, new_scale=None) -> None:
+        """Adapt the scale to the steps since the last update (or set ``new_scale``)."""
+        if not self._enabled:
+            return
+        if new_scale is not None:
+            if isinstance(new_scale, Tensor):
+                if new_scale.numel() != 1:
+                    raise ValueError("new_scale should be a float or a 1-element "
+                                     "torch.cuda.FloatTensor or torch.FloatTensor with "
+                                     "requires_grad=False.")
+                new_scale = new_scale.item()
+            self._scale = float(new_scale)
+        else:
+            found = [self._found(s) for s in self._per_optimizer.values()
+                     if s["stage"] != _READY]
+            if not found:
+                raise AssertionError("No inf checks were recorded prior to update.")
+            if any(found):
+                self._scale *= self._backoff_factor
+                self._growth_tracker = 0
+            else:
+                self._growth_tracker += 1
+                if self._growth_tracker == self._growth_interval:
+                    self._scale *= self._growth_factor
+                    self._growth_tracker = 0
+            self._scale = float(dtypes.float32.np.type(self._scale))
+        self._per_optimizer = {}
+
+    # -- state ------------------------------------------------------------------------
+    def get_scale(self) -> float:
+        return self._scale if self._enabled else 1.0
+
+    def get_growth_factor(self) -> float:
+        return self._growth_factor
+
+    def set_growth_factor(self, new_factor: float) -> None:
+        self._growth_factor = float(new_factor)
+
+    def get_backoff_factor(self) -> float:
+        return self._backoff_factor
+
+    def set_backoff_factor(self, new_factor: float) -> None:
+        self._backoff_factor = float(new_factor)
+
+    def get_growth_interval(self) -> int:
+        return self._growth_interval
+
+    def set_growth_interval(self, new_interval: int) -> None:
+        self._growth_interval = int(new_interval)
+
+    def is_enabled(self) -> bool:
+        return self._enabled
+
+    def state_dict(self) -> dict:
+        """PyTorch's layout; empty when disabled."""
+        if not self._enabled:
+            return {}
+        return {"scale": self.get_scale(), "growth_factor": self._growth_factor,
+                "backoff_factor": self._backoff_factor,
+                "growth_interval": self._growth_interval,
+                "_growth_tracker": self._growth_tracker}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        if not self._enabled:
+            return
+        if len(state_dict) == 0:
+            raise RuntimeError("The source state dict is empty, possibly because it was "
+                               "saved from a disabled instance of GradScaler.")
+        self._scale = float(state_dict["scale"])
+        self._growth_factor = float(state_dict["growth_factor"])
+        self._backoff_factor = float(state_dict["backoff_factor"])
+        self._growth_interval = int(state_dict["growth_interval"])
+        self._growth_tracker = int(state_dict["_growth_tracker"])

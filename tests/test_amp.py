@@ -1,0 +1,171 @@
+"""Mixed precision (issue 14 item 7): gc.autocast casts as PyTorch's lists say, and
+GradScaler scales, unscales, skips and adapts as torch.amp.GradScaler does."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import gradcore as gc
+from gradcore import nn
+from gradcore.nn import functional as F
+
+from conftest import needs_torch
+
+
+def test_autocast_lists():
+    lin = nn.Linear(4, 3)
+    x = gc.ones(2, 4)
+    w = gc.ones(4, 4, requires_grad=True)
+    with gc.autocast("cpu", dtype=gc.float16):
+        y = lin(x)
+        assert y.dtype == gc.float16 and (x @ w).dtype == gc.float16
+        assert F.linear(x, lin.weight).dtype == gc.float16
+        # (softmax and log_softmax are on CUDA's float32 list, not on the CPU's)
+        assert F.softmax(y, dim=1).dtype == gc.float16
+        assert F.log_softmax(y, dim=1).dtype == gc.float16
+        loss = F.cross_entropy(y, gc.tensor([0, 1]))
+        assert loss.dtype == gc.float32
+        assert F.mse_loss(y, gc.zeros(2, 3)).dtype == gc.float32
+        with gc.autocast("cpu", enabled=False):
+            assert lin(x).dtype == gc.float32
+        assert lin(x).dtype == gc.float16
+    assert lin(x).dtype == gc.float32
+    loss.backward()  # the casts are differentiable: gradients in the parameters' dtype
+    assert lin.weight.grad.dtype == gc.float32 and lin.bias.grad.dtype == gc.float32
+    with gc.autocast("cuda"):  # another device's block leaves CPU tensors alone
+        assert lin(x).dtype == gc.float32
+
+
+def test_autocast_as_a_decorator_and_errors():
+    @gc.autocast("cpu", dtype=gc.float16)
+    def f(a, b):
+        return a @ b
+
+    assert f(gc.ones(2, 2), gc.ones(2, 2)).dtype == gc.float16
+    assert (gc.ones(2, 2) @ gc.ones(2, 2)).dtype == gc.float32
+    with pytest.raises(RuntimeError, match="unsupported autocast device_type"):
+        gc.autocast("tpu")
+    with pytest.raises(TypeError, match="bfloat16"):
+        gc.autocast("cpu")  # PyTorch's CPU default, which gradcore lacks
+    assert gc.amp.is_autocast_available("cuda")
+
+
+@needs_torch
+def test_autocast_dtypes_match_torch():
+    import torch
+    results = []
+    for lib in (gc, torch):
+        lin = lib.nn.Linear(4, 3)
+        x = lib.ones(2, 4)
+        with lib.autocast("cpu", dtype=lib.float16):
+            y = lin(x)
+            fn = lib.nn.functional
+            out = [y, x @ lin.weight.T, fn.softmax(y, dim=1), fn.log_softmax(y, dim=1),
+                   fn.layer_norm(y, (3,)), fn.cross_entropy(y, lib.tensor([0, 1])),
+                   fn.mse_loss(y, lib.zeros(2, 3)), fn.nll_loss(y, lib.tensor([0, 1])),
+                   fn.binary_cross_entropy_with_logits(y, lib.zeros(2, 3))]
+        results.append([str(t.dtype).split(".")[1] for t in out])
+    assert results[0] == results[1]
+
+
+def _scaler_run(lib, grads_seq, **kw):
+    p = lib.nn.Parameter(lib.ones(3))
+    opt = lib.optim.SGD([p], lr=0.1)
+    scaler = lib.amp.GradScaler("cpu", **kw)
+    scales, params, stepped = [], [], []
+    for g in grads_seq:
+        opt.zero_grad()
+        loss = (p * lib.tensor(g)).sum()
+        scaler.scale(loss).backward()
+        before = p.detach().clone()
+        scaler.step(opt)
+        stepped.append(not bool((p.detach() == before).all()))
+        scaler.update()
+        scales.append(scaler.get_scale())
+        params.append(p.detach().numpy().copy())
+    return scales, params, stepped, scaler.state_dict()
+
+
+@needs_torch
+def test_grad_scaler_matches_torch():
+    import torch
+    inf, nan = float("inf"), float("nan")
+    seq = [[1.0, 2.0, 3.0], [inf, 1.0, 1.0], [0.5, 0.5, 0.5], [1.0, nan, 1.0],
+           [1.0, 1.0, 1.0], [2.0, 2.0, 2.0], [1.0, 1.0, 1.0]]
+    kw = {"init_scale": 2.0 ** 10, "growth_interval": 2}
+    mine = _scaler_run(gc, seq, **kw)
+    theirs = _scaler_run(torch, seq, **kw)
+    assert mine[0] == theirs[0] and mine[2] == theirs[2]
+    for a, b in zip(mine[1], theirs[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert mine[3] == theirs[3]
+
+
+def test_grad_scaler_order_errors_and_state():
+    p = nn.Parameter(gc.ones(2))
+    opt = gc.optim.SGD([p], lr=0.1)
+    s = gc.amp.GradScaler("cpu", init_scale=8.0)
+    s.scale(p.sum()).backward()
+    np.testing.assert_array_equal(p.grad.numpy(), [8.0, 8.0])
+    s.unscale_(opt)
+    np.testing.assert_array_equal(p.grad.numpy(), [1.0, 1.0])
+    with pytest.raises(RuntimeError, match="already been called"):
+        s.unscale_(opt)
+    s.step(opt)
+    with pytest.raises(RuntimeError, match="step\\(\\) has already been called"):
+        s.step(opt)
+    s.update()
+    with pytest.raises(RuntimeError, match="Closure"):
+        s.step(opt, closure=lambda: 0)
+    s.update(4.0)
+    assert s.get_scale() == 4.0
+    other = gc.amp.GradScaler("cpu")
+    other.load_state_dict(s.state_dict())
+    assert other.state_dict() == s.state_dict()
+    assert s.scale([p.sum(), (p.sum(),)])[1][0].item() == 4.0 * p.sum().item()
+
+
+def test_disabled_scaler_passes_through():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = gc.cuda.amp.GradScaler()  # CUDA is not available here: disabled, warned
+    if not gc.cuda.is_available():
+        assert not s.is_enabled() and "Disabling" in str(caught[0].message)
+    s = gc.amp.GradScaler(enabled=False)
+    p = nn.Parameter(gc.ones(2))
+    opt = gc.optim.SGD([p], lr=1.0)
+    loss = p.sum()
+    assert s.scale(loss) is loss
+    loss.backward()
+    s.step(opt)
+    s.update()
+    assert p.tolist() == [0.0, 0.0] and s.get_scale() == 1.0 and s.state_dict() == {}
+
+
+def test_names_programs_use():
+    assert not gc.cuda.is_bf16_supported()
+    table = {"float32": gc.float32, "bfloat16": gc.bfloat16, "float16": gc.float16}
+    assert table["float16"] is gc.float16
+    with pytest.raises(TypeError, match="no bfloat16"):
+        gc.zeros(2, dtype=gc.bfloat16)
+    ctx = gc.cuda.amp.autocast(enabled=False)
+    with ctx:
+        pass
+
+
+def test_autocast_on_cuda_uses_cudas_lists(standin):
+    lin = nn.Linear(4, 3).to("cuda")
+    x = gc.ones(2, 4, device="cuda")
+    with gc.autocast("cuda"):
+        y = lin(x)
+        assert y.dtype == gc.float16 and y.device == gc.device("cuda")
+        assert F.softmax(y, dim=1).dtype == gc.float32  # CUDA's float32 list has softmax
+        assert F.layer_norm(y, (3,)).dtype == gc.float32
+        loss = F.cross_entropy(y, gc.tensor([0, 1], device="cuda"))
+    loss.backward()
+    assert lin.weight.grad.dtype == gc.float32
+    with gc.autocast("cpu", dtype=gc.float16):  # a CPU block leaves CUDA tensors alone
+        assert lin(x).dtype == gc.float32
