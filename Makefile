@@ -54,10 +54,18 @@ lint: $(STAMP)
 # The main job: train an MLP on handwritten digits on the best available device, then
 # compare CPU and GPU backward time. With a GPU (nvidia-smi lists one) the matching CuPy
 # wheel is installed first (not with PYTHON=..., whose interpreter is taken as it is).
-demo: $(STAMP)
-	@if [ -n "$(PYTHON)" ]; then \
-	  echo "PYTHON=$(PYTHON): using its packages as they are"; \
-	elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+# Only what the demo needs (gradcore, scikit-learn, tqdm, and CuPy with the CUDA
+# libraries from the package index on a GPU machine), installed once: redone when
+# pyproject.toml changes, not on every run.
+ifdef PYTHON
+DEMO_STAMP :=
+else
+DEMO_STAMP := $(VENV)/.demo-installed
+endif
+
+$(VENV)/.demo-installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
 	  major=$$(nvidia-smi | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\).*/\1/p' | head -n 1); \
 	  extra=cuda12; if [ "$${major:-12}" -ge 13 ]; then extra=cuda13; fi; \
 	  echo "GPU found (CUDA $$major): installing gradcore[examples,$$extra]"; \
@@ -65,6 +73,10 @@ demo: $(STAMP)
 	else \
 	  $(PY) -m pip install --quiet -e '.[examples]'; \
 	fi
+	touch $@
+
+demo: $(DEMO_STAMP)
+	@if [ -n "$(PYTHON)" ]; then echo "PYTHON=$(PYTHON): using its packages as they are"; fi
 	$(PY) -m gradcore train
 	$(PY) -m gradcore compare
 
