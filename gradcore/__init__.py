@@ -11,7 +11,7 @@ tensor([6.])
 import functools as _functools
 import warnings as _warnings
 
-from . import autograd, backend, dtypes, kernels, nn, optim
+from . import autograd, backend, dtypes, kernels, nn, optim, random, sampling
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, get_default_device, set_default_device
 from .backend import device as device
@@ -27,14 +27,15 @@ from .creation import (
     full,
     full_like,
     linspace,
-    manual_seed,
     ones,
     ones_like,
     rand,
     rand_like,
     randint,
+    randint_like,
     randn,
     randn_like,
+    randperm,
     tensor,
     zeros,
     zeros_like,
@@ -43,6 +44,16 @@ from .dtypes import DType, bool_, float16, float32, float64, int8, int16, int32,
 from .io import load, save
 from .ops import _export
 from .profile import profile
+from .random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
+from .sampling import bernoulli, multinomial, normal, poisson
 from .tensor import Parameter, Tensor
 
 # PyTorch's torch.<name> functions among the ops: each is declared where it is written
@@ -59,7 +70,9 @@ __version__ = "0.1.0"
 
 
 class _Cuda:
-    """``gc.cuda``: is_available(), device_count()."""
+    """``gc.cuda``: is_available(), device_count(), and the seeding functions of
+    ``torch.cuda``, which seed gradcore's one default generator (every draw is made on
+    the host, for CPU and GPU tensors alike)."""
 
     @staticmethod
     def is_available() -> bool:  # noqa: A003
@@ -72,6 +85,33 @@ class _Cuda:
     @staticmethod
     def unavailable_reason():
         return backend.cuda_unavailable_reason()
+
+    @staticmethod
+    def manual_seed(value) -> None:
+        """Seed the default generator (the one GPU tensors' draws come from too)."""
+        random.manual_seed(value)
+
+    manual_seed_all = manual_seed
+
+    @staticmethod
+    def seed() -> None:
+        """Seed the default generator from the operating system's entropy."""
+        random.seed()
+
+    seed_all = seed
+
+    @staticmethod
+    def initial_seed() -> "builtins.int":  # noqa: F821
+        return random.initial_seed()
+
+    @staticmethod
+    def get_rng_state(device="cuda"):
+        """The default generator's state (GPU draws come from it)."""
+        return random.get_rng_state()
+
+    @staticmethod
+    def set_rng_state(new_state, device="cuda") -> None:
+        random.set_rng_state(new_state)
 
 
 cuda = _Cuda()
@@ -132,5 +172,6 @@ for _name in ("all", "amax", "amin", "any", "argmax", "argmin", "broadcast_to", 
 del _name
 
 # `from gradcore import *`: every public name (generated: the ops' come from their
-# declarations)
-__all__ = sorted(_n for _n in globals() if not _n.startswith("_"))
+# declarations), less the module `random` (it would hide Python's own), which torch's
+# __all__ leaves out too
+__all__ = sorted(_n for _n in globals() if not _n.startswith("_") and _n != "random")
