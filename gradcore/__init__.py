@@ -11,7 +11,7 @@ tensor([6.])
 import functools as _functools
 import warnings as _warnings
 
-from . import autograd, backend, dtypes, kernels, nn, optim, random, sampling
+from . import autograd, backend, dtypes, kernels, nn, optim, random, sampling, utils
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, get_default_device, set_default_device
 from .backend import device as device
@@ -172,6 +172,7 @@ for _name in ("all", "amax", "amin", "any", "argmax", "argmin", "broadcast_to", 
 del _name
 
 # `from gradcore import *`: every public name (generated: the ops' come from their
-# declarations), less the module `random` (it would hide Python's own), which torch's
-# __all__ leaves out too
-__all__ = sorted(_n for _n in globals() if not _n.startswith("_") and _n != "random")
+# declarations), less the modules `random` (it would hide Python's own) and `utils`,
+# which torch's __all__ leaves out too
+__all__ = sorted(_n for _n in globals() if not _n.startswith("_") and
+                 _n not in ("random", "utils"))
