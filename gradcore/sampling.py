@@ -121,7 +121,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     return _fill(self, eps * std + mean)
 
 
-_HALF_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double"}
+_FLOAT_C_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double"}
 
 
 def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
@@ -138,7 +138,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
     limit = float(np.finfo(self._data.dtype).max)
     for name, v in (("from", low), ("to", high)):
         if abs(v) > limit:
-            raise RuntimeError(f"{name} is out of bounds for {_HALF_NAMES[self.dtype.name]}")
+            raise RuntimeError(f"{name} is out of bounds for {_FLOAT_C_NAMES[self.dtype.name]}")
     if low > high:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={_num(low)} > to={_num(high)}")
@@ -220,7 +220,7 @@ def random_(self, *args, generator=None, **kwargs):
     if dt.is_floating_point:
         if to is not None and (last > top or frm < -top):
             warnings.warn(f"to - 1 is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
-                          f"precision limitations {_HALF_NAMES[dt.name]} can support discrete "
+                          f"precision limitations {_FLOAT_C_NAMES[dt.name]} can support discrete "
                           f"uniform distribution only within this range. This warning will "
                           f"become an error in version 1.7 release, please fix the code in "
                           f"advance", UserWarning, stacklevel=2)
@@ -285,11 +285,10 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:
     tensor([0., 1., 1.])
     """
     _tensor_arg(input, "bernoulli")
+    if p is None:
+        _floating_only(input, "bernoulli_tensor_cpu_p_")
     out = _wrap(input.device.math.empty(tuple(input.shape), dtype=input._data.dtype))
-    if p is not None:
-        return bernoulli_(out, p, generator=generator)
-    _floating_only(input, "bernoulli_tensor_cpu_p_")
-    return bernoulli_(out, input.detach(), generator=generator)
+    return bernoulli_(out, input.detach() if p is None else p, generator=generator)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None) -> Tensor:

@@ -492,6 +492,23 @@ def test_each_epoch_draws_a_base_seed_as_pytorch_does():
     np.testing.assert_array_equal(host(fresh.get_state()), host(g.get_state()))
 
 
+def test_a_pass_asks_its_sampler_for_one_iterator():
+    class Counting(gc.utils.data.Sampler):
+        calls = 0
+
+        def __iter__(self):
+            Counting.calls += 1
+            return iter(range(4))
+
+        def __len__(self):
+            return 4
+
+    loader = DataLoader(range(4), sampler=Counting(), batch_size=2)
+    assert [b.tolist() for b in loader] == [[0, 1], [2, 3]]
+    list(loader)
+    assert Counting.calls == 2
+
+
 @pytest.mark.parametrize("workers", [1, 3])
 def test_workers_give_the_batches_of_the_main_process(workers):
     def run(**kw):

@@ -165,14 +165,19 @@ class _DataLoaderIter:
         if loader.pin_memory and not backend.cuda_is_available():
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
                           "then device pinned memory won't be used.", stacklevel=3)
+        # (the sampler's iterator, then the base seed: PyTorch's order, so that the
+        # generators advance as they do there)
         self._sampler_iter = iter(self._index_sampler)
-        # (drawn as PyTorch draws it, so that the generators advance as they do there)
         self._base_seed = int(_random.stream(loader.generator, "cpu", "DataLoader")
                               .integers(0, 1 << 63))
-        self._reset(loader)
+        self._start(loader)
 
     def _reset(self, loader) -> None:
+        """A new pass of a persistent iterator (no new base seed, as in PyTorch)."""
         self._sampler_iter = iter(self._index_sampler)
+        self._start(loader)
+
+    def _start(self, loader) -> None:
         self._num_yielded = 0
         self._IterableDataset_len_called = loader._IterableDataset_len_called
         fetcher = _MapDatasetFetcher if self._dataset_kind == _DatasetKind.Map else \
