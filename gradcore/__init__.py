@@ -12,7 +12,7 @@ import builtins as _builtins
 import functools as _functools
 import warnings as _warnings
 
-from . import amp, autograd, backend, dtypes, kernels, nn, optim
+from . import amp, autograd, backend, dtypes, kernels, nn, optim, random, sampling, utils
 from ._size import Size
 from .amp import autocast
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -31,14 +31,15 @@ from .creation import (
     full,
     full_like,
     linspace,
-    manual_seed,
     ones,
     ones_like,
     rand,
     rand_like,
     randint,
+    randint_like,
     randn,
     randn_like,
+    randperm,
     tensor,
     zeros,
     zeros_like,
@@ -64,6 +65,16 @@ from .dtypes import (
 from .io import load, save
 from .ops import _export
 from .profile import profile
+from .random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
+from .sampling import bernoulli, multinomial, normal, poisson
 from .tensor import Parameter, Tensor
 
 # PyTorch's torch.<name> functions among the ops: each is declared where it is written
@@ -95,7 +106,8 @@ class _Cuda:
     """``gc.cuda``: PyTorch's ``torch.cuda`` functions that programs call. ``device``
     arguments take an index, ``"cuda:1"`` or a device; None is the current GPU. Without
     a usable GPU, ``is_available()`` is False, ``device_count()`` 0 and the others
-    raise, saying why."""
+    raise, saying why. The seeding functions seed gradcore's one default generator
+    (every draw is made on the host, for CPU and GPU tensors alike)."""
 
     @staticmethod
     def is_available() -> bool:  # noqa: A003
@@ -168,6 +180,33 @@ class _Cuda:
                        growth_interval=2000, enabled=True):
             return amp.GradScaler("cuda", init_scale, growth_factor, backoff_factor,
                                   growth_interval, enabled)
+
+    @staticmethod
+    def manual_seed(value) -> None:
+        """Seed the default generator (the one GPU tensors' draws come from too)."""
+        random.manual_seed(value)
+
+    manual_seed_all = manual_seed
+
+    @staticmethod
+    def seed() -> None:
+        """Seed the default generator from the operating system's entropy."""
+        random.seed()
+
+    seed_all = seed
+
+    @staticmethod
+    def initial_seed() -> "builtins.int":  # noqa: F821
+        return random.initial_seed()
+
+    @staticmethod
+    def get_rng_state(device="cuda"):
+        """The default generator's state (GPU draws come from it)."""
+        return random.get_rng_state()
+
+    @staticmethod
+    def set_rng_state(new_state, device="cuda") -> None:
+        random.set_rng_state(new_state)
 
 
 cuda = _Cuda()
@@ -329,5 +368,7 @@ for _name in ("all", "amax", "amin", "any", "argmax", "argmin", "broadcast_to", 
 del _name
 
 # `from gradcore import *`: every public name (generated: the ops' come from their
-# declarations)
-__all__ = sorted(_n for _n in globals() if not _n.startswith("_"))
+# declarations), less the modules `random` (it would hide Python's own) and `utils`,
+# which torch's __all__ leaves out too
+__all__ = sorted(_n for _n in globals() if not _n.startswith("_") and
+                 _n not in ("random", "utils"))

@@ -6,14 +6,15 @@ import numbers
 
 import numpy as np
 
+from . import _random as _random_mod
 from . import backend, dtypes
-from ._random import manual_seed, seed_generator
+from ._random import seed_generator
 from .autograd.tensor_base import Tensor, _wrap, from_data
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full",
-           "empty", "arange", "linspace", "eye", "randn", "rand", "randint", "zeros_like",
-           "ones_like", "full_like", "empty_like", "randn_like", "rand_like", "manual_seed",
-           "seed_generator"]
+           "empty", "arange", "linspace", "eye", "randn", "rand", "randint", "randperm",
+           "zeros_like", "ones_like", "full_like", "empty_like", "randn_like", "rand_like",
+           "randint_like", "seed_generator"]
 
 
 def _dev(device):
@@ -141,11 +142,11 @@ def _factory(name, fill, doc):
     return _with_size_keyword(factory, name, doc)
 
 
-def _with_size_keyword(impl, name, doc):
+def _with_size_keyword(impl, name, doc, more=()):
     """``impl`` as the public ``name(*size, size=None, ...)``: Python cannot spell a
     keyword named like the varargs, so it is renamed on the way in; an unknown keyword
     names the public function, as PyTorch's message does."""
-    allowed = ("dtype", "device", "requires_grad")
+    allowed = ("dtype", "device", "requires_grad") + tuple(more)
 
     def public(*size, **kwargs):
         if "size" in kwargs:
@@ -223,33 +224,78 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     return _finish(_dev(device).math.eye(n, m, dtype=npd), requires_grad)
 
 
-# ---- random numbers: from gradcore's generator (gradcore._random, seeded by manual_seed) --
+# ---- random numbers: drawn on the host from a NumPy generator (gradcore._random: the
+# default generator's, or generator='s), then moved to the device ----------------------
+def _to_device(dev, host):
+    return dev.asarray(host) if dev.type != "cpu" else host
+
+
+def uniform_samples(rng, shape, npd):
+    """Samples of U[0, 1) of NumPy dtype ``npd`` drawn from ``rng`` (float16 drawn in
+    float32 and kept below 1 after rounding)."""
+    if npd == np.float64 or npd == np.float32:
+        return rng.random(shape, dtype=npd)
+    u = rng.random(shape, dtype=np.float32).astype(npd)
+    return np.minimum(u, np.nextafter(npd.type(1), npd.type(0)))
+
+
+def normal_samples(rng, shape, npd):
+    """Samples of N(0, 1) of NumPy dtype ``npd`` drawn from ``rng``."""
+    if npd == np.float64 or npd == np.float32:
+        return rng.standard_normal(shape, dtype=npd)
+    return rng.standard_normal(shape, dtype=np.float32).astype(npd)
+
+
+# the C names PyTorch's range messages give integer dtypes ("... out of bounds for int")
+C_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int",
+           "int32": "int", "int64": "long int"}
+
+
+def check_integer_range(low: int, last: int, dt, who: str = "to - 1") -> None:
+    """PyTorch's check that ``[low, last]`` fits the integer (or bool) dtype ``dt``."""
+    if dt.is_floating_point:
+        return
+    if dt.np == np.bool_:
+        lo, hi = 0, 1
+    else:
+        info = np.iinfo(dt.np)
+        lo, hi = int(info.min), int(info.max)
+    if not lo <= low <= hi:
+        raise RuntimeError(f"from is out of bounds for {C_NAMES[dt.name]}")
+    if not lo <= last <= hi:
+        raise RuntimeError(f"{who} is out of bounds for {C_NAMES[dt.name]}")
+
+
 def _random(name, sample, kernel, doc):
-    def factory(*size, size_=None, dtype=None, device=None, requires_grad=False):
+    def factory(*size, size_=None, generator=None, dtype=None, device=None,
+                requires_grad=False):
         shape = _size(size, name, size_)
         dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.default_float
         if not dt.is_floating_point:  # PyTorch has no integer normal or uniform samples
             raise NotImplementedError(f'"{kernel}" not implemented for '
                                       f"'{dtypes.torch_name(dt)}' ({name}() samples floating "
                                       f"point dtypes only; use randint for integers)")
-        host = sample(shape).astype(dt.np)
         dev = _dev(device)
-        return _finish(dev.asarray(host) if dev.type != "cpu" else host, requires_grad)
-    return _with_size_keyword(factory, name, doc)
+        host = sample(_random_mod.stream(generator, dev.type, name), shape, dt.np)
+        return _finish(_to_device(dev, host), requires_grad)
+    return _with_size_keyword(factory, name, doc, ("generator",))
 
 
-randn = _random("randn", lambda s: seed_generator().standard_normal(s), "normal",
-                "Samples of the standard normal distribution.")
-rand = _random("rand", lambda s: seed_generator().random(s), "uniform",
-               "Samples of the uniform distribution on [0, 1).")
+randn = _random("randn", normal_samples, "normal_kernel_cpu",
+                "Samples of the standard normal distribution: ``randn(2, 3, generator=None, "
+                "dtype=None, device=None, requires_grad=False)``.")
+rand = _random("rand", uniform_samples, "check_uniform_bounds",
+               "Samples of the uniform distribution on [0, 1): ``rand(2, 3, generator=None, "
+               "dtype=None, device=None, requires_grad=False)``.")
 
 _MISSING = object()
 
 
-def randint(*args, low=_MISSING, high=_MISSING, size=_MISSING, dtype=None, device=None,
-            requires_grad=False) -> Tensor:
+def randint(*args, low=_MISSING, high=_MISSING, size=_MISSING, generator=None, dtype=None,
+            device=None, requires_grad=False) -> Tensor:
     """Random integers in ``[low, high)`` of ``size`` (int64), as PyTorch's
-    ``randint(high, size)`` and ``randint(low, high, size)``."""
+    ``randint(high, size)`` and ``randint(low, high, size)``; ``generator=`` draws from
+    a ``gc.Generator`` instead of the default one."""
     names = ("low", "high", "size") if len(args) + (high is not _MISSING) + \
         (size is not _MISSING) + (low is not _MISSING) >= 3 else ("high", "size")
     given = dict(zip(names, args))
@@ -278,9 +324,42 @@ def randint(*args, low=_MISSING, high=_MISSING, size=_MISSING, dtype=None, devic
     if lo >= hi:
         raise RuntimeError(f"randint(): expects 'low' to be less than 'high', but got "
                            f"low={lo} >= high={hi}")
-    host = seed_generator().integers(lo, hi, size=shape).astype(_np_dtype(dtype) or np.int64)
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
+    check_integer_range(lo, hi - 1, dt)
     dev = _dev(device)
-    return _finish(dev.asarray(host) if dev.type != "cpu" else host, requires_grad)
+    rng = _random_mod.stream(generator, dev.type, "randint")
+    host = rng.integers(lo, hi, size=shape).astype(dt.np)
+    return _finish(_to_device(dev, host), requires_grad)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` says otherwise).
+
+    >>> import gradcore as gc
+    >>> sorted(gc.randperm(5, generator=gc.Generator().manual_seed(1)).tolist())
+    [0, 1, 2, 3, 4]
+    """
+    count = _as_int(n)
+    if count is None:
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
+                        f"{_type_name(n)}")
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
+    if dt.np == np.bool_:
+        raise NotImplementedError("\"randperm\" not implemented for 'Bool'")
+    if count < 0:
+        raise NegativeDimensionError(
+            f"Trying to create tensor with negative dimension {count}: [{count}]")
+    if dt.is_floating_point:
+        limit = 2 ** (np.finfo(dt.np).nmant + 1) + 1
+        if count > limit:
+            raise RuntimeError(f"n cannot be greater than {limit} for "
+                               f"{dtypes.torch_name(dt)} type.")
+    elif count > 0 and count - 1 > np.iinfo(dt.np).max:
+        raise RuntimeError(f"value cannot be converted to type {dt.np.name}_t without "
+                           f"overflow")
+    dev = _dev(device)
+    host = _random_mod.stream(generator, dev.type, "randperm").permutation(count)
+    return _finish(_to_device(dev, host.astype(dt.np, copy=False)), requires_grad)
 
 
 def _like(factory):
@@ -290,11 +369,35 @@ def _like(factory):
     return like
 
 
+def _random_like(factory, name):
+    def like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
+        return factory(tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
+                       device=device or input.device, requires_grad=requires_grad)
+    like.__name__ = like.__qualname__ = name
+    like.__doc__ = f"``{factory.__name__}`` of ``input``'s shape, dtype and device."
+    return like
+
+
 zeros_like = _like(zeros)
 ones_like = _like(ones)
 empty_like = _like(empty)
-randn_like = _like(randn)
-rand_like = _like(rand)
+randn_like = _random_like(randn, "randn_like")
+rand_like = _random_like(rand, "rand_like")
+
+
+def randint_like(input, low=None, high=None, *, generator=None, dtype=None, device=None,
+                 requires_grad=False) -> Tensor:
+    """``randint`` of ``input``'s shape, dtype and device: ``randint_like(x, high)`` or
+    ``randint_like(x, low, high)``."""
+    if low is None and high is None:
+        raise TypeError("randint_like() missing required argument 'high'")
+    if high is None:
+        low, high = 0, low
+    elif low is None:
+        low = 0
+    return randint(low, high, tuple(input.shape), generator=generator,
+                   dtype=dtype or input.dtype, device=device or input.device,
+                   requires_grad=requires_grad)
 
 
 def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):

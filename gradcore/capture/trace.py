@@ -248,16 +248,19 @@ for _name in ("astype", "copy", "reshape", "ravel", "flatten", "argmax", "argmin
 
 
 class _RandomProxy:
-    """Stands in for gradcore's generator while recording: each draw is a tape call
-    that draws again, from the generator current at replay, into the same buffer, so
-    that replays draw fresh values in eager's order (dropout masks)."""
+    """Stands in for a NumPy generator of gradcore's while recording (the default
+    generator's, or a ``gc.Generator``'s reached through ``generator=``): each draw is a
+    tape call that draws again, from the generator ``source()`` returns at replay, into
+    the same buffer, so that replays draw fresh values in eager's order (dropout masks)."""
 
-    def __init__(self, real):
+    def __init__(self, real, source):
         self._real = real
+        self._source = source
 
     def __getattr__(self, name):
         draw = getattr(self._real, name)
         rec = _active
+        source = self._source
 
         def recorded(*args, **kwargs):
             result = draw(*args, **kwargs)
@@ -266,15 +269,20 @@ class _RandomProxy:
             if not isinstance(result, _ndarray):
                 rec.refuse(f"a random draw of a Python number ({name})")
                 return result
-            rec.call(functools.partial(_draw_into, name, args, kwargs), (), {},
+            rec.call(functools.partial(_draw_into, source, name, args, kwargs), (), {},
                      writes=(result,), fresh=True, out=result, name=f"random.{name}")
             return result.view(Traced)
 
         return recorded
 
 
-def _draw_into(name, args, kwargs, buf):
-    np.copyto(buf, getattr(_random.seed_generator(), name)(*args, **kwargs))
+def _draw_into(source, name, args, kwargs, buf):
+    np.copyto(buf, getattr(source(), name)(*args, **kwargs))
+
+
+def _generator_proxy(generator):
+    """The recording stand-in for a ``gc.Generator``'s NumPy generator."""
+    return _RandomProxy(generator._stream, lambda: generator._stream)
 
 
 # ---- the tape --------------------------------------------------------------------------
@@ -600,7 +608,8 @@ class Recorder:
             self._patched.append((d, name, d.get(name, _MISSING)))
             d[name] = value
         backend.set_capture_hooks(_host_array_read, self._check_range)
-        _random._rng = _RandomProxy(_random._rng)
+        _random._rng = _RandomProxy(_random._rng, _random.seed_generator)
+        _random._wrap_stream = _generator_proxy
         _active = self
 
     def _install_opaque(self, obj, name):
@@ -630,6 +639,7 @@ class Recorder:
         _active = None
         if isinstance(_random._rng, _RandomProxy):
             _random._rng = _random._rng._real
+        _random._wrap_stream = None
         backend.set_capture_hooks(None, None)
         for d, name, value in reversed(self._patched):
             if value is _MISSING:

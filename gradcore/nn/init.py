@@ -1,9 +1,10 @@
 """``gradcore.nn.init``: PyTorch's initializers, in place and untracked.
 
-Each fills its tensor from gradcore's random generator (``gc.manual_seed`` makes the
+Each fills its tensor from gradcore's default generator (``gc.manual_seed`` makes the
 values reproducible; they are not PyTorch's stream of numbers, only its
-distributions), writes into the tensor's memory without recording anything (like
-PyTorch's, which run under ``no_grad``) and returns the tensor.
+distributions) or from ``generator=`` (a ``gc.Generator``), writes into the tensor's
+memory without recording anything (like PyTorch's, which run under ``no_grad``) and
+returns the tensor.
 
 >>> import gradcore as gc
 >>> w = gc.nn.init.kaiming_uniform_(gc.empty(4, 9), a=5 ** 0.5)
@@ -18,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from .. import creation
+from .. import _random
 from ..tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
@@ -92,19 +93,19 @@ def _calculate_correct_fan(tensor, mode):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with samples of U(a, b)."""
-    rng = generator if generator is not None else creation.seed_generator()
+    rng = _random.stream(generator, tensor.device.type, "uniform_")
     return _write(tensor, rng.uniform(a, b, size=tuple(tensor.shape)))
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with samples of N(mean, std**2)."""
-    rng = generator if generator is not None else creation.seed_generator()
+    rng = _random.stream(generator, tensor.device.type, "normal_")
     return _write(tensor, rng.normal(mean, std, size=tuple(tensor.shape)))
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Fill with samples of N(mean, std**2) redrawn until they lie in [a, b]."""
-    rng = generator if generator is not None else creation.seed_generator()
+    rng = _random.stream(generator, tensor.device.type, "trunc_normal_")
     shape = tuple(tensor.shape)
     out = rng.normal(mean, std, size=shape)
     bad = (out < a) | (out > b)
