@@ -372,3 +372,53 @@ del _name
 # which torch's __all__ leaves out too
 __all__ = sorted(_n for _n in globals() if not _n.startswith("_") and
                  _n not in ("random", "utils"))
+
+
+class _TorchAlias:
+    """A meta-path finder that lets a program aliasing gradcore as ``torch`` in
+    ``sys.modules`` import ``torch.utils.data``, ``torch.nn.functional``, ...: while
+    ``sys.modules["torch"]`` is gradcore, ``torch.X`` is gradcore's ``gradcore.X`` (the
+    same module objects, so one Tensor class). Otherwise it finds nothing."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        import sys  # noqa: PLC0415  (read at each lookup)
+
+        if not fullname.startswith("torch.") or sys.modules.get("torch") is not _self():
+            return None
+        import importlib  # noqa: PLC0415
+        import importlib.util  # noqa: PLC0415
+
+        real = "gradcore." + fullname[len("torch."):]
+        try:
+            module = importlib.import_module(real)
+        except ImportError:
+            return None
+        return importlib.util.spec_from_loader(fullname, _AliasLoader(module))
+
+
+class _AliasLoader:
+    def __init__(self, module):
+        self.module = module
+
+    def create_module(self, spec):
+        return self.module
+
+    def exec_module(self, module):
+        pass
+
+
+def _self():
+    import sys  # noqa: PLC0415
+
+    return sys.modules[__name__]
+
+
+def _install_torch_alias():
+    import sys  # noqa: PLC0415
+
+    if not _builtins.any(type(f) is _TorchAlias for f in sys.meta_path):
+        sys.meta_path.insert(0, _TorchAlias())
+
+
+_install_torch_alias()

@@ -66,3 +66,26 @@ def test_max_and_min_with_dim_return_values_and_indices(device):
     np.testing.assert_array_equal(host(values), [5.0, 7.0])
     np.testing.assert_array_equal(host(indices), [1, 0])
     assert x.min(1, keepdims=True).values.shape == (2, 1)
+
+
+def test_a_program_aliasing_gradcore_as_torch_imports_its_submodules():
+    """sys.modules["torch"] = gradcore, then `from torch.utils.data import DataLoader`,
+    `import torch.nn.functional as F`: the same modules (one Tensor class), not second
+    copies loaded under torch.* names."""
+    import subprocess
+    import sys
+    code = (
+        "import sys, gradcore\n"
+        "sys.modules['torch'] = gradcore\n"
+        "from torch.utils.data import DataLoader, TensorDataset\n"
+        "import torch.nn.functional as F\n"
+        "import torch.optim.lr_scheduler as S\n"
+        "import torch\n"
+        "batch = next(iter(DataLoader(TensorDataset(torch.ones(4, 2)), batch_size=2)))\n"
+        "assert type(batch[0]) is gradcore.Tensor\n"
+        "assert F is gradcore.nn.functional and S is gradcore.optim.lr_scheduler\n"
+        "assert sys.modules['torch.utils.data'] is gradcore.utils.data\n"
+        "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
