@@ -1276,7 +1276,7 @@ __device__ __forceinline__ void mse_backward(const T* __restrict__ a0, long long
     }
 }
 
-// bce_backward(g, x, y) = g * (x - y) / maximum((1 - x) * x, 1e-12)
+// bce_backward(g, x, y) = g * (x - y) / maximum((1 - x) * x, 9.999999960041972e-13)
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void bce_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
@@ -1287,7 +1287,7 @@ __device__ __forceinline__ void bce_backward_loop(const T* __restrict__ a0, long
         const C g = load(a0[i & m1]);
         const C x = load(a2[i & m3]);
         const C y = load(a4[i & m5]);
-        out0[i] = store<T>(g * (x - y) / maximum((C(1) - x) * x, C(1e-12)));
+        out0[i] = store<T>(g * (x - y) / maximum((C(1) - x) * x, C(9.999999960041972e-13)));
     }
 }
 

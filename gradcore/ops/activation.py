@@ -320,7 +320,8 @@ def silu(x):
     xd = x._data
     m = math_of(xd)
     xu = _up(xd)
-    out = _in_dtype(m, xu / (1 + m.exp(-xu)), xd)  # (PyTorch's kernel)
+    with np.errstate(over="ignore"):  # (exp(-x) is inf below -709: x / inf is -0.0)
+        out = _in_dtype(m, xu / (1 + m.exp(-xu)), xd)  # (PyTorch's kernel)
     if not (mode.enabled and x._rg):
         return wrap(out)
     return _record_saving_input(out, SiluBackward0, x)
@@ -346,7 +347,8 @@ def mish(x):
     xd = x._data
     m = math_of(xd)
     xu = _up(xd)
-    out = _in_dtype(m, xu * m.tanh(m.log1p(m.exp(xu))), xd)
+    with np.errstate(over="ignore"):  # (exp(x) is inf above 709: tanh(inf) is 1)
+        out = _in_dtype(m, xu * m.tanh(m.log1p(m.exp(xu))), xd)
     if not (mode.enabled and x._rg):
         return wrap(out)
     return _record_saving_input(out, MishBackward0, x)
@@ -406,7 +408,9 @@ def _elu(x, alpha, scale, input_scale, cls, backward_input_scale=None):
     m = math_of(xd)
     xu = _up(xd)
     negcoef = alpha * scale
-    out = _in_dtype(m, m.where(xu <= 0, m.expm1(xu * input_scale) * negcoef, xu * scale), xd)
+    with np.errstate(over="ignore"):  # (the exponential where it is not used, or inf)
+        neg = m.expm1(xu * input_scale) * negcoef
+    out = _in_dtype(m, m.where(xu <= 0, neg, xu * scale), xd)
     if not (mode.enabled and x._rg):
         return wrap(out)
     t = _record_saving_input(out, cls, x)
@@ -1140,10 +1144,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
 
 
 
-# PyTorch's BinaryCrossEntropyBackward0: g * (x - y) / max((1 - x) * x, 1e-12), then times
-# the weight and divided by the count for "mean"; the target's, -logit(x) * g
-declare(Kernel("bce_backward", ("g", "x", "y"), "g * (x - y) / maximum((1 - x) * x, 1e-12)",
-               upcast="x"))
+# PyTorch's BinaryCrossEntropyBackward0: g * (x - y) / max((1 - x) * x, EPSILON), then times
+# the weight and divided by the count for "mean"; the target's, -logit(x) * g. PyTorch's
+# EPSILON is 1e-12 rounded to float32 (9.99999996e-13), for float64 too
+declare(Kernel("bce_backward", ("g", "x", "y"),
+               "g * (x - y) / maximum((1 - x) * x, 9.999999960041972e-13)", upcast="x"))
 declare(Kernel("bce_target_backward", ("g", "x"), "-log(x / (1 - x)) * g", upcast="x"))
 class BinaryCrossEntropyBackward0(Node):
     """The gradients of ``binary_cross_entropy`` (its reduction included) for the input
@@ -1202,8 +1207,9 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     _check_unit_interval(m, xd, "input")
     _check_unit_interval(m, yd, "target")
     xu, yu = _up(xd), _up(yd)
-    loss = _fresh(m, (yu - 1) * m.maximum(m.log1p(-xu), -100))
-    loss -= yu * m.maximum(m.log(xu), -100)
+    with np.errstate(divide="ignore"):  # (log(0) is -inf: clamped to -100)
+        loss = _fresh(m, (yu - 1) * m.maximum(m.log1p(-xu), -100))
+        loss -= yu * m.maximum(m.log(xu), -100)
     loss = loss.astype(xd.dtype, copy=False)
     if wd is not None:
         loss = loss * wd
