@@ -41,6 +41,7 @@ from .creation import (
 )
 from .dtypes import DType, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
 from .io import load, save
+from .nn.functional import cosine_similarity, pairwise_distance  # (torch.<name> too)
 from .ops import _export
 from .profile import profile
 from .tensor import Parameter, Tensor

@@ -79,14 +79,17 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def tanh(input):
+    """``tanh(input)``."""
     return _pw.tanh(input)
 
 
 def sigmoid(input):
+    """``1 / (1 + exp(-input))``."""
     return _pw.sigmoid(input)
 
 
 def erf(input):
+    """The error function of ``input``."""
     return _act.erf(input)
 
 
