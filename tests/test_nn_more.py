@@ -6,6 +6,8 @@ stand-in."""
 
 from __future__ import annotations
 
+import pathlib
+import re
 import warnings
 from collections import OrderedDict
 
@@ -799,3 +801,15 @@ def test_new_public_names_have_docstrings():
             assert obj.__doc__, f"nn.{name}"
     for name in F.__all__:
         assert getattr(F, name).__doc__, f"F.{name}"
+
+
+def test_nn_page_examples_run_and_print_what_they_say(capsys):
+    """docs/nn.md: its python blocks form one session and print what its comments say."""
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "nn.md").read_text()
+    namespace = {}
+    for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
+        exec(compile(block, "docs/nn.md", "exec"), namespace)
+    assert capsys.readouterr().out.splitlines() == [
+        "PReLU(num_parameters=8)", "(8,)",
+        "['calls', 'heads.cls.weight', 'heads.cls.bias', 'heads.box.weight', "
+        "'heads.box.bias', 'scales.0', 'scales.1']", "[(3, 2)]"]
