@@ -98,6 +98,11 @@ def test_activation_reprs_match_pytorch():
             assert repr(getattr(nn, cls)(inplace=flag)) == \
                 repr(getattr(torch.nn, cls)(inplace=flag)), cls
     assert repr(nn.PReLU(3, init=0.1)) == repr(torch.nn.PReLU(3, init=0.1))
+    # the class tree: ReLU6 is a Hardtanh, CELU no ELU, Hardshrink no Softshrink
+    for sub, base in (("ReLU6", "Hardtanh"), ("CELU", "ELU"), ("Hardshrink", "Softshrink"),
+                      ("LogSoftmax", "Softmax"), ("Softmin", "Softmax")):
+        assert issubclass(getattr(nn, sub), getattr(nn, base)) == \
+            issubclass(getattr(torch.nn, sub), getattr(torch.nn, base)), (sub, base)
     assert repr(nn.Softmin()) == repr(torch.nn.Softmin())
 
 

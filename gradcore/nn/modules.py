@@ -1450,22 +1450,26 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}{', inplace=True' if self.inplace else ''}"
 
 
-class ELU(Module):
-    """``x`` where positive, else ``alpha * (exp(x) - 1)`` (``F.elu``)."""
+class _AlphaInplace(Module):
+    """An activation with an ``alpha`` and PyTorch's ``inplace`` option."""
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
         self.alpha = alpha
         self.inplace = inplace
 
-    def forward(self, input):
-        return F.elu(input, self.alpha, self.inplace)
-
     def extra_repr(self):
         return f"alpha={self.alpha}{', inplace=True' if self.inplace else ''}"
 
 
-class CELU(ELU):
+class ELU(_AlphaInplace):
+    """``x`` where positive, else ``alpha * (exp(x) - 1)`` (``F.elu``)."""
+
+    def forward(self, input):
+        return F.elu(input, self.alpha, self.inplace)
+
+
+class CELU(_AlphaInplace):  # (not an ELU, as in PyTorch)
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (``F.celu``)."""
 
     def forward(self, input):
@@ -1533,21 +1537,25 @@ class Tanhshrink(Module):
         return F.tanhshrink(input)
 
 
-class Softshrink(Module):
-    """Shrink towards 0 by ``lambd``, 0 within ``[-lambd, lambd]`` (``F.softshrink``)."""
+class _Shrink(Module):
+    """A shrinkage with its ``lambd`` (shown alone by repr, as PyTorch does)."""
 
     def __init__(self, lambd: float = 0.5):
         super().__init__()
         self.lambd = lambd
 
-    def forward(self, input):
-        return F.softshrink(input, self.lambd)
-
     def extra_repr(self):
         return str(self.lambd)
 
 
-class Hardshrink(Softshrink):
+class Softshrink(_Shrink):
+    """Shrink towards 0 by ``lambd``, 0 within ``[-lambd, lambd]`` (``F.softshrink``)."""
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+
+class Hardshrink(_Shrink):  # (not a Softshrink, as in PyTorch)
     """``x`` where ``|x| > lambd``, else 0 (``F.hardshrink``)."""
 
     def forward(self, input):
