@@ -63,6 +63,7 @@ from .dtypes import (
     uint8,
 )
 from .io import load, save
+from .nn.functional import cosine_similarity, pairwise_distance  # (torch.<name> too)
 from .ops import _export
 from .profile import profile
 from .random import (

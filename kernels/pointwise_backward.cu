@@ -1000,6 +1000,256 @@ __device__ __forceinline__ void softplus_backward(const T* __restrict__ a0, long
     }
 }
 
+// silu_backward(g, x) = e = exp(where(x < 0, x, -x)); s = where(x < 0, e / (1 + e), 1 / (1 + e)); g * s * (1 + x * (1 - s))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void silu_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        const C e = exp(where(x < C(0), x, -x));
+        const C s = where(x < C(0), e / (C(1) + e), C(1) / (C(1) + e));
+        out0[i] = store<T>(g * s * (C(1) + (x * (C(1) - s))));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void silu_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        silu_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        silu_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// mish_backward(g, x) = e = exp(where(x > 20, 20, x)); q = e * (e + 2); tsp = q / (q + 2); s = e / (1 + e); g * (tsp + x * s * (1 - tsp * tsp))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void mish_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        const C e = exp(where(x > C(20), C(20), x));
+        const C q = e * (e + C(2));
+        const C tsp = q / (q + C(2));
+        const C s = e / (C(1) + e);
+        out0[i] = store<T>(g * (tsp + (x * s * (C(1) - (tsp * tsp)))));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void mish_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        mish_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        mish_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// leaky_relu_backward(g, x, slope) = where(x > 0, g, g * slope)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void leaky_relu_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, C slope, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(where(x > C(0), g, g * slope));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void leaky_relu_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, C slope, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        leaky_relu_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, slope, out0, (unsigned int)n);
+    } else {
+        leaky_relu_backward_loop<T, C, long long>(a0, a1, a2, a3, slope, out0, n);
+    }
+}
+
+// elu_backward(g, x, poscoef, negcoef, negiptcoef) = where(x <= 0, g * negiptcoef * negcoef * exp(where(x <= 0, x, 0) * negiptcoef), g * poscoef)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void elu_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, C poscoef, C negcoef, C negiptcoef, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(where(x <= C(0), g * negiptcoef * negcoef * exp(where(x <= C(0), x, C(0)) * negiptcoef), g * poscoef));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void elu_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, C poscoef, C negcoef, C negiptcoef, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        elu_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, poscoef, negcoef, negiptcoef, out0, (unsigned int)n);
+    } else {
+        elu_backward_loop<T, C, long long>(a0, a1, a2, a3, poscoef, negcoef, negiptcoef, out0, n);
+    }
+}
+
+// hardtanh_backward(g, x, lo, hi) = where(x <= lo, 0, where(x >= hi, 0, g))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void hardtanh_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, C lo, C hi, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(where(x <= lo, C(0), where(x >= hi, C(0), g)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void hardtanh_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, C lo, C hi, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        hardtanh_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, lo, hi, out0, (unsigned int)n);
+    } else {
+        hardtanh_backward_loop<T, C, long long>(a0, a1, a2, a3, lo, hi, out0, n);
+    }
+}
+
+// hardswish_backward(g, x) = where(x <= -3, 0, where(x < 3, g * (x / 3 + 0.5), g))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void hardswish_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(where(x <= -C(3), C(0), where(x < C(3), g * ((x / C(3)) + C(0.5)), g)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void hardswish_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        hardswish_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        hardswish_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// hardsigmoid_backward(g, x) = where((x > -3) & (x < 3), g * 0.1666666716337204, 0)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void hardsigmoid_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(where((x > -C(3)) & (x < C(3)), g * C(0.1666666716337204), C(0)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void hardsigmoid_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        hardsigmoid_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        hardsigmoid_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// log_sigmoid_backward(g, x) = z = exp(where(x < 0, x, -x)); where(x < 0, g * (1 - z / (1 + z)), g * (z / (1 + z)))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void log_sigmoid_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        const C z = exp(where(x < C(0), x, -x));
+        out0[i] = store<T>(where(x < C(0), g * (C(1) - (z / (C(1) + z))), g * (z / (C(1) + z))));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void log_sigmoid_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        log_sigmoid_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        log_sigmoid_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// shrink_backward(g, x, lambd) = where(x >= -lambd, where(x <= lambd, 0, g), g)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void shrink_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, C lambd, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(where(x >= -lambd, where(x <= lambd, C(0), g), g));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void shrink_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, C lambd, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        shrink_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, lambd, out0, (unsigned int)n);
+    } else {
+        shrink_backward_loop<T, C, long long>(a0, a1, a2, a3, lambd, out0, n);
+    }
+}
+
+// prelu_backward(g, x, w) = where(x > 0, g, w * g), where(x > 0, 0, x * g)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void prelu_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        const C w = load(a4[i & m5]);
+        out0[i] = store<T>(where(x > C(0), g, w * g));
+        out1[i] = store<T>(where(x > C(0), C(0), x * g));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void prelu_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
+    if (n < 2147483648LL) {
+        prelu_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, out1, (unsigned int)n);
+    } else {
+        prelu_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+    }
+}
+
 // mse_backward(g, x, y, scale) = (x - y) * (g * scale)
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void mse_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, C scale, T* __restrict__ out0, I n) {
@@ -1023,6 +1273,56 @@ __device__ __forceinline__ void mse_backward(const T* __restrict__ a0, long long
         mse_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, scale, out0, (unsigned int)n);
     } else {
         mse_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, scale, out0, n);
+    }
+}
+
+// bce_backward(g, x, y) = g * (x - y) / maximum((1 - x) * x, 9.999999960041972e-13)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void bce_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        const C y = load(a4[i & m5]);
+        out0[i] = store<T>(g * (x - y) / maximum((C(1) - x) * x, C(9.999999960041972e-13)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void bce_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        bce_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, (unsigned int)n);
+    } else {
+        bce_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, n);
+    }
+}
+
+// bce_target_backward(g, x) = -log(x / (1 - x)) * g
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void bce_target_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(-log(x / (C(1) - x)) * g);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void bce_target_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        bce_target_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        bce_target_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
     }
 }
 
@@ -1543,8 +1843,44 @@ extern "C" __global__ void gelu_tanh_forward_float16(const gc_half* __restrict__
 extern "C" __global__ void softplus_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, float beta, float threshold, gc_half* __restrict__ out0, long long n) {
     gradcore::softplus_backward<gc_half, float>(a0, a1, a2, a3, beta, threshold, out0, n);
 }
+extern "C" __global__ void silu_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::silu_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void mish_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::mish_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void leaky_relu_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, float slope, gc_half* __restrict__ out0, long long n) {
+    gradcore::leaky_relu_backward<gc_half, float>(a0, a1, a2, a3, slope, out0, n);
+}
+extern "C" __global__ void elu_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, float poscoef, float negcoef, float negiptcoef, gc_half* __restrict__ out0, long long n) {
+    gradcore::elu_backward<gc_half, float>(a0, a1, a2, a3, poscoef, negcoef, negiptcoef, out0, n);
+}
+extern "C" __global__ void hardtanh_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, float lo, float hi, gc_half* __restrict__ out0, long long n) {
+    gradcore::hardtanh_backward<gc_half, float>(a0, a1, a2, a3, lo, hi, out0, n);
+}
+extern "C" __global__ void hardswish_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::hardswish_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void hardsigmoid_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::hardsigmoid_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void log_sigmoid_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::log_sigmoid_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void shrink_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, float lambd, gc_half* __restrict__ out0, long long n) {
+    gradcore::shrink_backward<gc_half, float>(a0, a1, a2, a3, lambd, out0, n);
+}
+extern "C" __global__ void prelu_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
+    gradcore::prelu_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
 extern "C" __global__ void mse_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, float scale, gc_half* __restrict__ out0, long long n) {
     gradcore::mse_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, scale, out0, n);
+}
+extern "C" __global__ void bce_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, long long n) {
+    gradcore::bce_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
+extern "C" __global__ void bce_target_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::bce_target_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void sgd_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, float neg_lr, float wd, float maximize, long long n) {
     gradcore::sgd_step<gc_half, float>(a0, a1, neg_lr, wd, maximize, n);
@@ -1745,8 +2081,44 @@ extern "C" __global__ void gelu_tanh_forward_float32(const float* __restrict__ a
 extern "C" __global__ void softplus_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float beta, float threshold, float* __restrict__ out0, long long n) {
     gradcore::softplus_backward<float, float>(a0, a1, a2, a3, beta, threshold, out0, n);
 }
+extern "C" __global__ void silu_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::silu_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void mish_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::mish_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void leaky_relu_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float slope, float* __restrict__ out0, long long n) {
+    gradcore::leaky_relu_backward<float, float>(a0, a1, a2, a3, slope, out0, n);
+}
+extern "C" __global__ void elu_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float poscoef, float negcoef, float negiptcoef, float* __restrict__ out0, long long n) {
+    gradcore::elu_backward<float, float>(a0, a1, a2, a3, poscoef, negcoef, negiptcoef, out0, n);
+}
+extern "C" __global__ void hardtanh_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float lo, float hi, float* __restrict__ out0, long long n) {
+    gradcore::hardtanh_backward<float, float>(a0, a1, a2, a3, lo, hi, out0, n);
+}
+extern "C" __global__ void hardswish_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::hardswish_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void hardsigmoid_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::hardsigmoid_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void log_sigmoid_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::log_sigmoid_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void shrink_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float lambd, float* __restrict__ out0, long long n) {
+    gradcore::shrink_backward<float, float>(a0, a1, a2, a3, lambd, out0, n);
+}
+extern "C" __global__ void prelu_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
+    gradcore::prelu_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
 extern "C" __global__ void mse_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float scale, float* __restrict__ out0, long long n) {
     gradcore::mse_backward<float, float>(a0, a1, a2, a3, a4, a5, scale, out0, n);
+}
+extern "C" __global__ void bce_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, long long n) {
+    gradcore::bce_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
+extern "C" __global__ void bce_target_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::bce_target_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void sgd_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float neg_lr, float wd, float maximize, long long n) {
     gradcore::sgd_step<float, float>(a0, a1, neg_lr, wd, maximize, n);
@@ -1947,8 +2319,44 @@ extern "C" __global__ void gelu_tanh_forward_float64(const double* __restrict__ 
 extern "C" __global__ void softplus_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double beta, double threshold, double* __restrict__ out0, long long n) {
     gradcore::softplus_backward<double, double>(a0, a1, a2, a3, beta, threshold, out0, n);
 }
+extern "C" __global__ void silu_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::silu_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void mish_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::mish_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void leaky_relu_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double slope, double* __restrict__ out0, long long n) {
+    gradcore::leaky_relu_backward<double, double>(a0, a1, a2, a3, slope, out0, n);
+}
+extern "C" __global__ void elu_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double poscoef, double negcoef, double negiptcoef, double* __restrict__ out0, long long n) {
+    gradcore::elu_backward<double, double>(a0, a1, a2, a3, poscoef, negcoef, negiptcoef, out0, n);
+}
+extern "C" __global__ void hardtanh_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double lo, double hi, double* __restrict__ out0, long long n) {
+    gradcore::hardtanh_backward<double, double>(a0, a1, a2, a3, lo, hi, out0, n);
+}
+extern "C" __global__ void hardswish_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::hardswish_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void hardsigmoid_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::hardsigmoid_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void log_sigmoid_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::log_sigmoid_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void shrink_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double lambd, double* __restrict__ out0, long long n) {
+    gradcore::shrink_backward<double, double>(a0, a1, a2, a3, lambd, out0, n);
+}
+extern "C" __global__ void prelu_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
+    gradcore::prelu_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
 extern "C" __global__ void mse_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double scale, double* __restrict__ out0, long long n) {
     gradcore::mse_backward<double, double>(a0, a1, a2, a3, a4, a5, scale, out0, n);
+}
+extern "C" __global__ void bce_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, long long n) {
+    gradcore::bce_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, n);
+}
+extern "C" __global__ void bce_target_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::bce_target_backward<double, double>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void sgd_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double neg_lr, double wd, double maximize, long long n) {
     gradcore::sgd_step<double, double>(a0, a1, neg_lr, wd, maximize, n);

@@ -293,6 +293,19 @@ DOMAINS = {
     "log2_backward": [_normal, _uniform(0.2, 3.0)],
     "log10_backward": [_normal, _uniform(0.2, 3.0)],
     "exp2_backward": [_normal, _uniform(0.05, 3.0)],
+    # binary_cross_entropy's: probabilities in (0, 1); the kinks of the activations drawn
+    # exactly (PyTorch's values there are the kernels' business)
+    "bce_backward": [_normal, _uniform(0.05, 0.95), _uniform(0.0, 1.0)],
+    "bce_target_backward": [_normal, _uniform(0.05, 0.95)],
+    "hardtanh_backward": [_normal, _grid(-1.5, -0.5, 0.0, 0.5, 1.0, np.nan)],
+    "hardswish_backward": [_normal, _grid(-4.0, -3.0, -1.0, 0.0, 2.0, 3.0, 4.0)],
+    "hardsigmoid_backward": [_normal, _grid(-4.0, -3.0, -1.0, 0.0, 2.0, 3.0, 4.0)],
+    "shrink_backward": [_normal, _grid(-1.0, -0.5, 0.0, 0.5, 1.0, np.nan)],
+    "leaky_relu_backward": [_normal, _grid(-1.0, 0.0, 0.5, np.nan)],
+    "elu_backward": [_normal, _grid(-800.0, -1.0, 0.0, 0.5, 800.0)],
+    "silu_backward": [_normal, _grid(-800.0, -1.0, 0.0, 0.5, 800.0)],
+    "mish_backward": [_normal, _grid(-800.0, -1.0, 0.0, 0.5, 19.5, 20.5, 800.0)],
+    "log_sigmoid_backward": [_normal, _grid(-800.0, -1.0, 0.0, 0.5, 800.0)],
 }
 # gelu_tanh_backward's 1 - tanh(u)^2 cancels where |u| > 2: a one-ulp difference between
 # the C library's tanhf and NumPy's float32 tanh becomes ~1e-6 absolute (of results ~1)

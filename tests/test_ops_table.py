@@ -67,6 +67,7 @@ IDX = np.array([0, 2, 0, 1])          # repeated indices: their gradients must a
 ZMASK = np.array([[False, False, False, False], [False, True, False, False],
                   [True, False, False, True]])  # no zero, one, two per row
 M3 = [(3, 4), (2, 3, 4)]
+BCE_WEIGHT = np.array([0.5, 2.0, 1.0, 1.5])
 
 OPS = [
     # pointwise unary
@@ -247,7 +248,57 @@ OPS = [
     Op("to_float64", lambda m, x: (x.float() * 2).double(),
        lambda x: (x.astype(np.float32) * 2).astype(np.float64), half=False,
        eps=1e-2, atol=1e-4, rtol=1e-3),
+    # nn.functional's activations (gradcore.ops.activation); the piecewise ones times x,
+    # so that their second derivatives are not all zero, drawn away from their kinks
+    Op("silu", lambda m, x: m.nn.functional.silu(x * 1.5),
+       lambda x: x * 1.5 / (1 + np.exp(-(x * 1.5)))),
+    Op("mish", lambda m, x: m.nn.functional.mish(x * 1.5),
+       lambda x: x * 1.5 * np.tanh(np.log1p(np.exp(x * 1.5)))),
+    Op("leaky_relu", lambda m, x: m.nn.functional.leaky_relu(x, 0.2) * x,
+       lambda x: np.where(x > 0, x, x * 0.2) * x, away=0.1),
+    Op("elu", lambda m, x: m.nn.functional.elu(x, 0.7),
+       lambda x: np.where(x <= 0, np.expm1(x) * 0.7, x), away=0.1),
+    Op("selu", lambda m, x: m.nn.functional.selu(x),
+       lambda x: np.where(x <= 0, np.expm1(x) * (_SELU_A * _SELU_S), x * _SELU_S), away=0.1),
+    Op("celu", lambda m, x: m.nn.functional.celu(x, 0.7),
+       lambda x: np.where(x <= 0, np.expm1(x * (1 / 0.7)) * 0.7, x), away=0.1),
+    Op("hardtanh", lambda m, x: m.nn.functional.hardtanh(x, -0.5, 0.7) * x,
+       lambda x: np.clip(x, -0.5, 0.7) * x, extra={"avoid": (-0.5, 0.7)}),
+    Op("relu6", lambda m, x: m.nn.functional.relu6(x * 4) * x,
+       lambda x: np.clip(x * 4, 0, 6) * x, away=0.05, extra={"avoid": (1.5,)}),
+    Op("hardswish", lambda m, x: m.nn.functional.hardswish(x * 2),
+       lambda x: x * 2 * np.clip(x * 2 + 3, 0, 6) / 6, extra={"avoid": (-1.5, 1.5)}),
+    Op("hardsigmoid", lambda m, x: m.nn.functional.hardsigmoid(x * 2) * x,
+       lambda x: np.clip(x * 2 + 3, 0, 6) / 6 * x, extra={"avoid": (-1.5, 1.5)}),
+    Op("logsigmoid", lambda m, x: m.nn.functional.logsigmoid(x * 3),
+       lambda x: np.minimum(x * 3, 0) - np.log1p(np.exp(-np.abs(x * 3)))),
+    Op("softsign", lambda m, x: m.nn.functional.softsign(x), lambda x: x / (np.abs(x) + 1),
+       away=0.1),
+    Op("tanhshrink", lambda m, x: m.nn.functional.tanhshrink(x), lambda x: x - np.tanh(x)),
+    Op("softshrink", lambda m, x: m.nn.functional.softshrink(x, 0.5) * x,
+       lambda x: np.where(x > 0.5, x - 0.5, np.where(x < -0.5, x + 0.5, 0)) * x,
+       extra={"avoid": (-0.5, 0.5)}),
+    Op("hardshrink", lambda m, x: m.nn.functional.hardshrink(x, 0.5) * x,
+       lambda x: np.where(np.abs(x) <= 0.5, 0, x) * x, extra={"avoid": (-0.5, 0.5)}),
+    Op("prelu", lambda m, x, w: m.nn.functional.prelu(x, w) * x,
+       lambda x, w: np.where(x > 0, x, w.reshape((1, -1) + (1,) * (x.ndim - 2)) * x) * x
+       if x.ndim > 1 else np.where(x > 0, x, w * x) * x,
+       [((2, 3, 4), (3,)), ((3, 4), (4,)), ((5,), (1,)), ((2, 3), (1,))], away=0.1),
+    Op("glu", lambda m, x: m.nn.functional.glu(x, -1),
+       lambda x: np.split(x, 2, -1)[0] / (1 + np.exp(-np.split(x, 2, -1)[1])),
+       [(3, 4), (2, 3, 6)]),
+    Op("softmin", lambda m, x: m.nn.functional.softmin(x, 1), lambda x: _softmax_np(-x, 1), M3),
+    Op("binary_cross_entropy", lambda m, p, t: m.nn.functional.binary_cross_entropy(p, t),
+       lambda p, t: -(t * np.log(p) + (1 - t) * np.log1p(-p)).mean(),
+       [((3, 4), (3, 4)), ((5,), (5,))], domain=(0.05, 0.95)),
+    Op("binary_cross_entropy_sum", lambda m, p, t: m.nn.functional.binary_cross_entropy(
+        p, t, m.tensor(BCE_WEIGHT), reduction="sum"),
+       lambda p, t: -(BCE_WEIGHT * (t * np.log(p) + (1 - t) * np.log1p(-p))).sum(),
+       [((3, 4), (3, 4))], domain=(0.05, 0.95)),
 ]
+
+_SELU_A = 1.6732632423543772848170429916717
+_SELU_S = 1.0507009873554804934193349852946
 
 
 def _scatter_add_np(a, b):

@@ -21,18 +21,28 @@ import warnings
 
 import numpy as np
 
-from .. import creation
+from .. import creation, dtypes
 from ..autograd.grad_mode import autocast_blocks as _ac_blocks
+from ..autograd.grad_mode import no_grad
 from ..backend import math_of
 from ..ops import _autocast as _ac
 from ..ops import activation as _act
+from ..ops import apply_inplace
 from ..ops import pointwise as _pw
-from ..ops._core import Tensor, as_tensor, wrap
+from ..ops import reduce as _red
+from ..ops._core import Tensor, as_tensor, normalize_dim, wrap
 from ..ops.activation import check_reduction
 
 __all__ = ["linear", "relu", "gelu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
            "layer_norm", "embedding", "mse_loss", "cross_entropy", "nll_loss",
-           "binary_cross_entropy_with_logits", "one_hot", "erf", "softplus"]
+           "binary_cross_entropy_with_logits", "one_hot", "erf", "softplus", "relu_", "silu",
+           "mish", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_", "celu", "celu_",
+           "hardtanh", "hardtanh_", "relu6", "hardswish", "hardsigmoid", "logsigmoid", "softsign",
+           "tanhshrink", "softshrink", "hardshrink", "prelu", "glu", "softmin", "l1_loss",
+           "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div",
+           "cosine_embedding_loss", "margin_ranking_loss", "soft_margin_loss",
+           "multilabel_soft_margin_loss", "pairwise_distance", "triplet_margin_loss",
+           "cosine_similarity", "normalize"]
 
 
 def _legacy_reduction(size_average, reduce, reduction):
@@ -71,14 +81,17 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def tanh(input):
+    """``tanh(input)``."""
     return _pw.tanh(input)
 
 
 def sigmoid(input):
+    """``1 / (1 + exp(-input))``."""
     return _pw.sigmoid(input)
 
 
 def erf(input):
+    """The error function of ``input``."""
     return _act.erf(input)
 
 
@@ -103,6 +116,157 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
         (input,) = _ac.full(input, cpu=False)
     return _act.log_softmax(input, _softmax_dim("log_softmax", input.ndim, dim, _stacklevel),
                             dtype)
+
+# ---- more activations (gradcore.ops.activation; `inplace=True` writes into the input,
+# recorded as the same node, as PyTorch's in-place forms are) ----------
+def _maybe_inplace(fn, input, inplace, name, *args):
+    if inplace:
+        return apply_inplace(input, name, fn, *args)
+    return fn(input, *args)
+
+
+def relu_(input):
+    """In-place :func:`relu`."""
+    return input.relu_()
+
+
+def silu(input, inplace=False):
+    """``input * sigmoid(input)``.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.silu(gc.tensor([-1.0, 0.0, 2.0]))
+    tensor([-0.2689,  0.0000,  1.7616])
+    """
+    return _maybe_inplace(_act.silu, input, inplace, "silu_")
+
+
+def mish(input, inplace=False):
+    """``input * tanh(softplus(input))``."""
+    return _maybe_inplace(_act.mish, input, inplace, "mish_")
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """``input`` where positive, else ``negative_slope * input``."""
+    return _maybe_inplace(_act.leaky_relu, input, inplace, "leaky_relu_", negative_slope)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """In-place :func:`leaky_relu`."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """``input`` where positive, else ``alpha * (exp(input) - 1)``."""
+    return _maybe_inplace(_act.elu, input, inplace, "elu_", alpha)
+
+
+def elu_(input, alpha=1.0):
+    """In-place :func:`elu`."""
+    return elu(input, alpha, inplace=True)
+
+
+def selu(input, inplace=False):
+    """``scale * elu(input, alpha)``, PyTorch's self-normalizing constants."""
+    return _maybe_inplace(_act.selu, input, inplace, "selu_")
+
+
+def selu_(input):
+    """In-place :func:`selu`."""
+    return selu(input, inplace=True)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``; ``alpha`` must not be 0."""
+    return _maybe_inplace(_act.celu, input, inplace, "celu_", alpha)
+
+
+def celu_(input, alpha=1.0):
+    """In-place :func:`celu`."""
+    return celu(input, alpha, inplace=True)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``input`` clamped to ``[min_val, max_val]``; no gradient at or beyond the bounds."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _maybe_inplace(_act.hardtanh, input, inplace, "hardtanh_", min_val, max_val)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """In-place :func:`hardtanh`."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    """``min(max(0, input), 6)`` (``hardtanh(input, 0, 6)``)."""
+    return _maybe_inplace(_act.hardtanh, input, inplace, "relu6_", 0.0, 6.0)
+
+
+def hardswish(input, inplace=False):
+    """``input * relu6(input + 3) / 6``."""
+    return _maybe_inplace(_act.hardswish, input, inplace, "hardswish_")
+
+
+def hardsigmoid(input, inplace=False):
+    """``relu6(input + 3) / 6``."""
+    return _maybe_inplace(_act.hardsigmoid, input, inplace, "hardsigmoid_")
+
+
+def logsigmoid(input):
+    """``log(sigmoid(input))``, computed without overflow."""
+    return _act.logsigmoid(input)
+
+
+def softsign(input):
+    """``input / (1 + |input|)`` (PyTorch's composite, node for node)."""
+    return _pw.div(input, _pw.add(_pw.abs(input), 1))
+
+
+def tanhshrink(input):
+    """``input - tanh(input)`` (PyTorch's composite, node for node)."""
+    return _pw.sub(input, _pw.tanh(input))
+
+
+def softshrink(input, lambd=0.5):
+    """``input - lambd`` above ``lambd``, ``input + lambd`` below ``-lambd``, else 0."""
+    return _act.softshrink(input, lambd)
+
+
+def hardshrink(input, lambd=0.5):
+    """``input`` where ``|input| > lambd``, else 0."""
+    return _act.hardshrink(input, lambd)
+
+
+def prelu(input, weight):
+    """``input`` where positive, else ``weight * input``, with one learnable slope or one
+    per channel (dimension 1)."""
+    return _act.prelu(input, weight)
+
+
+def glu(input, dim=-1):
+    """The gated linear unit: ``a * sigmoid(b)`` for the two halves ``a``, ``b`` of
+    ``input`` along ``dim``.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.glu(gc.tensor([[1.0, 2.0, 0.0, 100.0]]))
+    tensor([[0.5000, 2.0000]])
+    """
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    axis = normalize_dim(dim, input.ndim)
+    size = input.shape[axis]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {axis} is size "
+                           f"{size}")
+    a, b = input.split(size // 2, axis)
+    return _pw.mul(a, _pw.sigmoid(b))
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """``softmax(-input, dim)``; ``dtype`` casts the input first."""
+    return _act.softmax(_pw.neg(input), _softmax_dim("softmin", input.ndim, dim, _stacklevel),
+                        dtype)
+
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -294,3 +458,285 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if _ac_blocks[0]:
         input, target, weight, pos_weight = _ac.full(input, target, weight, pos_weight)
     return _act.binary_cross_entropy_with_logits(input, target, weight, reduction, pos_weight)
+
+
+# ---- more losses and distances (composites of differentiable ops, PyTorch's formulas
+# step for step, except binary_cross_entropy: one node) ----------
+def _reduce(loss, reduction):
+    """``loss`` reduced as ``reduction`` says (checked by the caller)."""
+    if reduction == "none":
+        return loss
+    return _red.mean(loss) if reduction == "mean" else _red.sum(loss)
+
+
+def _warn_size(input, target, stacklevel=4):
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({tuple(target.shape)}) that is different to the "
+                      f"input size ({tuple(input.shape)}). This will likely lead to incorrect "
+                      f"results due to broadcasting. Please ensure they have the same size.",
+                      stacklevel=stacklevel)
+
+
+def _weighted(loss, weight, input, reduction, mean_over_weight):
+    """``loss * weight`` reduced, for the losses whose ``weight`` has the input's shape
+    (``mean`` divides by the sum of the weights, or by the count)."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = _pw.mul(loss, weight)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return _red.sum(loss)
+    if reduction == "mean":
+        return _pw.div(_red.sum(loss), _red.sum(weight)) if mean_over_weight else \
+            _red.mean(loss)
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                     f"'sum'.")
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """The absolute difference ``|input - target|``, reduced (``mean``, ``sum`` or
+    ``none``); ``weight`` weighs each element (the mean then divides by its sum).
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.l1_loss(gc.tensor([1.0, 2.0, 4.0]), gc.tensor([1.5, 2.0, 2.0]))
+    tensor(0.8333)
+    """
+    _warn_size(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = _pw.abs(_pw.sub(input, target))
+    if weight is not None:
+        return _weighted(loss, weight, input, reduction, mean_over_weight=True)
+    check_reduction(reduction)
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """``0.5 * d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta``, of
+    ``d = input - target``, reduced; ``beta=0`` is :func:`l1_loss`."""
+    _warn_size(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    d = _pw.sub(input, target)
+    z = _pw.abs(d)
+    if beta == 0.0:
+        return _reduce(z, reduction)
+    quad = _pw.div(_pw.mul(_pw.mul(d, 0.5), d), beta)
+    lin = _pw.sub(z, 0.5 * beta)
+    return _reduce(_pw.where(_pw.lt(z, beta), quad, lin), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """``0.5 * d^2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``, of
+    ``d = input - target``, reduced; ``weight`` weighs each element."""
+    _warn_size(input, target)
+    if weight is None:
+        check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    d = _pw.sub(input, target)
+    z = _pw.abs(d)
+    quad = _pw.mul(_pw.mul(d, 0.5), d)
+    lin = _pw.mul(_pw.sub(z, 0.5 * delta), delta)
+    loss = _pw.where(_pw.lt(z, delta), quad, lin)
+    if weight is not None:
+        return _weighted(loss, weight, input, reduction, mean_over_weight=False)
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """Binary cross entropy of probabilities ``input`` against targets in [0, 1]:
+    ``-weight * (t * log(x) + (1 - t) * log(1 - x))``, each log clamped at -100.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.binary_cross_entropy(gc.tensor([0.9, 0.2]), gc.tensor([1.0, 0.0]))
+    tensor(0.1643)
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({tuple(target.shape)}) that is different to "
+                         f"the input size ({tuple(input.shape)}) is deprecated. Please ensure "
+                         f"they have the same size.")
+    return _act.binary_cross_entropy(input, target, weight, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """The Kullback-Leibler divergence of ``target`` from ``input`` (log-probabilities):
+    ``target * (log(target) - input)`` (0 where ``target`` is 0), or with
+    ``log_target=True``, ``exp(target) * (target - input)``; ``batchmean`` divides the
+    sum by the batch size (the KL divergence's definition), ``mean`` by the element count.
+    """
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns "
+                      "with the KL div math definition.'mean' will be changed to behave the "
+                      "same as 'batchmean' in the next major release.", stacklevel=2)
+    check_reduction("sum" if reduction == "batchmean" else reduction)
+    if log_target:
+        loss = _pw.mul(_pw.exp(target), _pw.sub(target, input))
+    else:
+        # xlogy(target, target): 0 where target is 0
+        safe = target.masked_fill(_pw.eq(target, 0), 1.0)
+        loss = _pw.sub(_pw.mul(target, _pw.log(safe)), _pw.mul(target, input))
+    if reduction == "batchmean":
+        total = _red.sum(loss)
+        return _pw.div(total, input.shape[0]) if input.ndim else total
+    return _reduce(loss, reduction)
+
+
+def _cos_loss_check(input1, input2, target):
+    if target.ndim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    want = 2 if target.ndim == 1 else 1
+    if input1.ndim != want or input2.ndim != want:
+        raise RuntimeError(f"{target.ndim}D target tensor expects {want}D input tensors, but "
+                           f"found inputs with sizes {list(input1.shape)} and "
+                           f"{list(input2.shape)}.")
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """``1 - cos(x1, x2)`` where ``target`` is 1, ``max(0, cos(x1, x2) - margin)`` where
+    it is -1 (0 elsewhere), the cosine along the last dimension, reduced."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    _cos_loss_check(input1, input2, target)
+    dim = target.ndim
+    eps = 1e-12  # PyTorch's EPSILON
+    prod_sum = _red.sum(_pw.mul(input1, input2), dim)
+    mag1 = _pw.add(_red.sum(_pw.mul(input1, input1), dim), eps)
+    mag2 = _pw.add(_red.sum(_pw.mul(input2, input2), dim), eps)
+    cos = _pw.div(prod_sum, _pw.sqrt(_pw.mul(mag1, mag2)))
+    zeros = creation.zeros_like(cos)
+    pos = _pw.sub(1, cos)
+    neg = _pw.clamp(_pw.sub(cos, margin), min=0)
+    loss = _pw.add(_pw.where(_pw.eq(target, 1), pos, zeros),
+                   _pw.where(_pw.eq(target, -1), neg, zeros))
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """``max(0, -target * (input1 - input2) + margin)``, reduced (``target`` is 1 where
+    ``input1`` should rank higher, -1 where ``input2`` should)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    if input1.ndim != input2.ndim or input1.ndim != target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same "
+                           f"dimension but got sizes: input1: {tuple(input1.shape)}, input2: "
+                           f"{tuple(input2.shape)}, target: {tuple(target.shape)} ")
+    loss = _pw.add(_pw.mul(_pw.neg(target), _pw.sub(input1, input2)), margin)
+    return _reduce(_pw.clamp(loss, min=0), reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """The two-class logistic loss ``log(1 + exp(-target * input))``, reduced (targets
+    1 or -1)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    return _reduce(_pw.log1p(_pw.exp(_pw.mul(_pw.neg(input), target))), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    """Per-class binary logistic losses ``-(t * logsigmoid(x) + (1 - t) *
+    logsigmoid(-x))`` (times ``weight``), averaged over the classes (the last dimension),
+    then reduced over the batch."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = _pw.neg(_pw.add(_pw.mul(target, _act.logsigmoid(input)),
+                           _pw.mul(_pw.sub(1, target), _act.logsigmoid(_pw.neg(input)))))
+    if weight is not None:
+        loss = _pw.mul(loss, weight)
+    class_dim = input.ndim - 1
+    loss = _pw.div(_red.sum(loss, class_dim), input.shape[class_dim])
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return _red.mean(loss)
+    if reduction == "sum":
+        return _red.sum(loss)
+    raise ValueError(reduction + " is not valid")
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The ``p``-norm of ``x1 - x2 + eps`` along the last dimension (of the broadcast
+    shape).
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.pairwise_distance(gc.tensor([[0.0, 0.0]]), gc.tensor([[3.0, 4.0]]), eps=0.0)
+    tensor([5.])
+    """
+    last = max(x1.ndim, x2.ndim) - 1
+    return _red.norm(_pw.add(_pw.sub(x1, x2), eps), p, last, keepdim)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """``max(0, margin + d(a, p) - d(a, n))`` with ``d`` the :func:`pairwise_distance`
+    (``swap``: ``d(a, n)`` is the smaller of it and ``d(p, n)``), reduced."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    dims = (anchor.ndim, positive.ndim, negative.ndim)
+    if len(set(dims)) != 1:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {dims[0]}D, "
+                           f"positive {dims[1]}D, and negative {dims[2]}D inputs")
+    dist_pos = pairwise_distance(anchor, positive, p, eps)
+    dist_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dist_neg = _pw.minimum(dist_neg, pairwise_distance(positive, negative, p, eps))
+    loss = _pw.clamp(_pw.sub(_pw.add(dist_pos, margin), dist_neg), min=0)
+    return _reduce(loss, reduction)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``<x1, x2> / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim`` (of the
+    broadcast shape), computed as PyTorch 2.x does: each input divided by its norm first
+    (the clamp to ``eps`` is not differentiated).
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.cosine_similarity(gc.tensor([[1.0, 0.0]]), gc.tensor([[1.0, 1.0]]))
+    tensor([0.7071])
+    """
+    x1 = x1 if isinstance(x1, Tensor) else as_tensor(x1)
+    x2 = x2 if isinstance(x2, Tensor) else as_tensor(x2, x1)
+    common = dtypes.result_type([t.dtype for t in (x1, x2) if t.ndim],
+                                [t.dtype for t in (x1, x2) if not t.ndim], [])
+    if not common.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{_act._torch_type(common.np)}")
+    x1, x2 = x1.to(dtype=common), x2.to(dtype=common)
+    shape = math_of(x1._data).broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+    if tuple(x1.shape) != shape:
+        x1 = x1.expand(*shape)
+    if tuple(x2.shape) != shape:
+        x2 = x2.expand(*shape)
+    n1 = _red.norm(x1, 2, dim, True).clone()
+    n2 = _red.norm(x2, 2, dim, True).clone()
+    with no_grad():
+        n1.clamp_(min=eps)
+        n2.clamp_(min=eps)
+    return _red.sum(_pw.mul(_pw.div(x1, n1), _pw.div(x2, n2)), dim)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(||input||_p, eps)`` along ``dim``; ``out`` receives the result.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.normalize(gc.tensor([[3.0, 4.0]]))
+    tensor([[0.6000, 0.8000]])
+    """
+    denom = _pw.clamp(_red.norm(input, p, dim, True), min=eps).expand_as(input)
+    if out is None:
+        return _pw.div(input, denom)
+    with no_grad():
+        out.copy_(_pw.div(input, denom))
+    return out

@@ -21,7 +21,11 @@ Sequential(
 from __future__ import annotations
 
 import math
+import operator
+import warnings
+import weakref
 from collections import OrderedDict, namedtuple
+from collections.abc import Iterable, Mapping
 
 from .. import dtypes
 from ..autograd.grad_mode import no_grad
@@ -32,9 +36,16 @@ from ..tensor import Parameter, Tensor
 from . import functional as F
 from . import init
 
-__all__ = ["Module", "Sequential", "ModuleList", "Linear", "Embedding", "LayerNorm",
-           "Dropout", "ReLU", "Tanh", "Sigmoid", "GELU", "Softplus", "Softmax", "LogSoftmax",
-           "Flatten", "Identity", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss"]
+__all__ = ["Module", "Sequential", "ModuleList", "Linear", "Embedding", "LayerNorm", "Dropout",
+           "ReLU", "Tanh", "Sigmoid", "GELU", "Softplus", "Softmax", "LogSoftmax", "Flatten",
+           "Identity", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss",
+           "ModuleDict", "ParameterList", "ParameterDict", "Unflatten", "RemovableHandle", "SiLU",
+           "Mish", "LeakyReLU", "ELU", "SELU", "CELU", "Hardtanh", "ReLU6", "Hardswish",
+           "Hardsigmoid", "LogSigmoid", "Softsign", "Tanhshrink", "Softshrink", "Hardshrink",
+           "PReLU", "GLU", "Softmin", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
+           "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "SoftMarginLoss",
+           "MultiLabelSoftMarginLoss", "TripletMarginLoss", "PairwiseDistance",
+           "CosineSimilarity"]
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -62,6 +73,62 @@ def _shape_str(shape) -> str:
     return f"({', '.join(str(int(n)) for n in shape)}{',' if len(shape) == 1 else ''})"
 
 
+def _typename(obj) -> str:
+    """What PyTorch's messages call an object's type (``torch.typename``): a tensor's
+    tensor type, else the qualified name of its class (builtins without a module)."""
+    if isinstance(obj, Tensor):
+        return _tensor_type(obj)
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = type(obj).__module__ or ""
+        qualname = type(obj).__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
+_TENSOR_TYPES = {"float16": "HalfTensor", "float32": "FloatTensor", "float64": "DoubleTensor",
+                 "int8": "CharTensor", "int16": "ShortTensor", "int32": "IntTensor",
+                 "int64": "LongTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
+def _tensor_type(t) -> str:
+    """PyTorch's ``Tensor.type()`` name, under gradcore: ``gradcore.FloatTensor``,
+    ``gradcore.cuda.FloatTensor``."""
+    kind = _TENSOR_TYPES.get(t.dtype.name, t.dtype.name)
+    return f"gradcore.cuda.{kind}" if t.device.type == "cuda" else f"gradcore.{kind}"
+
+
+class RemovableHandle:
+    """What ``register_forward_hook`` and ``register_forward_pre_hook`` return:
+    ``remove()`` unregisters the hook (again: nothing happens); also a context manager
+    that removes it on exit. ``id`` is the hook's key in its module's table."""
+
+    next_id = 0
+
+    def __init__(self, hooks_dict, *, extra_dict=None):
+        self.hooks_dict_ref = weakref.ref(hooks_dict)
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
+        if isinstance(extra_dict, dict):
+            extra_dict = [extra_dict]
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in (extra_dict or ()))
+
+    def remove(self) -> None:
+        for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
+            d = ref()
+            if d is not None:
+                d.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
 class Module:
     """Base class of every layer: assign Parameters and Modules as attributes in
     ``__init__`` and write ``forward``; call the module to run it."""
@@ -76,6 +143,11 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks_with_kwargs", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks_with_kwargs", OrderedDict())
+        object.__setattr__(self, "_forward_hooks_always_called", OrderedDict())
 
     # -- running ----------------------------------------------------------------------
     def forward(self, *args, **kwargs):
@@ -83,7 +155,111 @@ class Module:
                                   f'"forward" function')
 
     def __call__(self, *args, **kwargs):
+        d = self.__dict__
+        if d.get("_forward_pre_hooks") or d.get("_forward_hooks"):
+            return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
+
+    def _call_with_hooks(self, args, kwargs):
+        """``forward`` between the forward pre-hooks and the forward hooks, as PyTorch's
+        ``Module.__call__`` runs them (hooks registered ``always_call=True`` run even when
+        ``forward`` raises)."""
+        result = None
+        called = set()
+        try:
+            for hook_id, hook in list(self._forward_pre_hooks.items()):
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    new = hook(self, args, kwargs)
+                    if new is not None:
+                        if not (isinstance(new, tuple) and len(new) == 2):
+                            raise RuntimeError("forward pre-hook must return None or a tuple "
+                                               f"of (new_args, new_kwargs), but got {new}.")
+                        args, kwargs = new
+                else:
+                    new = hook(self, args)
+                    if new is not None:
+                        args = new if isinstance(new, tuple) else (new,)
+            result = self.forward(*args, **kwargs)
+            for hook_id, hook in list(self._forward_hooks.items()):
+                called.add(hook_id)
+                if hook_id in self._forward_hooks_with_kwargs:
+                    new = hook(self, args, kwargs, result)
+                else:
+                    new = hook(self, args, result)
+                if new is not None:
+                    result = new
+            return result
+        except Exception:
+            for hook_id, hook in list(self._forward_hooks.items()):
+                if hook_id not in self._forward_hooks_always_called or hook_id in called:
+                    continue
+                try:
+                    if hook_id in self._forward_hooks_with_kwargs:
+                        new = hook(self, args, kwargs, result)
+                    else:
+                        new = hook(self, args, result)
+                    if new is not None:
+                        result = new
+                except Exception as e:
+                    warnings.warn("module forward hook with ``always_call=True`` raised an "
+                                  "exception that was silenced as another error was raised "
+                                  f"in forward: {e}", stacklevel=2)
+            raise
+
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False,
+                                  with_kwargs: bool = False):
+        """Call ``hook(module, args)`` before each ``forward``; a value it returns (a
+        tuple, or one value) replaces the positional arguments. With
+        ``with_kwargs=True`` it is ``hook(module, args, kwargs)`` and returns None or
+        ``(args, kwargs)``. ``prepend`` runs it before the hooks registered so far.
+        Returns a handle whose ``remove()`` unregisters it.
+
+        >>> from gradcore import nn
+        >>> layer = nn.Identity()
+        >>> handle = layer.register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+        >>> layer(3)
+        6
+        >>> handle.remove()
+        >>> layer(3)
+        3
+        """
+        handle = RemovableHandle(self._forward_pre_hooks,
+                                 extra_dict=self._forward_pre_hooks_with_kwargs)
+        self._forward_pre_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
+        if prepend:
+            self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False):
+        """Call ``hook(module, args, output)`` after each ``forward``; a value it returns
+        replaces the output. With ``with_kwargs=True`` it is ``hook(module, args, kwargs,
+        output)``; ``always_call=True`` runs it even when ``forward`` raises;
+        ``prepend`` runs it before the hooks registered so far. Returns a handle whose
+        ``remove()`` unregisters it (also a context manager).
+
+        >>> import gradcore as gc
+        >>> from gradcore import nn
+        >>> seen = []
+        >>> layer = nn.ReLU()
+        >>> with layer.register_forward_hook(lambda m, args, out: seen.append(out.shape)):
+        ...     _ = layer(gc.zeros(2, 3))
+        >>> seen
+        [(2, 3)]
+        """
+        handle = RemovableHandle(self._forward_hooks,
+                                 extra_dict=[self._forward_hooks_with_kwargs,
+                                             self._forward_hooks_always_called])
+        self._forward_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        if prepend:
+            self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
 
     # -- registration -----------------------------------------------------------------
     def _check_init(self, what):
@@ -156,22 +332,42 @@ class Module:
         return sorted(keys)
 
     def register_parameter(self, name: str, param) -> None:
-        """Add ``param`` (a Parameter, or None) under ``name``."""
-        self._check_init("parameters")
-        self._check_name(name, "parameter")
-        if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
+        """Add ``param`` (a Parameter, or None: a parameter slot left empty) under
+        ``name``."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._check_name(name, "parameter", self._parameters)
+        if param is None:
+            self._parameters[name] = None
+        elif not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter "
                             f"'{name}' (gradcore.nn.Parameter or None required)")
-        self._parameters[name] = param
+        elif param.grad_fn:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
+                             f"parameters must be created explicitly. To express '{name}' "
+                             "as a function of another Tensor, compute the value in "
+                             "the forward() method.")
+        else:
+            self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
-        """Add a tensor that is part of the module's state but not a parameter (saved in
-        ``state_dict`` unless ``persistent=False``, moved by ``to()``)."""
-        self._check_init("buffers")
-        self._check_name(name, "buffer")
+        """Add a tensor that is part of the module's state but not a parameter: moved and
+        cast by ``to()``, saved in ``state_dict`` unless ``persistent=False``.
+
+        >>> import gradcore as gc
+        >>> from gradcore import nn
+        >>> m = nn.Module()
+        >>> m.register_buffer("steps", gc.zeros(1))
+        >>> m.register_buffer("cache", gc.zeros(2), persistent=False)
+        >>> list(m.state_dict())
+        ['steps']
+        """
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._check_name(name, "buffer", self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
-                            f"'{name}' (gradcore.Tensor or None required)")
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                            "(gradcore Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers.discard(name)
@@ -180,41 +376,66 @@ class Module:
 
     def add_module(self, name: str, module) -> None:
         """Add a child module (or None) under ``name``."""
-        self._check_init("module")
-        if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._check_name(name, "module")
+        if not isinstance(module, Module) and module is not None:
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {_typename(name)}")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
         self._modules[name] = module
 
-    register_module = add_module
+    def register_module(self, name: str, module) -> None:
+        """Alias of :meth:`add_module`."""
+        self.add_module(name, module)
 
-    def _check_name(self, name, what):
+    def _check_name(self, name, what, group):
         if not isinstance(name, str):
-            raise TypeError(f"{what} name should be a string. Got {type(name).__name__}")
+            raise TypeError(f"{what} name should be a string. Got {_typename(name)}")
         if "." in name:
             raise KeyError(f'{what} name can\'t contain "."')
         if name == "":
             raise KeyError(f'{what} name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self._parameters and \
-                name not in self._buffers and name not in self._modules:
+        if hasattr(self, name) and name not in group:
             raise KeyError(f"attribute '{name}' already exists")
 
     def get_submodule(self, target: str):
+        """The module at the dotted path ``target`` (``""``: this module)."""
         if target == "":
             return self
         mod = self
         for item in target.split("."):
-            if item not in mod._modules:
-                raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
-            mod = mod._modules[item]
+            if not hasattr(mod, item):
+                raise AttributeError(mod._get_name() + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
     def get_parameter(self, target: str):
+        """The parameter at the dotted path ``target`` (``"0.weight"``)."""
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
-        if name not in mod._parameters:
-            raise AttributeError(f"`{name}` is not an nn.Parameter")
-        return mod._parameters[name]
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + name + "` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str):
+        """The buffer at the dotted path ``target``."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        buffer = getattr(mod, name)
+        if name not in mod._buffers:
+            raise AttributeError("`" + name + "` is not a buffer")
+        return buffer
 
     # -- traversal --------------------------------------------------------------------
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
@@ -642,8 +863,305 @@ class ModuleList(Module):
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
+class ModuleDict(Module):
+    """An ordered dict of modules, registered (their parameters belong to the owner):
+    ``d["name"]``, ``d["name"] = module``, ``del``, ``len``, iteration over the keys,
+    ``keys()``/``items()``/``values()``, ``update``, ``pop``, ``clear``.
+
+    >>> from gradcore import nn
+    >>> heads = nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.ReLU()})
+    >>> list(heads), [name for name, _ in heads.named_parameters()]
+    (['a', 'b'], ['a.weight', 'a.bias'])
+    """
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def update(self, modules) -> None:
+        """Add the modules of a mapping (in its order), a ModuleDict or an iterable of
+        ``(name, module)`` pairs."""
+        if not isinstance(modules, Iterable):
+            raise TypeError("ModuleDict.update should be called with an iterable of "
+                            "key/value pairs, but got " + type(modules).__name__)
+        if isinstance(modules, (Mapping, ModuleDict)):
+            for key, module in modules.items():
+                self[key] = module
+            return
+        for j, m in enumerate(modules):
+            if not isinstance(m, Iterable):
+                raise TypeError("ModuleDict update sequence element #" + str(j) +
+                                " should be Iterable; is" + type(m).__name__)
+            if not len(m) == 2:
+                raise ValueError("ModuleDict update sequence element #" + str(j) +
+                                 " has length " + str(len(m)) + "; 2 is required")
+            self[m[0]] = m[1]
+
+
+def _tensor_line(key, p) -> str:
+    """A ParameterList's or ParameterDict's repr line for one entry (PyTorch's)."""
+    if isinstance(p, Tensor):
+        size = "x".join(str(n) for n in p.shape)
+        device = f" ({p.device})" if p.device.type == "cuda" else ""
+        return (f"  ({key}): {'Parameter' if isinstance(p, Parameter) else 'Tensor'} "
+                f"containing: [{p.dtype} of size {size}{device}]")
+    return f"  ({key}): Object of type: {type(p).__name__}"
+
+
+class ParameterList(Module):
+    """A list of parameters, registered (named ``"0"``, ``"1"``, ...): tensors put in it
+    become Parameters; other objects are kept as they are.
+
+    >>> import gradcore as gc
+    >>> from gradcore import nn
+    >>> params = nn.ParameterList([gc.zeros(2), gc.ones(3)])
+    >>> [(name, tuple(p.shape)) for name, p in params.named_parameters()]
+    [('0', (2,)), ('1', (3,))]
+    """
+
+    def __init__(self, values=None):
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self += values
+
+    def _get_abs_string_index(self, idx):
+        idx = operator.index(idx)
+        if not (-len(self) <= idx < len(self)):
+            raise IndexError(f"index {idx} is out of range")
+        if idx < 0:
+            idx += len(self)
+        return str(idx)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            out = self.__class__()
+            for i in range(*idx.indices(len(self))):
+                out.append(self[i])
+            return out
+        return getattr(self, self._get_abs_string_index(idx))
+
+    def __setitem__(self, idx, param):
+        idx = self._get_abs_string_index(idx)
+        if isinstance(param, Tensor) and not isinstance(param, Parameter):
+            param = Parameter(param)
+        setattr(self, idx, param)
+
+    def __len__(self):
+        return self._size
+
+    def __iter__(self):
+        return iter(self[i] for i in range(len(self)))
+
+    def __iadd__(self, parameters):
+        return self.extend(parameters)
+
+    def __dir__(self):
+        return [key for key in super().__dir__() if not key.isdigit()]
+
+    def append(self, value):
+        new_idx = len(self)
+        self._size += 1
+        self[new_idx] = value
+        return self
+
+    def extend(self, values):
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got "
+                            + type(values).__name__)
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self):
+        return "\n".join(_tensor_line(k, p) for k, p in enumerate(self))
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")
+
+
+class ParameterDict(Module):
+    """A dict of parameters, registered under their (string) keys: tensors put in it
+    become Parameters. A plain dict given to the constructor or ``update`` is added in
+    sorted key order, an OrderedDict or ParameterDict in its own (PyTorch's rule).
+
+    >>> import gradcore as gc
+    >>> from gradcore import nn
+    >>> params = nn.ParameterDict({"scale": gc.ones(2), "bias": gc.zeros(2)})
+    >>> list(params)
+    ['bias', 'scale']
+    """
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        self._keys = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def _key_to_attr(self, key):
+        if not isinstance(key, str):
+            raise TypeError("Index given to ParameterDict cannot be used as a key as it is "
+                            f"not a string (type is '{type(key).__name__}'). Open an issue on "
+                            "github if you need non-string keys.")
+        return key
+
+    def __getitem__(self, key):
+        return getattr(self, self._key_to_attr(key))
+
+    def __setitem__(self, key, value):
+        self._keys[key] = None
+        attr = self._key_to_attr(key)
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        setattr(self, attr, value)
+
+    def __delitem__(self, key):
+        del self._keys[key]
+        delattr(self, self._key_to_attr(key))
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __reversed__(self):
+        return reversed(self._keys)
+
+    def __contains__(self, key):
+        return key in self._keys
+
+    def copy(self):
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self) -> None:
+        for k in self._keys.copy():
+            del self[k]
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def popitem(self):
+        k, _ = self._keys.popitem()
+        self._keys[k] = None  # (deleted below through __delitem__)
+        val = self[k]
+        del self[k]
+        return k, val
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def fromkeys(self, keys, default=None):
+        return ParameterDict((k, default) for k in keys)
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def update(self, parameters) -> None:
+        """Add the entries of a mapping, a ParameterDict or an iterable of pairs."""
+        if not isinstance(parameters, Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of "
+                            "key/value pairs, but got " + type(parameters).__name__)
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            for key, parameter in parameters.items():
+                self[key] = parameter
+        elif isinstance(parameters, Mapping):
+            for key, parameter in sorted(parameters.items()):
+                self[key] = parameter
+        else:
+            for j, p in enumerate(parameters):
+                if not isinstance(p, Iterable):
+                    raise TypeError("ParameterDict update sequence element #" + str(j) +
+                                    " should be Iterable; is" + type(p).__name__)
+                if not len(p) == 2:
+                    raise ValueError("ParameterDict update sequence element #" + str(j) +
+                                     " has length " + str(len(p)) + "; 2 is required")
+                self[p[0]] = p[1]
+
+    def extra_repr(self):
+        lines = []
+        for k, p in self.items():
+            if isinstance(p, Tensor):  # (the tensor type here, the dtype in a list)
+                size = "x".join(str(n) for n in p.shape)
+                device = f" ({p.device})" if p.device.type == "cuda" else ""
+                lines.append(f"  ({k}): {'Parameter' if isinstance(p, Parameter) else 'Tensor'}"
+                             f" containing: [{_tensor_type(p)} of size {size}{device}]")
+            else:
+                lines.append(_tensor_line(k, p))
+        return "\n".join(lines)
+
+    def __call__(self, input):
+        raise RuntimeError("ParameterDict should not be called.")
+
+    def __or__(self, other):
+        copy = self.copy()
+        copy.update(other)
+        return copy
+
+    def __ror__(self, other):
+        copy = other.copy()
+        copy.update(self)
+        return copy
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+
 # ---- layers ----------
 class Identity(Module):
+    """Returns its input unchanged (any constructor arguments are ignored, as in
+    PyTorch)."""
+
     def __init__(self, *args, **kwargs):
         super().__init__()
 
@@ -810,6 +1328,8 @@ class Dropout(Module):
 
 
 class ReLU(Module):
+    """``max(x, 0)`` (``F.relu``); ``inplace=True`` writes into the input."""
+
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
@@ -822,16 +1342,22 @@ class ReLU(Module):
 
 
 class Tanh(Module):
+    """``tanh(x)``."""
+
     def forward(self, input):
         return F.tanh(input)
 
 
 class Sigmoid(Module):
+    """``1 / (1 + exp(-x))``."""
+
     def forward(self, input):
         return F.sigmoid(input)
 
 
 class GELU(Module):
+    """``x * Phi(x)`` (``F.gelu``; ``approximate="tanh"``: PyTorch's tanh form)."""
+
     def __init__(self, approximate: str = "none"):
         super().__init__()
         self.approximate = approximate
@@ -844,6 +1370,8 @@ class GELU(Module):
 
 
 class Softplus(Module):
+    """``log(1 + exp(beta * x)) / beta``, ``x`` above ``threshold`` (``F.softplus``)."""
+
     def __init__(self, beta: float = 1.0, threshold: float = 20.0):
         super().__init__()
         self.beta, self.threshold = beta, threshold
@@ -853,6 +1381,226 @@ class Softplus(Module):
 
     def extra_repr(self):
         return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class _Inplace(Module):
+    """An activation with PyTorch's ``inplace`` option (shown by repr when True)."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class SiLU(_Inplace):
+    """``x * sigmoid(x)`` (``F.silu``)."""
+
+    def forward(self, input):
+        return F.silu(input, inplace=self.inplace)
+
+
+class Mish(_Inplace):
+    """``x * tanh(softplus(x))`` (``F.mish``)."""
+
+    def forward(self, input):
+        return F.mish(input, inplace=self.inplace)
+
+
+class Hardswish(_Inplace):
+    """``x * relu6(x + 3) / 6`` (``F.hardswish``)."""
+
+    def forward(self, input):
+        return F.hardswish(input, self.inplace)
+
+    def extra_repr(self):  # (PyTorch shows nothing, inplace or not)
+        return ""
+
+
+class Hardsigmoid(_Inplace):
+    """``relu6(x + 3) / 6`` (``F.hardsigmoid``)."""
+
+    def forward(self, input):
+        return F.hardsigmoid(input, self.inplace)
+
+    def extra_repr(self):  # (PyTorch shows nothing, inplace or not)
+        return ""
+
+
+class SELU(_Inplace):
+    """``scale * elu(x, alpha)`` with PyTorch's constants (``F.selu``)."""
+
+    def forward(self, input):
+        return F.selu(input, self.inplace)
+
+
+class LeakyReLU(Module):
+    """``x`` where positive, else ``negative_slope * x`` (``F.leaky_relu``)."""
+
+    def __init__(self, negative_slope: float = 1e-2, inplace: bool = False):
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}{', inplace=True' if self.inplace else ''}"
+
+
+class _AlphaInplace(Module):
+    """An activation with an ``alpha`` and PyTorch's ``inplace`` option."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}{', inplace=True' if self.inplace else ''}"
+
+
+class ELU(_AlphaInplace):
+    """``x`` where positive, else ``alpha * (exp(x) - 1)`` (``F.elu``)."""
+
+    def forward(self, input):
+        return F.elu(input, self.alpha, self.inplace)
+
+
+class CELU(_AlphaInplace):  # (not an ELU, as in PyTorch)
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (``F.celu``)."""
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+
+class Hardtanh(Module):
+    """``x`` clamped to ``[min_val, max_val]`` (``F.hardtanh``); ``min_value`` and
+    ``max_value`` are PyTorch's deprecated spellings."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
+                 min_value=None, max_value=None):
+        super().__init__()
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to "
+                          "`min_val`", FutureWarning, stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to "
+                          "`max_val`", FutureWarning, stacklevel=2)
+            max_val = max_value
+        self.min_val = min_val
+        self.max_val = max_val
+        self.inplace = inplace
+        if self.max_val <= self.min_val:
+            raise AssertionError(f"max_val ({self.max_val}) must be greater than min_val "
+                                 f"({self.min_val})")
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return (f"min_val={self.min_val}, max_val={self.max_val}"
+                f"{', inplace=True' if self.inplace else ''}")
+
+
+class ReLU6(Hardtanh):
+    """``min(max(0, x), 6)`` (a Hardtanh from 0 to 6, as in PyTorch)."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class LogSigmoid(Module):
+    """``log(sigmoid(x))`` (``F.logsigmoid``)."""
+
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    """``x / (1 + |x|)`` (``F.softsign``)."""
+
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    """``x - tanh(x)`` (``F.tanhshrink``)."""
+
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
+class _Shrink(Module):
+    """A shrinkage with its ``lambd`` (shown alone by repr, as PyTorch does)."""
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Softshrink(_Shrink):
+    """Shrink towards 0 by ``lambd``, 0 within ``[-lambd, lambd]`` (``F.softshrink``)."""
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+
+class Hardshrink(_Shrink):  # (not a Softshrink, as in PyTorch)
+    """``x`` where ``|x| > lambd``, else 0 (``F.hardshrink``)."""
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+
+class PReLU(Module):
+    """``x`` where positive, else ``weight * x``, with a learnable ``weight`` of
+    ``num_parameters`` slopes (1, or the number of channels: dimension 1 of the input),
+    each starting at ``init``.
+
+    >>> from gradcore import nn
+    >>> nn.PReLU(3)
+    PReLU(num_parameters=3)
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        self.num_parameters = num_parameters
+        super().__init__()
+        self.init = init
+        self.weight = Parameter(empty((num_parameters,), device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class GLU(Module):
+    """The gated linear unit along ``dim`` (``F.glu``)."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
 
 
 class _SoftmaxAlong(Module):
@@ -870,11 +1618,21 @@ class _SoftmaxAlong(Module):
 
 
 class Softmax(_SoftmaxAlong):
+    """``exp(x) / sum(exp(x), dim)`` (``F.softmax``)."""
+
     _fn = staticmethod(F.softmax)
 
 
 class LogSoftmax(_SoftmaxAlong):  # not a Softmax, as in PyTorch
+    """``x - logsumexp(x, dim)`` (``F.log_softmax``)."""
+
     _fn = staticmethod(F.log_softmax)
+
+
+class Softmin(_SoftmaxAlong):
+    """``softmax(-x, dim)`` (``F.softmin``)."""
+
+    _fn = staticmethod(F.softmin)
 
 
 class Flatten(Module):
@@ -892,6 +1650,43 @@ class Flatten(Module):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
+class Unflatten(Module):
+    """Split dimension ``dim`` into ``unflattened_size`` (a tuple or list of ints, one
+    of which may be -1).
+
+    >>> import gradcore as gc
+    >>> from gradcore import nn
+    >>> nn.Unflatten(1, (2, 3))(gc.zeros(4, 6)).shape
+    (4, 2, 3)
+    """
+
+    def __init__(self, dim: int, unflattened_size):
+        super().__init__()
+        if isinstance(dim, str):
+            raise TypeError("invalid argument type for dim parameter (named tensors are not "
+                            "supported)")
+        self._require_tuple_int(unflattened_size)
+        self.dim = dim
+        self.unflattened_size = unflattened_size
+
+    @staticmethod
+    def _require_tuple_int(sizes):
+        if isinstance(sizes, (tuple, list)):
+            for idx, elem in enumerate(sizes):
+                if not isinstance(elem, int):
+                    raise TypeError("unflattened_size must be tuple of ints, but found element "
+                                    f"of type {type(elem).__name__} at pos {idx}")
+            return
+        raise TypeError(f"unflattened_size must be a tuple of ints, but found type "
+                        f"{type(sizes).__name__}")
+
+    def forward(self, input):
+        return input.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
 # ---- losses ----------
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
@@ -906,6 +1701,8 @@ class _WeightedLoss(_Loss):
 
 
 class MSELoss(_Loss):
+    """``F.mse_loss``: the squared difference, reduced."""
+
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
 
@@ -927,6 +1724,8 @@ class CrossEntropyLoss(_WeightedLoss):
 
 
 class NLLLoss(_WeightedLoss):
+    """``F.nll_loss`` of log-probabilities and class targets (``weight`` is a buffer)."""
+
     def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                  reduction: str = "mean"):
         super().__init__(weight, size_average, reduce, reduction)
@@ -938,6 +1737,9 @@ class NLLLoss(_WeightedLoss):
 
 
 class BCEWithLogitsLoss(_Loss):
+    """``F.binary_cross_entropy_with_logits`` (``weight`` and ``pos_weight`` are
+    buffers)."""
+
     def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean",
                  pos_weight=None):
         super().__init__(size_average, reduce, reduction)
@@ -948,3 +1750,143 @@ class BCEWithLogitsLoss(_Loss):
         return F.binary_cross_entropy_with_logits(input, target, self.weight,
                                                   pos_weight=self.pos_weight,
                                                   reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    """``F.l1_loss``: the absolute difference, reduced."""
+
+    def forward(self, input, target):
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """``F.smooth_l1_loss``: quadratic below ``beta``, linear above."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
+                 beta: float = 1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """``F.huber_loss``: quadratic below ``delta``, ``delta``-scaled linear above."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        if not isinstance(delta, (float, int)):
+            raise TypeError(f"delta must be a float or int, got: {type(delta)}")
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class BCELoss(_WeightedLoss):
+    """``F.binary_cross_entropy`` of probabilities (``weight`` is a buffer)."""
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, weight=self.weight,
+                                      reduction=self.reduction)
+
+
+class KLDivLoss(_Loss):
+    """``F.kl_div``: the KL divergence of the target from the input (log-probabilities);
+    ``reduction='batchmean'`` is the mathematical definition."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
+                 log_target: bool = False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """``F.cosine_embedding_loss`` of two inputs and targets 1 or -1."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
+                                       reduction=self.reduction)
+
+
+class MarginRankingLoss(_Loss):
+    """``F.margin_ranking_loss``: ``max(0, -target * (input1 - input2) + margin)``."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
+                                     reduction=self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    """``F.soft_margin_loss``: ``log(1 + exp(-target * input))``, reduced."""
+
+    def forward(self, input, target):
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """``F.multilabel_soft_margin_loss``: per-class logistic losses averaged over the
+    classes (``weight`` is a buffer)."""
+
+    def forward(self, input, target):
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
+                                             reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """``F.triplet_margin_loss`` of anchors, positives and negatives."""
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                 swap: bool = False, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got "
+                             f"{margin} instead")
+        self.margin = margin
+        self.p = p
+        self.eps = eps
+        self.swap = swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
+                                     eps=self.eps, swap=self.swap, reduction=self.reduction)
+
+
+# ---- distances ----------
+class PairwiseDistance(Module):
+    """``F.pairwise_distance`` (``p`` is kept as ``norm``, as in PyTorch)."""
+
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+        super().__init__()
+        self.norm = p
+        self.eps = eps
+        self.keepdim = keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class CosineSimilarity(Module):
+    """``F.cosine_similarity`` along ``dim``."""
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8):
+        super().__init__()
+        self.dim = dim
+        self.eps = eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)

@@ -27,6 +27,7 @@ from . import _autocast
 from . import linalg as _linalg
 from . import pointwise as _pw
 from . import reduce as _red
+from . import shape as _shape
 from ._core import (
     Node,
     Tensor,
@@ -41,8 +42,11 @@ from ._core import (
 )
 from ._export import export
 
-__all__ = ["softmax", "log_softmax", "erf", "gelu", "softplus", "layer_norm", "linear",
-           "embedding", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits"]
+__all__ = ["softmax", "log_softmax", "erf", "gelu", "softplus", "silu", "mish", "leaky_relu",
+           "elu", "selu", "celu", "hardtanh", "hardswish", "hardsigmoid", "logsigmoid",
+           "softshrink", "hardshrink", "prelu", "layer_norm",
+           "linear", "embedding", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits",
+           "binary_cross_entropy"]
 
 _ndarray = np.ndarray
 _f16 = np.dtype(np.float16)
@@ -256,6 +260,389 @@ def softplus(x, beta=1.0, threshold=20.0):
     node = t.grad_fn
     node.beta, node.threshold = float(beta), float(threshold)
     node.save(x)
+    return t
+
+
+# ---- more activations (PyTorch's nn.functional pointwise ones) ----------
+# Each forward computes float16 in float32 (as PyTorch does) and each backward is
+# PyTorch's formula (derivatives.yaml and its CPU kernels), including the value it takes
+# at a kink: leaky_relu's slope at 0, elu's alpha at 0, hardtanh's 0 at its bounds ...
+_TORCH_TYPE = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+               "uint8": "Byte", "bool": "Bool", "float16": "Half", "float32": "Float",
+               "float64": "Double"}
+
+
+def _torch_type(dtype) -> str:
+    """PyTorch's name of a scalar type (``Long``, ``Float``) in its messages."""
+    name = np.dtype(dtype).name
+    return _TORCH_TYPE.get(name, name)
+
+
+def _float_only(x, kernel: str) -> Tensor:
+    """``x`` as a tensor; integer and bool inputs refused as PyTorch's kernels refuse
+    them (``NotImplementedError: "elu_cpu" not implemented for 'Long'``)."""
+    if not isinstance(x, Tensor):
+        x = as_tensor(x)
+    dt = x._data.dtype
+    if dt.kind != "f":
+        raise NotImplementedError(f'"{kernel}_{x.device.type}" not implemented for '
+                                  f"'{_torch_type(dt)}'")
+    return x
+
+
+def _in_dtype(m, value, like):
+    """A forward's result (computed in float32 for float16) as an array of ``like``'s
+    dtype (NumPy returns scalars from 0-d arithmetic)."""
+    return m.asarray(value).astype(like.dtype, copy=False)
+
+
+def _record_saving_input(out, cls, x: Tensor) -> Tensor:
+    """``out`` as the output of the one-input node ``cls``, which saves ``x``."""
+    t = record1(out, cls, x)
+    t.grad_fn.save(x)
+    return t
+
+
+# silu: PyTorch's SiluBackward0, g * s * (1 + x * (1 - s)) with s = sigmoid(x), s made
+# from exp(-|x|) (no overflow, so no inf * 0 in a second derivative either)
+declare(Kernel("silu_backward", ("g", "x"), "g * s * (1 + x * (1 - s))",
+               lets=(("e", "exp(where(x < 0, x, -x))"),
+                     ("s", "where(x < 0, e / (1 + e), 1 / (1 + e))")), upcast="x"))
+class SiluBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.silu_backward(g, x),)
+
+
+def silu(x):
+    """``x * sigmoid(x)``, the sigmoid-weighted linear unit (swish)."""
+    x = _float_only(x, "silu")
+    xd = x._data
+    m = math_of(xd)
+    xu = _up(xd)
+    with np.errstate(over="ignore"):  # (exp(-x) is inf below -709: x / inf is -0.0)
+        out = _in_dtype(m, xu / (1 + m.exp(-xu)), xd)  # (PyTorch's kernel)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    return _record_saving_input(out, SiluBackward0, x)
+
+
+# mish: PyTorch's MishBackward0, g * (tsp + x * s * (1 - tsp * tsp)) with tsp =
+# tanh(softplus(x)) = q / (q + 2), q = e * (e + 2), e = exp(x) (exactly 1 from x = 20 on,
+# where e stops growing; s = sigmoid(x) = e / (1 + e) is then multiplied by 0)
+declare(Kernel("mish_backward", ("g", "x"), "g * (tsp + x * s * (1 - tsp * tsp))",
+               lets=(("e", "exp(where(x > 20, 20, x))"), ("q", "e * (e + 2)"),
+                     ("tsp", "q / (q + 2)"), ("s", "e / (1 + e)")), upcast="x"))
+class MishBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.mish_backward(g, x),)
+
+
+def mish(x):
+    """``x * tanh(softplus(x))``."""
+    x = _float_only(x, "mish")
+    xd = x._data
+    m = math_of(xd)
+    xu = _up(xd)
+    with np.errstate(over="ignore"):  # (exp(x) is inf above 709: tanh(inf) is 1)
+        out = _in_dtype(m, xu * m.tanh(m.log1p(m.exp(xu))), xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    return _record_saving_input(out, MishBackward0, x)
+
+
+# leaky_relu: LeakyReluBackward0, the slope where x <= 0 (at 0 too)
+declare(Kernel("leaky_relu_backward", ("g", "x"), "where(x > 0, g, g * slope)",
+               scalars=("slope",), upcast="x"))
+class LeakyReluBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.leaky_relu_backward(g, x, self.negative_slope),)
+
+
+def leaky_relu(x, negative_slope=0.01):
+    """``x`` where ``x > 0``, else ``negative_slope * x``."""
+    x = _float_only(x, "leaky_relu")
+    xd = x._data
+    m = math_of(xd)
+    xu = _up(xd)
+    out = _in_dtype(m, m.where(xu > 0, xu, xu * negative_slope), xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = _record_saving_input(out, LeakyReluBackward0, x)
+    t.grad_fn.negative_slope = float(negative_slope)
+    return t
+
+
+# elu, selu, celu: PyTorch's elu(x, alpha, scale, input_scale) and its elu_backward,
+# negiptcoef * negcoef * exp(x * negiptcoef) where x <= 0 (at 0 too), poscoef above
+# (the exp's argument kept <= 0: no overflow where it is not used)
+declare(Kernel("elu_backward", ("g", "x"),
+               "where(x <= 0, g * negiptcoef * negcoef * exp(where(x <= 0, x, 0) * negiptcoef),"
+               " g * poscoef)", scalars=("poscoef", "negcoef", "negiptcoef"), upcast="x"))
+class EluBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.elu_backward(g, x, self.poscoef, self.negcoef, self.negiptcoef),)
+
+
+class CeluBackward0(EluBackward0):
+    """elu_backward with ``input_scale = 1 / alpha`` (``alpha`` rounded to float32 first,
+    as PyTorch's derivative formula does: ``1.0 / alpha.toFloat()``)."""
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _elu(x, alpha, scale, input_scale, cls, backward_input_scale=None):
+    x = _float_only(x, "elu")
+    xd = x._data
+    m = math_of(xd)
+    xu = _up(xd)
+    negcoef = alpha * scale
+    with np.errstate(over="ignore"):  # (the exponential where it is not used, or inf)
+        neg = m.expm1(xu * input_scale) * negcoef
+    out = _in_dtype(m, m.where(xu <= 0, neg, xu * scale), xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = _record_saving_input(out, cls, x)
+    node = t.grad_fn
+    node.poscoef, node.negcoef = float(scale), float(negcoef)
+    node.negiptcoef = float(input_scale if backward_input_scale is None
+                            else backward_input_scale)
+    return t
+
+
+def elu(x, alpha=1.0):
+    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``."""
+    return _elu(x, alpha, 1.0, 1.0, EluBackward0)
+
+
+@export(torch=True)
+def selu(x):
+    """``scale * elu(x, alpha)`` with PyTorch's constants (alpha ~ 1.6733, scale ~ 1.0507)."""
+    return _elu(x, _SELU_ALPHA, _SELU_SCALE, 1.0, EluBackward0)
+
+
+@export(torch=True)
+def celu(x, alpha=1.0):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _elu(x, alpha, 1.0, 1.0 / alpha, CeluBackward0,
+                backward_input_scale=1.0 / float(np.float32(alpha)))
+
+
+# hardtanh (and relu6 = hardtanh(x, 0, 6)): HardtanhBackward0, no gradient where
+# x <= min_val or x >= max_val (at the bounds themselves too, unlike clamp)
+declare(Kernel("hardtanh_backward", ("g", "x"), "where(x <= lo, 0, where(x >= hi, 0, g))",
+               scalars=("lo", "hi")))
+class HardtanhBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.hardtanh_backward(g, x, self.min_val, self.max_val),)
+
+
+def hardtanh(x, min_val=-1.0, max_val=1.0):
+    """``x`` clamped to ``[min_val, max_val]``."""
+    if not isinstance(x, Tensor):
+        x = as_tensor(x)
+    xd = x._data
+    m = math_of(xd)
+    if xd.dtype.kind != "f":  # integers stay integers (PyTorch's clamp)
+        return wrap(_in_dtype(m, m.clip(xd, min_val, max_val), xd))
+    out = _in_dtype(m, m.clip(_up(xd), min_val, max_val), xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = _record_saving_input(out, HardtanhBackward0, x)
+    t.grad_fn.min_val, t.grad_fn.max_val = float(min_val), float(max_val)
+    return t
+
+
+# hardswish: HardswishBackward0, 0 where x <= -3, g * (x / 3 + 0.5) where x < 3, g above
+declare(Kernel("hardswish_backward", ("g", "x"),
+               "where(x <= -3, 0, where(x < 3, g * (x / 3 + 0.5), g))", upcast="x"))
+class HardswishBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.hardswish_backward(g, x),)
+
+
+def hardswish(x):
+    """``x * relu6(x + 3) / 6``."""
+    x = _float_only(x, "hardswish")
+    xd = x._data
+    m = math_of(xd)
+    xu = _up(xd)
+    out = _in_dtype(m, xu * m.minimum(m.maximum(xu + 3, 0), 6) / 6, xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    return _record_saving_input(out, HardswishBackward0, x)
+
+
+# hardsigmoid: HardsigmoidBackward0, g / 6 strictly inside (-3, 3), with PyTorch's 1/6
+# rounded to float32 for every dtype (its kernel's constant is 1.0f / 6.0f)
+declare(Kernel("hardsigmoid_backward", ("g", "x"),
+               "where((x > -3) & (x < 3), g * 0.1666666716337204, 0)", upcast="x"))
+class HardsigmoidBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.hardsigmoid_backward(g, x),)
+
+
+def hardsigmoid(x):
+    """``relu6(x + 3) / 6``."""
+    x = _float_only(x, "hardsigmoid")
+    xd = x._data
+    m = math_of(xd)
+    out = _in_dtype(m, m.minimum(m.maximum(_up(xd) + 3, 0), 6) / 6, xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    return _record_saving_input(out, HardsigmoidBackward0, x)
+
+
+# logsigmoid: LogSigmoidBackward0, sigmoid(-x) from z = exp(-|x|) (PyTorch's kernel:
+# 1 - z / (1 + z) for negative x, z / (1 + z) otherwise)
+declare(Kernel("log_sigmoid_backward", ("g", "x"),
+               "where(x < 0, g * (1 - z / (1 + z)), g * (z / (1 + z)))",
+               lets=(("z", "exp(where(x < 0, x, -x))"),), upcast="x"))
+class LogSigmoidBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.log_sigmoid_backward(g, x),)
+
+
+def logsigmoid(x):
+    """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))``, without overflow."""
+    x = _float_only(x, "log_sigmoid")
+    xd = x._data
+    m = math_of(xd)
+    out = _in_dtype(m, m.log_sigmoid(_up(xd)), xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    return _record_saving_input(out, LogSigmoidBackward0, x)
+
+
+# softshrink, hardshrink: no gradient where -lambd <= x <= lambd (the bounds included)
+declare(Kernel("shrink_backward", ("g", "x"), "where(x >= -lambd, where(x <= lambd, 0, g), g)",
+               scalars=("lambd",)))
+class SoftshrinkBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.shrink_backward(g, x, self.lambd),)
+
+
+class HardshrinkBackward0(SoftshrinkBackward0):
+    pass
+
+
+def softshrink(x, lambd=0.5):
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between."""
+    x = _float_only(x, "softshrink_check")
+    xd = x._data
+    top = float(np.finfo(xd.dtype).max)
+    if not 0 <= lambd <= top:
+        raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype "
+                           f"{_torch_type(xd.dtype)}, but found {lambd:g}")
+    m = math_of(xd)
+    xu = _up(xd)
+    # (x * 0 between: NaN stays NaN)
+    out = _in_dtype(m, m.where(xu > lambd, xu - lambd,
+                               m.where(xu < -lambd, xu + lambd, xu * 0)), xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = _record_saving_input(out, SoftshrinkBackward0, x)
+    t.grad_fn.lambd = float(lambd)
+    return t
+
+
+@export(torch=True, method=True)
+def hardshrink(x, lambd=0.5):
+    """``x`` where ``|x| > lambd``, else 0."""
+    x = _float_only(x, "hardshrink")
+    xd = x._data
+    m = math_of(xd)
+    out = _in_dtype(m, m.where((xd >= -lambd) & (xd <= lambd), 0, xd), xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = _record_saving_input(out, HardshrinkBackward0, x)
+    t.grad_fn.lambd = float(lambd)
+    return t
+
+
+# prelu: PreluKernelBackward0 over the input and the weight reshaped to broadcast along
+# dimension 1 (PyTorch's graph has that reshape too): the weight's gradient is summed
+# back by the engine (node.shapes)
+declare(Kernel("prelu_backward", ("g", "x", "w"),
+               ("where(x > 0, g, w * g)", "where(x > 0, 0, x * g)"), upcast="x"))
+class PreluKernelBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        x, w = self.unpack(F)
+        gx, gw = F.prelu_backward(g, x, w)
+        return (gx if self.needs(0) else None), (gw if self.needs(1) else None)
+
+
+@export(torch=True, method=True)
+def prelu(input, weight):
+    """``x`` where ``x > 0``, else ``weight * x``; ``weight`` holds one slope, or one per
+    channel (dimension 1 of ``input``)."""
+    x = input if isinstance(input, Tensor) else as_tensor(input)
+    w = weight if isinstance(weight, Tensor) else as_tensor(weight, x)
+    xd, wd = x._data, w._data
+    if xd.dtype != wd.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got "
+                           f"{_torch_type(xd.dtype)} and {_torch_type(wd.dtype)}")
+    if wd.size != 1:
+        if xd.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = xd.shape[1] if xd.ndim > 1 else 1
+        if channels != wd.size:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {wd.size} and channel size = "
+                               f"{channels}.")
+    if wd.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {wd.ndim}")
+    x = _float_only(x, "prelu")
+    check_same_device(xd, wd, "prelu")
+    if xd.ndim != wd.ndim:  # one slope per channel, broadcast along dimension 1
+        dims = [1] * xd.ndim
+        if xd.ndim > 1:
+            dims[1] = wd.size
+        w = _shape.reshape(w, tuple(dims))
+        wd = w._data
+    m = math_of(xd)
+    xu = _up(xd)
+    out = _in_dtype(m, m.where(xu > 0, xu, _up(wd) * xu), xd)
+    if not (mode.enabled and (x._rg or w._rg)):
+        return wrap(out)
+    t = record(out, PreluKernelBackward0, x, w)
+    node = t.grad_fn
+    if xd.shape != out.shape or wd.shape != out.shape:
+        node.shapes = (xd.shape, wd.shape)
+    node.save(x, w)
     return t
 
 
@@ -759,3 +1146,90 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
         return out
     return _red.mean(out) if reduction == "mean" else _red.sum(out)
 
+
+
+# PyTorch's BinaryCrossEntropyBackward0: g * (x - y) / max((1 - x) * x, EPSILON), then times
+# the weight and divided by the count for "mean"; the target's, -logit(x) * g. PyTorch's
+# EPSILON is 1e-12 rounded to float32 (9.99999996e-13), for float64 too
+declare(Kernel("bce_backward", ("g", "x", "y"),
+               "g * (x - y) / maximum((1 - x) * x, 9.999999960041972e-13)", upcast="x"))
+declare(Kernel("bce_target_backward", ("g", "x"), "-log(x / (1 - x)) * g", upcast="x"))
+class BinaryCrossEntropyBackward0(Node):
+    """The gradients of ``binary_cross_entropy`` (its reduction included) for the input
+    and the target (``kernels.pointwise``: bce_backward, bce_target_backward)."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        x, y = self.unpack(F)
+        gx = F.bce_backward(g, x, y) if self.needs(0) else None
+        gy = F.bce_target_backward(g, x) if self.needs(1) else None
+        grads = []
+        for grad in (gx, gy):
+            if grad is not None:
+                if self.weight is not None:
+                    grad = grad * F.constant(self.weight)
+                if self.count is not None:
+                    grad = grad / self.count
+            grads.append(grad)
+        return tuple(grads)
+
+
+def _check_unit_interval(m, arr, what):
+    """PyTorch's check that every element of ``arr`` is in [0, 1] (NaN is not): on a GPU
+    raised at the next read from the device, as index checks are."""
+    bad = m.asarray(~((arr >= 0) & (arr <= 1)).all()).astype(np.int64).reshape(1)
+    check_range(bad, 0, 1, lambda _: RuntimeError(f"all elements of {what} should be "
+                                                  f"between 0 and 1"))
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """``-weight * (y * log(x) + (1 - y) * log(1 - x))`` of probabilities ``x`` and
+    targets ``y`` in [0, 1], each log clamped at -100 as PyTorch does; one node (its
+    reduction included)."""
+    check_reduction(reduction)
+    x = _float_only(input, "binary_cross_entropy")
+    y = target if isinstance(target, Tensor) else as_tensor(target, x)
+    xd, yd = x._data, y._data
+    if yd.dtype != xd.dtype:
+        raise RuntimeError(f"Found dtype {_torch_type(yd.dtype)} but expected "
+                           f"{_torch_type(xd.dtype)}")
+    check_same_device(xd, yd, "binary_cross_entropy")
+    m = math_of(xd)
+    wd = None
+    if weight is not None:
+        if isinstance(weight, Tensor) and weight._rg and mode.enabled:
+            raise RuntimeError("The function 'binary_cross_entropy' is not differentiable "
+                               "with respect to argument 'weight'. This input cannot have "
+                               "requires_grad True.")
+        wd = weight._data if isinstance(weight, Tensor) else m.asarray(weight)
+        check_same_device(xd, wd, "binary_cross_entropy")
+        if m.broadcast_shapes(wd.shape, xd.shape) != xd.shape:
+            raise RuntimeError(f"binary_cross_entropy: weight of shape {tuple(wd.shape)} does "
+                               f"not broadcast to the input's shape {tuple(xd.shape)}")
+        wd = wd.astype(xd.dtype, copy=False)
+    _check_unit_interval(m, xd, "input")
+    _check_unit_interval(m, yd, "target")
+    xu, yu = _up(xd), _up(yd)
+    with np.errstate(divide="ignore"):  # (log(0) is -inf: clamped to -100)
+        loss = _fresh(m, (yu - 1) * m.maximum(m.log1p(-xu), -100))
+        loss -= yu * m.maximum(m.log(xu), -100)
+    loss = loss.astype(xd.dtype, copy=False)
+    if wd is not None:
+        loss = loss * wd
+    count = None
+    if reduction == "none":
+        out = loss
+    elif reduction == "sum":
+        out = _up(loss).sum()
+    else:
+        count = xd.size
+        out = _up(loss).sum() / count if count else m.asarray(np.nan)
+    out = _in_dtype(m, out, xd)
+    if not (mode.enabled and (x._rg or y._rg)):
+        return wrap(out)
+    t = record(out, BinaryCrossEntropyBackward0, x, y)
+    node = t.grad_fn
+    node.weight, node.count = wd, count
+    node.save(x, y)
+    return t
