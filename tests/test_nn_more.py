@@ -815,6 +815,6 @@ def test_nn_page_examples_run_and_print_what_they_say(capsys):
     for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
         exec(compile(block, "docs/nn.md", "exec"), namespace)
     assert capsys.readouterr().out.splitlines() == [
-        "PReLU(num_parameters=8)", "(8,)",
+        "PReLU(num_parameters=8)", "gradcore.Size([8])",
         "['calls', 'heads.cls.weight', 'heads.cls.bias', 'heads.box.weight', "
-        "'heads.box.bias', 'scales.0', 'scales.1']", "[(3, 2)]"]
+        "'heads.box.bias', 'scales.0', 'scales.1']", "[gradcore.Size([3, 2])]"]

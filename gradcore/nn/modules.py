@@ -247,7 +247,7 @@ class Module:
         >>> with layer.register_forward_hook(lambda m, args, out: seen.append(out.shape)):
         ...     _ = layer(gc.zeros(2, 3))
         >>> seen
-        [(2, 3)]
+        [gradcore.Size([2, 3])]
         """
         handle = RemovableHandle(self._forward_hooks,
                                  extra_dict=[self._forward_hooks_with_kwargs,
@@ -1657,7 +1657,7 @@ class Unflatten(Module):
     >>> import gradcore as gc
     >>> from gradcore import nn
     >>> nn.Unflatten(1, (2, 3))(gc.zeros(4, 6)).shape
-    (4, 2, 3)
+    gradcore.Size([4, 2, 3])
     """
 
     def __init__(self, dim: int, unflattened_size):
