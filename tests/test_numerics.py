@@ -419,3 +419,19 @@ def test_float32_expm1_and_log1p_match_pytorch(op):
     got = host(getattr(gc, op)(gc.tensor(x)))
     want = getattr(torch, op)(torch.from_numpy(x)).numpy()
     assert (got != want).mean() < 0.01  # PyTorch's own are an ulp off for < 1%
+
+
+@needs_torch
+@pytest.mark.parametrize("scalar_numerator", [False, True])
+def test_float16_division_gradient_does_not_overflow(scalar_numerator):
+    """b * b overflows float16 from |b| = 256: the backward computes in float32 as
+    PyTorch's does (it gave b's gradient 0 for b = 801)."""
+    import torch
+    grads = []
+    for lib in (gc, torch):
+        b = lib.tensor([801.0, 300.0, -2.0], dtype=lib.float16, requires_grad=True)
+        a = 2.0 if scalar_numerator else lib.tensor([1.0, 3.0, 5.0], dtype=lib.float16)
+        (a / b).sum().backward()
+        grads.append(b.grad.float().numpy())
+    # (a scalar numerator: PyTorch multiplies by the reciprocal, one subnormal ulp apart)
+    np.testing.assert_allclose(grads[0], grads[1], rtol=0, atol=6e-8 if scalar_numerator else 0)

@@ -79,8 +79,8 @@ def _upcasting(math, fn, positions, like, rounded=None):
 
     def run(*args, **out):
         for i in positions:
-            a = args[i]
-            if a is not None and a.dtype == _F16:
+            # (an operand may be a Python number: div's backward of 2 / b)
+            if getattr(args[i], "dtype", None) == _F16:
                 break
         else:  # nothing to upcast (the usual case)
             out = fn(*args, **out)
@@ -88,7 +88,7 @@ def _upcasting(math, fn, positions, like, rounded=None):
         dt = args[like].dtype
         args = list(args)
         for i in positions:
-            if args[i] is not None and args[i].dtype == _F16:
+            if getattr(args[i], "dtype", None) == _F16:
                 args[i] = args[i].astype(_F32)
         out = fn(*args)
         if type(out) is tuple:

@@ -322,8 +322,9 @@ def _np_mul(x, y):
     return x * y
 
 
-declare(Kernel("div_backward", ("g", "a", "b"), ("g / b", "-g * a / (b * b)")))
-declare(Kernel("div_backward_b", ("g", "a", "b"), "-g * a / (b * b)"))
+# (float16 in float32, as PyTorch: b * b overflows float16 from |b| = 256)
+declare(Kernel("div_backward", ("g", "a", "b"), ("g / b", "-g * a / (b * b)"), upcast="b"))
+declare(Kernel("div_backward_b", ("g", "a", "b"), "-g * a / (b * b)", upcast="b"))
 class DivBackward0(Node):
     fresh_grads = True
 
