@@ -760,3 +760,48 @@ def test_erfc_erfinv_match_pytorch_in_float64_and_float32():
         y = rng.uniform(-0.9999, 0.9999, 2000).astype(dtype)
         np.testing.assert_allclose(host(gc.erfinv(gc.tensor(y))),
                                    torch.erfinv(torch.tensor(y)).numpy(), rtol=rtol)
+
+
+def test_ops_page_example_runs(capsys):
+    """docs/ops.md: its example runs and prints what its comments say."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "ops.md").read_text()
+    namespace = {}
+    for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
+        exec(compile(block, "docs/ops.md", "exec"), namespace)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["(2, 3) [[0, 2, 1], [1, 2, 0]]", "[1, 2, 0, 1] [1, 3] [1, 0, 1] [0, 1, 2]"]
+
+
+def test_no_op_here_waits_for_the_device_unless_its_size_depends_on_values(standin):
+    """On the CUDA stand-in (which counts every host synchronization): the forward and
+    backward of these ops never read a value back (docs/ops.md says which do)."""
+    rng = np.random.default_rng(6)
+    x = gc.tensor(rng.standard_normal((4, 5)), device="cuda", requires_grad=True)
+    y = gc.tensor(rng.standard_normal((4, 5)), device="cuda", requires_grad=True)
+    w = gc.tensor(rng.uniform(-0.9, 0.9, (4, 5)), device="cuda", requires_grad=True)
+    idx = gc.tensor([[0, 2, 1, 4, 3]], device="cuda")
+    mask = gc.tensor(rng.random((4, 5)) < 0.5, device="cuda")
+    seq = gc.tensor([-1.0, 0.0, 1.0], device="cuda")
+    standin.reset_syncs(log=True)
+    terms = [
+        x.sort(1).values, gc.topk(x, 2).values, gc.kthvalue(x, 2, 0, True).values,
+        gc.flip(x, (0,)), x.roll(1, 1), gc.tril(x), gc.triu(y, 1), x.repeat_interleave(2, 0),
+        gc.scatter(x, 0, idx, y[:1]), gc.index_add(x, 0, gc.tensor([1, 1], device="cuda"),
+                                                  y[:2]),
+        gc.index_copy(x, 1, gc.tensor([4, 0], device="cuda"), y[:, :2]),
+        gc.masked_scatter(x, mask, y), gc.take_along_dim(x, x.argsort(1), 1),
+        gc.einsum("ij,kj->ik", x, y), gc.cdist(x, y), gc.cross(x[:, :3], y[:, :3], dim=1),
+        gc.lerp(x, y, w), gc.atan2(x, y), gc.logaddexp(x, y), gc.hypot(x, y),
+        gc.copysign(x, y), gc.xlogy(x, y.abs()), gc.erfc(x), gc.erfinv(w), x % 0.7,
+        gc.fmod(x, y), gc.nan_to_num(x), gc.aminmax(x, dim=0).max, sum(gc.var_mean(x, 1)),
+        gc.diagonal(x, 1), gc.trace(x).reshape(1),
+    ]
+    loss = sum(t.sum() for t in terms)
+    loss.backward()
+    others = (gc.searchsorted(seq, x), gc.isclose(x, y), gc.count_nonzero(x, 1),
+              gc.histc(x, 4, -1, 1), gc.meshgrid(seq, seq, indexing="ij"))
+    assert standin.host_syncs() == 0, standin.sync_log()
+    assert others[0].device.type == "cuda" and x.grad.device.type == "cuda"

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ..backend import math_of
+from ..backend import check_range, math_of
 from . import device as _device_ops
 from . import index as _index
 from ._core import (  # noqa: F401
@@ -760,8 +760,12 @@ def _repeat_counts(repeats, n):
         raise RuntimeError(f"repeats must have the same size as input along dim, but got "
                            f"repeats.size(0) = {rd.shape[0]} and input.size(0) = {n}")
     m = math_of(rd)
-    if m.values_on_host and rd.size and rd.min() < 0:
-        raise RuntimeError("repeats can not be negative")
+    if m.values_on_host:
+        if rd.size and rd.min() < 0:
+            raise RuntimeError("repeats can not be negative")
+    else:  # on a GPU, at the next read of values
+        check_range(rd, 0, np.iinfo(np.int64).max,
+                    lambda value: RuntimeError("repeats can not be negative"))
     return rd
 
 
