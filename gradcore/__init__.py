@@ -364,7 +364,11 @@ for _name in ("all", "amax", "amin", "any", "argmax", "argmin", "broadcast_to", 
               "diagonal", "expand", "flatten", "max", "mean", "min", "movedim", "nonzero",
               "norm", "permute", "prod", "repeat", "reshape", "squeeze", "std", "sum",
               "unbind", "unflatten", "unsqueeze", "transpose", "swapaxes", "var", "numel",
-              "clone", "detach"):
+              "clone", "detach", "aminmax", "argsort", "bincount", "count_nonzero", "cross",
+              "flip", "fliplr", "flipud", "histc", "index_add", "index_copy", "kthvalue",
+              "masked_scatter", "masked_select", "msort", "nan_to_num", "repeat_interleave",
+              "roll", "scatter", "sort", "std_mean", "take_along_dim", "topk", "trace",
+              "tril", "triu", "unique", "var_mean"):
     globals()[_name] = _tensor_input(globals()[_name])
 del _name
 

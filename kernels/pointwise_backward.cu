@@ -675,6 +675,248 @@ __device__ __forceinline__ void clamp_backward(const T* __restrict__ a0, long lo
     }
 }
 
+// atan2_backward(g, a, b) = d = a * a + b * b; where(d == 0, 0, g * b / d), where(d == 0, 0, -g * a / d)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void atan2_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
+        const C d = (a * a) + (b * b);
+        out0[i] = store<T>(where(d == C(0), C(0), g * b / d));
+        out1[i] = store<T>(where(d == C(0), C(0), -g * a / d));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void atan2_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
+    if (n < 2147483648LL) {
+        atan2_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, out1, (unsigned int)n);
+    } else {
+        atan2_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+    }
+}
+
+// logaddexp_backward(g, a, b) = g / (1 + exp(b - a)), g / (1 + exp(a - b))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void logaddexp_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
+        out0[i] = store<T>(g / (C(1) + exp(b - a)));
+        out1[i] = store<T>(g / (C(1) + exp(a - b)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void logaddexp_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
+    if (n < 2147483648LL) {
+        logaddexp_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, out1, (unsigned int)n);
+    } else {
+        logaddexp_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+    }
+}
+
+// logaddexp2_backward(g, a, b) = g / (1 + pow(2.0, b - a)), g / (1 + pow(2.0, a - b))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void logaddexp2_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
+        out0[i] = store<T>(g / (C(1) + pow(C(2.0), b - a)));
+        out1[i] = store<T>(g / (C(1) + pow(C(2.0), a - b)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void logaddexp2_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
+    if (n < 2147483648LL) {
+        logaddexp2_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, out1, (unsigned int)n);
+    } else {
+        logaddexp2_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+    }
+}
+
+// hypot_backward(g, a, b, y) = g * a / y, g * b / y
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void hypot_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, const T* __restrict__ a6, long long a7, T* __restrict__ out0, T* __restrict__ out1, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    const I m7 = (I)0 - (I)a7;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
+        const C y = load(a6[i & m7]);
+        out0[i] = store<T>(g * a / y);
+        out1[i] = store<T>(g * b / y);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void hypot_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, const T* __restrict__ a6, long long a7, T* __restrict__ out0, T* __restrict__ out1, long long n) {
+    if (n < 2147483648LL) {
+        hypot_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, a6, a7, out0, out1, (unsigned int)n);
+    } else {
+        hypot_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, a6, a7, out0, out1, n);
+    }
+}
+
+// copysign_backward(g, a, y) = where(a == 0, 0, g * (y / a))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void copysign_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C y = load(a4[i & m5]);
+        out0[i] = store<T>(where(a == C(0), C(0), g * (y / a)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void copysign_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        copysign_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, (unsigned int)n);
+    } else {
+        copysign_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, n);
+    }
+}
+
+// xlogy_backward(g, a, b) = where((a == 0) & (b == b), 0, g * log(b)), g * a / b
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void xlogy_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
+        out0[i] = store<T>(where((a == C(0)) & (b == b), C(0), g * log(b)));
+        out1[i] = store<T>(g * a / b);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void xlogy_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
+    if (n < 2147483648LL) {
+        xlogy_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, out1, (unsigned int)n);
+    } else {
+        xlogy_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+    }
+}
+
+// lerp_backward(g, a, b, w) = g * (1 - w), g * w, g * (b - a)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void lerp_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, const T* __restrict__ a6, long long a7, T* __restrict__ out0, T* __restrict__ out1, T* __restrict__ out2, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    const I m7 = (I)0 - (I)a7;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
+        const C w = load(a6[i & m7]);
+        out0[i] = store<T>(g * (C(1) - w));
+        out1[i] = store<T>(g * w);
+        out2[i] = store<T>(g * (b - a));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void lerp_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, const T* __restrict__ a6, long long a7, T* __restrict__ out0, T* __restrict__ out1, T* __restrict__ out2, long long n) {
+    if (n < 2147483648LL) {
+        lerp_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, a6, a7, out0, out1, out2, (unsigned int)n);
+    } else {
+        lerp_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, a6, a7, out0, out1, out2, n);
+    }
+}
+
+// erfc_backward(g, x) = -1.1283791670955126 * g * exp(-(x * x))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void erfc_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(-C(1.1283791670955126) * g * exp(-(x * x)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void erfc_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        erfc_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        erfc_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// erfinv_backward(g, y) = 0.886226925452758 * g * exp(y * y)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void erfinv_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C y = load(a2[i & m3]);
+        out0[i] = store<T>(C(0.886226925452758) * g * exp(y * y));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void erfinv_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        erfinv_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        erfinv_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
 // maximum_backward_a(g, a, b) = where(a < b, 0, where(a == b, 0.5 * g, g))
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void maximum_backward_a_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
@@ -1804,6 +2046,33 @@ extern "C" __global__ void relu_backward_float16(const gc_half* __restrict__ a0,
 extern "C" __global__ void clamp_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, const gc_half* __restrict__ a6, long long a7, gc_half* __restrict__ out0, long long n) {
     gradcore::clamp_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);
 }
+extern "C" __global__ void atan2_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
+    gradcore::atan2_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void logaddexp_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
+    gradcore::logaddexp_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void logaddexp2_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
+    gradcore::logaddexp2_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void hypot_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, const gc_half* __restrict__ a6, long long a7, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
+    gradcore::hypot_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, a6, a7, out0, out1, n);
+}
+extern "C" __global__ void copysign_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, long long n) {
+    gradcore::copysign_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
+extern "C" __global__ void xlogy_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
+    gradcore::xlogy_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void lerp_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, const gc_half* __restrict__ a6, long long a7, gc_half* __restrict__ out0, gc_half* __restrict__ out1, gc_half* __restrict__ out2, long long n) {
+    gradcore::lerp_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, a6, a7, out0, out1, out2, n);
+}
+extern "C" __global__ void erfc_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::erfc_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void erfinv_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::erfinv_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
 extern "C" __global__ void maximum_backward_a_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, long long n) {
     gradcore::maximum_backward_a<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, n);
 }
@@ -2042,6 +2311,33 @@ extern "C" __global__ void relu_backward_float32(const float* __restrict__ a0, l
 extern "C" __global__ void clamp_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, const float* __restrict__ a6, long long a7, float* __restrict__ out0, long long n) {
     gradcore::clamp_backward<float, float>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);
 }
+extern "C" __global__ void atan2_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
+    gradcore::atan2_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void logaddexp_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
+    gradcore::logaddexp_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void logaddexp2_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
+    gradcore::logaddexp2_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void hypot_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, const float* __restrict__ a6, long long a7, float* __restrict__ out0, float* __restrict__ out1, long long n) {
+    gradcore::hypot_backward<float, float>(a0, a1, a2, a3, a4, a5, a6, a7, out0, out1, n);
+}
+extern "C" __global__ void copysign_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, long long n) {
+    gradcore::copysign_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
+extern "C" __global__ void xlogy_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
+    gradcore::xlogy_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void lerp_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, const float* __restrict__ a6, long long a7, float* __restrict__ out0, float* __restrict__ out1, float* __restrict__ out2, long long n) {
+    gradcore::lerp_backward<float, float>(a0, a1, a2, a3, a4, a5, a6, a7, out0, out1, out2, n);
+}
+extern "C" __global__ void erfc_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::erfc_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void erfinv_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::erfinv_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
 extern "C" __global__ void maximum_backward_a_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, long long n) {
     gradcore::maximum_backward_a<float, float>(a0, a1, a2, a3, a4, a5, out0, n);
 }
@@ -2279,6 +2575,33 @@ extern "C" __global__ void relu_backward_float64(const double* __restrict__ a0, 
 }
 extern "C" __global__ void clamp_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, const double* __restrict__ a6, long long a7, double* __restrict__ out0, long long n) {
     gradcore::clamp_backward<double, double>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);
+}
+extern "C" __global__ void atan2_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
+    gradcore::atan2_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void logaddexp_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
+    gradcore::logaddexp_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void logaddexp2_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
+    gradcore::logaddexp2_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void hypot_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, const double* __restrict__ a6, long long a7, double* __restrict__ out0, double* __restrict__ out1, long long n) {
+    gradcore::hypot_backward<double, double>(a0, a1, a2, a3, a4, a5, a6, a7, out0, out1, n);
+}
+extern "C" __global__ void copysign_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, long long n) {
+    gradcore::copysign_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, n);
+}
+extern "C" __global__ void xlogy_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
+    gradcore::xlogy_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void lerp_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, const double* __restrict__ a6, long long a7, double* __restrict__ out0, double* __restrict__ out1, double* __restrict__ out2, long long n) {
+    gradcore::lerp_backward<double, double>(a0, a1, a2, a3, a4, a5, a6, a7, out0, out1, out2, n);
+}
+extern "C" __global__ void erfc_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::erfc_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void erfinv_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::erfinv_backward<double, double>(a0, a1, a2, a3, out0, n);
 }
 extern "C" __global__ void maximum_backward_a_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, long long n) {
     gradcore::maximum_backward_a<double, double>(a0, a1, a2, a3, a4, a5, out0, n);

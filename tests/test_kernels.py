@@ -306,6 +306,12 @@ DOMAINS = {
     "silu_backward": [_normal, _grid(-800.0, -1.0, 0.0, 0.5, 800.0)],
     "mish_backward": [_normal, _grid(-800.0, -1.0, 0.0, 0.5, 19.5, 20.5, 800.0)],
     "log_sigmoid_backward": [_normal, _grid(-800.0, -1.0, 0.0, 0.5, 800.0)],
+    # the log's argument positive; a's zeros take the other branch
+    "xlogy_backward": [_normal, _grid(-1.0, 0.0, 0.5, 2.0), _uniform(0.2, 3.0)],
+    "hypot_backward": [_normal, _normal, _normal, _uniform(0.5, 3.0)],  # y: the result
+    "atan2_backward": [_normal, _grid(-1.0, 0.0, 0.5), _grid(-0.5, 0.0, 1.0)],  # (0, 0) too
+    "copysign_backward": [_normal, _grid(-1.5, 0.0, 0.5, 2.0), _away_from_zero(0.5, 2.0)],
+    "erfinv_backward": [_normal, _uniform(-2.0, 2.0)],  # y: erfinv's result
 }
 # gelu_tanh_backward's 1 - tanh(u)^2 cancels where |u| > 2: a one-ulp difference between
 # the C library's tanhf and NumPy's float32 tanh becomes ~1e-6 absolute (of results ~1)

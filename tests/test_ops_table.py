@@ -295,10 +295,193 @@ OPS = [
         p, t, m.tensor(BCE_WEIGHT), reduction="sum"),
        lambda p, t: -(BCE_WEIGHT * (t * np.log(p) + (1 - t) * np.log1p(-p))).sum(),
        [((3, 4), (3, 4))], domain=(0.05, 0.95)),
+    # ---- issue 14's ops (the rows of the ops of tests/test_ops_more.py) ----
+    # triangles, flips, rolls
+    Op("tril", lambda m, x: m.tril(x, -1), lambda x: np.tril(x, -1), M3),
+    Op("triu", lambda m, x: x.triu(1) * x, lambda x: np.triu(x, 1) * x, [(3, 4), (4, 2)]),
+    Op("flip", lambda m, x: m.flip(x, (0, -1)) * x, lambda x: np.flip(x, (0, -1)) * x, M3),
+    Op("fliplr_flipud", lambda m, x: m.fliplr(x) + m.flipud(x) * 2,
+       lambda x: np.flip(x, 1) + np.flip(x, 0) * 2, M3),
+    Op("roll", lambda m, x: m.roll(x, (1, -2), (0, 1)) * x,
+       lambda x: np.roll(x, (1, -2), (0, 1)) * x, M3),
+    Op("roll_flat", lambda m, x: x.roll(2) * x, lambda x: np.roll(x, 2) * x),
+    # sorting: well-separated values
+    Op("sort", lambda m, x: m.sort(x, 1)[0] * x, lambda x: np.sort(x, 1) * x, M3,
+       distinct=True),
+    Op("sort_descending", lambda m, x: x.sort(dim=0, descending=True).values,
+       lambda x: -np.sort(-x, 0), M3, distinct=True),
+    Op("msort", lambda m, x: m.msort(x), lambda x: np.sort(x, 0), M3, distinct=True),
+    Op("topk", lambda m, x: m.topk(x, 2)[0], lambda x: -np.sort(-x, -1)[..., :2], M3,
+       distinct=True),
+    Op("topk_smallest", lambda m, x: x.topk(3, dim=0, largest=False).values,
+       lambda x: np.sort(x, 0)[:3], [(3, 4), (4, 2, 3)], distinct=True),
+    Op("kthvalue", lambda m, x: m.kthvalue(x, 2, 1)[0], lambda x: np.sort(x, 1)[:, 1], M3,
+       distinct=True),
+    Op("kthvalue_keepdim", lambda m, x: x.kthvalue(3, -1, keepdim=True).values * x,
+       lambda x: np.sort(x, -1)[..., 2:3] * x, M3, distinct=True),
+    Op("aminmax", lambda m, x: m.aminmax(x, dim=1)[0] * 2 + m.aminmax(x, dim=1)[1],
+       lambda x: x.min(1) * 2 + x.max(1), M3, distinct=True),
+    Op("aminmax_all", lambda m, x: m.aminmax(x).min * x.aminmax().max,
+       lambda x: x.min() * x.max(), M3, distinct=True),
+    # repeating, gathering, scattering
+    Op("repeat_interleave", lambda m, x: m.repeat_interleave(x, 2, dim=1),
+       lambda x: np.repeat(x, 2, 1), M3),
+    Op("repeat_interleave_counts", lambda m, x: x.repeat_interleave(m.tensor([1, 0, 3]), dim=0),
+       lambda x: np.repeat(x, [1, 0, 3], 0), [(3, 4), (3,)]),
+    Op("repeat_interleave_flat", lambda m, x: m.repeat_interleave(x, 3),
+       lambda x: np.repeat(x.reshape(-1), 3)),
+    Op("scatter", lambda m, a, b: m.scatter(a, 0, m.tensor([[0, 1, 0, 1]]), b),
+       lambda a, b: _scatter_np(a, 0, np.array([[0, 1, 0, 1]]), b), [((2, 4), (1, 4))]),
+    Op("scatter_method", lambda m, a, b: a.scatter(0, m.tensor(SCATTER_IDX), b),
+       lambda a, b: _scatter_np(a, 0, SCATTER_IDX, b), [((3, 4), (2, 4))]),
+    Op("scatter_value", lambda m, x: m.scatter(x, 1, m.tensor([[0, 2], [1, 3], [0, 0]]), 0.5) * x,
+       lambda x: _scatter_np(x, 1, np.array([[0, 2], [1, 3], [0, 0]]), 0.5) * x, [(3, 4)]),
+    Op("index_copy", lambda m, a, b: m.index_copy(a, 0, m.tensor([2, 0]), b),
+       lambda a, b: _index_copy_np(a, [2, 0], b), [((3, 4), (2, 4))]),
+    Op("index_add", lambda m, a, b: m.index_add(a, 1, m.tensor(IDX), b, alpha=1.5),
+       lambda a, b: _index_add_np(a, IDX, b * 1.5), [((3, 3), (3, 4))]),
+    Op("masked_select", lambda m, x: m.masked_select(x, m.tensor(ZMASK)), lambda x: x[ZMASK],
+       [(3, 4)]),
+    Op("masked_select_broadcast", lambda m, x: x.masked_select(m.tensor(ZMASK)),
+       lambda x: np.broadcast_to(x, ZMASK.shape)[ZMASK], [(4,), (3, 1)]),
+    Op("masked_scatter", lambda m, a, b: m.masked_scatter(a, m.tensor(ZMASK), b),
+       lambda a, b: _masked_scatter_np(a, ZMASK, b), [((3, 4), (5,)), ((4,), (2, 2))]),
+    Op("take_along_dim", lambda m, x: m.take_along_dim(x, m.tensor([[0], [3], [1]]), 1),
+       lambda x: np.take_along_axis(x, np.array([[0], [3], [1]]), 1), [(3, 4)]),
+    Op("take_along_dim_flat", lambda m, x: m.take_along_dim(x, m.tensor([0, 5, 11, 5])),
+       lambda x: x.reshape(-1)[[0, 5, 11, 5]], [(3, 4)]),
+    Op("take_along_dim_broadcast", lambda m, x: m.take_along_dim(x, m.tensor([[[0, 2]]]), 2),
+       lambda x: np.take_along_axis(x, np.broadcast_to([[[0, 2]]], (2, 3, 2)), 2),
+       [(2, 3, 4)]),
+    # matrices
+    Op("diagonal_dims", lambda m, x: m.diagonal(x, 1, 0, 2),
+       lambda x: np.diagonal(x, 1, 0, 2), [(2, 3, 4)]),
+    Op("diagonal_last", lambda m, x: x.diagonal(-1, -1, -2) * 2,
+       lambda x: np.diagonal(x, -1, -1, -2) * 2, M3),
+    Op("trace", lambda m, x: m.trace(x), np.trace, [(3, 4), (4, 4)]),
+    Op("ger", lambda m, a, b: m.ger(a, b) + a.outer(b), lambda a, b: 2 * np.outer(a, b),
+       [((3,), (4,))]),
+    Op("cross", lambda m, a, b: m.cross(a, b, dim=1), lambda a, b: np.cross(a, b, axis=1),
+       [((4, 3), (4, 3)), ((1, 3), (4, 3))]),
+    Op("cross_dim0", lambda m, a, b: a.cross(b, dim=0), lambda a, b: np.cross(a, b, axis=0),
+       [((3, 2), (3, 2))]),
+    Op("cdist", lambda m, a, b: m.cdist(a, b), lambda a, b: _cdist_np(a, b, 2),
+       [((3, 2), (4, 2)), ((2, 3, 2), (4, 2))]),
+    Op("cdist_mm", lambda m, a, b: m.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+       lambda a, b: _cdist_np(a, b, 2), [((3, 2), (4, 2))], rtol=1e-3, atol=1e-4, eps=1e-4),
+    Op("cdist_p1", lambda m, a, b: m.cdist(a, b, p=1), lambda a, b: _cdist_np(a, b, 1),
+       [((3, 2), (4, 2))]),
+    Op("einsum_mm", lambda m, a, b: m.einsum("ij,jk->ik", a, b), np.matmul,
+       [((3, 4), (4, 2))]),
+    Op("einsum_batch", lambda m, a, b: m.einsum("bij,bkj->bik", [a, b]),
+       lambda a, b: np.einsum("bij,bkj->bik", a, b), [((2, 3, 4), (2, 5, 4))]),
+    Op("einsum_implicit", lambda m, a, b: m.einsum("jB,ja", a, b),
+       lambda a, b: np.einsum("jB,ja->Ba", a, b), [((3, 2), (3, 4))]),
+    Op("einsum_ellipsis", lambda m, a, b: m.einsum("...ij,...jk", a, b), np.matmul,
+       [((2, 1, 2, 3), (5, 3, 4)), ((2, 3), (3, 2))]),
+    Op("einsum_broadcast_one", lambda m, a, b: m.einsum("ij,ij->ij", a, b), np.multiply,
+       [((3, 1), (3, 4))]),
+    Op("einsum_trace", lambda m, x: m.einsum("ii", x) * m.einsum("ii->i", x).sum(),
+       lambda x: np.trace(x) ** 2, [(3, 3)]),
+    Op("einsum_summed", lambda m, a, b: m.einsum("ijk,k->i", a, b),
+       lambda a, b: np.einsum("ijk,k->i", a, b), [((2, 3, 4), (4,))]),
+    Op("einsum_three", lambda m, a, b, c: m.einsum("ij,jk,kl->il", a, b, c),
+       lambda a, b, c: a @ b @ c, [((2, 3), (3, 4), (4, 2))]),
+    Op("einsum_sublists", lambda m, a, b: m.einsum(a, [0, 1], b, [1, 2], [0, 2]), np.matmul,
+       [((3, 4), (4, 2))]),
+    Op("meshgrid", lambda m, a, b: m.meshgrid(a, b, indexing="xy")[0] *
+       m.meshgrid([a, b], indexing="ij")[1].T,
+       lambda a, b: np.meshgrid(a, b)[0] * np.meshgrid(a, b, indexing="ij")[1].T,
+       [((3,), (4,))]),
+    # pointwise
+    Op("clamp_min_max", lambda m, x: m.clamp_min(x, -0.5) * x.clamp_max(0.7),
+       lambda x: np.maximum(x, -0.5) * np.minimum(x, 0.7), extra={"avoid": (-0.5, 0.7)}),
+    Op("fmod", lambda m, a, b: m.fmod(a * 3, b + 2.5), lambda a, b: np.fmod(a * 3, b + 2.5),
+       "binary"),
+    Op("fmod_scalar", lambda m, x: x.fmod(-1.7) * x, lambda x: np.fmod(x, -1.7) * x),
+    Op("remainder", lambda m, a, b: m.remainder(a * 3, b + 2.5),
+       lambda a, b: np.remainder(a * 3, b + 2.5), "binary"),
+    Op("remainder_scalar", lambda m, x: (x % 0.7) * x, lambda x: np.remainder(x, 0.7) * x),
+    Op("lerp", lambda m, a, b: m.lerp(a, b, 0.3) + a.lerp(b, 0.8), lambda a, b:
+       (a + 0.3 * (b - a)) + (b - (b - a) * 0.2), "binary"),
+    Op("lerp_weight_tensor", lambda m, a, b, w: m.lerp(a, b, w),
+       lambda a, b, w: a + w * (b - a), [((2, 3), (3,), (2, 1)), ((3,), (3,), (3,))]),
+    Op("atan2", lambda m, a, b: m.atan2(a, b) + m.arctan2(b, a), lambda a, b:
+       np.arctan2(a, b) + np.arctan2(b, a), "binary", away=0.3),
+    Op("logaddexp", lambda m, a, b: m.logaddexp(a, b), np.logaddexp, "binary"),
+    Op("logaddexp2", lambda m, a, b: a.logaddexp2(b), np.logaddexp2, "binary"),
+    Op("hypot", lambda m, a, b: m.hypot(a, b), np.hypot, "binary", away=0.2),
+    Op("copysign", lambda m, a, b: m.copysign(a, b) * a, lambda a, b: np.copysign(a, b) * a,
+       "binary", away=0.2),
+    Op("copysign_scalar", lambda m, x: x.copysign(-1.0), lambda x: np.copysign(x, -1.0),
+       away=0.1),
+    Op("erfc", lambda m, x: m.erfc(x * 1.5), lambda x: _erfc_np(x * 1.5)),
+    Op("erfinv", lambda m, x: m.erfinv(x), lambda x: _erfinv_np(x), domain=(-0.9, 0.9)),
+    Op("xlogy", lambda m, a, b: m.xlogy(a, b), lambda a, b: a * np.log(b), "binary",
+       domain=(0.2, 2.0)),
+    Op("xlogy_scalars", lambda m, x: m.xlogy(x, 2.5) + m.xlogy(1.5, x),
+       lambda x: x * np.log(2.5) + 1.5 * np.log(x), domain=(0.2, 2.0)),
+    Op("nan_to_num", lambda m, x: m.nan_to_num(m.where(x > 0, x, m.tensor(float("nan"))),
+                                               nan=0.25) * x,
+       lambda x: np.where(x > 0, x, 0.25) * x, away=0.1),
+    # statistics
+    Op("var_mean", lambda m, x: m.var_mean(x, 1)[0] + m.var_mean(x, 1)[1],
+       lambda x: x.var(1, ddof=1) + x.mean(1), M3),
+    Op("std_mean", lambda m, x: m.std_mean(x, (0, -1), keepdim=True, correction=0)[0] *
+       m.std_mean(x, (0, -1), keepdim=True, correction=0)[1],
+       lambda x: x.std((0, -1), keepdims=True) * x.mean((0, -1), keepdims=True), M3),
 ]
 
 _SELU_A = 1.6732632423543772848170429916717
 _SELU_S = 1.0507009873554804934193349852946
+
+
+SCATTER_IDX = np.array([[0, 1, 2, 0], [2, 0, 1, 1]])  # each place written once
+
+
+def _scatter_np(a, dim, index, src):
+    out = a.copy()
+    for pos in np.ndindex(*index.shape):
+        target = list(pos)
+        target[dim] = index[pos]
+        out[tuple(target)] = src if np.isscalar(src) else src[pos]
+    return out
+
+
+def _index_copy_np(a, index, src):
+    out = a.copy()
+    out[index] = src
+    return out
+
+
+def _index_add_np(a, index, src):
+    out = a.copy()
+    np.add.at(out, (slice(None), index), src)
+    return out
+
+
+def _masked_scatter_np(a, mask, src):
+    out = np.broadcast_to(a, np.broadcast_shapes(a.shape, mask.shape)).copy()
+    mask = np.broadcast_to(mask, out.shape)
+    out[mask] = src.reshape(-1)[:mask.sum()]
+    return out
+
+
+def _cdist_np(a, b, p):
+    diff = np.abs(a[..., :, None, :] - b[..., None, :, :])
+    return (diff ** p).sum(-1) ** (1 / p)
+
+
+def _erfc_np(x):
+    return np.vectorize(math.erfc, otypes=[np.float64])(x)
+
+
+def _erfinv_np(y):
+    """Newton's method on math.erf from a coarse start: to the last bits in float64."""
+    x = np.arctanh(y) * 0.9
+    for _ in range(50):
+        x = x - (_erf_np(x) - y) / (2 / np.sqrt(np.pi) * np.exp(-x * x))
+    return x
 
 
 def _scatter_add_np(a, b):

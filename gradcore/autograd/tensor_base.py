@@ -360,10 +360,6 @@ class Tensor:
         self._rg = False
         return self
 
-    def equal(self, other) -> bool:
-        """True when ``other`` has the same shape and elements (``torch.equal``)."""
-        return tuple(self.shape) == tuple(other.shape) and bool((self._data == other._data).all())
-
     def __hash__(self):
         return id(self)
 

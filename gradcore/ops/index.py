@@ -1,4 +1,5 @@
-"""Indexing: ``t[...]``, ``t[...] = v``, gather, scatter_add, index_select, masked_fill.
+"""Indexing: ``t[...]``, ``t[...] = v``, gather, scatter, scatter_add, index_select,
+index_copy, index_add, masked_fill, masked_select, masked_scatter, take_along_dim.
 
 Gradients of advanced (integer array) indices accumulate where indices repeat.
 """
@@ -11,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from .. import dtypes
 from ..autograd.tensor_base import AsStridedBackward0  # noqa: F401  (its home before)
 from ..backend import check_range, math_of
 from ._core import (
@@ -701,6 +703,341 @@ def nonzero(x, as_tuple=False):
         return wrap(m.zeros((idx[0].shape[0], 0), dtype=np.int64))
     return wrap(m.stack(idx, axis=1).astype(np.int64) if idx else
                 m.zeros((0, xd.ndim), dtype=np.int64))
+
+
+# ---- scatter / index_copy / index_add ----------
+def _scatter_checks(op, x, axis, index, src):
+    """PyTorch's checks of scatter's operands: an integer index of ``x``'s number of
+    dimensions (and ``src``'s), no larger than ``src`` anywhere nor than ``x`` apart from
+    ``axis``, and ``src`` of ``x``'s dtype."""
+    idd = index._data
+    if idd.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
+    xd = x._data
+    if idd.ndim != xd.ndim:
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as self "
+                           f"tensor (index shape {tuple(idd.shape)}, self shape "
+                           f"{tuple(xd.shape)})")
+    sd = src._data if src is not None else None
+    if sd is not None:
+        if idd.ndim != sd.ndim:
+            raise RuntimeError(f"Index tensor must have the same number of dimensions as "
+                               f"src tensor (index shape {tuple(idd.shape)}, src shape "
+                               f"{tuple(sd.shape)})")
+        if sd.dtype != xd.dtype:
+            raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
+    for d, n in enumerate(idd.shape):
+        if (d != axis and n > xd.shape[d]) or (sd is not None and n > sd.shape[d]):
+            also = f" and to be no larger size than src {list(sd.shape)}" \
+                if sd is not None else ""
+            raise RuntimeError(f"Expected index {list(idd.shape)} to be no larger than self "
+                               f"{list(xd.shape)} apart from dimension {axis}{also}")
+
+
+class ScatterBackward0(Node):  # src a tensor: it lands where index says, x elsewhere
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (F.zero_at(g, self.index) if self.needs(0) else None,
+                g[self.index] if self.needs(1) else None)
+
+
+class ScatterBackward1(Node):  # a number written: x's gradient elsewhere
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (F.zero_at(g, self.index),)
+
+
+@export(torch=True, method=True)
+def scatter(input, dim, index, src=None, *, value=None):  # noqa: A002
+    """A copy of ``input`` with ``src[i][j]`` written at ``[index[i][j]][j]`` (``dim=0``;
+    and so on), or the number ``value`` (also given in ``src``'s place); where an index
+    repeats, one of the writes wins, as in PyTorch.
+
+    >>> import gradcore as gc
+    >>> gc.scatter(gc.zeros(2, 3), 0, gc.tensor([[1, 0, 1]]), gc.tensor([[1., 2., 3.]]))
+    tensor([[0., 2., 0.],
+            [1., 0., 3.]])
+    """
+    if src is not None and not isinstance(src, Tensor):
+        src, value = None, src
+    if src is None and value is None:
+        raise TypeError("scatter() missing required argument 'src' or 'value'")
+    index = index if isinstance(index, Tensor) else as_tensor(index)
+    xd = input._data
+    axis = normalize_dim(dim, xd.ndim, "scatter")
+    _scatter_checks("scatter", input, axis, index, src)
+    if not xd.ndim:  # a scalar behaves as a one-element vector, as in PyTorch
+        one = (src.reshape(1),) if src is not None else ()
+        return scatter(input.reshape(1), 0, index.reshape(-1), *one,
+                       value=value).reshape(())
+    tup = _along_index(index._data.astype(np.int64, copy=False), axis)
+    n = xd.shape[axis]  # [0, n), as in PyTorch; on a GPU, at the next read
+    check_range(tup[axis], 0, n, _out_of_bounds("", axis, n, xd.shape, RuntimeError))
+    out = xd.copy()
+    if src is None:
+        out[tup] = value
+        if not (mode.enabled and input._rg):
+            return wrap(out)
+        t = record(out, ScatterBackward1, input)
+        t.grad_fn.index = tup
+        return t
+    region = tuple(slice(0, k) for k in index._data.shape)
+    sd = src._data[region]
+    out[tup] = sd
+    if not (mode.enabled and (input._rg or src._rg)):
+        return wrap(out)
+    whole = sd.shape == src._data.shape
+    t = record(out, ScatterBackward0, input, src if whole else getitem(src, region))
+    t.grad_fn.index = tup
+    return t
+
+
+def _index_along(op, x, dim, index, long_only):
+    """The axis and the 1-D int64 index array of index_copy/index_add along ``dim``."""
+    index = index if isinstance(index, Tensor) else as_tensor(index)
+    idd = index._data
+    if long_only and idd.dtype != np.int64:
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got "
+                           f"{dtypes.torch_name(index.dtype)}")
+    if idd.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
+    if idd.ndim > 1:
+        if long_only:
+            raise IndexError(f"{op}(): Index should have dimension 1 or 0 (got {idd.ndim})")
+        raise IndexError(f"{op}(): Index is supposed to be a vector, but got dim: {idd.ndim} "
+                         f"with type: {dtypes.torch_name(index.dtype)} and size: "
+                         f"{list(idd.shape)}")
+    axis = normalize_dim(dim, x._data.ndim, op)
+    return axis, idd.reshape(-1).astype(np.int64, copy=False)
+
+
+class IndexCopyBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (F.zero_at(g, self.index) if self.needs(0) else None,
+                g[self.index] if self.needs(1) else None)
+
+
+@export(torch=True, method=True)
+def index_copy(input, dim, index, source):  # noqa: A002
+    """A copy of ``input`` whose slices along ``dim`` at ``index`` (1-D, int64) are the
+    slices of ``source``, in order.
+
+    >>> import gradcore as gc
+    >>> gc.index_copy(gc.zeros(3, 2), 0, gc.tensor([2, 0]), gc.tensor([[1., 1.], [2., 2.]]))
+    tensor([[2., 2.],
+            [0., 0.],
+            [1., 1.]])
+    """
+    op = "index_copy_"
+    axis, idx = _index_along(op, input, dim, index, long_only=True)
+    xd, sd = input._data, source._data
+    if sd.dtype != xd.dtype:
+        raise RuntimeError(f"{op}(): self and source expected to have the same dtype, but got "
+                           f"(self) {dtypes.torch_name(input.dtype)} and (source) "
+                           f"{dtypes.torch_name(source.dtype)}")
+    if not xd.ndim:  # a scalar behaves as a one-element vector, as in PyTorch
+        return index_copy(input.reshape(1), 0, wrap(idx), source.reshape(-1)).reshape(())
+    if sd.ndim and sd.ndim != xd.ndim:
+        raise IndexError(f"{op}(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({sd.ndim}), "
+                         f"destination dimensionality ({xd.ndim})")
+    count = sd.shape[axis] if sd.ndim else 1
+    if idx.shape[0] != count:
+        raise IndexError(f"{op}(): Number of indices ({idx.shape[0]}) should be equal to "
+                         f"source.size(dim) ({count})")
+    for d in range(sd.ndim):
+        if d != axis and sd.shape[d] != xd.shape[d]:
+            raise RuntimeError(f"{op}(): Source/destination tensor must have same slice "
+                               f"shapes. Destination slice shape: {xd.shape[d]} at dimension "
+                               f"{d} and source slice shape: {sd.shape[d]} at dimension {d}.")
+    n = xd.shape[axis]
+    check_range(idx, 0, n, _out_of_bounds(f"{op}(): ", axis, n, xd.shape))
+    tup = (slice(None),) * axis + (idx,)
+    out = xd.copy()
+    out[tup] = sd
+    if not (mode.enabled and (input._rg or source._rg)):
+        return wrap(out)
+    t = record(out, IndexCopyBackward0, input, source)
+    node = t.grad_fn
+    node.index = tup
+    if out[tup].shape != sd.shape:
+        node.shapes = (xd.shape, sd.shape)
+    return t
+
+
+class IndexAddBackward0(Node):
+    fresh_grads = True  # (the second output; the first is g, passed on)
+    passes = (0,)
+
+    def apply(self, F, g):
+        gs = None
+        if self.needs(1):
+            gs = g[self.index]
+            if self.alpha != 1:
+                gs = gs * self.alpha
+        return g, gs
+
+
+@export(torch=True, method=True)
+def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
+    """A copy of ``input`` with ``alpha * source``'s slices added to its slices along
+    ``dim`` at ``index`` (1-D); repeated indices accumulate.
+
+    >>> import gradcore as gc
+    >>> gc.index_add(gc.zeros(3), 0, gc.tensor([0, 2, 0]), gc.tensor([1., 2., 3.]))
+    tensor([4., 0., 2.])
+    """
+    op = "index_add_"
+    axis, idx = _index_along(op, input, dim, index, long_only=False)
+    xd, sd = input._data, source._data
+    if sd.dtype != xd.dtype:
+        raise RuntimeError(f"{op}(): self ({dtypes.torch_name(input.dtype)}) and source "
+                           f"({dtypes.torch_name(source.dtype)}) must have the same scalar "
+                           f"type")
+    if not xd.ndim and not sd.ndim:  # scalars behave as one-element vectors
+        return index_add(input.reshape(1), 0, wrap(idx), source.reshape(1),
+                         alpha=alpha).reshape(())
+    if sd.ndim != xd.ndim or builtins.any(a != b for d, (a, b) in
+                                          enumerate(zip(xd.shape, sd.shape)) if d != axis):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(xd.shape)} "
+                           f"source.shape = {list(sd.shape)}")
+    if idx.shape[0] != sd.shape[axis]:
+        raise RuntimeError(f"{op}(): Number of indices ({idx.shape[0]}) should be equal to "
+                           f"source.size(dim): ({sd.shape[axis]}), for dim: {axis}")
+    n = xd.shape[axis]
+    check_range(idx, 0, n, _out_of_bounds("", axis, n, xd.shape, RuntimeError))
+    tup = (slice(None),) * axis + (idx,)
+    out = xd.copy()
+    added = sd if alpha == 1 else sd * alpha
+    math_of(out).add.at(out, tup, added.astype(out.dtype, copy=False))
+    if not (mode.enabled and (input._rg or source._rg)):
+        return wrap(out)
+    t = record(out, IndexAddBackward0, input, source)
+    node = t.grad_fn
+    node.index, node.alpha = tup, alpha
+    return t
+
+
+# ---- masked_select / masked_scatter / take_along_dim (composites) ----------
+def _bool_mask(mask, op):
+    mask = mask if isinstance(mask, Tensor) else as_tensor(mask)
+    if mask._data.dtype.kind != "b":
+        raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype "
+                           f"{dtypes.torch_name(mask.dtype)}")
+    return mask
+
+
+def _broadcast_pair(x, mask, op):
+    """``x`` and ``mask`` broadcast to their common shape (views)."""
+    from .shape import broadcast_to  # (shape imports index)
+
+    try:
+        shape = tuple(math_of(x._data).broadcast_shapes(x._data.shape, mask._data.shape))
+    except ValueError:
+        raise RuntimeError(f"{op}: the shapes of the tensor {tuple(x.shape)} and of the mask "
+                           f"{tuple(mask.shape)} do not broadcast together") from None
+    return broadcast_to(x, shape), broadcast_to(mask, shape)
+
+
+@export(torch=True, method=True)
+def masked_select(input, mask):  # noqa: A002
+    """The elements of ``input`` where ``mask`` (bool, broadcasting) is true, as a 1-D
+    tensor; differentiable (``input[mask]``).
+
+    >>> import gradcore as gc
+    >>> x = gc.tensor([[1., 2.], [3., 4.]])
+    >>> gc.masked_select(x, x > 1.5)
+    tensor([2., 3., 4.])
+    """
+    mask = _bool_mask(mask, "masked_select:")
+    x, m = _broadcast_pair(input, mask, "masked_select")
+    return getitem(x, m)
+
+
+@export(torch=True, method=True)
+def masked_scatter(input, mask, source):  # noqa: A002
+    """A copy of ``input`` (broadcast with ``mask``) whose elements where ``mask`` is
+    true are ``source``'s first elements, in order; differentiable in both.
+
+    >>> import gradcore as gc
+    >>> gc.masked_scatter(gc.zeros(4), gc.tensor([True, False, True, False]),
+    ...                   gc.tensor([1., 2., 3.]))
+    tensor([1., 0., 2., 0.])
+    """
+    from .pointwise import where  # (pointwise imports index)
+
+    mask = _bool_mask(mask, "masked_scatter_")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
+                           f"got {dtypes.torch_name(input.dtype)} and "
+                           f"{dtypes.torch_name(source.dtype)}")
+    x, mb = _broadcast_pair(input, mask, "masked_scatter")
+    md = mb._data
+    m = math_of(md)
+    numel = source._data.size
+    # the place of each element in source: how many true ones come before it
+    flat = md.reshape(-1)
+    place = m.cumsum(flat, 0) - 1  # (int64)
+    place = m.where(flat, place, 0).astype(np.int64, copy=False)
+    if m.values_on_host:
+        if int(flat.sum()) > numel:
+            raise RuntimeError("Number of elements of source < number of ones in mask")
+    elif numel:
+        check_range(place, 0, numel,
+                    lambda v: RuntimeError("Number of elements of source < number of ones in "
+                                           "mask"))
+    if numel == 0:  # nothing to take (the mask has no true element, as checked)
+        return x.clone()
+    taken = getitem(source.reshape(-1), wrap(place)).reshape(md.shape)
+    return where(mb, taken, x)
+
+
+@export(torch=True, method=True)
+def take_along_dim(input, indices, dim=None):  # noqa: A002
+    """``input``'s elements at ``indices`` along ``dim`` (:func:`gather`, the other
+    dimensions broadcast between the two); without ``dim``, of the flattened input.
+
+    >>> import gradcore as gc
+    >>> x = gc.tensor([[10., 30., 20.], [60., 40., 50.]])
+    >>> gc.take_along_dim(x, x.argmax(1, keepdim=True), 1)
+    tensor([[30.],
+            [60.]])
+    """
+    from .shape import broadcast_to, reshape  # (shape imports index)
+
+    indices = indices if isinstance(indices, Tensor) else as_tensor(indices)
+    if indices._data.dtype != np.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{dtypes.torch_name(indices.dtype)}")
+    if dim is None:
+        return gather(reshape(input, -1), 0, reshape(indices, -1))
+    xd, idd = input._data, indices._data
+    if xd.ndim != idd.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
+                           f"number of dimensions, but got {xd.ndim} dimensions for input, "
+                           f"and {idd.ndim} dimensions for indices")
+    axis = normalize_dim(dim, xd.ndim, "take_along_dim")
+    if not xd.ndim:
+        return gather(input, 0, indices)
+    others_x = xd.shape[:axis] + (1,) + xd.shape[axis + 1:]
+    others_i = idd.shape[:axis] + (1,) + idd.shape[axis + 1:]
+    try:
+        common = list(math_of(xd).broadcast_shapes(others_x, others_i))
+    except ValueError:
+        bad = next(d for d, (a, b) in enumerate(zip(others_x, others_i))
+                   if a != b and 1 not in (a, b))
+        raise RuntimeError(f"The size of tensor a ({others_x[bad]}) must match the size of "
+                           f"tensor b ({others_i[bad]}) at non-singleton dimension "
+                           f"{bad}") from None
+    shape_x, shape_i = list(common), list(common)
+    shape_x[axis], shape_i[axis] = xd.shape[axis], idd.shape[axis]
+    return gather(broadcast_to(input, tuple(shape_x)), axis,
+                  broadcast_to(indices, tuple(shape_i)))
 
 
 # ---- differentiable helpers for create_graph=True (the engine's tensor math) ----------

@@ -1,10 +1,15 @@
-"""Matrix products: matmul (1-D, 2-D, batched N-D with broadcast batch dims), mm, bmm,
-dot, outer."""
+"""Matrix products and matrix-shaped ops: matmul (1-D, 2-D, batched N-D with broadcast
+batch dims), mm, bmm, dot, outer, einsum, cross, cdist; diag, diagonal, trace, tril, triu."""
 
 from __future__ import annotations
 
+import builtins
+import string
+import warnings
+
 import numpy as np
 
+from .. import dtypes
 from ..autograd.grad_mode import autocast_blocks as _autocast_blocks
 from ..backend import math_of
 from . import _autocast
@@ -14,13 +19,18 @@ from ._core import (
     Tensor,
     as_tensor,
     check_same_device,
+    int_arg,
     make_view,
     mode,
+    normalize_dim,
     record,
     wrap,
 )
 from ._export import export
-from .pointwise import _float
+from .pointwise import _float, clamp, sqrt
+from .reduce import norm
+from .reduce import sum as _sum
+from .shape import cat, unsqueeze
 
 _ndarray = np.ndarray
 
@@ -163,12 +173,12 @@ def dot(a, b):
     return matmul(a, b)
 
 
-@export(torch=True, method=True)
+@export(torch=("outer", "ger"), method=("outer", "ger"))
 def outer(a, b):
-    """Outer product of two 1-D tensors."""
-    if a.ndim != 1 or b.ndim != 1:
-        raise RuntimeError(f"outer: expected 1-D tensors, got shapes {tuple(a.shape)} and "
-                           f"{tuple(b.shape)}")
+    """Outer product of two 1-D tensors (``ger`` is PyTorch's older name)."""
+    for name, v in (("self", a), ("vec2", b)):
+        if v.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")
     return a.reshape(-1, 1) * b.reshape(1, -1)
 
 
@@ -177,7 +187,8 @@ def mv(a, b):
     return matmul(a, b)
 
 
-__all__ = ["matmul", "mm", "bmm", "dot", "outer", "mv", "diag", "diagonal", "_float"]
+__all__ = ["matmul", "mm", "bmm", "dot", "outer", "mv", "diag", "diagonal", "trace", "tril",
+           "triu", "einsum", "cross", "cdist", "_float"]
 
 
 # ---- diag / diagonal ----------
@@ -204,31 +215,76 @@ class DiagonalBackward0(Node):  # matrix -> vector
 
 
 @export(torch=True, method=True)
-def diagonal(x, offset=0):
-    """The ``offset``-th diagonal of a matrix, as a vector: a view, as PyTorch's
-    (``A.diagonal().add_(eps)`` changes ``A``)."""
-    return _diagonal(x, offset, True)
+def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
+    """The ``offset``-th diagonal of the matrices that dimensions ``dim1`` and ``dim2``
+    span, as the last dimension: a view, as PyTorch's (``A.diagonal().add_(eps)``
+    changes ``A``).
+
+    >>> import gradcore as gc
+    >>> gc.arange(6).reshape(2, 3).diagonal(1)
+    tensor([1, 5])
+    """
+    xd = input._data
+    d1 = normalize_dim(dim1, xd.ndim, "diagonal")
+    d2 = normalize_dim(dim2, xd.ndim, "diagonal")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = int_arg(offset, "diagonal", "offset")
+    m = math_of(xd)
+    out = xd.diagonal(offset, d1, d2)
+    if type(out) is np.ndarray and not out.flags.writeable and xd.flags.writeable:
+        out.flags.writeable = True  # NumPy's is read-only by policy only; CuPy's not
+    if not (mode.enabled and input._rg):
+        t = wrap(out)
+    else:
+        t = record(out, DiagonalBackward0, input)
+        node = t.grad_fn
+        node.index, node.in_shape = _diagonal_index(m, xd.shape, offset, d1, d2), xd.shape
+    return make_view(t, input)
 
 
-def _diagonal(x, offset, as_view):
+def _diagonal_index(m, shape, offset, d1, d2):
+    """Where diagonal ``offset`` of dimensions ``d1``, ``d2`` lies in an array of
+    ``shape``: one index array per dimension, broadcasting to the diagonal's shape (the
+    other dimensions, then the diagonal)."""
+    others = [k for k in range(len(shape)) if k not in (d1, d2)]
+    rows, cols = _diagonal_positions(m, (shape[d1], shape[d2]), offset)
+    index = [None] * len(shape)
+    for j, k in enumerate(others):
+        index[k] = m.arange(shape[k]).reshape((1,) * j + (-1,) + (1,) * (len(others) - j))
+    index[d1] = rows.reshape((1,) * len(others) + (-1,))
+    index[d2] = cols.reshape((1,) * len(others) + (-1,))
+    return tuple(index)
+
+
+def _diagonal(x, offset):
+    """The diagonal of matrix ``x`` as a new vector (``torch.diag`` copies)."""
     xd = x._data
     if xd.ndim != 2:
         raise RuntimeError(f"diagonal: expected a 2-D tensor, got shape {tuple(xd.shape)}")
-    m = math_of(xd)
-    index = _diagonal_positions(m, xd.shape, offset)
-    if as_view:
-        out = xd.diagonal(offset)
-        if type(out) is np.ndarray and not out.flags.writeable and xd.flags.writeable:
-            out.flags.writeable = True  # NumPy's is read-only by policy only; CuPy's not
-    else:
-        out = xd[index]
+    index = _diagonal_positions(math_of(xd), xd.shape, offset)
+    out = xd[index]
     if not (mode.enabled and x._rg):
-        t = wrap(out)
-    else:
-        t = record(out, DiagonalBackward0, x)
-        node = t.grad_fn
-        node.index, node.in_shape = index, xd.shape
-    return make_view(t, x) if as_view else t
+        return wrap(out)
+    t = record(out, DiagonalBackward0, x)
+    node = t.grad_fn
+    node.index, node.in_shape = index, xd.shape
+    return t
+
+
+@export(torch=True, method=True)
+def trace(input):  # noqa: A002
+    """The sum of the main diagonal of a matrix (integers sum to int64).
+
+    >>> import gradcore as gc
+    >>> gc.trace(gc.tensor([[1., 2.], [3., 4.]]))
+    tensor(5.)
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    if input._data.dtype.kind == "b":
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    return diagonal(input).sum()
 
 
 @export(torch=True, method=True)
@@ -237,7 +293,7 @@ def diag(x, diagonal=0):
     that diagonal as a vector (as ``torch.diag``)."""
     xd = x._data
     if xd.ndim == 2:
-        return _diagonal(x, diagonal, False)  # torch.diag copies
+        return _diagonal(x, diagonal)
     if xd.ndim != 1:
         raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got shape {tuple(xd.shape)}")
     m = math_of(xd)
@@ -250,3 +306,345 @@ def diag(x, diagonal=0):
     t = record(out, DiagEmbedBackward0, x)
     t.grad_fn.index = index
     return t
+
+
+
+# ---- tril / triu ----------
+class TrilBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (F.where(F.constant(self.mask), g, 0),)
+
+
+class TriuBackward0(TrilBackward0):
+    pass
+
+
+def _triangle(x, diagonal, lower):
+    op = "tril" if lower else "triu"
+    xd = x._data
+    if xd.ndim < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
+    k = int_arg(diagonal, op, "diagonal")
+    m = math_of(xd)
+    rows, cols = xd.shape[-2:]
+    # the elements [i, j] with j - i <= k (tril) or >= k (triu)
+    offsets = m.arange(cols)[None, :] - m.arange(rows)[:, None]
+    mask = offsets <= k if lower else offsets >= k
+    out = m.where(mask, xd, m.zeros((), dtype=xd.dtype))
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record(out, TrilBackward0 if lower else TriuBackward0, x)
+    t.grad_fn.mask = mask
+    return t
+
+
+@export(torch=True, method=True)
+def tril(input, diagonal=0):  # noqa: A002
+    """The lower triangle of the matrices in the last two dimensions (elements ``[i, j]``
+    with ``j - i <= diagonal``), zeros above.
+
+    >>> import gradcore as gc
+    >>> gc.tril(gc.ones(3, 3), -1)
+    tensor([[0., 0., 0.],
+            [1., 0., 0.],
+            [1., 1., 0.]])
+    """
+    return _triangle(input, diagonal, True)
+
+
+@export(torch=True, method=True)
+def triu(input, diagonal=0):  # noqa: A002
+    """The upper triangle of the matrices in the last two dimensions (elements ``[i, j]``
+    with ``j - i >= diagonal``), zeros below."""
+    return _triangle(input, diagonal, False)
+
+
+# ---- einsum ----------
+_LETTERS = string.ascii_uppercase + string.ascii_lowercase  # (sublist label k is _LETTERS[k])
+
+
+def _einsum_sublists(args):
+    """``einsum(op0, sublist0, op1, sublist1, ..., [out])``: the equation and operands."""
+    def subscripts(labels):
+        out = []
+        for k in labels:
+            if k is Ellipsis:
+                out.append("...")
+            elif isinstance(k, int) and 0 <= k < len(_LETTERS):
+                out.append(_LETTERS[k])
+            else:
+                raise ValueError(f"einsum(): expected subscript to be within the range [0, 52) "
+                                 f"but got {k!r}")
+        return "".join(out)
+
+    operands = list(args[0::2])
+    terms = [subscripts(sub) for sub in args[1::2]]
+    if len(args) % 2:  # an output sublist
+        operands = operands[:-1]
+        return ",".join(terms) + "->" + subscripts(args[-1]), operands
+    return ",".join(terms), operands
+
+
+def _einsum_parse(equation, shapes):
+    """The equation with every operand's subscripts written out (the dimensions of an
+    ellipsis named by letters the equation does not use), the output's, and each
+    letter's size (a size 1 broadcasts), checked as PyTorch checks them."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) > len(shapes):
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the "
+                           "equation")
+    if len(terms) < len(shapes):
+        raise RuntimeError("einsum(): more operands were provided than specified in the "
+                           "equation")
+    for part in terms + [rhs]:
+        bad = part.replace("...", "")
+        if not all(c in _LETTERS for c in bad) or part.count("...") > 1:
+            raise RuntimeError(f"einsum(): invalid subscript given in the equation "
+                               f"'{equation}': subscripts are letters (a-z, A-Z) and at most "
+                               f"one ellipsis per operand")
+    unused = [c for c in _LETTERS if c not in eq]
+    ell = 0
+    for i, (term, shape) in enumerate(zip(terms, shapes)):
+        named = len(term.replace("...", ""))
+        if "..." not in term and named != len(shape):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({named}) "
+                               f"does not match the number of dimensions ({len(shape)}) for "
+                               f"operand {i} and no ellipsis was given")
+        if "..." in term:
+            if named > len(shape):
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                                   f"({named}) is more than the number of dimensions "
+                                   f"({len(shape)}) for operand {i}")
+            ell = max(ell, len(shape) - named)
+    ell_letters = "".join(unused[:ell])
+    ops = []
+    for term, shape in zip(terms, shapes):
+        k = len(shape) - len(term.replace("...", ""))
+        ops.append(term.replace("...", ell_letters[ell - k:]) if "..." in term else term)
+    sizes = {}
+    for i, (letters, shape) in enumerate(zip(ops, shapes)):
+        mine = {}
+        for c, n in zip(letters, shape):
+            if c in mine and mine[c] != n:
+                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {i} but "
+                                   f"the sizes don't match, {mine[c]} != {n}")
+            mine[c] = n
+        for c, n in mine.items():
+            seen = sizes.get(c, n)
+            if seen != n and 1 not in (seen, n):
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {i} "
+                                   f"which does not broadcast with previously seen size "
+                                   f"{seen}")
+            sizes[c] = n if seen == 1 else seen
+    if arrow:
+        out = rhs.replace("...", ell_letters)
+        for c in out:
+            if c not in sizes:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   f"equation for any input operand")
+            if out.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in "
+                                   f"the output")
+    else:  # implicit: the ellipsis, then the letters seen once, in alphabetical order
+        counts = "".join(ops)
+        out = ell_letters + "".join(sorted(c for c in set(lhs) if c in _LETTERS and
+                                           counts.count(c) == 1))
+    return ops, out, sizes
+
+
+class EinsumBackward0(Node):
+    """Operand ``i``'s gradient is the einsum of the output's gradient with the other
+    operands, giving ``i``'s subscripts: a letter repeated in ``i`` (a diagonal) is
+    renamed and tied to its first name by an identity matrix, a letter found nowhere
+    else (summed in the forward) comes from a vector of ones; the engine then sums the
+    dimensions that broadcast from size 1 (``shapes``)."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        ops = self.unpack(F)
+        grads = []
+        for i, plan in enumerate(self.plans):
+            if plan is None or not self.needs(i):
+                grads.append(None)
+                continue
+            subscripts, constants = plan
+            others = [o for j, o in enumerate(ops) if j != i]
+            grads.append(F.einsum(subscripts, g, *others, *[F.constant(c) for c in constants]))
+        return tuple(grads)
+
+
+def _einsum_plan(m, i, ops, out, sizes, dtype):
+    """The equation and constant operands of operand ``i``'s gradient."""
+    fresh = iter(c for c in _LETTERS if c not in "".join(ops) + out)
+    target, terms, constants = "", [out] + [o for j, o in enumerate(ops) if j != i], []
+    for c in ops[i]:
+        if c in target:  # repeated: a new name, equal to c through an identity matrix
+            new = next(fresh)
+            target += new
+            terms.append(c + new)
+            constants.append(m.eye(sizes[c], dtype=dtype))
+        else:
+            target += c
+    present = "".join(terms)
+    for c in sorted(set(target)):
+        if c not in present:  # summed in the forward: the gradient is the same along it
+            terms.append(c)
+            constants.append(m.ones(sizes[c], dtype=dtype))
+    return ",".join(terms) + "->" + target, constants
+
+
+@export(torch=True)
+def einsum(equation, *operands):
+    """Sums of products of the operands' elements as the equation says (NumPy's and
+    PyTorch's notation: ``"bij,bjk->bik"``, ``"ii"``, ``"...ij,...jk"``; an implicit
+    output has the letters seen once, in alphabetical order). The operands may come as
+    a list, or in the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``. Size-1
+    dimensions broadcast; every operand needs the same dtype. Differentiable in every
+    operand.
+
+    >>> import gradcore as gc
+    >>> a, b = gc.ones(2, 3), gc.ones(3, 4)
+    >>> gc.einsum("ij,jk->ik", a, b).shape
+    (2, 4)
+    >>> gc.einsum("ii", gc.eye(3))
+    tensor(3.)
+    """
+    if not isinstance(equation, str):
+        equation, operands = _einsum_sublists((equation,) + operands)
+    elif len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    operands = [o if isinstance(o, Tensor) else as_tensor(o) for o in operands]
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    first = operands[0]
+    for o in operands[1:]:
+        check_same_device(first._data, o._data, "einsum")
+        if o.dtype != first.dtype:
+            raise RuntimeError(f"expected scalar type {dtypes.torch_name(first.dtype)} but "
+                               f"found {dtypes.torch_name(o.dtype)}")
+    arrays = [o._data for o in operands]
+    ops, out, sizes = _einsum_parse(equation, [a.shape for a in arrays])
+    subscripts = ",".join(ops) + "->" + out
+    m = math_of(arrays[0])
+    result = m.einsum(subscripts, *arrays)
+    if len(arrays) == 1 and result.base is not None:
+        result = result.copy()  # (one operand: NumPy may answer with a view of it)
+    if not (mode.enabled and builtins.any(o._rg for o in operands)):
+        return wrap(result)
+    t = record(result, EinsumBackward0, *operands)
+    node = t.grad_fn
+    node.plans = [_einsum_plan(m, i, ops, out, sizes, arrays[0].dtype) if o._rg else None
+                  for i, o in enumerate(operands)]
+    node.shapes = tuple(a.shape for a in arrays)
+    node.save(*operands)
+    return t
+
+
+# ---- cross ----------
+class LinalgCrossBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        return (F.cross(b, g, axis=self.axis) if self.needs(0) else None,
+                F.cross(g, a, axis=self.axis) if self.needs(1) else None)
+
+
+@export(torch=True, method=True)
+def cross(input, other, dim=None):  # noqa: A002
+    """The cross product of 3-vectors along ``dim`` (broadcasting the others); without
+    ``dim``, along the first dimension of size 3, with PyTorch's deprecation warning.
+
+    >>> import gradcore as gc
+    >>> gc.cross(gc.tensor([1., 0., 0.]), gc.tensor([0., 1., 0.]), dim=0)
+    tensor([0., 0., 1.])
+    """
+    ad, bd = input._data, other._data
+    check_same_device(ad, bd, "cross")
+    if ad.ndim != bd.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if input.dtype != other.dtype:
+        raise RuntimeError(f"expected scalar type {dtypes.torch_name(input.dtype)} but found "
+                           f"{dtypes.torch_name(other.dtype)}")
+    if dim is None:
+        axis = next((k for k, n in enumerate(ad.shape) if n == 3), None)
+        if axis is None:
+            raise RuntimeError(f"no dimension of size 3 in input (cross of shapes "
+                               f"{tuple(ad.shape)} and {tuple(bd.shape)})")
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                      "Please either pass the dim explicitly or simply use "
+                      "torch.linalg.cross.\nThe default value of dim will change to agree "
+                      "with that of linalg.cross in a future release.", UserWarning,
+                      stacklevel=2)
+    else:
+        axis = normalize_dim(dim, ad.ndim, "cross")
+    if ad.shape[axis] != 3 or bd.shape[axis] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {axis} must have length 3. Got "
+                           f"{ad.shape[axis]} and {bd.shape[axis]}")
+    try:
+        out = math_of(ad).cross(ad, bd, axis=axis)
+    except ValueError:
+        raise RuntimeError(f"linalg.cross: the shapes {tuple(ad.shape)} and "
+                           f"{tuple(bd.shape)} do not broadcast together") from None
+    if not (mode.enabled and (input._rg or other._rg)):
+        return wrap(out)
+    t = record(out, LinalgCrossBackward0, input, other)
+    node = t.grad_fn
+    node.axis = axis
+    node.save(input, other)
+    if ad.shape != out.shape or bd.shape != out.shape:
+        node.shapes = (ad.shape, bd.shape)
+    return t
+
+
+# ---- cdist ----------
+_CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                "donot_use_mm_for_euclid_dist")
+
+
+@export(torch=True)
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The p-norm distances between the rows of ``x1`` (``... x P x M``) and of ``x2``
+    (``... x R x M``): ``... x P x R``, batch dimensions broadcasting. For p = 2,
+    PyTorch's ``compute_mode``: through a matrix product (``|a|^2 + |b|^2 - 2 a.b``,
+    floored at 1e-30 before the square root) when P or R exceeds 25 or when asked,
+    else from the differences, as the other p (0, 1, inf, ...). Differentiable, with a
+    zero gradient at zero distance.
+
+    >>> import gradcore as gc
+    >>> gc.cdist(gc.tensor([[0., 0.], [1., 1.]]), gc.tensor([[3., 4.]]))
+    tensor([[5.0000],
+            [3.6056]])
+    """
+    for name, t in (("X1", x1), ("X2", x2)):
+        if t.ndim < 2:
+            raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: "
+                               f"{t.ndim}D")
+        if t._data.dtype.kind != "f":
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{dtypes.torch_name(t.dtype)}")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if x1.dtype != x2.dtype:
+        raise RuntimeError(f"expected scalar type {dtypes.torch_name(x1.dtype)} but found "
+                           f"{dtypes.torch_name(x2.dtype)}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    if compute_mode not in _CDIST_MODES:
+        raise RuntimeError(f"{compute_mode} is not a valid value for compute_mode")
+    check_same_device(x1._data, x2._data, "cdist")
+    mm_mode = compute_mode == "use_mm_for_euclid_dist" or \
+        (compute_mode == _CDIST_MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25))
+    if p == 2 and mm_mode:
+        n1 = _sum(x1 * x1, -1, keepdim=True)
+        n2 = _sum(x2 * x2, -1, keepdim=True)
+        a = cat([x1 * -2, n1, n1 * 0 + 1], -1)
+        b = cat([x2, n2 * 0 + 1, n2], -1)
+        return sqrt(clamp(matmul(a, b.mT), min=1e-30))
+    return norm(unsqueeze(x1, -2) - unsqueeze(x2, -3), p, dim=-1)

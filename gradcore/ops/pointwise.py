@@ -24,6 +24,7 @@ from ._core import (
     Tensor,
     as_tensor,
     binary_operands,
+    check_same_device,
     mode,
     record,
     record1,
@@ -429,11 +430,95 @@ def floor_divide(a, b):
     return _no_grad_binary("floor_divide", a, b, lambda x, y: x // y, division=True)
 
 
+# ---- remainder / fmod: the gradient of the quotient's rounded part is zero ----------
+def _floating_operand(v) -> bool:
+    return isinstance(v, Tensor) and v._data.dtype.kind == "f" or \
+        isinstance(v, (float, np.floating))
+
+
+class RemainderBackward1(Node):  # tensor % tensor: a - b * floor(a / b)
+    fresh_grads = True  # (the second output; the first is g, passed on)
+    passes = (0,)
+
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        return g, (-g * F.floor(a / b) if self.needs(1) else None)
+
+
+class RemainderBackward0(Node):  # tensor % number
+    passes = (0,)
+
+    def apply(self, F, g):
+        return (g,)
+
+
+class RemainderBackward2(Node):  # number % tensor (PyTorch leaves it underived)
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (b,) = self.unpack(F)
+        return (-g * F.floor(self.scalar / b),)
+
+
+def _np_remainder(x, y):
+    return x % y
+
+
 @export(torch=True, method=True)
 def remainder(a, b):
-    """``a % b`` with the sign of ``b`` (Python's and PyTorch's convention)."""
+    """``a % b`` with the sign of ``b`` (Python's and PyTorch's convention):
+    ``a - b * floor(a / b)``; differentiable for floats (``a``'s gradient is ``g``,
+    ``b``'s ``-g * floor(a / b)``), integers divided by zero raise.
+
+    >>> import gradcore as gc
+    >>> gc.remainder(gc.tensor([5., -5.]), 3)
+    tensor([2., 1.])
+    """
     _no_bool_pair("remainder", a, b)
-    return _no_grad_binary("remainder", a, b, lambda x, y: x % y, division=True)
+    if not (_floating_operand(a) or _floating_operand(b)):
+        return _no_grad_binary("remainder", a, b, _np_remainder, division=True)
+    return _binary("remainder", RemainderBackward1, RemainderBackward0, RemainderBackward2,
+                   _np_remainder, a, b, save_inputs=True)
+
+
+class FmodBackward1(Node):  # fmod(tensor, tensor): a - b * trunc(a / b)
+    fresh_grads = True  # (the second output; the first is g, passed on)
+    passes = (0,)
+
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        return g, (-g * F.trunc(a / b) if self.needs(1) else None)
+
+
+class FmodBackward0(Node):  # fmod(tensor, number)
+    passes = (0,)
+
+    def apply(self, F, g):
+        return (g,)
+
+
+def _np_fmod(x, y):
+    return math_of(x if hasattr(x, "dtype") and not isinstance(x, np.generic) else y).fmod(x, y)
+
+
+@export(torch=True, method=True)
+def fmod(input, other):  # noqa: A002
+    """The remainder of ``input / other`` with the sign of ``input`` (C's ``fmod``):
+    ``input - other * trunc(input / other)``; ``other`` a tensor or a number. Gradients
+    as :func:`remainder`'s, with ``trunc``; integers divided by zero raise.
+
+    >>> import gradcore as gc
+    >>> gc.fmod(gc.tensor([5., -5.]), 3)
+    tensor([ 2., -2.])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"fmod(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    _no_bool_pair("fmod", input, other)
+    if not (_floating_operand(input) or _floating_operand(other)):
+        return _no_grad_binary("fmod", input, other, _np_fmod, division=True)
+    return _binary("fmod", FmodBackward1, FmodBackward0, None, _np_fmod, input, other,
+                   save_inputs=True)
 
 
 # ---- pow ----------
@@ -1106,6 +1191,405 @@ def clamp(x, min=None, max=None):  # noqa: A002
 clip = clamp
 
 
+# ---- binary functions of floats: atan2, logaddexp, logaddexp2, hypot, copysign, xlogy
+def _tensor_pair(op, a, b):
+    """PyTorch's refusal of a number where ``op`` takes two tensors."""
+    for v, name, pos in ((a, "input", 1), (b, "other", 2)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not "
+                            f"{type(v).__name__}")
+
+
+def _floats_only(op, *operands):
+    """PyTorch's CPU kernels of ``op`` exist for floating dtypes only."""
+    for v in operands:
+        if isinstance(v, Tensor) and v._data.dtype.kind != "f":
+            raise NotImplementedError(f"\"{op}_cpu\" not implemented for "
+                                      f"'{dtypes.torch_name(v.dtype)}'")
+
+
+# d/da atan2(a, b) = b / (a^2 + b^2), d/db = -a / (a^2 + b^2); 0 at the origin, as PyTorch
+declare(Kernel("atan2_backward", ("g", "a", "b"),
+               ("where(d == 0, 0, g * b / d)", "where(d == 0, 0, -g * a / d)"),
+               lets=(("d", "a * a + b * b"),), upcast="a"))
+class Atan2Backward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        ga, gb = F.atan2_backward(g, a, b)
+        return (ga if self.needs(0) else None), (gb if self.needs(1) else None)
+
+
+def _np_atan2(x, y):
+    return math_of(x).arctan2(x, y)
+
+
+@export(torch=("atan2", "arctan2"), method=("atan2", "arctan2"))
+def atan2(input, other):  # noqa: A002
+    """The angle of the point ``(other, input)``, ``atan(input / other)`` in the right
+    quadrant, in ``[-pi, pi]``; integers give float32.
+
+    >>> import gradcore as gc
+    >>> gc.atan2(gc.tensor([1.0, -1.0]), gc.tensor([-1.0, -1.0]))
+    tensor([ 2.3562, -2.3562])
+    """
+    _tensor_pair("atan2", input, other)
+    return _binary("atan2", Atan2Backward0, None, None, _np_atan2, input, other,
+                   save_inputs=True, float_result=True)
+
+
+# PyTorch's LogaddexpBackward0: g / (1 + exp(b - a)) and g / (1 + exp(a - b))
+declare(Kernel("logaddexp_backward", ("g", "a", "b"),
+               ("g / (1 + exp(b - a))", "g / (1 + exp(a - b))"), upcast="a"))
+class LogaddexpBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        ga, gb = F.logaddexp_backward(g, a, b)
+        return (ga if self.needs(0) else None), (gb if self.needs(1) else None)
+
+
+def _np_logaddexp(x, y):
+    return math_of(x).logaddexp(x, y)
+
+
+@export(torch=True, method=True)
+def logaddexp(input, other):  # noqa: A002
+    """``log(exp(input) + exp(other))`` without overflow (floating tensors).
+
+    >>> import gradcore as gc
+    >>> gc.logaddexp(gc.tensor([0.0, 100.0]), gc.tensor([0.0, 100.0]))
+    tensor([  0.6931, 100.6931])
+    """
+    _tensor_pair("logaddexp", input, other)
+    _floats_only("logaddexp", input, other)
+    return _binary("logaddexp", LogaddexpBackward0, None, None, _np_logaddexp, input, other,
+                   save_inputs=True)
+
+
+# PyTorch's Logaddexp2Backward0: g / (1 + 2 ** (b - a)) and g / (1 + 2 ** (a - b))
+declare(Kernel("logaddexp2_backward", ("g", "a", "b"),
+               ("g / (1 + pow(2.0, b - a))", "g / (1 + pow(2.0, a - b))"), upcast="a"))
+class Logaddexp2Backward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        ga, gb = F.logaddexp2_backward(g, a, b)
+        return (ga if self.needs(0) else None), (gb if self.needs(1) else None)
+
+
+def _np_logaddexp2(x, y):
+    return math_of(x).logaddexp2(x, y)
+
+
+@export(torch=True, method=True)
+def logaddexp2(input, other):  # noqa: A002
+    """``log2(2 ** input + 2 ** other)`` without overflow (floating tensors)."""
+    _tensor_pair("logaddexp2", input, other)
+    _floats_only("logaddexp2", input, other)
+    return _binary("logaddexp2", Logaddexp2Backward0, None, None, _np_logaddexp2, input,
+                   other, save_inputs=True)
+
+
+# PyTorch's HypotBackward0: g * a / y and g * b / y, y the result (NaN at the origin)
+declare(Kernel("hypot_backward", ("g", "a", "b", "y"), ("g * a / y", "g * b / y"),
+               upcast="a"))
+class HypotBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        ga, gb = F.hypot_backward(g, a, b, self.output(F))
+        return (ga if self.needs(0) else None), (gb if self.needs(1) else None)
+
+
+def _np_hypot(x, y):
+    return math_of(x).hypot(x, y)
+
+
+@export(torch=True, method=True)
+def hypot(input, other):  # noqa: A002
+    """``sqrt(input ** 2 + other ** 2)`` without overflow (floating tensors).
+
+    >>> import gradcore as gc
+    >>> gc.hypot(gc.tensor([3.0, 5.0]), gc.tensor([4.0, 12.0]))
+    tensor([ 5., 13.])
+    """
+    _tensor_pair("hypot", input, other)
+    _floats_only("hypot", input, other)
+    return _binary("hypot", HypotBackward0, None, None, _np_hypot, input, other,
+                   save_inputs=True, save_out=True)
+
+
+# PyTorch's copysign_tensor_self_backward: g * result / input, 0 where input is 0 (the
+# sign taken from `other` has no gradient)
+declare(Kernel("copysign_backward", ("g", "a", "y"), "where(a == 0, 0, g * (y / a))"))
+class CopysignBackward0(Node):  # copysign(tensor, tensor)
+    fresh_grads = True
+
+    def apply(self, F, g):
+        a, _ = self.unpack(F)
+        return (F.copysign_backward(g, a, self.output(F)) if self.needs(0) else None,
+                F.zeros_like(g) if self.needs(1) else None)
+
+
+class CopysignBackward1(Node):  # copysign(tensor, number)
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (a,) = self.unpack(F)
+        return (F.copysign_backward(g, a, self.output(F)),)
+
+
+def _np_copysign(x, y):
+    return math_of(x).copysign(x, y)
+
+
+@export(torch=True, method=True)
+def copysign(input, other):  # noqa: A002
+    """The magnitude of ``input`` with the sign of ``other`` (a tensor or a number);
+    integers give float32.
+
+    >>> import gradcore as gc
+    >>> gc.copysign(gc.tensor([1.0, -2.0, 3.0]), -1)
+    tensor([-1., -2., -3.])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"copysign(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return _binary("copysign", CopysignBackward0, CopysignBackward1, None, _np_copysign,
+                   input, other, save_inputs=True, save_out=True, float_result=True)
+
+
+# PyTorch's XlogyBackward0: g * xlogy(a != 0, b) (0 where a is 0, unless b is NaN) and
+# g * a / b
+declare(Kernel("xlogy_backward", ("g", "a", "b"),
+               ("where((a == 0) & (b == b), 0, g * log(b))", "g * a / b"), upcast="a"))
+class XlogyBackward0(Node):  # xlogy(tensor, tensor)
+    fresh_grads = True
+
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        ga, gb = F.xlogy_backward(g, a, b)
+        return (ga if self.needs(0) else None), (gb if self.needs(1) else None)
+
+
+class XlogyBackward1(Node):  # xlogy(number, tensor)
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (b,) = self.unpack(F)
+        return (g * self.scalar / b,)
+
+
+class XlogyBackward2(Node):  # xlogy(tensor, number)
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (a,) = self.unpack(F)
+        c = self.scalar
+        log_c = float(np.log(np.float64(c))) if c == c else c
+        return (F.where(a == 0, 0, g * log_c) if c == c else g * log_c,)
+
+
+def _np_xlogy(x, y):
+    m = math_of(x if hasattr(x, "dtype") and not isinstance(x, np.generic) else y)
+    if not hasattr(y, "dtype"):  # a number: its log as a Python float (a weak scalar)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_y = float(np.log(np.float64(y)))
+        not_nan = y == y
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):  # (0 * log(0): taken as 0)
+            log_y, not_nan = m.log(y), y == y
+    with np.errstate(invalid="ignore"):
+        return m.where((x == 0) & not_nan, 0, x * log_y)
+
+
+@export(torch=True, method=True)
+def xlogy(input, other):  # noqa: A002
+    """``input * log(other)``, and 0 where ``input`` is 0 (unless ``other`` is NaN);
+    either may be a number, integers give float32.
+
+    >>> import gradcore as gc
+    >>> gc.xlogy(gc.tensor([0.0, 2.0]), gc.tensor([0.0, 1.0]))
+    tensor([0., 0.])
+    """
+    return _binary("xlogy", XlogyBackward0, XlogyBackward2, XlogyBackward1, _np_xlogy,
+                   input, other, save_inputs=True, float_result=True)
+
+
+# ---- lerp ----------
+declare(Kernel("lerp_backward", ("g", "a", "b", "w"),
+               ("g * (1 - w)", "g * w", "g * (b - a)")))
+class LerpBackward1(Node):  # lerp(input, end, weight tensor)
+    fresh_grads = True
+
+    def apply(self, F, g):
+        a, b, w = self.unpack(F)
+        ga, gb, gw = F.lerp_backward(g, a, b, w)
+        return (ga if self.needs(0) else None, gb if self.needs(1) else None,
+                gw if self.needs(2) else None)
+
+
+class LerpBackward0(Node):  # lerp(input, end, weight number)
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (g * (1 - self.weight) if self.needs(0) else None,
+                g * self.weight if self.needs(1) else None)
+
+
+def _np_lerp(a, b, w):
+    """PyTorch's lerp: ``a + w * (b - a)`` for ``|w| < 0.5``, else
+    ``b - (b - a) * (1 - w)`` (exact at both ends); float16 computed in float32."""
+    m = math_of(a)
+    dtype = a.dtype
+    if dtype == np.float16:
+        a, b = a.astype(np.float32), b.astype(np.float32)
+        w = w.astype(np.float32) if hasattr(w, "dtype") else w
+    d = b - a
+    small = m.abs(w) < 0.5 if hasattr(w, "dtype") else -0.5 < w < 0.5  # (abs: the op)
+    out = m.where(small, a + w * d, b - d * (1 - w))
+    return out.astype(dtype, copy=False)
+
+
+@export(torch=True, method=True)
+def lerp(input, end, weight):  # noqa: A002
+    """``input + weight * (end - input)``, broadcasting; ``weight`` a number or a
+    tensor, of ``input``'s (floating) dtype as ``end`` is (a 0-d weight is cast to it).
+
+    >>> import gradcore as gc
+    >>> gc.lerp(gc.tensor([0.0, 10.0]), gc.tensor([1.0, 20.0]), 0.25)
+    tensor([ 0.2500, 12.5000])
+    """
+    if not isinstance(end, Tensor):
+        raise TypeError(f"lerp(): argument 'end' (position 2) must be Tensor, not "
+                        f"{type(end).__name__}")
+    w_tensor = isinstance(weight, Tensor)
+    if w_tensor and weight._data.ndim == 0 and weight.dtype != input.dtype:
+        weight = weight.to(dtype=input.dtype)  # (a 0-d weight takes input's dtype)
+    for name, v in (("end", end), ("weight", weight)):
+        if isinstance(v, Tensor) and v.dtype != input.dtype:
+            raise RuntimeError(f"expected dtype {dtypes.torch_name(input.dtype).lower()} for "
+                               f"`{name}` but got dtype {dtypes.torch_name(v.dtype).lower()}")
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f"\"lerp_kernel_{'tensor' if w_tensor else 'scalar'}\" not "
+                                  f"implemented for '{dtypes.torch_name(input.dtype)}'")
+    ad, bd = input._data, end._data
+    wd = weight._data if w_tensor else float(weight)
+    check_same_device(ad, bd, "lerp")
+    if w_tensor:
+        check_same_device(ad, wd, "lerp")
+    try:
+        out = _np_lerp(ad, bd, wd)
+    except ValueError as exc:
+        shapes = [tuple(ad.shape), tuple(bd.shape)] + ([tuple(wd.shape)] if w_tensor else [])
+        raise RuntimeError(f"lerp: shapes {shapes} cannot be broadcast together "
+                           f"({exc})") from None
+    ins = (input, end, weight) if w_tensor else (input, end)
+    if not (mode.enabled and any(t._rg for t in ins)):
+        return wrap(out)
+    if w_tensor:
+        t = record(out, LerpBackward1, input, end, weight)
+        t.grad_fn.save(input, end, weight)
+    else:
+        t = record(out, LerpBackward0, input, end)
+        t.grad_fn.weight = wd
+    shapes = tuple(v._data.shape for v in ins)
+    if any(s != out.shape for s in shapes):
+        t.grad_fn.shapes = shapes
+    return t
+
+
+# ---- erfc / erfinv ----------
+declare(Kernel("erfc_backward", ("g", "x"), "-1.1283791670955126 * g * exp(-(x * x))",
+               upcast="x"))  # -2 / sqrt(pi) * exp(-x^2)
+class ErfcBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.erfc_backward(g, x),)
+
+
+@export(torch=True, method=True)
+def erfc(input):  # noqa: A002
+    """``1 - erf(input)``, accurate where it is small (large ``input``).
+
+    >>> import gradcore as gc
+    >>> gc.erfc(gc.tensor([0.0, 10.0], dtype=gc.float64))
+    tensor([1.0000e+00, 2.0885e-45], dtype=gradcore.float64)
+    """
+    return _unary(input, "erfc", ErfcBackward0, save_input=True)
+
+
+declare(Kernel("erfinv_backward", ("g", "y"), "0.886226925452758 * g * exp(y * y)",
+               upcast="y"))  # sqrt(pi) / 2 * exp(erfinv(x)^2)
+class ErfinvBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (F.erfinv_backward(g, self.output(F)),)
+
+
+@export(torch=True, method=True)
+def erfinv(input):  # noqa: A002
+    """The inverse error function: ``erf(erfinv(y)) == y`` on ``(-1, 1)``; inf at -1
+    and 1, NaN outside.
+
+    >>> import gradcore as gc
+    >>> gc.erfinv(gc.tensor([0.0, 0.5, 1.0]))
+    tensor([0.0000, 0.4769,    inf])
+    """
+    return _unary(input, "erfinv", ErfinvBackward0, save_output=True)
+
+
+# ---- clamp_min / clamp_max ----------
+@export(torch=True, method=True)
+def clamp_min(input, min):  # noqa: A002
+    """``clamp(input, min=min)``: ``min`` a number or a tensor."""
+    return clamp(input, min=min)
+
+
+@export(torch=True, method=True)
+def clamp_max(input, max):  # noqa: A002
+    """``clamp(input, max=max)``: ``max`` a number or a tensor."""
+    return clamp(input, max=max)
+
+
+# ---- nan_to_num ----------
+class NanToNumBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):  # PyTorch's g * isfinite(x)
+        return (F.where_backward_a(g, F.constant(self.finite)),)
+
+
+@export(torch=True, method=True)
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
+    """``input`` with NaN replaced by ``nan``, inf by ``posinf`` and -inf by ``neginf``
+    (by default the largest and the lowest finite value of its dtype); integers are
+    copied. The gradient passes where ``input`` is finite.
+
+    >>> import gradcore as gc
+    >>> gc.nan_to_num(gc.tensor([float("nan"), float("inf"), 1.0]), posinf=9.0)
+    tensor([0., 9., 1.])
+    """
+    xd = input._data
+    m = math_of(xd)
+    if xd.dtype.kind != "f":
+        return wrap(xd.copy())
+    out = m.nan_to_num(xd, copy=True, nan=nan, posinf=posinf, neginf=neginf)
+    if not (mode.enabled and input._rg):
+        return wrap(out)
+    t = record1(out, NanToNumBackward0, input)
+    t.grad_fn.finite = m.isfinite(xd)
+    return t
+
+
 # ---- maximum / minimum / where ----------
 # PyTorch's rule: the side that is smaller gets nothing, a tie half, otherwise (a NaN
 # on either side included) the whole gradient (minimum: the same with a and b swapped)
@@ -1311,6 +1795,80 @@ def isfinite(x):
 @export(torch=True, method=True)
 def isinf(x):
     return wrap(math_of(x._data).isinf(x._data))
+
+
+@export(torch=True, method=True)
+def isposinf(input):  # noqa: A002
+    """Where ``input`` is +inf (a bool tensor, never tracked)."""
+    xd = input._data
+    m = math_of(xd)
+    if xd.dtype.kind != "f":
+        return wrap(m.zeros(xd.shape, dtype=bool))
+    return wrap(xd == np.inf)
+
+
+@export(torch=True, method=True)
+def isneginf(input):  # noqa: A002
+    """Where ``input`` is -inf (a bool tensor, never tracked)."""
+    xd = input._data
+    m = math_of(xd)
+    if xd.dtype.kind != "f":
+        return wrap(m.zeros(xd.shape, dtype=bool))
+    return wrap(xd == -np.inf)
+
+
+@export(torch=True, method=True)
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    """Where ``|input - other| <= atol + rtol * |other|`` (broadcasting), or the two are
+    equal (infinities included; NaNs too with ``equal_nan``): a bool tensor. Both
+    tensors of one dtype, as in PyTorch.
+
+    >>> import gradcore as gc
+    >>> gc.isclose(gc.tensor([1.0, 2.0]), gc.tensor([1.0 + 1e-7, 2.1]))
+    tensor([ True, False])
+    """
+    _tensor_pair("isclose", input, other)
+    if input.dtype != other.dtype:
+        raise RuntimeError(f"{dtypes.torch_name(input.dtype)} did not match "
+                           f"{dtypes.torch_name(other.dtype)}")
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if v < 0:
+            raise RuntimeError(f"{name} must be greater than or equal to zero, but got "
+                               f"{v:g}")
+    a, b = input._data, other._data
+    check_same_device(a, b, "isclose")
+    m = math_of(a)
+    try:
+        close = a == b
+    except ValueError as exc:
+        raise _broadcast_error("isclose", a, b, exc) from None
+    if equal_nan and a.dtype.kind == "f":
+        close = close | (m.isnan(a) & m.isnan(b))
+    if rtol == 0 and atol == 0:
+        return wrap(m.asarray(close))
+    if a.dtype.kind != "f":  # integers and bools: the tolerance in the default float
+        f = dtypes.default_float.np
+        a, b = a.astype(f), b.astype(f)
+    allowed = atol + m.abs(rtol * b)
+    actual = m.abs(a - b)
+    return wrap(m.asarray(close | (m.isfinite(actual) & (actual <= allowed))))
+
+
+@export(torch=True, method=True)
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:  # noqa: A002
+    """Whether :func:`isclose` holds everywhere (a Python bool)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+@export(torch=True, method=True)
+def equal(input, other) -> bool:  # noqa: A002
+    """Whether the two tensors have the same shape and the same elements (a Python
+    bool; values compared after type promotion, NaN equal to nothing)."""
+    _tensor_pair("equal", input, other)
+    check_same_device(input._data, other._data, "equal")
+    if input._data.shape != other._data.shape:
+        return False
+    return bool(eq(input, other)._data.all())
 
 
 # The NumPy ufunc behind each elementwise forward, for writing into a temporary operand

@@ -1,5 +1,7 @@
-"""Reductions: sum, mean, prod, var, std, max, min, amax, amin, arg*, logsumexp, norm;
-and the cumulative cumsum, cumprod."""
+"""Reductions: sum, mean, prod, var, std, max, min, amax, amin, aminmax, arg*, logsumexp,
+norm, count_nonzero, var_mean, std_mean; the cumulative cumsum, cumprod; sorting and
+searching (sort, argsort, msort, topk, kthvalue, searchsorted, bucketize) and counting
+(unique, bincount, histc)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes
-from ..backend import math_of
+from ..backend import check_range, math_of
 from . import pointwise as pw
 from ._core import Node, Tensor, int_arg, mode, normalize_dim, normalize_dims, record, wrap
 from ._export import export
@@ -677,3 +679,405 @@ def all(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
     dim, keepdim = _dim_arg(dim, axis), keepdim if keepdims is None else keepdims
     axes = normalize_dims(dim, x._data.ndim, "all")
     return wrap(math_of(x._data).asarray(x._data.astype(bool).all(axis=axes, keepdims=keepdim)))
+
+
+# ---- sort, argsort, msort, topk, kthvalue ----------
+sort_result = namedtuple("sort", ["values", "indices"])
+topk_result = namedtuple("topk", ["values", "indices"])
+kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
+aminmax_result = namedtuple("aminmax", ["min", "max"])
+
+
+class _PickedBackward(Node):
+    """The gradient of values picked along ``axis`` at ``indices`` (kept along it):
+    each goes back to where it was picked from, zeros elsewhere."""
+
+    fresh_grads = True
+    keepdim = True
+
+    def apply(self, F, g):
+        if not self.in_shape:  # a 0-d input is its own value (a new array: fresh_grads)
+            return (g * 1,)
+        if not self.keepdim:
+            g = F.expand_dims(g, self.axis)
+        return (F.scatter_into_zeros(g, self.axis, self.indices, self.in_shape),)
+
+
+class SortBackward0(_PickedBackward):
+    pass
+
+
+class TopkBackward0(_PickedBackward):
+    pass
+
+
+class KthvalueBackward0(_PickedBackward):
+    pass
+
+
+def _order(xd, axis, descending):
+    """The indices that sort ``xd`` along ``axis``, stably (equal elements keep their
+    order; NaN counts as the largest, as in PyTorch): descending, as the ascending
+    order of the reversed array, reversed."""
+    m = math_of(xd)
+    if not descending:
+        return m.argsort(xd, axis=axis, kind="stable")
+    rev = (slice(None),) * axis + (slice(None, None, -1),)
+    order = m.argsort(xd[rev], axis=axis, kind="stable")
+    return (xd.shape[axis] - 1 - order)[rev]
+
+
+def _picked(x, idx, axis, cls, keepdim=True):
+    """``x``'s values at ``idx`` along ``axis`` (``idx`` keeps the axis), recorded."""
+    xd = x._data
+    vals = math_of(xd).take_along_axis(xd, idx, axis=axis)
+    out_idx = idx
+    if not keepdim:
+        vals, out_idx = vals.squeeze(axis), idx.squeeze(axis)
+    if not (mode.enabled and x._rg):
+        return wrap(vals), wrap(out_idx)
+    t = record(vals, cls, x)
+    node = t.grad_fn
+    node.axis, node.indices, node.in_shape, node.keepdim = axis, idx, xd.shape, keepdim
+    return t, wrap(out_idx)
+
+
+def _scalar_pick(x, cls):
+    """A 0-d input's (value, index): itself and 0."""
+    xd = x._data
+    out = xd.copy()
+    idx = wrap(math_of(xd).zeros((), dtype=np.int64))
+    if not (mode.enabled and x._rg):
+        return wrap(out), idx
+    t = record(out, cls, x)
+    t.grad_fn.in_shape = ()
+    return t, idx
+
+
+@export(torch=True, method=True)
+def sort(input, dim=-1, descending=False, *, stable=False):  # noqa: A002
+    """``(values, indices)``: ``input`` sorted along ``dim`` (ascending unless
+    ``descending``), and where each value came from. Always stable (equal elements keep
+    their order, which ``stable=True`` asks for); NaN sorts as the largest.
+
+    >>> import gradcore as gc
+    >>> gc.sort(gc.tensor([3., 1., 2.]), descending=True)
+    sort(values=tensor([3., 2., 1.]), indices=tensor([0, 2, 1]))
+    """
+    xd = input._data
+    axis = normalize_dim(dim, xd.ndim, "sort")
+    if not xd.ndim:
+        return sort_result(*_scalar_pick(input, SortBackward0))
+    order = _order(xd, axis, descending).astype(np.int64, copy=False)
+    return sort_result(*_picked(input, order, axis, SortBackward0))
+
+
+@export(torch=True, method=True)
+def argsort(input, dim=-1, descending=False, *, stable=False):  # noqa: A002
+    """The indices that sort ``input`` along ``dim`` (as :func:`sort`'s, stable)."""
+    xd = input._data
+    axis = normalize_dim(dim, xd.ndim, "argsort")
+    if not xd.ndim:
+        return wrap(math_of(xd).zeros((), dtype=np.int64))
+    return wrap(_order(xd, axis, descending).astype(np.int64, copy=False))
+
+
+@export(torch=True, method=True)
+def msort(input):  # noqa: A002
+    """``input`` sorted along dimension 0: ``sort(input, 0).values``."""
+    return sort(input, 0).values
+
+
+@export(torch=True, method=True)
+def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+    """``(values, indices)`` of the ``k`` largest elements along ``dim`` (the smallest
+    with ``largest=False``), in order; among equal elements the first ones.
+
+    >>> import gradcore as gc
+    >>> gc.topk(gc.tensor([1., 5., 3., 4.]), 2)
+    topk(values=tensor([5., 4.]), indices=tensor([1, 3]))
+    """
+    xd = input._data
+    k = int_arg(k, "topk", "k")
+    axis = normalize_dim(dim, xd.ndim, "topk")
+    n = xd.shape[axis] if xd.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError(f"selected index k out of range (k = {k}, dimension {axis} has "
+                           f"size {n})")
+    if not xd.ndim:
+        return topk_result(*_scalar_pick(input, TopkBackward0))
+    order = _order(xd, axis, largest)
+    idx = order[(slice(None),) * axis + (slice(0, k),)].astype(np.int64, copy=False)
+    return topk_result(*_picked(input, idx, axis, TopkBackward0))
+
+
+@export(torch=True, method=True)
+def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
+    """``(values, indices)`` of the ``k``-th smallest element (from 1) along ``dim``.
+
+    >>> import gradcore as gc
+    >>> gc.kthvalue(gc.tensor([3., 1., 2.]), 2)
+    kthvalue(values=tensor(2.), indices=tensor(2))
+    """
+    xd = input._data
+    k = int_arg(k, "kthvalue", "k")
+    axis = normalize_dim(dim, xd.ndim, "kthvalue")
+    n = xd.shape[axis] if xd.ndim else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {axis}")
+    if not xd.ndim:
+        return kthvalue_result(*_scalar_pick(input, KthvalueBackward0))
+    order = _order(xd, axis, False)
+    idx = order[(slice(None),) * axis + (slice(k - 1, k),)].astype(np.int64, copy=False)
+    return kthvalue_result(*_picked(input, idx, axis, KthvalueBackward0, keepdim))
+
+
+# ---- aminmax, count_nonzero, var_mean, std_mean ----------
+@export(torch=True, method=True)
+def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
+    """``(min, max)`` over everything, or along ``dim`` (an int); tied extremes share
+    the gradient evenly, as :func:`amin` and :func:`amax`.
+
+    >>> import gradcore as gc
+    >>> gc.aminmax(gc.tensor([[1., 5.], [-2., 3.]]), dim=1)
+    aminmax(min=tensor([ 1., -2.]), max=tensor([5., 3.]))
+    """
+    xd = input._data
+    if dim is None:
+        if xd.size == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "
+                               "the operation has no identity.")
+        dims = ()
+    else:
+        if isinstance(dim, (tuple, list)):
+            raise TypeError("aminmax(): argument 'dim' must be int, not tuple")
+        dims = normalize_dim(dim, xd.ndim, "aminmax")
+        if xd.ndim and xd.shape[dims] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {dims} to have non-zero size.")
+    return aminmax_result(amin(input, dims, keepdim), amax(input, dims, keepdim))
+
+
+@export(torch=True, method=True)
+def count_nonzero(input, dim=None):  # noqa: A002
+    """How many elements are not zero, over ``dim`` (int or tuple; everything when
+    None): int64, never tracked."""
+    xd = input._data
+    axes = None if dim is None or (isinstance(dim, (tuple, list)) and not dim) else \
+        normalize_dims(dim, xd.ndim, "count_nonzero")
+    return wrap(math_of(xd).asarray((xd != 0).sum(axis=axes, dtype=np.int64)))
+
+
+def _stat_mean(name, x, dim, unbiased, keepdim, correction, is_std):
+    if x._data.dtype.kind != "f":
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
+    if isinstance(dim, bool):  # var_mean(x, False): PyTorch's positional `unbiased`
+        dim, unbiased = None, dim
+    spread = _var_std(x, dim, unbiased, keepdim, correction, None, None, is_std)
+    return spread, mean(x, dim, keepdim)
+
+
+@export(torch=True)
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    """``(var, mean)`` over ``dim``: :func:`var`'s arguments, both differentiable."""
+    return _stat_mean("var_mean", input, dim, unbiased, keepdim, correction, False)
+
+
+@export(torch=True)
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    """``(std, mean)`` over ``dim``: :func:`std`'s arguments, both differentiable.
+
+    >>> import gradcore as gc
+    >>> gc.std_mean(gc.tensor([1., 2., 4.]))
+    (tensor(1.5275), tensor(2.3333))
+    """
+    return _stat_mean("std_mean", input, dim, unbiased, keepdim, correction, True)
+
+
+# ---- unique, bincount, histc ----------
+@export(torch=True, method=True)
+def unique(input, sorted=True, return_inverse=False, return_counts=False,  # noqa: A002
+           dim=None):
+    """The distinct elements of ``input`` (of its slices along ``dim``), in ascending
+    order (also when ``sorted=False``, which lets PyTorch choose one), with where each
+    element went (``return_inverse``, ``input``'s shape) and how often each occurs
+    (``return_counts``); NaNs are each distinct. Never tracked.
+
+    >>> import gradcore as gc
+    >>> gc.unique(gc.tensor([3, 1, 3, 2]), return_counts=True)
+    (tensor([1, 2, 3]), tensor([1, 1, 2]))
+    """
+    xd = input._data
+    m = math_of(xd)
+    extra = {"equal_nan": False} if xd.dtype.kind == "f" else {}
+    if dim is None:
+        res = m.unique(xd.reshape(-1), return_inverse=True, return_counts=True, **extra)
+        inverse_shape = xd.shape
+    else:
+        axis = normalize_dim(dim, xd.ndim, "unique")
+        res = m.unique(xd, return_inverse=True, return_counts=True, axis=axis, **extra)
+        inverse_shape = (xd.shape[axis],)
+    values, inverse, counts = res
+    values = wrap(values)
+    if not (return_inverse or return_counts):
+        return values
+    out = (values,)
+    if return_inverse:
+        out += (wrap(inverse.reshape(inverse_shape).astype(np.int64, copy=False)),)
+    if return_counts:
+        out += (wrap(counts.astype(np.int64, copy=False)),)
+    return out
+
+
+def _negative_count(value):
+    return RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+
+
+@export(torch=True, method=True)
+def bincount(input, weights=None, minlength=0):  # noqa: A002
+    """How often each value ``0, 1, ..., max(input)`` (at least ``minlength`` of them)
+    occurs in ``input`` (1-D, non-negative integers): int64; with ``weights`` the sums
+    of the weights instead (float32 for float32 weights, else float64).
+
+    >>> import gradcore as gc
+    >>> gc.bincount(gc.tensor([0, 1, 1, 3]))
+    tensor([1, 2, 0, 1])
+    """
+    xd = input._data
+    if xd.dtype.kind not in "iu":
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for "
+                                  f"'{dtypes.torch_name(input.dtype)}'")
+    if xd.ndim != 1:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    m = math_of(xd)
+    wd = None
+    if weights is not None:
+        wd = weights._data
+        if wd.ndim != 1 or wd.shape[0] != xd.shape[0]:
+            raise RuntimeError("weights should be 1-d and have the same length as input")
+    if m.values_on_host:
+        if xd.size and xd.min() < 0:
+            raise _negative_count(None)
+    else:
+        check_range(xd, 0, np.iinfo(np.int64).max, _negative_count)
+    try:  # (CuPy reads the largest value back, and refuses a negative one itself)
+        if wd is None:
+            return wrap(m.bincount(xd, minlength=minlength).astype(np.int64, copy=False))
+        out = m.bincount(xd, weights=wd.astype(np.float64, copy=False), minlength=minlength)
+    except ValueError:
+        raise _negative_count(None) from None
+    res = np.float32 if wd.dtype == np.float32 else np.float64
+    return wrap(out.astype(res, copy=False))
+
+
+@export(torch=True, method=True)
+def histc(input, bins=100, min=0, max=0):  # noqa: A002
+    """A histogram of ``input``'s elements: ``bins`` equal bins over ``[min, max]``
+    (over the elements' own range when ``min == max``); elements outside (and NaN) are
+    not counted, ``max`` itself falls in the last bin. In ``input``'s (floating) dtype.
+
+    >>> import gradcore as gc
+    >>> gc.histc(gc.tensor([1., 2., 1.]), bins=4, min=0, max=3)
+    tensor([0., 2., 1., 0.])
+    """
+    xd = input._data
+    if xd.dtype.kind != "f":
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for "
+                                  f"'{dtypes.torch_name(input.dtype)}'")
+    bins = int_arg(bins, "histc", "bins")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "
+                           f"dimension 0")
+    m = math_of(xd)
+    lo, hi = float(min), float(max)
+    if lo == hi and xd.size:
+        lo, hi = float(xd.min()), float(xd.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    flat = xd.reshape(-1)
+    edges = m.asarray(np.linspace(lo, hi, bins + 1).astype(xd.dtype))
+    left, right = edges[0], edges[-1]
+    inside = (flat >= left) & (flat <= right)  # (NaN is not)
+    # PyTorch's linear interpolation, then a look at the neighbouring edges (an element
+    # next to an edge may land one bin off by the division)
+    pos = m.where(inside, (flat - left) * bins / (right - left), 0)
+    pos = m.clip(pos.astype(np.int64), 0, bins - 1)
+    pos = m.where(flat < edges[pos], pos - 1, pos)
+    pos = m.where(flat >= edges[m.minimum(pos + 1, bins)], pos + 1, pos)
+    pos = m.clip(pos, 0, bins - 1)
+    if m.values_on_host:
+        counts = m.bincount(pos, weights=inside, minlength=bins)
+    else:
+        counts = m.zeros(bins, dtype=np.float64)
+        m.add.at(counts, pos, inside.astype(np.float64))
+    return wrap(counts.astype(xd.dtype))
+
+
+# ---- searchsorted / bucketize ----------
+@export(torch=True)
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False,  # noqa: A002
+                 side=None, sorter=None):
+    """Where each value of ``input`` would go in ``sorted_sequence`` (its last dimension,
+    sorted ascending) to keep it sorted: the first such place, or with ``right=True``
+    (``side="right"``) the last. ``sorted_sequence`` is 1-D or has ``input``'s leading
+    dimensions (one sequence per row); ``sorter`` sorts it first. int64 (int32 with
+    ``out_int32``).
+
+    >>> import gradcore as gc
+    >>> gc.searchsorted(gc.tensor([1., 3., 5., 7.]), gc.tensor([3., 6., 9.]))
+    tensor([1, 3, 4])
+    """
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' "
+                               f"but got {side}")
+        if side == "left" and right:
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to "
+                               "opposites, got side of left while right was True")
+        right = side == "right"
+    seq = sorted_sequence._data
+    if seq.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
+                           "dimension, but got 0 dimension")
+    m = math_of(seq)
+    if isinstance(input, Tensor):
+        vals = input._data
+    else:
+        vals = m.asarray(input)
+    if sorter is not None:
+        seq = m.take_along_axis(seq, sorter._data.astype(np.int64, copy=False), axis=-1)
+    side = "right" if right else "left"
+    res = np.int32 if out_int32 else np.int64
+    if seq.ndim == 1:
+        return wrap(m.asarray(m.searchsorted(seq, vals, side=side)).astype(res))
+    if seq.shape[:-1] != vals.shape[:-1] or vals.ndim != seq.ndim:
+        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or "
+                           f"the first N-1 dimensions of boundaries tensor and input value "
+                           f"tensor must match, but we got boundaries tensor "
+                           f"{list(seq.shape)} and input value tensor {list(vals.shape)}")
+    rows_seq = seq.reshape(-1, seq.shape[-1])
+    rows_val = vals.reshape(-1, vals.shape[-1])
+    if m.values_on_host:
+        out = np.stack([np.searchsorted(s, v, side=side) for s, v in
+                        zip(rows_seq, rows_val)]) if rows_seq.shape[0] else \
+            np.zeros(rows_val.shape, dtype=np.int64)
+    else:  # on a device, without a loop: how many of the row's elements come before
+        before = rows_seq[:, None, :] <= rows_val[:, :, None] if right else \
+            rows_seq[:, None, :] < rows_val[:, :, None]
+        out = before.sum(axis=-1)
+    return wrap(out.reshape(vals.shape).astype(res))
+
+
+@export(torch=True)
+def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
+    """The bucket of each value of ``input`` among the 1-D sorted ``boundaries``:
+    ``searchsorted(boundaries, input, right=right)``."""
+    if boundaries._data.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got "
+                           f"dim({boundaries._data.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)

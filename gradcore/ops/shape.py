@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
 from .. import dtypes
-from ..backend import math_of
+from ..backend import check_range, math_of
 from . import device as _device_ops
+from . import index as _index
 from ._core import (  # noqa: F401
     Node,
     Tensor,
@@ -581,3 +583,237 @@ def sum_to(x, shape):
     t.grad_fn.in_shape = xd.shape
     return t
 
+
+
+# ---- flip / roll ----------
+def _dims_arg(dims, op):
+    """``dims`` given as a tuple or list, or (a method's varargs) as ints, as a tuple."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    return tuple(int_arg(d, op, "dims", i) for i, d in enumerate(dims))
+
+
+class FlipBackward0(Node):
+    def apply(self, F, g):
+        return (g[self.index],)  # flipped back: the same reversal
+
+
+@export(torch=True, method=True)
+def flip(input, *dims_args, dims=None):  # noqa: A002
+    """``input`` reversed along ``dims`` (a copy, as PyTorch's): ``gc.flip(x, (0, 1))``,
+    ``x.flip(0, 1)``.
+
+    >>> import gradcore as gc
+    >>> gc.flip(gc.tensor([[1, 2], [3, 4]]), (1,))
+    tensor([[2, 1],
+            [4, 3]])
+    """
+    if dims is not None:
+        dims_args = (dims,)
+    if not dims_args:
+        raise TypeError("flip() missing required argument 'dims' (pos 2)")
+    xd = input._data
+    axes = _dims_arg(dims_args, "flip")
+    index = [slice(None)] * xd.ndim
+    for a in axes:
+        a = normalize_dim(a, xd.ndim, "flip")
+        if xd.ndim and index[a] != slice(None):
+            raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+        if xd.ndim:
+            index[a] = slice(None, None, -1)
+    index = tuple(index)
+    out = xd[index].copy()
+    if not (mode.enabled and input._rg):
+        return wrap(out)
+    t = record(out, FlipBackward0, input)
+    t.grad_fn.index = index
+    return t
+
+
+@export(torch=True, method=True)
+def fliplr(input):  # noqa: A002
+    """``input`` reversed left to right (along dim 1; at least 2-D)."""
+    if input._data.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+@export(torch=True, method=True)
+def flipud(input):  # noqa: A002
+    """``input`` reversed upside down (along dim 0; at least 1-D)."""
+    if input._data.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+class RollBackward0(Node):
+    def apply(self, F, g):
+        return (F.roll(g, self.back, self.axes),)
+
+
+@export(torch=True, method=True)
+def roll(input, shifts, dims=None):  # noqa: A002
+    """``input`` shifted circularly by ``shifts`` along ``dims`` (ints or tuples of one
+    length); without ``dims``, over the flattened elements, the shape kept.
+
+    >>> import gradcore as gc
+    >>> gc.roll(gc.tensor([[1, 2, 3], [4, 5, 6]]), 1, 1)
+    tensor([[3, 1, 2],
+            [6, 4, 5]])
+    """
+    xd = input._data
+    shifts = (shifts,) if not isinstance(shifts, (tuple, list)) else tuple(shifts)
+    shifts = tuple(int_arg(s, "roll", "shifts", i) for i, s in enumerate(shifts))
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                               f"dims:0")
+        axes, shift = None, shifts[0]
+    else:
+        dims = (dims,) if not isinstance(dims, (tuple, list)) else tuple(dims)
+        if not shifts:
+            raise RuntimeError("`shifts` required")
+        if len(shifts) != len(dims):
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                               f"dims:{len(dims)}")
+        if not xd.ndim:
+            raise _no_dims_error(dims[0])
+        axes = tuple(normalize_dim(d, xd.ndim, "roll") for d in dims)
+        shift = shifts
+    out = math_of(xd).roll(xd, shift, axes)
+    if not (mode.enabled and input._rg):
+        return wrap(out)
+    t = record(out, RollBackward0, input)
+    node = t.grad_fn
+    node.axes = axes
+    node.back = -shift if axes is None else tuple(-s for s in shift)
+    return t
+
+
+# ---- repeat_interleave ----------
+def _repeat_positions(m, repeats, n, total=None):
+    """The index ``[0] * r0 + [1] * r1 + ...`` of ``repeats`` (an int array of ``n``
+    counts): NumPy's ``repeat`` on the host; on a device, where CuPy takes no array of
+    counts, the positions where the running total passes each output slot (the total
+    read back once, unless given)."""
+    if m.values_on_host:
+        return m.repeat(m.arange(n), repeats)
+    ends = m.cumsum(repeats, 0)
+    if total is None:
+        total = int(ends[-1]) if n else 0
+    return m.searchsorted(ends, m.arange(total), side="right")
+
+
+@export(torch=True, method=True)
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002
+    """Each element (each slice along ``dim``) repeated ``repeats`` times, in place;
+    ``repeats`` an int or a tensor of counts (one per slice, or one for all); without
+    ``dim``, over the flattened elements. ``repeat_interleave(counts)`` alone gives
+    ``[0] * counts[0] + [1] * counts[1] + ...``.
+
+    >>> import gradcore as gc
+    >>> gc.repeat_interleave(gc.tensor([[1, 2], [3, 4]]), gc.tensor([1, 2]), dim=0)
+    tensor([[1, 2],
+            [3, 4],
+            [3, 4]])
+    """
+    if repeats is None:  # repeat_interleave(counts): the positions, counts times each
+        counts = _repeat_counts(input, None)
+        m = math_of(counts)
+        return wrap(_repeat_positions(m, counts, counts.shape[0], output_size)
+                    .astype(np.int64, copy=False))
+    if dim is None:
+        input = reshape(input, -1)
+        dim = 0
+    xd = input._data
+    if not xd.ndim:
+        raise IndexError(f"repeat_interleave: a 0-d tensor has no dimension {dim}")
+    axis = normalize_dim(dim, xd.ndim, "repeat_interleave")
+    n = xd.shape[axis]
+    m = math_of(xd)
+    if isinstance(repeats, Tensor):
+        counts = _repeat_counts(repeats, n)
+        if counts.shape[0] == 1 and n != 1:
+            counts = m.broadcast_to(counts, (n,))
+        positions = _repeat_positions(m, counts, n, output_size)
+    else:
+        r = int_arg(repeats, "repeat_interleave", "repeats")
+        if r < 0:
+            raise RuntimeError("Repeats must be non-negative")
+        positions = m.repeat(m.arange(n), r)
+    if output_size is not None and m.values_on_host and positions.shape[0] != output_size:
+        raise RuntimeError(f"repeat_interleave: allocated size does not match required size "
+                           f"(output_size={output_size}, required {positions.shape[0]})")
+    return _index.index_select(input, axis, wrap(positions.astype(np.int64, copy=False)))
+
+
+def _repeat_counts(repeats, n):
+    """The counts of a tensor ``repeats`` as an int64 array, checked as PyTorch does."""
+    rd = repeats._data
+    if rd.dtype.kind not in "iu":
+        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for "
+                                  f"'{dtypes.torch_name(repeats.dtype)}'")
+    if rd.ndim > 1:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    rd = rd.reshape(-1).astype(np.int64, copy=False)
+    if n is not None and rd.shape[0] not in (1, n):
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {rd.shape[0]} and input.size(0) = {n}")
+    m = math_of(rd)
+    if m.values_on_host:
+        if rd.size and rd.min() < 0:
+            raise RuntimeError("repeats can not be negative")
+    else:  # on a GPU, at the next read of values
+        check_range(rd, 0, np.iinfo(np.int64).max,
+                    lambda value: RuntimeError("repeats can not be negative"))
+    return rd
+
+
+# ---- meshgrid ----------
+@export(torch=True)
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids of 1-D tensors (0-d count as one element): output ``k`` holds
+    ``tensors[k]`` along its own dimension, expanded over the others (views).
+    ``indexing="ij"`` (PyTorch's default, with its warning when not given): the
+    dimensions in the order of the tensors; ``"xy"``: the first two swapped.
+
+    >>> import gradcore as gc
+    >>> xs, ys = gc.meshgrid(gc.tensor([1, 2]), gc.tensor([3, 4, 5]), indexing="xy")
+    >>> xs
+    tensor([[1, 2],
+            [1, 2],
+            [1, 2]])
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass "
+                      "the indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                           f"received: {indexing}")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"meshgrid(): expected Tensors, got {type(t).__name__}")
+        if t._data.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
+                               f"but got a tensor of shape {tuple(t.shape)}")
+        if t.dtype != tensors[0].dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+        if t.device != tensors[0].device:
+            raise RuntimeError("meshgrid expects all tensors to have the same device")
+    positions = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) > 1:
+        positions[0], positions[1] = 1, 0
+    sizes = [0] * len(tensors)
+    for t, p in zip(tensors, positions):
+        sizes[p] = t._data.size
+    grids = []
+    for t, p in zip(tensors, positions):
+        view_shape = [1] * len(tensors)
+        view_shape[p] = -1
+        grids.append(broadcast_to(reshape(t, tuple(view_shape)), tuple(sizes)))
+    return tuple(grids)

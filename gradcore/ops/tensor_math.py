@@ -16,6 +16,7 @@ from ..backend import math_of
 from ..kernels import pointwise as _kernels
 from ..kernels import rows as _rows
 from . import index as _index
+from . import linalg as _linalg
 from . import pointwise as _pw
 from . import reduce as _red
 from . import shape as _shape
@@ -55,6 +56,18 @@ def transpose(x, axes):
 
 def concatenate(xs, axis=0):
     return _shape.cat(xs, axis)
+
+
+def roll(x, shift, axis=None):
+    return _shape.roll(x, shift, axis)
+
+
+def einsum(subscripts, *operands):
+    return _linalg.einsum(subscripts, *operands)
+
+
+def cross(a, b, axis=-1):
+    return _linalg.cross(a, b, dim=axis)
 
 
 def sum(x, axis=None, keepdims=False, dtype=None):  # noqa: A001
@@ -121,6 +134,7 @@ exp, log, sqrt, sin, cos, tanh, sign = (_pw.exp, _pw.log, _pw.sqrt, _pw.sin, _pw
 pow = _pw.pow  # noqa: A001
 maximum, minimum = _pw.maximum, _pw.minimum
 sigmoid, log1p, abs = _pw.sigmoid, _pw.log1p, _pw.abs  # noqa: A001
+floor, trunc = _pw.floor, _pw.trunc
 
 
 def scatter_into_zeros(g, axis, index, shape):
