@@ -601,6 +601,8 @@ class ArrayMath:
         other intervals' elements are gathered by index (cheaper than boolean masks).
         """
         xp = self.xp
+        if _capture_compute is not None and xp is np and type(x) is not np.ndarray:
+            return _capture_compute(self.erf, x)  # (recording: one call of the tape)
         x = xp.asarray(x)
         dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
         flat = x.reshape(-1)
@@ -941,12 +943,13 @@ def is_device_array(obj) -> bool:
 # at each replay instead of reading the values now).
 _capture_read = None
 _capture_check = None
+_capture_compute = None  # given the functions that read values to compute (erf)
 
 
-def set_capture_hooks(read, check) -> None:
+def set_capture_hooks(read, check, compute=None) -> None:
     """Install (or, with None, remove) the hooks of a recording gc.compile."""
-    global _capture_read, _capture_check
-    _capture_read, _capture_check = read, check
+    global _capture_read, _capture_check, _capture_compute
+    _capture_read, _capture_check, _capture_compute = read, check, compute
 
 
 def to_host(arr):

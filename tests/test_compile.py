@@ -464,3 +464,35 @@ def test_benchmark_steps_replay_as_eager(key):
         for a, b in zip(ge, gcs):
             np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert compiled.replays >= 2
+
+
+def test_exact_gelu_on_small_tensors_replays():
+    """erf of a few elements is computed value by value on the host (the C library's
+    erf): the recording takes the whole call as one tape call instead of refusing."""
+    gc.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 1))
+    opt = gc.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    eager_model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 1))
+    eager_model.load_state_dict(model.state_dict())
+    eager_opt = gc.optim.SGD(eager_model.parameters(), lr=0.1)
+    fn = gc.compile(step)
+    xs = [gc.randn(3, 4) for _ in range(5)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        losses = [fn(x).item() for x in xs]
+    expect = []
+    for x in xs:
+        eager_opt.zero_grad()
+        loss = eager_model(x).pow(2).mean()
+        loss.backward()
+        eager_opt.step()
+        expect.append(loss.item())
+    assert losses == expect and fn.replays == 3

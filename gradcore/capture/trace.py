@@ -607,7 +607,7 @@ class Recorder:
         for d, name, value in patches:
             self._patched.append((d, name, d.get(name, _MISSING)))
             d[name] = value
-        backend.set_capture_hooks(_host_array_read, self._check_range)
+        backend.set_capture_hooks(_host_array_read, self._check_range, _host_computed)
         _random._rng = _RandomProxy(_random._rng, _random.seed_generator)
         _random._wrap_stream = _generator_proxy
         _active = self
@@ -754,6 +754,22 @@ class Recorder:
         if isinstance(v, _ndarray):
             return self._describe(v)
         return None if v is _MISSING else ("obj", type(v).__name__)
+
+
+def _host_computed(fn, *args):
+    """``fn(*args)``, a namespace function that reads its input's values on the host to
+    compute (erf of a few elements, through the C library one value at a time), as one
+    tape call: computed on the plain arrays, its result refilled at each replay."""
+    rec = _active
+    pargs = _plain(args)
+    if rec is None or rec.paused:
+        return fn(*pargs)
+    rec.paused = True
+    try:
+        result = fn(*pargs)
+    finally:
+        rec.paused = False
+    return rec.produced(fn, pargs, {}, result)
 
 
 def _watching_backward(run_backward, rec):
