@@ -73,7 +73,11 @@ def test_a_training_step_never_synchronizes(device, opt_name, loss_name):
 
 
 # ops whose output shape depends on the values: CuPy reads the count back too
-SYNC_NEEDED = {"getitem_mask": "a boolean mask's output size is the number of its trues"}
+SYNC_NEEDED = {"getitem_mask": "a boolean mask's output size is the number of its trues",
+               "masked_select": "its output size is the number of the mask's trues",
+               "masked_select_broadcast": "its output size is the number of the mask's trues",
+               "repeat_interleave_counts": "its output size is the sum of the counts "
+                                           "(PyTorch reads it too, unless output_size=)"}
 
 
 def _op_params():

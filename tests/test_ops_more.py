@@ -772,7 +772,8 @@ def test_ops_page_example_runs(capsys):
     for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
         exec(compile(block, "docs/ops.md", "exec"), namespace)
     lines = capsys.readouterr().out.splitlines()
-    assert lines == ["(2, 3) [[0, 2, 1], [1, 2, 0]]", "[1, 2, 0, 1] [1, 3] [1, 0, 1] [0, 1, 2]"]
+    assert lines == ["gradcore.Size([2, 3]) [[0, 2, 1], [1, 2, 0]]",
+                     "[1, 2, 0, 1] [1, 3] [1, 0, 1] [0, 1, 2]"]
 
 
 def test_no_op_here_waits_for_the_device_unless_its_size_depends_on_values(standin):

@@ -510,7 +510,7 @@ def einsum(equation, *operands):
     >>> import gradcore as gc
     >>> a, b = gc.ones(2, 3), gc.ones(3, 4)
     >>> gc.einsum("ij,jk->ik", a, b).shape
-    (2, 4)
+    gradcore.Size([2, 4])
     >>> gc.einsum("ii", gc.eye(3))
     tensor(3.)
     """
