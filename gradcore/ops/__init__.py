@@ -198,25 +198,6 @@ def copy_(x, src):
     return x
 
 
-def _random_fill(x, draw):
-    """Write ``draw(rng, shape)``, values from gradcore's generator, into ``x`` in place
-    (recorded as a fill: no gradient reaches the old values, as PyTorch's in-place
-    random ops)."""
-    values = draw(_random.seed_generator(), tuple(x.shape))
-    index.setitem(x, Ellipsis, x.device.asarray(values, x._data.dtype))
-    return x
-
-
-def normal_(x, mean=0.0, std=1.0, *, generator=None):
-    """Fill with values drawn from the normal distribution N(mean, std**2), in place."""
-    return _random_fill(x, lambda rng, shape: (generator or rng).normal(mean, std, shape))
-
-
-def uniform_(x, from_=0.0, to=1.0, *, generator=None):
-    """Fill with values drawn uniformly from [from_, to), in place."""
-    return _random_fill(x, lambda rng, shape: (generator or rng).uniform(from_, to, shape))
-
-
 # ---- binding ----------
 def _r(fn):
     def reflected(self, other):
@@ -298,8 +279,7 @@ def bind_methods(T) -> None:
                                                else device)),
         # in place
         "zero_": zero_, "fill_": fill_, "copy_": copy_,
-        "normal_": normal_, "uniform_": uniform_,
-    })
+    })  # (the random fills, normal_, uniform_, ..., are bound by gradcore.sampling)
     # in-place variants of exported methods: `add_` runs `add` (`clip_` runs clamp)
     for name in ("add", "sub", "mul", "div", "pow", "clamp", "clip", "neg", "exp", "log",
                  "sqrt", "tanh", "sigmoid", "relu", "abs", "square", "reciprocal", "erf",
