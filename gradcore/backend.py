@@ -329,7 +329,6 @@ class ArrayMath:
     :mod:`gradcore.kernels`, which says where it is declared; either answer is kept.
     """
 
-    tensor_mode = False  # formulas get arrays, not tensors
     device_kernels = False  # whether the kernels are device launches (CUDA only)
     # whether ops may read array values to check them (an index in range, ...): on a GPU
     # that would wait for the device, so only the CPU does

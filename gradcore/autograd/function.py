@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..backend import math_of
 from .grad_mode import no_grad
 from .grad_mode import state as _mode
-from .graph import _FREED, Node, _raise_modified
+from .graph import _FREED, Node, _raise_modified, differentiable
 from .tensor_base import Tensor, _wrap, new_node, zeros
 
 
@@ -63,7 +63,7 @@ def _validate_grad(g, meta, error, F):
                                      f"with {list(shape)}"))
         # create_graph: the tensor ops' sum_to; else g is outside any graph (the engine
         # runs with grad mode off) and its array is summed
-        g = F.sum_to(g, shape) if F.tensor_mode else _wrap(math_of(g._data).sum_to(g._data,
+        g = F.sum_to(g, shape) if differentiable(F) else _wrap(math_of(g._data).sum_to(g._data,
                                                                                     shape))
     if g.dtype != dtype:
         g = g.to(dtype)
@@ -88,7 +88,7 @@ class _FunctionNode(Node):
                 wrapped.append(g)
             else:
                 wrapped.append(g if isinstance(g, Tensor) else _wrap(g))
-        if F.tensor_mode:
+        if differentiable(F):
             result = self.fn_cls.backward(self.ctx, *wrapped)
         else:
             with no_grad():
@@ -123,7 +123,7 @@ class _FunctionNode(Node):
                 continue
             g = _validate_grad(g, meta, lambda msg, i=i: f"Function {self.name()} returned an "
                                f"invalid gradient at index {i} - {msg}", F)
-            out.append(g if F.tensor_mode else g._data)
+            out.append(g if differentiable(F) else g._data)
         return tuple(out)
 
     def name(self):

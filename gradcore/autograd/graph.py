@@ -115,7 +115,7 @@ class Node:
         for t, v in zip(saved, self.versions):
             if t._version != v:
                 _raise_modified(self, t, v)
-        if F.tensor_mode:
+        if F is _tm:  # create_graph=True: the tensors themselves
             return saved
         if len(saved) == 2:  # the common case, without a generator
             return saved[0]._data, saved[1]._data
@@ -129,7 +129,7 @@ class Node:
         data, vc, v, nr = out
         if vc[0] != v:
             _raise_modified(self, None, v, vc[0])
-        if F.tensor_mode:
+        if F is _tm:
             return F.wrap_output(data, self, nr)
         if _mode.releasing and type(data) is _ndarray and data.nbytes >= OFFER_BYTES and \
                 getrefcount(data) == 3:
@@ -216,7 +216,7 @@ def _leaf_accumulate(node, leaf, grad, F, create_graph, owned=False):
     _wrap = _tm.wrap
     with node.lock:  # ``node`` is the leaf's AccumulateGrad
         old = leaf.grad
-        if F.tensor_mode:
+        if F is _tm:
             if old is None:
                 leaf.grad = grad if create_graph else grad.detach()
             else:
@@ -446,10 +446,17 @@ def _accumulate(old, g, owned, g_owned, track_owned):
 
 
 # The differentiable namespace: the module gradcore.ops.tensor_math, which offers an
-# ArrayMath's names as tensor ops (tensor_mode = True), its Tensor class and wrap().
+# ArrayMath's names as tensor ops, its Tensor class and wrap(); a formula's F is this
+# namespace exactly when it builds a differentiable graph (differentiable(F)).
 # The ops set it when they are imported (gradcore's import does); the engine reads it
 # once per backward call, and for the tensor-level work of hooks and leaves.
 _tm = None
+
+
+def differentiable(F) -> bool:
+    """Whether ``F`` is the differentiable namespace (``create_graph=True``): tensors in
+    and out, rather than arrays."""
+    return F is _tm
 
 
 def set_differentiable_namespace(namespace) -> None:
@@ -487,7 +494,7 @@ def _check_nan(node, grads, F):
     for i, g in enumerate(grads):
         if g is None:
             continue
-        arr = g._data if F.tensor_mode else g
+        arr = g._data if F is _tm else g
         m = math_of(arr)
         if m.xp.isnan(arr).any():
             where = getattr(node, "_trace", None)

@@ -22,7 +22,6 @@ from . import reduce as _red
 from . import shape as _shape
 from .activation import erf as _erf
 
-tensor_mode = True
 wrap = _wrap
 
 
