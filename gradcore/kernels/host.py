@@ -91,10 +91,21 @@ def build_host_library(cache_dir: str | os.PathLike | None = None) -> Path:
 
 
 _LIBS: dict[str, ctypes.CDLL] = {}
+_DEFAULT: dict[str, ctypes.CDLL] = {}  # the default cache folder -> its loaded build
 
 
 def host_library(cache_dir: str | os.PathLike | None = None) -> ctypes.CDLL:
-    """The host build of the kernels, loaded with ctypes (built on first use)."""
+    """The host build of the kernels, loaded with ctypes (built on first use).
+
+    Without ``cache_dir`` the build found for the default cache folder is kept for the
+    process: finding it means generating the entry source and asking the compiler its
+    version (about 10 ms), which the CuPy stand-in would otherwise pay on every launch.
+    """
+    if cache_dir is None:
+        lib = _DEFAULT.get(key := str(_cache_root()))
+        if lib is None:
+            lib = _DEFAULT[key] = host_library(key)
+        return lib
     path = str(build_host_library(cache_dir))
     lib = _LIBS.get(path)
     if lib is None:
