@@ -12,7 +12,19 @@ import builtins as _builtins
 import functools as _functools
 import warnings as _warnings
 
-from . import amp, autograd, backend, dtypes, kernels, nn, optim, random, sampling, utils
+from . import (
+    amp,
+    autograd,
+    backend,
+    distributed,
+    dtypes,
+    kernels,
+    nn,
+    optim,
+    random,
+    sampling,
+    utils,
+)
 from ._size import Size
 from .amp import autocast
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled

@@ -10,6 +10,7 @@ unchanged (issue 14's measure); the programs themselves are fetched, not kept he
 
 from __future__ import annotations
 
+import os
 import runpy
 import sys
 
@@ -22,6 +23,7 @@ def main() -> None:
     sys.modules["torch"] = gradcore
     path = sys.argv[1]
     sys.argv = sys.argv[1:]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))  # as `python path` does
     runpy.run_path(path, run_name="__main__")
 
 

@@ -6,7 +6,7 @@
 """
 
 from ..tensor import Parameter
-from . import functional, init
+from . import functional, init, parallel
 from .modules import (
     CELU,
     ELU,
@@ -64,6 +64,7 @@ from .modules import (
     TripletMarginLoss,
     Unflatten,
 )
+from .parallel import DataParallel
 
 __all__ = ["Parameter", "functional", "init", "Module", "Sequential", "ModuleList", "Linear",
            "Embedding", "LayerNorm", "Dropout", "ReLU", "Tanh", "Sigmoid", "GELU", "Softplus",
@@ -74,4 +75,4 @@ __all__ = ["Parameter", "functional", "init", "Module", "Sequential", "ModuleLis
            "Tanhshrink", "Softshrink", "Hardshrink", "PReLU", "GLU", "Softmin", "L1Loss",
            "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss", "CosineEmbeddingLoss",
            "MarginRankingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "TripletMarginLoss",
-           "PairwiseDistance", "CosineSimilarity"]
+           "PairwiseDistance", "CosineSimilarity", "parallel", "DataParallel"]
