@@ -346,22 +346,33 @@ def test_dropout_between_layers_in_training_only():
 
 
 def test_layers_on_each_device_match_the_cpu(device):
+    """The same values and gradients on every device; on the CUDA stand-in, without a
+    host synchronization (padded and packed inputs alike)."""
     gc.manual_seed(0)
     lstm = nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True)
-    gru = nn.GRUCell(3, 4)
-    x = np.random.default_rng(5).standard_normal((2, 5, 3)).astype(np.float32)
+    gru = nn.GRU(3, 4, bidirectional=True)
+    cell = nn.GRUCell(3, 4)
+    x = np.random.default_rng(5).standard_normal((2, 3, 3)).astype(np.float32)
     results = {}
     for dev in ("cpu", device):
-        lstm.to(dev)
-        gru.to(dev)
-        lstm.zero_grad()
-        gru.zero_grad()
+        for m in (lstm, gru, cell):
+            m.to(dev)
+            m.zero_grad()
         xt = gc.tensor(x, device=dev, requires_grad=True)
+        xp = gc.device(dev).xp
+        counting = getattr(xp, "__name__", "") == "cupy_standin"
+        if counting:
+            xp.reset_syncs(log=True)
         out, (h, c) = lstm(xt)
-        cell = gru(xt[:, 0], h[-1])
-        (out.sum() + c.sum() + (cell * cell).sum()).backward()
-        results[dev] = [host(t) for t in (out, h, c, cell, xt.grad)] + \
-            [host(p.grad) for p in list(lstm.parameters()) + list(gru.parameters())]
+        packed = pack_padded_sequence(xt, [3, 2], batch_first=True)
+        packed_out, h_gru = gru(packed)
+        step = cell(xt[:, 0], h[-1])
+        (out.sum() + c.sum() + (step * step).sum() + packed_out.data.sum() +
+         h_gru.sum()).backward()
+        if counting:
+            assert xp.host_syncs() == 0, xp.sync_log()
+        results[dev] = [host(t) for t in (out, h, c, step, packed_out.data, h_gru, xt.grad)]
+        results[dev] += [host(p.grad) for m in (lstm, gru, cell) for p in m.parameters()]
         assert out.device == gc.device(dev)
     for a, b in zip(results["cpu"], results[device]):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
