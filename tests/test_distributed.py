@@ -5,6 +5,7 @@ import pytest
 
 import gradcore as gc
 import gradcore.distributed as dist
+
 from conftest import host, needs_torch
 
 

@@ -76,3 +76,10 @@ __all__ = ["Parameter", "functional", "init", "Module", "Sequential", "ModuleLis
            "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss", "CosineEmbeddingLoss",
            "MarginRankingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "TripletMarginLoss",
            "PairwiseDistance", "CosineSimilarity", "parallel", "DataParallel"]
+
+# recurrent layers (gradcore/nn/rnn.py) and nn.utils (nn.utils.rnn: pad_sequence, packing)
+from . import utils
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+
+__all__ += ["utils", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+            "GRUCell"]

@@ -488,6 +488,8 @@ class SplitBackward0(Node):
     fixed_outputs = False  # one output per piece
 
     def apply(self, F, grads):
+        if self.n_outputs == 1:  # one piece, the whole input: the engine passes its
+            return (grads,)      # gradient alone, not in a list
         ref = next(g for g in grads if g is not None)  # zeros go on its device
         parts = []
         for g, shape in zip(grads, self.shapes_out):
