@@ -317,7 +317,8 @@ class _Encoder:
     as Python's ``json`` writes them) and strings stand for themselves; lists are
     arrays; everything else is an object with one ``$`` tag: ``{"$dict": [[key,
     node], ...]}`` (keys are strings or ints), ``{"$tuple": [...]}``, ``{"$float":
-    "inf" | "-inf" | "nan"}``, ``{"$tensor": name, "device": ..., ...}``.
+    "inf" | "-inf" | "nan"}``, ``{"$tensor": name, "device": ..., ...}``,
+    ``{"$ndarray": name}`` (a NumPy array; ``"scalar": true`` for a NumPy scalar).
     """
 
     def __init__(self, arrays: dict):
@@ -331,6 +332,8 @@ class _Encoder:
             return obj
         if isinstance(obj, Tensor):
             return self._tensor(obj, path)
+        if isinstance(obj, (np.ndarray, np.generic)):
+            return self._ndarray(obj, path)
         if isinstance(obj, int):
             return int(obj)
         if isinstance(obj, float):
@@ -355,8 +358,8 @@ class _Encoder:
             finally:
                 self.open.discard(id(obj))
         raise TypeError(f"gc.save cannot store a {type(obj).__module__}.{type(obj).__name__} "
-                        f"(at {_where(path)}): checkpoints hold tensors, dicts, lists, tuples, "
-                        "ints, floats, bools, strings and None")
+                        f"(at {_where(path)}): checkpoints hold tensors, NumPy arrays and "
+                        "scalars, dicts, lists, tuples, ints, floats, bools, strings and None")
 
     @staticmethod
     def _key(k, path):
@@ -367,18 +370,35 @@ class _Encoder:
         raise TypeError(f"gc.save: dict keys must be strings or ints, got "
                         f"{type(k).__name__} {k!r} at {_where(path)}")
 
+    def _store(self, arr: np.ndarray, path) -> str:
+        """Store ``arr`` under a name made from ``path`` (made unique); the name."""
+        name = ".".join(str(p) for p in path) or "tensor"
+        if name in self.arrays or name == "__metadata__":
+            n = 2
+            while f"{name}#{n}" in self.arrays:
+                n += 1
+            name = f"{name}#{n}"
+        arr = np.require(arr, requirements="C")  # (keeps 0-d)
+        self.arrays[name] = arr.astype(arr.dtype.newbyteorder("<"), copy=False)  # LE
+        return name
+
+    def _ndarray(self, obj, path):
+        """A NumPy array or scalar: stored as its data (loaded back as NumPy, not as a
+        tensor), in the dtypes a checkpoint holds."""
+        arr = np.asarray(obj)
+        if arr.dtype.newbyteorder("<") not in _CODES:
+            raise TypeError(f"gc.save cannot store a NumPy {arr.dtype} array (at "
+                            f"{_where(path)}): checkpoints hold bool, integer and float16/"
+                            "32/64 data")
+        node = {"$ndarray": self._store(arr, path)}
+        if isinstance(obj, np.generic):
+            node["scalar"] = True
+        return node
+
     def _tensor(self, t: Tensor, path):
         name = self.names.get(id(t))
         if name is None:
-            name = ".".join(str(p) for p in path) or "tensor"
-            if name in self.arrays or name == "__metadata__":
-                n = 2
-                while f"{name}#{n}" in self.arrays:
-                    n += 1
-                name = f"{name}#{n}"
-            arr = np.require(np.asarray(to_host(t._data)), requirements="C")  # keeps 0-d
-            arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)  # safetensors: LE
-            self.arrays[name] = arr
+            name = self._store(np.asarray(to_host(t._data)), path)
             self.names[id(t)] = name
             self.keep.append(t)
         node = {"$tensor": name, "device": str(t.device)}
@@ -671,7 +691,7 @@ def _move(t: Tensor, where) -> Tensor:
     return t if dev == t.device else t.to(dev)
 
 
-_TAGS = ("$dict", "$tuple", "$float", "$tensor")
+_TAGS = ("$dict", "$tuple", "$float", "$tensor", "$ndarray")
 
 
 class _Decoder:
@@ -723,7 +743,23 @@ class _Decoder:
             if value not in ("inf", "-inf", "nan"):
                 raise self.bad(f"bad float {value!r:.40}")
             return float(value)
+        if tag == "$ndarray":
+            return self._ndarray(node, value)
         return self._tensor(node, value)
+
+    def _ndarray(self, node, key):
+        if not isinstance(key, str):
+            raise self.bad(f"an array named by a {type(key).__name__}, not a string")
+        arr = self.arrays.get(key)
+        if arr is None:
+            raise CheckpointError(f"{self.name}: the array {key!r} named in its metadata is "
+                                  "not in the file")
+        scalar = node.get("scalar", False)
+        if not isinstance(scalar, bool) or (scalar and arr.ndim):
+            raise self.bad(f"array {key!r:.80} has scalar {scalar!r:.40} with shape "
+                           f"{arr.shape}")
+        arr = arr.astype(arr.dtype.newbyteorder("="))  # (a copy of its own, native order)
+        return arr[()] if scalar else arr
 
     def _tensor(self, node, key):
         if not isinstance(key, str):
