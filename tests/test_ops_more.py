@@ -806,3 +806,22 @@ def test_no_op_here_waits_for_the_device_unless_its_size_depends_on_values(stand
               gc.histc(x, 4, -1, 1), gc.meshgrid(seq, seq, indexing="ij"))
     assert standin.host_syncs() == 0, standin.sync_log()
     assert others[0].device.type == "cuda" and x.grad.device.type == "cuda"
+
+
+@needs_torch
+@pytest.mark.parametrize("decimals", [1, 2, -1, 3])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_round_with_decimals_is_pytorch_s(decimals, dtype):
+    import torch
+
+    x = [1.2345, 15.5, -2.55, 0.125, 2.675, 1e4 + 0.5]
+    a = gc.round(gc.tensor(x, dtype=getattr(gc, dtype)), decimals=decimals)
+    b = torch.round(torch.tensor(x, dtype=getattr(torch, dtype)), decimals=decimals)
+    np.testing.assert_array_equal(host(a), b.numpy())
+    t = gc.tensor(x, requires_grad=True)
+    y = t.round(decimals=decimals)
+    assert y.grad_fn.name() == "RoundBackward1"
+    y.sum().backward()
+    assert not host(t.grad).any()
+    with pytest.raises(NotImplementedError, match="'Long'"):
+        gc.round(gc.tensor([15]), decimals=-1)

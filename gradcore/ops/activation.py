@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from .. import dtypes
 from ..autograd.grad_mode import autocast_blocks as _autocast_blocks
 from ..backend import check_range, math_of
 from ..kernels import Kernel, declare
@@ -267,15 +268,9 @@ def softplus(x, beta=1.0, threshold=20.0):
 # Each forward computes float16 in float32 (as PyTorch does) and each backward is
 # PyTorch's formula (derivatives.yaml and its CPU kernels), including the value it takes
 # at a kink: leaky_relu's slope at 0, elu's alpha at 0, hardtanh's 0 at its bounds ...
-_TORCH_TYPE = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-               "uint8": "Byte", "bool": "Bool", "float16": "Half", "float32": "Float",
-               "float64": "Double"}
-
-
 def _torch_type(dtype) -> str:
     """PyTorch's name of a scalar type (``Long``, ``Float``) in its messages."""
-    name = np.dtype(dtype).name
-    return _TORCH_TYPE.get(name, name)
+    return dtypes.torch_name(np.dtype(dtype))
 
 
 def _float_only(x, kernel: str) -> Tensor:

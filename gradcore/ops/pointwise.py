@@ -1064,10 +1064,34 @@ def ceil(x):
     return _rounding(x, "ceil", CeilBackward0, "ceil")
 
 
+class RoundBackward1(_ZeroGradient):  # (PyTorch's name with decimals)
+    pass
+
+
 @export(torch=True, method=True)
-def round(x):  # noqa: A001 - PyTorch's name
-    """The nearest integer, halves to even (zero gradient)."""
-    return _rounding(x, "rint", RoundBackward0, "round")
+def round(x, *, decimals=0):  # noqa: A001 - PyTorch's name
+    """The nearest integer, halves to even (zero gradient). ``decimals``: round to that
+    many decimal places instead (``rint(x * 10**d) / 10**d``, or ``rint(x / 10**-d) *
+    10**-d`` for negative ``d``, as PyTorch; floating inputs only).
+
+    >>> import gradcore as gc
+    >>> gc.round(gc.tensor([1.2345, 15.5, 25.0]), decimals=-1)
+    tensor([ 0., 20., 20.])
+    """
+    if decimals == 0:
+        return _rounding(x, "rint", RoundBackward0, "round")
+    if not isinstance(x, Tensor):
+        x = as_tensor(x)
+    xd = x._data
+    if xd.dtype.kind != "f":
+        raise NotImplementedError(f"\"round_cpu\" not implemented for "
+                                  f"'{dtypes.torch_name(xd.dtype)}'")
+    m = math_of(xd)
+    xu = xd.astype(np.float32) if xd.dtype == np.float16 else xd  # (half in float)
+    scale = 10.0 ** (decimals if decimals > 0 else -decimals)  # (abs is the op here)
+    out = (m.rint(xu * scale) / scale if decimals > 0 else m.rint(xu / scale) * scale)
+    out = out.astype(xd.dtype, copy=False)
+    return record1(out, RoundBackward1, x) if mode.enabled and x._rg else wrap(out)
 
 
 @export(torch=("trunc", "fix"), method=("trunc", "fix"))
