@@ -127,7 +127,7 @@ def attribute_docstrings(owner) -> dict[str, str]:
             body = ast.parse(inspect.getsource(owner)).body
         else:
             file = _class_file(owner)
-            first, last = _class_spans(file)[owner.__qualname__]
+            first, last = _spans(file)[0][owner.__qualname__]
             source = "".join(linecache.getlines(file)[first - 1:last])
             body = ast.parse(_dedent(source)).body[0].body
     except (OSError, TypeError, KeyError, SyntaxError):
@@ -583,21 +583,23 @@ def _option(options: str, key: str) -> str | None:
     return found.group(1).strip() if found else None
 
 
-def covered(markdown: str) -> set[str]:
-    """The names a page documents, its marker expanded: each directive's (its
-    ``heading`` where it has one) and its class's members shown, and each anchored row."""
+def documented(markdown: str) -> dict[str, str]:
+    """The names a page documents, its marker expanded, each with the anchor (the HTML
+    id) of its entry in the built page: each directive's object (shown under its
+    ``heading`` where it has one) with its class's members shown, and each anchored row.
+    """
     text = expand(markdown)
-    names = set(ANCHOR.findall(text))
+    names = {anchor: anchor for anchor in ANCHOR.findall(text)}
     for found in DIRECTIVE_BLOCK.finditer(text):
         target, options = found.group(1), found.group(2)
         shown = _option(options, "heading") or target
-        names.add(shown)
+        names.setdefault(shown, target)
         members = _option(options, "members")
         obj = resolve(target)
         if inspect.isclass(obj) and members != "false":
             listed = None if members is None else [m.strip() for m in
                                                    members.strip("[]").split(",")]
-            names.update(f"{shown}.{m}" for m in documented_members(obj)
+            names.update((f"{shown}.{m}", f"{target}.{m}") for m in documented_members(obj)
                          if listed is None or m in listed)
     return names
 
@@ -625,7 +627,7 @@ def outside_links_as_paths(markdown: str, page_path: str) -> str:
 
 def on_config(config, **kwargs):
     _teach_griffe_gradcore_modules()
-    _find_classes_lines_once_per_file()
+    _find_lines_once_per_file()
     return config
 
 
@@ -673,50 +675,59 @@ def _teach_griffe_gradcore_modules():
     runtime.ObjectNode.alias_target_path = patched
 
 
-def _find_classes_lines_once_per_file():
-    """griffe asks ``inspect.getsourcelines`` where each class is, which before Python
-    3.13 parses and walks the class's whole file at every call: 340 classes, most of the
-    build's time. This answers from one walk of each file."""
+def _find_lines_once_per_file():
+    """griffe asks ``inspect.getsourcelines`` where each class and function is, which
+    tokenizes the code again at every call (and, before Python 3.13, parses and walks a
+    class's whole file): most of the build's time. This answers from one parse of each
+    file."""
     from griffe._internal.agents import inspector  # noqa: PLC0415
 
     slow = inspector.getsourcelines
     if getattr(slow, "gradcore", False):
         return
-    spans: dict[str, dict[str, tuple[int, int]]] = {}
+    spans: dict[str, tuple[dict, dict]] = {}
 
     def getsourcelines(obj):
-        if inspect.isclass(obj):
+        code = getattr(inspect.unwrap(obj), "__code__", None) if inspect.isroutine(obj) \
+            else None
+        file = code.co_filename if code is not None else None
+        if file is None and inspect.isclass(obj):
             try:
                 file = inspect.getsourcefile(obj)
             except TypeError:
                 file = None
-            if file:
-                if file not in spans:
-                    spans[file] = _class_spans(file)
-                span = spans[file].get(obj.__qualname__)
-                if span:
-                    return linecache.getlines(file)[span[0] - 1:span[1]], span[0]
+        if file and Path(file).is_file():
+            if file not in spans:
+                spans[file] = _spans(file)
+            classes, functions = spans[file]
+            span = (functions.get(code.co_firstlineno) if code is not None
+                    else classes.get(obj.__qualname__))
+            if span:
+                return linecache.getlines(file)[span[0] - 1:span[1]], span[0]
         return slow(obj)
 
     getsourcelines.gradcore = True
     inspector.getsourcelines = getsourcelines
 
 
-def _class_spans(file: str) -> dict[str, tuple[int, int]]:
-    """(first line, last line) of each class of a file, by qualified name."""
-    found = {}
+def _spans(file: str) -> tuple[dict, dict]:
+    """The (first, last) lines of a file's classes, by qualified name, and of its
+    functions, by first line (a decorator's, as ``co_firstlineno``)."""
+    classes, functions = {}, {}
 
     def walk(body, prefix):
         for node in body:
-            if isinstance(node, ast.ClassDef):
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-                found.setdefault(prefix + node.name, (first, node.end_lineno))
-                walk(node.body, f"{prefix}{node.name}.")
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                walk(node.body, f"{prefix}{node.name}.<locals>.")
+                if isinstance(node, ast.ClassDef):
+                    classes.setdefault(prefix + node.name, (first, node.end_lineno))
+                    walk(node.body, f"{prefix}{node.name}.")
+                else:
+                    functions[first] = (first, node.end_lineno)
+                    walk(node.body, f"{prefix}{node.name}.<locals>.")
 
     try:
         walk(ast.parse(Path(file).read_text()).body, "")
     except (OSError, SyntaxError, ValueError):
         pass
-    return found
+    return classes, functions
