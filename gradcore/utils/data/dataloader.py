@@ -331,6 +331,8 @@ class DataLoader(Generic[T_co]):
 
     @property
     def multiprocessing_context(self):
+        """The multiprocessing context for workers (None; settable only with
+        ``num_workers > 0``, as in PyTorch)."""
         return self.__multiprocessing_context
 
     @multiprocessing_context.setter
