@@ -53,7 +53,13 @@ def public(namespace: str) -> list[str]:
         names = [n for n in dir(ref.lookup(namespace)) if not n.startswith("_")]
     else:
         names = ref.public_names(ref.lookup(namespace))
-    return [f"{namespace}.{n}" for n in names]
+    found = [f"{namespace}.{n}" for n in names]
+    for identifier in list(found):  # a submodule without a page is documented on this one
+        obj = ref.lookup(identifier)
+        if inspect.ismodule(obj) and obj.__name__ not in ref.PAGES and \
+                identifier.rsplit(".", 1)[1] not in ref.INTERNAL_MODULES:
+            found += public(identifier)
+    return found
 
 
 def _documented() -> dict[str, str]:
@@ -206,6 +212,14 @@ def test_args_sections_name_the_signatures_parameters():
             d: not a parameter.
         """
     assert _args_documented(inspect.cleandoc(f.__doc__)) == ["a", "b", "d"]
+
+
+def test_the_home_pages_example_prints_what_it_says(capsys):
+    text = (DOCS / "index.md").read_text()
+    (block,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    exec(compile(block, "docs/index.md", "exec"), {})
+    assert capsys.readouterr().out == "tensor([6.])\n"
+    assert "# tensor([6.])" in block
 
 
 # --------------------------------------------------------------------------- the build

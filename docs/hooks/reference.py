@@ -188,9 +188,12 @@ def _section(claims: dict[str, Section], title: str) -> Section:
 
 def _document(namespace: str, names, classify, order, module=None) -> list[Section]:
     """Directives for functions and classes (one per object: a second name of the same
-    object is a row saying whose alias it is), rows for values, in classify's sections."""
+    object is a row saying whose alias it is), rows for values, in classify's sections.
+    A submodule with no page of its own (a new ``gradcore.nn.utils``) gets its names
+    documented here, in a last section of its own."""
     module = module or lookup(namespace)
     claims: dict[str, Section] = {}
+    nested: list[Section] = []
     primary: dict[int, str] = {}
     objs = {n: getattr(module, n) for n in names}
     for name, obj in objs.items():  # the name an object calls itself is its primary one
@@ -201,8 +204,12 @@ def _document(namespace: str, names, classify, order, module=None) -> list[Secti
         ident = f"{namespace}.{name}"
         if inspect.ismodule(obj):
             page = PAGES.get(obj.__name__)
-            section.rows.append((ident, f"`{ident}`", f"[the module's page]({_rel(page)})"
-                                 if page else summary(obj.__doc__)))
+            if page:
+                section.rows.append((ident, f"`{ident}`", f"[the module's page]({_rel(page)})"))
+            else:
+                section.rows.append((ident, f"`{ident}`", f"[below](#{_slug(ident)}): "
+                                     + summary(obj.__doc__)))
+                nested += _document(ident, public_names(obj), _one_section(ident), [])
         elif _defined(obj):
             first = primary.setdefault(id(obj), name)
             if first == name:
@@ -213,7 +220,12 @@ def _document(namespace: str, names, classify, order, module=None) -> list[Secti
                                      f"alias of [`{namespace}.{first}`][{namespace}.{first}]"))
         else:
             section.rows.append((ident, f"`{ident}`", value_doc(name, obj, module)))
-    return _sectioned(order, claims)
+    return _sectioned(order, claims) + nested
+
+
+def _slug(title: str) -> str:
+    """The anchor of a section heading (mkdocs.yml's slugify: GitHub's)."""
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
 
 
 def _target(ident: str, obj) -> str:
@@ -328,6 +340,7 @@ def _gradcore() -> list[Section]:
 
 CUDA_PAGE = ("gradcore.cuda", "gradcore.accelerator", "gradcore.backends")
 
+INPLACE = re.compile(r"^In-place :func:`(\w+)`\.$")  # the in-place variants' docstring
 TENSOR_AUTOGRAD = {"backward", "retain_grad", "register_hook", "requires_grad_", "detach",
                    "detach_"}
 TENSOR_ORDER = ["Attributes", "Autograd", "Conversion, copies, devices and dtypes",
@@ -366,6 +379,12 @@ def _tensor() -> list[Section]:
             _section(claims, "Operations (the functions of gradcore as methods)").rows.append(
                 (ident, f"`Tensor.{name}`",
                  f"[`gradcore.{name}`][gradcore.{name}]: {summary(method.__doc__)}"))
+        elif (inplace := INPLACE.match(method.__doc__ or "")) is not None:
+            # add_ runs add: documented where add is
+            base = inplace.group(1)
+            where = f"gradcore.{base}" if base in gradcore.__all__ else f"gradcore.Tensor.{base}"
+            _section(claims, "In-place operations").rows.append(
+                (ident, f"`Tensor.{name}`", f"[`{where}`][{where}] in place"))
         else:
             module = getattr(method, "__module__", "") or ""
             if module == "gradcore.sampling":
