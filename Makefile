@@ -48,7 +48,7 @@ gpu-bench: $(STAMP)
 # ruff, then the layers of the package ([tool.importlinter] in pyproject.toml), run through
 # the interpreter so that PYTHON=python3 works as well as the virtualenv
 lint: $(STAMP)
-	$(PY) -m ruff check gradcore tests bench
+	$(PY) -m ruff check gradcore tests bench docs/hooks
 	$(PY) -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
 
 # The users' documentation site (mkdocs.yml): docs/ and the API reference made from the

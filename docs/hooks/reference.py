@@ -2,15 +2,16 @@
 
 Each page under ``docs/reference/`` says which namespace it documents with one marker
 line, ``<!-- api: gradcore.nn -->``; :func:`on_page_markdown` replaces the marker with
-the namespace's public names, sorted into sections, as mkdocstrings directives
-(``::: gradcore.nn.Linear``, rendered from the docstrings) and, for values such as dtypes
-and for the Tensor methods that are the functions of the top level, as table rows that
-carry an anchor (``[](){#gradcore.float32}``). A name added to a namespace's ``__all__``
-(a new layer, op or scheduler) appears without editing a page; the section it goes to
-comes from the rules below (a name no rule claims goes to a last "Other" section).
+the namespace's public names, sorted into sections by the rules below, as mkdocstrings
+directives (``::: gradcore.nn.Linear``, rendered from the docstrings) and as table rows
+that carry an anchor (``[](){#gradcore.float32}``): for values (dtypes, ``Tensor.grad``),
+for second names of one object (``gc.clip`` is ``gc.clamp``), and for the Tensor methods
+documented under another name (``Tensor.add`` is ``gc.add``, ``Tensor.add_`` runs it in
+place). A name added to a namespace's ``__all__`` (a new layer, op or scheduler) appears
+without editing a page; a name no rule claims goes to a last "Other" section.
 
-The same functions tell tests/test_api_reference.py what the pages cover, without
-MkDocs installed: this module imports gradcore and nothing of MkDocs.
+:func:`documented` tells tests/test_api_reference.py what the pages hold, without MkDocs:
+this module imports gradcore and nothing of MkDocs (griffe only inside the hooks).
 """
 
 from __future__ import annotations
@@ -106,11 +107,15 @@ def public_names(module) -> list[str]:
     return list(names)
 
 
+ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj|const):`~?\.?([^`]+)`")
+
+
 def summary(doc: str | None) -> str:
-    """A docstring's first paragraph on one line."""
+    """A docstring's first paragraph on one line, for a table cell (reST roles as code,
+    as docs/hooks/markup.py writes them in the entries)."""
     if not doc:
         return ""
-    first = inspect.cleandoc(doc).split("\n\n")[0]
+    first = ROLE.sub(r"``\1``", inspect.cleandoc(doc).split("\n\n")[0])
     return " ".join(first.split()).replace("|", "\\|")
 
 
@@ -119,6 +124,7 @@ def _defined(obj) -> bool:
     return inspect.isroutine(obj) or inspect.isclass(obj)
 
 
+@functools.cache
 def attribute_docstrings(owner) -> dict[str, str]:
     """The attribute docstrings (a string literal right after ``name = ...``) of a module
     or class, read from its source: Python keeps none at run time."""
