@@ -87,13 +87,16 @@ def test_the_modules_of_gradcore_all_have_a_page_or_are_the_implementation():
     for name in gc.__all__:
         module = getattr(gc, name)
         if inspect.ismodule(module):
-            assert module.__name__ in ref.PAGES or name in ref.INTERNAL_MODULES, name
+            assert module.__name__ in ref.PAGES or name in ref.INTERNAL_MODULES, (
+                f"gradcore.{name} is a module in gradcore.__all__: give it a reference page "
+                "(PAGES in docs/hooks/reference.py) or list it in INTERNAL_MODULES there")
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)
 def test_every_public_name_is_on_a_reference_page(namespace):
     missing = [name for name in public(namespace) if name not in DOCUMENTED]
-    assert not missing, f"not on any reference page: {missing}"
+    assert not missing, (f"not on any reference page: {missing} (docs/hooks/reference.py "
+                         "lists a namespace's names on its page)")
 
 
 # ------------------------------------------------------------------------- docstrings
