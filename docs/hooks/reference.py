@@ -434,11 +434,12 @@ NN_RULES = [
     ("Shapes, padding and resampling",
      r"^(Flatten|Unflatten|Upsample|PixelShuffle|PixelUnshuffle|ChannelShuffle)|Pad\dd$"),
     ("Hooks", r"Handle$"),
+    ("Data parallelism", r"Parallel$"),
 ]
 NN_ORDER = ["Base classes", "Containers", "Linear and embedding layers", "Activations",
             "Convolution", "Pooling", "Normalization", "Recurrent layers",
             "Attention and transformers", "Dropout", "Shapes, padding and resampling",
-            "Losses", "Distances", "Hooks", "Other layers", "Namespaces"]
+            "Losses", "Distances", "Data parallelism", "Hooks", "Other layers", "Namespaces"]
 
 
 def _squash(name: str) -> str:
