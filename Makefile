@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?=
 BENCH_FLAGS := --benchmark-only --benchmark-columns=min,median,mean,rounds --benchmark-sort=name
 
-.PHONY: install test gpu-test bench gpu-bench lint demo clean
+.PHONY: install test gpu-test bench gpu-bench lint demo docs clean
 
 install: $(STAMP)
 
@@ -48,8 +48,25 @@ gpu-bench: $(STAMP)
 # ruff, then the layers of the package ([tool.importlinter] in pyproject.toml), run through
 # the interpreter so that PYTHON=python3 works as well as the virtualenv
 lint: $(STAMP)
-	$(PY) -m ruff check gradcore tests bench
+	$(PY) -m ruff check gradcore tests bench docs/hooks
 	$(PY) -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+
+# The users' documentation site (mkdocs.yml): docs/ and the API reference made from the
+# docstrings, built with warnings as errors into site/ (open site/index.html). Installs
+# only the docs extra (MkDocs, Material, mkdocstrings), once.
+ifdef PYTHON
+DOCS_STAMP :=
+else
+DOCS_STAMP := $(VENV)/.docs-installed
+endif
+
+$(VENV)/.docs-installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $@
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
 # The main job: train an MLP on handwritten digits on the best available device, then
 # compare CPU and GPU backward time. With a GPU (nvidia-smi lists one) the matching CuPy
@@ -81,5 +98,5 @@ demo: $(DEMO_STAMP)
 	$(PY) -m gradcore compare
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .benchmarks .hypothesis .ruff_cache
+	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .benchmarks .hypothesis .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -124,14 +124,19 @@ class _Cuda:
 
     @staticmethod
     def is_available() -> bool:  # noqa: A003
+        """Whether a GPU can be used: CuPy imports, a driver answers and a device is
+        there. Never raises."""
         return backend.cuda_is_available()
 
     @staticmethod
     def device_count() -> "builtins.int":  # noqa: F821
+        """The number of usable GPUs (0 without one)."""
         return backend.cuda_device_count()
 
     @staticmethod
     def unavailable_reason():
+        """Why CUDA cannot be used (CuPy missing, no driver, no device), or None when it
+        can. gradcore's own addition to ``torch.cuda``."""
         return backend.cuda_unavailable_reason()
 
     @staticmethod
@@ -141,23 +146,29 @@ class _Cuda:
 
     @staticmethod
     def current_device() -> "builtins.int":  # noqa: F821
+        """The index of the current GPU (where ``"cuda"`` without an index goes)."""
         return backend.cuda_current_device()
 
     @staticmethod
     def set_device(device) -> None:
+        """Make ``device`` (an index, ``"cuda:1"`` or a device) the current GPU."""
         backend.cuda_set_device(device)
 
     @staticmethod
     def get_device_name(device=None) -> str:
+        """The GPU's name, as ``"NVIDIA H100 80GB HBM3"``."""
         return backend.cuda_device_properties(device)["name"]
 
     @staticmethod
     def get_device_capability(device=None) -> tuple:
+        """The GPU's compute capability ``(major, minor)``, as ``(9, 0)``."""
         p = backend.cuda_device_properties(device)
         return (p["major"], p["minor"])
 
     @staticmethod
     def get_device_properties(device=None) -> _DeviceProperties:
+        """The GPU's ``name``, ``major``, ``minor``, ``total_memory`` (bytes) and
+        ``multi_processor_count``, as attributes."""
         return _DeviceProperties(backend.cuda_device_properties(device))
 
     @staticmethod
@@ -186,11 +197,14 @@ class _Cuda:
 
         @staticmethod
         def autocast(enabled=True, dtype=None, cache_enabled=True):
+            """``gc.amp.autocast("cuda", dtype=dtype, enabled=enabled)`` (float16 unless
+            ``dtype`` says otherwise)."""
             return amp.autocast("cuda", dtype=dtype or "float16", enabled=enabled)
 
         @staticmethod
         def GradScaler(init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,  # noqa: N802
                        growth_interval=2000, enabled=True):
+            """``gc.amp.GradScaler("cuda", ...)`` with the same arguments."""
             return amp.GradScaler("cuda", init_scale, growth_factor, backoff_factor,
                                   growth_interval, enabled)
 
@@ -210,6 +224,7 @@ class _Cuda:
 
     @staticmethod
     def initial_seed() -> "builtins.int":  # noqa: F821
+        """The seed the default generator was last seeded with (``gc.initial_seed()``)."""
         return random.initial_seed()
 
     @staticmethod
@@ -219,6 +234,7 @@ class _Cuda:
 
     @staticmethod
     def set_rng_state(new_state, device="cuda") -> None:
+        """Restore the default generator's state from ``get_rng_state()``."""
         random.set_rng_state(new_state)
 
 
@@ -231,6 +247,7 @@ class _Accelerator:
 
     @staticmethod
     def is_available() -> "builtins.bool":  # noqa: F821
+        """Whether a GPU can be used (``gc.cuda.is_available()``)."""
         return backend.cuda_is_available()
 
     @staticmethod
@@ -240,14 +257,17 @@ class _Accelerator:
 
     @staticmethod
     def device_count() -> "builtins.int":  # noqa: F821
+        """The number of usable GPUs (0 without one)."""
         return backend.cuda_device_count()
 
     @staticmethod
     def current_device_index() -> "builtins.int":  # noqa: F821
+        """The index of the current GPU."""
         return backend.cuda_current_device()
 
     @staticmethod
     def synchronize(device=None) -> None:
+        """Wait for the work queued on the GPU; nothing to wait for without one."""
         if backend.cuda_is_available():
             backend.cuda_synchronize(device)
 
@@ -269,7 +289,21 @@ class _Flags:
 
 class _Backends:
     """``gc.backends``: what programs test or set on PyTorch's backends. gradcore has no
-    cuDNN and no MPS (``is_available()`` is False); the flags are accepted."""
+    cuDNN and no MPS (``is_available()`` is False); the flags are accepted.
+
+    Attributes:
+        cudnn: ``benchmark``, ``deterministic``, ``enabled``, ``allow_tf32`` (settable,
+            read nowhere), ``is_available()`` (False), ``version()`` (None).
+        mps: ``is_available()`` and ``is_built()``, both False.
+        cuda: ``matmul.allow_tf32`` and ``matmul.allow_fp16_reduced_precision_reduction``
+            (settable), ``is_built()`` (whether CUDA can be used).
+        mkldnn: ``enabled`` (settable), ``is_available()`` (False).
+        openmp: ``is_available()`` (False).
+
+    >>> import gradcore as gc
+    >>> gc.backends.cudnn.is_available(), gc.backends.mps.is_available()
+    (False, False)
+    """
 
     def __init__(self):
         self.cudnn = _Flags("cudnn", benchmark=False, deterministic=False, enabled=True,
@@ -327,18 +361,22 @@ def result_type(tensor1, tensor2):
 
 
 def is_tensor(obj) -> "builtins.bool":  # noqa: F821
+    """Whether ``obj`` is a gradcore tensor (a ``Parameter`` is one)."""
     return isinstance(obj, Tensor)
 
 
 def numel(t) -> "builtins.int":  # noqa: F821
+    """The number of elements of ``t`` (``t.numel()``)."""
     return t.numel()
 
 
 def clone(t):
+    """A copy of ``t`` with its own memory, differentiable (``t.clone()``)."""
     return t.clone()
 
 
 def detach(t):
+    """``t``'s data cut from the graph, sharing its memory (``t.detach()``)."""
     return t.detach()
 
 

@@ -2,4 +2,5 @@
 
 from .cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # (importing it, as a docs build does, runs nothing)
+    raise SystemExit(main())

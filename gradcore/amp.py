@@ -227,27 +227,35 @@ class GradScaler:
 
     # -- state ------------------------------------------------------------------------
     def get_scale(self) -> float:
+        """The current scale the loss is multiplied by (1.0 when disabled)."""
         return self._scale if self._enabled else 1.0
 
     def get_growth_factor(self) -> float:
+        """What the scale is multiplied by after ``growth_interval`` good steps."""
         return self._growth_factor
 
     def set_growth_factor(self, new_factor: float) -> None:
+        """Set the growth factor."""
         self._growth_factor = float(new_factor)
 
     def get_backoff_factor(self) -> float:
+        """What the scale is multiplied by after a step with an inf or NaN gradient."""
         return self._backoff_factor
 
     def set_backoff_factor(self, new_factor: float) -> None:
+        """Set the backoff factor."""
         self._backoff_factor = float(new_factor)
 
     def get_growth_interval(self) -> int:
+        """The number of steps in a row without inf or NaN after which the scale grows."""
         return self._growth_interval
 
     def set_growth_interval(self, new_interval: int) -> None:
+        """Set the growth interval."""
         self._growth_interval = int(new_interval)
 
     def is_enabled(self) -> bool:
+        """Whether the scaler scales (``enabled=True`` and its device can use it)."""
         return self._enabled
 
     def state_dict(self) -> dict:
@@ -260,6 +268,8 @@ class GradScaler:
                 "_growth_tracker": self._growth_tracker}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the scale, factors, interval and good-step count of ``state_dict()``
+        (nothing when disabled; an empty dict raises)."""
         if not self._enabled:
             return
         if len(state_dict) == 0:

@@ -33,7 +33,12 @@ class CudaUnavailableError(RuntimeError):
 
 
 class Device:
-    """A place where arrays live: ``cpu``, ``cuda`` or ``cuda:N``.
+    """A place where arrays live: ``cpu``, ``cuda`` or ``cuda:N``. Made by
+    ``gc.device("cuda:0")``; equal to its string (``device == "cpu"``).
+
+    Attributes:
+        type: ``"cpu"`` or ``"cuda"``.
+        index: the GPU's index, or None (the CPU, or ``"cuda"`` without one).
 
     >>> Device("cpu")
     device(type='cpu')

@@ -45,6 +45,18 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a tensor, without a copy where none is needed: a tensor of the dtype
+    and device asked is returned as it is, a NumPy array (for the CPU, no dtype given)
+    shares its memory; anything else is copied as by :func:`tensor`.
+
+    >>> import numpy as np
+    >>> import gradcore as gc
+    >>> a = np.zeros(3)
+    >>> t = gc.as_tensor(a)
+    >>> a[0] = 5
+    >>> t
+    tensor([5., 0., 0.], dtype=gradcore.float64)
+    """
     if isinstance(data, Tensor) and dtype is None and device is None:
         return data
     if isinstance(data, np.ndarray) and (device is None or _dev(device).type == "cpu") and \
@@ -366,6 +378,8 @@ def _like(factory):
     def like(t, *, dtype=None, device=None, requires_grad=False):
         return factory(tuple(t.shape), dtype=dtype or t.dtype, device=device or t.device,
                        requires_grad=requires_grad)
+    like.__doc__ = (f"``{factory.__name__}`` of ``t``'s shape, with ``t``'s dtype and device "
+                    "unless ``dtype`` or ``device`` is given.")
     return like
 
 
@@ -401,5 +415,12 @@ def randint_like(input, low=None, high=None, *, generator=None, dtype=None, devi
 
 
 def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """``fill_value`` everywhere in ``t``'s shape, with ``t``'s dtype and device unless
+    ``dtype`` or ``device`` is given.
+
+    >>> import gradcore as gc
+    >>> gc.full_like(gc.zeros(2, dtype=gc.int64), 7)
+    tensor([7, 7])
+    """
     return full(tuple(t.shape), fill_value, dtype=dtype or t.dtype, device=device or t.device,
                 requires_grad=requires_grad)

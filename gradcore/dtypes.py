@@ -18,7 +18,16 @@ __all__ = ["DType", "float16", "float32", "float64", "int32", "int64", "bool_",
 
 
 class DType:
-    """A tensor element type; ``repr`` gives ``gradcore.float32``."""
+    """A tensor element type (``gc.float32``, ``gc.int64``, ...); ``repr`` gives
+    ``gradcore.float32``. Equal to the matching NumPy dtype (``gc.float32 ==
+    np.float32``), which gradcore accepts wherever a dtype is asked for.
+
+    Attributes:
+        name: ``"float32"``.
+        itemsize: the size of one element in bytes.
+        is_floating_point: True for float16, float32 and float64.
+        np: the NumPy dtype that holds the elements.
+    """
 
     __slots__ = ("name", "np", "category", "is_floating_point", "itemsize")
 

@@ -90,26 +90,33 @@ class profile:  # noqa: N801  (a context manager, like torch.profiler.profile)
     # -- what was counted --------------------------------------------------------------
     @property
     def steps(self) -> list[StepStats]:
+        """One ``StepStats`` per step (the block is one step when none is marked)."""
         return list(self._steps)
 
     @property
     def launches(self) -> int:
+        """The kernels launched, over all steps."""
         return sum(s.launches for s in self._steps)
 
     @property
     def bytes_read(self) -> int:
+        """The bytes the kernels read, over all steps."""
         return sum(s.bytes_read for s in self._steps)
 
     @property
     def bytes_written(self) -> int:
+        """The bytes the kernels wrote, over all steps."""
         return sum(s.bytes_written for s in self._steps)
 
     @property
     def bytes(self) -> int:
+        """``bytes_read + bytes_written``."""
         return self.bytes_read + self.bytes_written
 
     @property
     def min_bytes(self) -> int:
+        """The fewest bytes the steps could move: every buffer they touch read once (if
+        read) and written once (if written)."""
         return sum(s.min_bytes for s in self._steps)
 
     def key_averages(self) -> list[KernelStats]:

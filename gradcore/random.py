@@ -166,6 +166,8 @@ def _restored(device, state):
 
 
 default_generator = Generator._default()
+"""The generator every random function draws from when given no ``generator=``
+(``gc.manual_seed`` seeds it), for CPU and GPU tensors alike."""
 
 
 def manual_seed(seed) -> Generator:

@@ -10,7 +10,12 @@ from .tensor_base import Tensor, _wrap, new_node, zeros
 
 
 class FunctionCtx:
-    """What ``forward`` leaves for ``backward``: saved tensors and any attributes."""
+    """What ``forward`` leaves for ``backward``: saved tensors and any attributes.
+
+    ``needs_input_grad`` is a tuple of booleans, one per argument of ``apply``: whether
+    that argument is a tensor that requires grad (``backward`` may return None for the
+    others).
+    """
 
     def __init__(self):
         self._saved = ()
@@ -20,11 +25,17 @@ class FunctionCtx:
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors):
+        """Keep tensors (inputs or outputs, or None) for ``backward``, which reads them
+        from ``saved_tensors``; modifying one in place before then makes that read
+        raise. Call it at most once, in ``forward``."""
         self._saved = tensors
         self._versions = tuple(None if t is None else t._version for t in tensors)
 
     @property
     def saved_tensors(self):
+        """The tensors given to ``save_for_backward``, as a tuple. Raises when the graph
+        has been freed (a second ``backward`` without ``retain_graph=True``) or when one
+        of them was modified in place since."""
         # once the node exists it holds them (node.saved), so that backward frees them
         saved = self._node.saved if getattr(self, "_node", None) is not None else self._saved
         if saved is None:
@@ -35,9 +46,13 @@ class FunctionCtx:
         return saved
 
     def mark_non_differentiable(self, *tensors):
+        """Declare outputs of ``forward`` that have no gradient (indices, masks): they do
+        not require grad, and ``backward`` receives zeros for them."""
         self._non_differentiable.update(id(t) for t in tensors)
 
     def set_materialize_grads(self, value: bool):
+        """With False, ``backward`` receives None (not zeros) for the gradients of
+        outputs that did not take part in the loss."""
         self.materialize_grads = value
 
 
@@ -152,14 +167,22 @@ class Function:
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
+        """Compute the outputs from the arguments (run without recording); save what
+        ``backward`` needs on ``ctx``. Written by the subclass."""
         raise NotImplementedError("subclasses of Function implement forward(ctx, ...)")
 
     @staticmethod
     def backward(ctx, *grads):
+        """Given one gradient per output of ``forward``, return one per argument of
+        ``apply`` (None for an argument that needs none). Written by the subclass; it is
+        recorded when ``create_graph=True``, so it may be differentiated again."""
         raise NotImplementedError("subclasses of Function implement backward(ctx, ...)")
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        """Run ``forward`` on the arguments and, when a tensor among them requires grad
+        (and recording is on), record the call so that ``backward`` gives the gradients.
+        """
         ctx = FunctionCtx()
         tensor_slots = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)

@@ -112,6 +112,8 @@ class set_grad_enabled(_Mode):
 
 
 def is_anomaly_enabled() -> bool:
+    """Whether ``detect_anomaly()`` is on: a backward step that makes NaN then raises,
+    naming the op."""
     return state.anomaly
 
 

@@ -12,7 +12,8 @@ from .tensor_base import Tensor, _wrap, from_data, zeros_like
 
 
 class GradcheckError(RuntimeError):
-    pass
+    """What ``gradcheck`` and ``gradgradcheck`` raise when an analytical gradient and the
+    finite differences disagree (a ``RuntimeError``, as PyTorch's)."""
 
 
 def _host(t):

@@ -46,12 +46,24 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
 
 
 class Node:
-    """Backward function of one op; subclasses implement ``apply(F, grad)``.
+    """A node of the graph: the backward function of one recorded op, what a tensor's
+    ``grad_fn`` is (PyTorch's ``torch.autograd.graph.Node``).
 
-    ``saved`` holds the input tensors the formula needs and ``versions`` their version
-    numbers when saved; ``out`` holds (array, version cell, version) of a saved output.
-    ``shapes`` (input shapes) is set by broadcasting ops: the engine then sums each
-    gradient back to its input's shape with the shared ``sum_to``.
+    ``name()`` says which op (``"MulBackward0"``); ``next_functions`` holds one pair
+    ``(node, output index)`` per input, the node None for an input that needs no
+    gradient, and walks the graph back to the leaves' ``AccumulateGrad`` nodes.
+
+    >>> import gradcore as gc
+    >>> x = gc.ones(2, requires_grad=True)
+    >>> y = (x * 2).sum()
+    >>> y.grad_fn.name(), y.grad_fn.next_functions[0][0].name()
+    ('SumBackward0', 'MulBackward0')
+
+    For the engine: subclasses implement ``apply(F, grad)``. ``saved`` holds the input
+    tensors the formula needs and ``versions`` their version numbers when saved; ``out``
+    holds (array, version cell, version) of a saved output. ``shapes`` (input shapes) is
+    set by broadcasting ops: the engine then sums each gradient back to its input's shape
+    with the shared ``sum_to``.
     """
 
     # Class-level defaults: nodes are made without __init__ by one factory
@@ -91,6 +103,7 @@ class Node:
         return self.next_functions[i][0] is not None
 
     def name(self) -> str:
+        """The node's name: the op's, as PyTorch's (``"MulBackward0"``)."""
         return type(self).__name__
 
     def __repr__(self):

@@ -80,7 +80,14 @@ class Tensor:
 
     # Class-level defaults keep the per-op cost of a new tensor to a few attribute writes.
     grad = _UnsetGrad()  # None until assigned (the warning of a non-leaf's unset .grad)
+    """The gradient ``backward()`` accumulated into this tensor: None until the first
+    backward reaches it (for a leaf that requires grad, or a tensor after
+    ``retain_grad()``); then a tensor of its shape, added to by each backward until set to
+    None (``optimizer.zero_grad()``). Settable."""
     grad_fn = None
+    """The node of the graph that made this tensor (``<MulBackward0 ...>``), None for a
+    leaf: what ``backward()`` starts from. Its ``name()`` and ``next_functions`` walk the
+    graph (``gradcore.autograd.Node``)."""
     _rg = False            # requires_grad
     _out_nr = 0            # which output of grad_fn this tensor is
     _vc = None             # version cell [int], shared with views; made when first needed
@@ -110,6 +117,9 @@ class Tensor:
     # -- autograd state -----------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
+        """Whether operations on this tensor are recorded for ``backward()``. Settable
+        on leaves (floating point ones only); a result requires grad when an input does
+        and recording is on."""
         return self._rg
 
     @requires_grad.setter
@@ -128,11 +138,19 @@ class Tensor:
         self._rg = flag
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place (a leaf's); returns the tensor.
+
+        >>> import gradcore as gc
+        >>> gc.zeros(2).requires_grad_()
+        tensor([0., 0.], requires_grad=True)
+        """
         self.requires_grad = requires_grad
         return self
 
     @property
     def is_leaf(self) -> bool:
+        """True for a tensor no recorded operation made (``grad_fn`` is None): the
+        tensors whose ``.grad`` backward fills."""
         return self.grad_fn is None
 
     @property
@@ -181,6 +199,7 @@ class Tensor:
 
     @property
     def retains_grad(self) -> bool:
+        """True for a non-leaf after ``retain_grad()``: its ``.grad`` is kept."""
         fn = self.grad_fn
         return fn is not None and fn._retains is not None and self._out_nr in fn._retains
 
@@ -210,40 +229,55 @@ class Tensor:
     # -- description ----------------------------------------------------------------------
     @property
     def shape(self) -> Size:
+        """The size of each dimension, a ``gc.Size`` (a tuple); ``size()`` too.
+
+        >>> import gradcore as gc
+        >>> gc.zeros(2, 3).shape
+        gradcore.Size([2, 3])
+        """
         return Size(self._data.shape)
 
     # size(dim) is bound by gradcore.tensor (a dim is parsed as the ops parse one)
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions (0 for a scalar tensor)."""
         return self._data.ndim
 
     def dim(self) -> int:
+        """The number of dimensions (``ndim``; ``ndimension()`` too)."""
         return self._data.ndim
 
     ndimension = dim
 
     def numel(self) -> int:
+        """The number of elements (``nelement()`` too)."""
         return int(self._data.size)
 
     nelement = numel
 
     @property
     def dtype(self) -> dtypes.DType:
+        """The element type, a ``gc.DType`` (``gradcore.float32``)."""
         return dtypes.from_numpy_dtype(self._data.dtype)
 
     @property
     def device(self) -> backend.Device:
+        """Where the data lives, a ``gc.device`` (``device(type='cpu')``,
+        ``device(type='cuda', index=0)``)."""
         return backend.device_of(self._data)
 
     @property
     def is_cuda(self) -> bool:
+        """Whether the data is on a GPU."""
         return self.device.type == "cuda"
 
     def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating point one (float16, float32, float64)."""
         return self._data.dtype.kind == "f"
 
     def element_size(self) -> int:
+        """The size of one element in bytes (``itemsize``)."""
         return self._data.dtype.itemsize
 
     def __len__(self):
@@ -269,6 +303,12 @@ class Tensor:
         return backend.to_host(self._data)
 
     def item(self):
+        """The value of a one-element tensor as a Python number (a host read on a GPU).
+
+        >>> import gradcore as gc
+        >>> gc.tensor([[2.5]]).item()
+        2.5
+        """
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar")
@@ -276,6 +316,7 @@ class Tensor:
             else backend.to_host(self._data).item()
 
     def tolist(self):
+        """The data as nested Python lists of numbers (a number for a 0-d tensor)."""
         return backend.to_host(self._data).tolist()
 
     def __array__(self, dtype=None, copy=None):
@@ -353,6 +394,8 @@ class Tensor:
         return t
 
     def detach_(self) -> Tensor:
+        """Cut this tensor from the graph in place: it becomes a leaf that does not
+        require grad. Views raise (use ``detach()``)."""
         if self._base is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self.grad_fn = None
@@ -384,10 +427,13 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:
+        """The dimensions in reverse order (a view): a matrix's transpose."""
         return self.permute(*reversed(range(self._data.ndim)))
 
     @property
     def mT(self) -> Tensor:
+        """The last two dimensions swapped (a view): the transpose of each matrix of a
+        batch. Needs at least 2 dimensions."""
         if self._data.ndim < 2:
             raise RuntimeError(f"tensor.mT is only supported on matrices or batches of "
                                f"matrices. Got {self._data.ndim}-D tensor.")
@@ -395,10 +441,12 @@ class Tensor:
 
     @property
     def H(self) -> Tensor:
+        """The conjugate transpose: ``T`` (gradcore has no complex dtypes)."""
         return self.T
 
     @property
     def mH(self) -> Tensor:
+        """The conjugate transpose of each matrix: ``mT`` (no complex dtypes)."""
         return self.mT
 
 

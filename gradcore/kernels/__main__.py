@@ -5,4 +5,5 @@ import sys
 
 from .source import main
 
-sys.exit(main())
+if __name__ == "__main__":  # (importing it, as a docs build does, runs nothing)
+    sys.exit(main())

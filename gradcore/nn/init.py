@@ -121,10 +121,12 @@ def constant_(tensor, val):
 
 
 def zeros_(tensor):
+    """Fill ``tensor`` with zeros, in place and without recording a gradient; returns it."""
     return _write(tensor, 0)
 
 
 def ones_(tensor):
+    """Fill ``tensor`` with ones, in place and without recording a gradient; returns it."""
     return _write(tensor, 1)
 
 

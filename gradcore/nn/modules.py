@@ -117,6 +117,7 @@ class RemovableHandle:
         self.extra_dict_ref = tuple(weakref.ref(d) for d in (extra_dict or ()))
 
     def remove(self) -> None:
+        """Unregister the hook (a second call does nothing)."""
         for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
             d = ref()
             if d is not None:
@@ -151,6 +152,8 @@ class Module:
 
     # -- running ----------------------------------------------------------------------
     def forward(self, *args, **kwargs):
+        """The module's computation, written by each subclass. Call the module
+        (``module(x)``) rather than ``forward``: the call runs the hooks too."""
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                                   f'"forward" function')
 
@@ -454,6 +457,7 @@ class Module:
             yield from module.named_modules(memo, sub, remove_duplicate)
 
     def modules(self):
+        """This module and every descendant, depth first (each module once)."""
         for _, module in self.named_modules():
             yield module
 
@@ -466,6 +470,7 @@ class Module:
                 yield name, module
 
     def children(self):
+        """The direct child modules (each once)."""
         for _, module in self.named_children():
             yield module
 
@@ -487,14 +492,18 @@ class Module:
                                        remove_duplicate)
 
     def parameters(self, recurse=True):
+        """Every parameter, in registration order, each once: this module's and (with
+        ``recurse``, the default) its descendants'. What an optimizer takes."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        """``(dotted name, tensor)`` for every buffer (``register_buffer``), each once."""
         yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse,
                                        remove_duplicate)
 
     def buffers(self, recurse=True):
+        """Every buffer (``register_buffer``), each once."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
@@ -516,9 +525,12 @@ class Module:
         return self
 
     def eval(self):
+        """Set evaluation mode here and below (``train(False)``); returns the module."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True):
+        """Set ``requires_grad`` of every parameter (to freeze or unfreeze a part of a
+        model); returns the module."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -594,19 +606,25 @@ class Module:
         return self._apply_to_tensors(convert)
 
     def cpu(self):
+        """Move the parameters and buffers to the CPU, in place; returns the module."""
         return self.to("cpu")
 
     def cuda(self, device=None):
+        """Move the parameters and buffers to a GPU (the current one, or ``device``), in
+        place; returns the module."""
         return self.to("cuda" if device is None else
                        (f"cuda:{device}" if isinstance(device, int) else device))
 
     def float(self):  # noqa: A003
+        """Cast the floating point parameters and buffers to float32, in place."""
         return self.to(dtype=dtypes.float32)
 
     def double(self):
+        """Cast the floating point parameters and buffers to float64, in place."""
         return self.to(dtype=dtypes.float64)
 
     def half(self):
+        """Cast the floating point parameters and buffers to float16, in place."""
         return self.to(dtype=dtypes.float16)
 
     # -- state ------------------------------------------------------------------------
@@ -761,15 +779,19 @@ class Sequential(Module):
         return iter(self._modules.values())
 
     def append(self, module):
+        """Add ``module`` at the end; returns the Sequential."""
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules):
+        """Add the modules of an iterable at the end; returns the Sequential."""
         for module in modules:
             self.append(module)
         return self
 
     def insert(self, index: int, module):
+        """Put ``module`` at position ``index`` (negative counts from the end), the ones from there
+        on moving one place; returns the Sequential."""
         n = len(self._modules)
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
@@ -830,15 +852,18 @@ class ModuleList(Module):
         return self.extend(modules)
 
     def append(self, module):
+        """Add ``module`` at the end; returns the list."""
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules):
+        """Add the modules of an iterable at the end; returns the list."""
         for module in modules:
             self.append(module)
         return self
 
     def insert(self, index: int, module):
+        """Put ``module`` before position ``index``, the ones from there on moving one place."""
         items = list(self._modules.values())
         items.insert(index, module)
         self._modules.clear()
@@ -898,20 +923,25 @@ class ModuleDict(Module):
         return key in self._modules
 
     def clear(self) -> None:
+        """Remove every module."""
         self._modules.clear()
 
     def pop(self, key):
+        """Remove the module under ``key`` and return it."""
         v = self[key]
         del self[key]
         return v
 
     def keys(self):
+        """The names, in insertion order."""
         return self._modules.keys()
 
     def items(self):
+        """``(name, module)`` pairs, in insertion order."""
         return self._modules.items()
 
     def values(self):
+        """The modules, in insertion order."""
         return self._modules.values()
 
     def update(self, modules) -> None:
@@ -996,12 +1026,14 @@ class ParameterList(Module):
         return [key for key in super().__dir__() if not key.isdigit()]
 
     def append(self, value):
+        """Add ``value`` at the end (a tensor becomes a Parameter); returns the list."""
         new_idx = len(self)
         self._size += 1
         self[new_idx] = value
         return self
 
     def extend(self, values):
+        """Add the values of an iterable at the end; returns the list."""
         if not isinstance(values, Iterable) or isinstance(values, Tensor):
             raise TypeError("ParameterList.extend should be called with an iterable, but got "
                             + type(values).__name__)
@@ -1068,23 +1100,28 @@ class ParameterDict(Module):
         return key in self._keys
 
     def copy(self):
+        """A new ParameterDict holding the same parameters (not copies of them)."""
         return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
 
     def setdefault(self, key, default=None):
+        """The parameter under ``key``, after putting ``default`` there when the key is missing."""
         if key not in self:
             self[key] = default
         return self[key]
 
     def clear(self) -> None:
+        """Remove every parameter."""
         for k in self._keys.copy():
             del self[k]
 
     def pop(self, key):
+        """Remove the parameter under ``key`` and return it."""
         v = self[key]
         del self[key]
         return v
 
     def popitem(self):
+        """Remove the last-inserted ``(key, parameter)`` pair and return it."""
         k, _ = self._keys.popitem()
         self._keys[k] = None  # (deleted below through __delitem__)
         val = self[k]
@@ -1092,18 +1129,23 @@ class ParameterDict(Module):
         return k, val
 
     def get(self, key, default=None):
+        """The parameter under ``key``, or ``default`` when there is none."""
         return self[key] if key in self else default
 
     def fromkeys(self, keys, default=None):
+        """A new ParameterDict with ``default`` under each of ``keys``."""
         return ParameterDict((k, default) for k in keys)
 
     def keys(self):
+        """The keys, in insertion order."""
         return self._keys.keys()
 
     def items(self):
+        """``(key, parameter)`` pairs, in insertion order."""
         return ((k, self[k]) for k in self._keys)
 
     def values(self):
+        """The parameters, in insertion order."""
         return (self[k] for k in self._keys)
 
     def update(self, parameters) -> None:
@@ -1188,6 +1230,8 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Initialize the weight and bias again, as the constructor does (Kaiming uniform, bias
+        uniform in ``+-1/sqrt(in_features)``)."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
@@ -1236,6 +1280,8 @@ class Embedding(Module):
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:
+        """Draw the weight again from the standard normal distribution (the ``padding_idx`` row
+        zero)."""
         init.normal_(self.weight)
         self._fill_padding_idx_with_zero()
 
@@ -1247,6 +1293,8 @@ class Embedding(Module):
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
                         norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+        """An Embedding whose weight is ``embeddings`` (a 2-D tensor, ``(num_embeddings,
+        embedding_dim)``), frozen (not requiring grad) unless ``freeze=False``."""
         rows, cols = embeddings.shape
         return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
                    _weight=embeddings, _freeze=freeze)
@@ -1295,6 +1343,7 @@ class LayerNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Set the weight to ones and the bias to zeros again."""
         if self.elementwise_affine:
             init.ones_(self.weight)
             if self.bias is not None:
@@ -1580,6 +1629,7 @@ class PReLU(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Set every slope to ``init`` again."""
         init.constant_(self.weight, self.init)
 
     def forward(self, input):

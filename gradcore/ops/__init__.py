@@ -234,6 +234,29 @@ def _clone(self):
     return _device_ops.clone(self)
 
 
+# the docstrings of the methods bind_methods writes as lambdas (help(gc.Tensor.float))
+_LAMBDA_DOCS = {
+    "where": "``self`` where ``cond`` is true, else ``other``: "
+             "``gc.where(cond, self, other)``.",
+    "expand_as": "``self`` broadcast to ``other``'s shape (a view): "
+                 "``self.expand(other.shape)``.",
+    "view_as": "A view of ``self`` with ``other``'s shape: ``self.view(other.shape)``.",
+    "reshape_as": "``self`` with ``other``'s shape (a view where the memory allows): "
+                  "``self.reshape(other.shape)``.",
+    "float": "``self`` as float32 (itself when it is float32 already); differentiable.",
+    "double": "``self`` as float64 (itself when it is float64 already); differentiable.",
+    "half": "``self`` as float16 (itself when it is float16 already); differentiable.",
+    "long": "``self`` as int64 (itself when it is int64 already).",
+    "int": "``self`` as int32 (itself when it is int32 already).",
+    "bool": "``self`` as bool (itself when it is bool already).",
+    "type_as": "``self`` cast to ``other``'s dtype (itself when it has it already).",
+    "cpu": "``self`` on the CPU: a copy from a GPU, itself when it is on the CPU already; "
+           "differentiable.",
+    "cuda": "``self`` on a GPU (the current one, or ``device``: an index, ``\"cuda:1\"`` or a "
+            "device): a copy, or itself when it is there already; differentiable.",
+}
+
+
 def bind_methods(T) -> None:
     """Make the ops Tensor methods and operators (called once, by gradcore.tensor).
 
@@ -293,6 +316,8 @@ def bind_methods(T) -> None:
     for name, op in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul"),
                      ("__itruediv__", "div"), ("__ipow__", "pow")):
         methods[name] = _inplace_method(name, methods[op])
+    for name, doc in _LAMBDA_DOCS.items():
+        methods[name].__doc__ = doc
     for name, fn in methods.items():
         setattr(T, name, fn)
     T.__hash__ = object.__hash__

@@ -184,6 +184,7 @@ def outer(a, b):
 
 @export(torch=True, method=True)
 def mv(a, b):
+    """Matrix-vector product: ``a`` of shape ``(n, m)`` times ``b`` of shape ``(m,)``."""
     return matmul(a, b)
 
 

@@ -789,6 +789,7 @@ class SinBackward0(Node):
 
 @export(torch=True, method=True)
 def sin(x):
+    """Sine, elementwise (radians)."""
     return _unary(x, "sin", SinBackward0, save_input=True)
 
 
@@ -802,6 +803,7 @@ class CosBackward0(Node):
 
 @export(torch=True, method=True)
 def cos(x):
+    """Cosine, elementwise (radians)."""
     return _unary(x, "cos", CosBackward0, save_input=True)
 
 
@@ -1786,6 +1788,8 @@ def _bitwise(op, fwd):
         except ValueError as exc:
             raise _broadcast_error(op, x, y, exc) from None
     bitwise.__name__ = op
+    bitwise.__doc__ = (f"Elementwise ``{op}`` of integer or bool tensors (or Python ints), "
+                       "with broadcasting; floating dtypes raise. Never tracked.")
     return bitwise
 
 
@@ -1796,11 +1800,14 @@ bitwise_xor = export(torch=True, method=True)(_bitwise("bitwise_xor", lambda x, 
 
 @export(torch=True, method=True)
 def logical_not(x):
+    """``True`` where ``x`` is zero (False), as a bool tensor; never tracked."""
     return wrap(math_of(x._data).logical_not(x._data))
 
 
 @export(torch=True, method=True)
 def bitwise_not(x):
+    """Elementwise ``~x`` of an integer or bool tensor (logical not for bool); floating
+    dtypes raise. Never tracked."""
     if x._data.dtype.kind == "f":
         raise RuntimeError(f"bitwise_not is not implemented for floating dtype {x.dtype!r}")
     return wrap(~x._data)
@@ -1808,16 +1815,25 @@ def bitwise_not(x):
 
 @export(torch=True, method=True)
 def isnan(x):
+    """Where ``x`` is NaN (a bool tensor, never tracked).
+
+    >>> import gradcore as gc
+    >>> gc.tensor([1., float("nan"), float("inf")]).isnan()
+    tensor([False,  True, False])
+    """
     return wrap(math_of(x._data).isnan(x._data))
 
 
 @export(torch=True, method=True)
 def isfinite(x):
+    """Where ``x`` is neither inf nor NaN (a bool tensor, never tracked; all True for
+    integers)."""
     return wrap(math_of(x._data).isfinite(x._data))
 
 
 @export(torch=True, method=True)
 def isinf(x):
+    """Where ``x`` is +inf or -inf (a bool tensor, never tracked)."""
     return wrap(math_of(x._data).isinf(x._data))
 
 

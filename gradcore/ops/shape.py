@@ -227,6 +227,13 @@ def permute(x, *dims):
 
 @export(torch=True, method=True)
 def movedim(x, source, destination):
+    """Move the dimensions ``source`` (an int or a sequence) to the positions
+    ``destination``, the others keeping their order (a view).
+
+    >>> import gradcore as gc
+    >>> gc.zeros(2, 3, 4).movedim(0, -1).shape
+    gradcore.Size([3, 4, 2])
+    """
     nd = x._data.ndim
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)

@@ -227,12 +227,13 @@ class DataLoader(Generic[T_co]):
             :func:`default_collate`).
         pin_memory: accepted (no pinned memory).
         drop_last: drop the last batch when it is short.
-        timeout, worker_init_fn, multiprocessing_context, prefetch_factor,
-            persistent_workers, pin_memory_device, in_order: checked as PyTorch checks
-            them; with no worker process they change nothing (``persistent_workers``
-            keeps one iterator across epochs, as PyTorch does).
         generator: the ``gc.Generator`` that shuffling and each epoch's base seed draw
             from (default: the default generator).
+
+    ``timeout``, ``worker_init_fn``, ``multiprocessing_context``, ``prefetch_factor``,
+    ``persistent_workers``, ``pin_memory_device`` and ``in_order`` are checked as PyTorch
+    checks them; with no worker process they change nothing (``persistent_workers``
+    keeps one iterator across epochs, as PyTorch does).
 
     ``len(loader)`` is the number of batches.
 
@@ -330,6 +331,8 @@ class DataLoader(Generic[T_co]):
 
     @property
     def multiprocessing_context(self):
+        """The multiprocessing context for workers (None; settable only with
+        ``num_workers > 0``, as in PyTorch)."""
         return self.__multiprocessing_context
 
     @multiprocessing_context.setter

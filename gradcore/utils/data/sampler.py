@@ -83,6 +83,8 @@ class RandomSampler(Sampler[int]):
 
     @property
     def num_samples(self) -> int:
+        """The number of indices a pass draws: ``num_samples`` as given, else the
+        dataset's length."""
         # (the dataset's size may change between passes)
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
