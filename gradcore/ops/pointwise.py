@@ -1084,10 +1084,8 @@ def round(x, *, decimals=0):  # noqa: A001 - PyTorch's name
         return _rounding(x, "rint", RoundBackward0, "round")
     if not isinstance(x, Tensor):
         x = as_tensor(x)
+    _floats_only("round", x)
     xd = x._data
-    if xd.dtype.kind != "f":
-        raise NotImplementedError(f"\"round_cpu\" not implemented for "
-                                  f"'{dtypes.torch_name(xd.dtype)}'")
     m = math_of(xd)
     xu = xd.astype(np.float32) if xd.dtype == np.float16 else xd  # (half in float)
     scale = 10.0 ** (decimals if decimals > 0 else -decimals)  # (abs is the op here)
@@ -1114,10 +1112,8 @@ def frac(x):
     """``x - trunc(x)`` (gradient ``g``)."""
     if not isinstance(x, Tensor):
         x = as_tensor(x)
+    _floats_only("frac", x)
     xd = x._data
-    if xd.dtype.kind != "f":
-        raise NotImplementedError(f"\"frac_cpu\" not implemented for "
-                                  f"'{dtypes.torch_name(x.dtype)}'")
     out = xd - math_of(xd).trunc(xd)
     if not (mode.enabled and x._rg):
         return wrap(out)
