@@ -7,6 +7,29 @@
 
 from ..tensor import Parameter
 from . import functional, init
+from .conv import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    Conv1d,
+    Conv2d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    Fold,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    Unfold,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
 from .modules import (
     CELU,
     ELU,
@@ -75,3 +98,8 @@ __all__ = ["Parameter", "functional", "init", "Module", "Sequential", "ModuleLis
            "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss", "CosineEmbeddingLoss",
            "MarginRankingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "TripletMarginLoss",
            "PairwiseDistance", "CosineSimilarity"]
+__all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold",
+            "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
+            "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+            "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
+            "CircularPad2d", "CircularPad3d"]
