@@ -303,6 +303,19 @@ def test_integer_convolutions_match_pytorch():
         torch.tensor(x).int(), torch.tensor(w).int()).numpy())
 
 
+def test_autocast_runs_convolutions_in_the_lower_precision():
+    """conv1d/conv2d/conv_transpose are on autocast's lower-precision list (as in
+    PyTorch); the casts are differentiable, so parameters get float32 gradients."""
+    conv, up = nn.Conv2d(2, 3, 3, padding=1), nn.ConvTranspose1d(2, 3, 2, stride=2)
+    x, x1 = gc.randn(1, 2, 5, 5), gc.randn(1, 2, 4)
+    with gc.autocast("cpu", dtype=gc.float16):
+        y, z = conv(x), up(x1)
+        assert y.dtype == z.dtype == gc.float16
+    (y.float().sum() + z.float().sum()).backward()
+    assert conv.weight.grad.dtype == conv.bias.grad.dtype == up.weight.grad.dtype == gc.float32
+    assert conv(x).dtype == gc.float32
+
+
 # ---- errors: PyTorch's type and words ------------------------------------------------
 def _bad_calls(m):
     """Calls that PyTorch refuses, written over m (gradcore or torch)."""

@@ -169,14 +169,16 @@ def _by_channel(F, b, groups):
     return F.transpose(b, (1, 0, 2, 3)).reshape((groups, c // groups, n * h * w))
 
 
-def _correlate_adjoint(F, b, w, geo):
+def _correlate_adjoint(F, b, w, geo, b2=None):
     """``A^T(b)``: ``b`` (N, Cb, Hb, Wb) to a-space ``(N, Ca, Ha, Wa)``, the columns
-    ``w^T @ b`` summed back into place by col2im."""
+    ``w^T @ b`` summed back into place by col2im (``b2``: ``b`` by channel, when the
+    caller has it)."""
     n, cb, hb, wb = b.shape
     _, cg, kh, kw = w.shape
     groups = geo.groups
     kg = cg * kh * kw
-    b2 = _by_channel(F, b, groups)
+    if b2 is None:
+        b2 = _by_channel(F, b, groups)
     if groups == 1:
         cols = w.reshape((cb, kg)).swapaxes(-1, -2) @ b2.reshape((cb, n * hb * wb))
     else:
@@ -185,15 +187,16 @@ def _correlate_adjoint(F, b, w, geo):
                     geo.dilation, geo.padding, geo.stride, (hb, wb))
 
 
-def _correlate_weight(F, a, b, geo, w_shape):
+def _correlate_weight(F, a, b, geo, w_shape, b2=None):
     """The gradient of ``<b, A_w(a)>`` with respect to ``w``: ``b @ cols(a)^T`` per group,
-    of shape ``w_shape`` (Cb, Ca/G, kh, kw)."""
+    of shape ``w_shape`` (Cb, Ca/G, kh, kw) (``b2`` as :func:`_correlate_adjoint`'s)."""
     cb, cg, kh, kw = w_shape
     groups = geo.groups
     hb, wb = geo.b_size
     cols = F.im2col(a, (kh, kw), geo.dilation, geo.padding, geo.stride, (hb, wb))
     k, length = cols.shape[0], a.shape[0] * hb * wb
-    b2 = _by_channel(F, b, groups)
+    if b2 is None:
+        b2 = _by_channel(F, b, groups)
     if groups == 1:
         gw = b2.reshape((cb, length)) @ cols.reshape((k, length)).swapaxes(-1, -2)
     else:
@@ -238,16 +241,22 @@ def conv_backward(F, g, x, w, geo, transposed, need_x, need_w, need_b):
     """
     g4, x4, w4 = g.reshape(geo.out4), x.reshape(geo.x4), w.reshape(geo.w4)
     gx = gw = gb = None
-    if need_x:  # (C-contiguous, as PyTorch's: callers view gradients)
-        gx = F.ascontiguousarray(_correlate(F, g4, w4, geo)) if transposed else \
-            _correlate_adjoint(F, g4, w4, geo)
-        gx = gx.reshape(x.shape)
+    if transposed:
+        if need_x:  # (C-contiguous, as PyTorch's: callers view gradients)
+            gx = F.ascontiguousarray(_correlate(F, g4, w4, geo)).reshape(x.shape)
+        if need_w:
+            gw = _correlate_weight(F, g4, x4, geo, geo.w4).reshape(w.shape)
+        if need_b:
+            gb = g4.sum(axis=(0, 2, 3))
+        return gx, gw, gb
+    # the gradient by channel, (groups, C_out / groups, N * L), serves all three
+    g2 = _by_channel(F, g4, geo.groups)
+    if need_x:
+        gx = _correlate_adjoint(F, g4, w4, geo, g2).reshape(x.shape)
     if need_w:
-        gw = _correlate_weight(F, g4, x4, geo, geo.w4) if transposed else \
-            _correlate_weight(F, x4, g4, geo, geo.w4)
-        gw = gw.reshape(w.shape)
+        gw = _correlate_weight(F, x4, g4, geo, geo.w4, g2).reshape(w.shape)
     if need_b:
-        gb = g4.sum(axis=(0, 2, 3))
+        gb = g2.sum(axis=-1).reshape((-1,))
     return gx, gw, gb
 
 
