@@ -561,8 +561,8 @@ class _PadBackward(Node):
         if self.steps is None:  # constant
             g = g[self.out_region]
             if self.cropped:
-                g = F.place_into_zeros(g, self.in_region, self.in_shape)
-            return (g,)
+                return (F.place_into_zeros(g, self.in_region, self.in_shape),)
+            return (F.ascontiguousarray(g),)  # (as PyTorch's: callers view gradients)
         for axis, index, shape in reversed(self.steps):
             g = F.index_add_into_zeros(g, (slice(None),) * axis + (index,), shape)
         return (g,)
