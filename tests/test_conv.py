@@ -590,9 +590,26 @@ def test_the_cuda_path_launches_the_window_kernels(standin, monkeypatch):
         if dev == "cuda":
             assert standin.host_syncs() == 0
         results.append([host(t.detach()) for t in (y, x.grad, w.grad)])
-    assert {n.rsplit("_", 1)[0] for n in launched} >= {"im2col", "col2im"}
+    math = gc.device("cuda").math
+    kernels_on = math.device_kernels  # (GRADCORE_CUDA_KERNELS=0 turns them off)
+    assert {n.rsplit("_", 1)[0] for n in launched} >= ({"im2col", "col2im"} if kernels_on
+                                                       else set())
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    # without gradcore's kernels (GRADCORE_CUDA_KERNELS=0, or a failed compile): the
+    # strided twins over the device's arrays
+    math.use_device_kernels(False)
+    try:
+        launched.clear()
+        x = gc.tensor(xs, dtype=gc.float32, device="cuda", requires_grad=True)
+        w = gc.tensor(ws, dtype=gc.float32, device="cuda", requires_grad=True)
+        y = F.conv2d(x, w, stride=2, padding=1)
+        (y * y).sum().backward()
+        assert not launched
+        for a, b in zip(results[0], (y, x.grad, w.grad)):
+            np.testing.assert_allclose(a, host(b.detach()), rtol=1e-5, atol=1e-5)
+    finally:
+        math.use_device_kernels(kernels_on)
 
 
 def test_compiled_convolutional_step_replays_eagers_results():
