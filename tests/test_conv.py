@@ -75,6 +75,9 @@ CONV2D = [
     ((3, 6, 5), (2, 3, 1, 2), dict(groups=1)),  # unbatched
     ((2, 3, 4, 4), (5, 3, 4, 4), dict()),  # the kernel covers the image: one window
     ((0, 3, 4, 4), (5, 3, 2, 2), dict()),  # an empty batch
+    # batches of small images: the CPU's columns take the batch innermost
+    ((8, 3, 5, 4), (4, 3, 3, 2), dict(stride=(1, 2), padding=(2, 1), dilation=(2, 1))),
+    ((6, 4, 4, 5), (6, 2, 3, 3), dict(padding=1, groups=2)),
 ]
 
 
@@ -568,6 +571,47 @@ def test_window_kernels_match_the_twins_bit_for_bit(dtype, host_lib):
             khost.launch_host(f"col2im_{dtype}", [cols, out, *shape], grid, block,
                               lib=host_lib)
             np.testing.assert_array_equal(out, back)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+def test_both_column_orders_give_the_same_windows_and_sums(dtype):
+    """The CPU's two column layouts, batch outside (the kernels') and inside (small
+    images): the same columns, transposed, and col2im's sums bit for bit."""
+    rng = np.random.default_rng(8)
+    for n, c, h, w, kernel, dilation, padding, stride, fewer in GEOMETRIES:
+        windows = tuple(max(1, (s + 2 * p - d * (k - 1) - 1) // st + 1 - fewer) for s, k, d, p, st
+                        in zip((h, w), kernel, dilation, padding, stride))
+        x = rng.standard_normal((n, c, h, w)).astype(dtype)[..., ::-1]  # (non-contiguous)
+        outer = kconv.im2col(np, x, kernel, dilation, padding, stride, windows)
+        inner = kconv.im2col(np, x, kernel, dilation, padding, stride, windows, True)
+        np.testing.assert_array_equal(inner, outer.transpose(0, 2, 1))
+        cols = rng.standard_normal(outer.shape).astype(dtype)
+        back = kconv.col2im(np, cols, (h, w), kernel, dilation, padding, stride, windows)
+        back_inner = kconv.col2im(np, np.ascontiguousarray(cols.transpose(0, 2, 1)), (h, w),
+                                  kernel, dilation, padding, stride, windows, True)
+        assert back_inner.flags.c_contiguous and back_inner.dtype == dtype
+        np.testing.assert_array_equal(back_inner, back)
+
+
+def test_convolutions_in_either_column_order_agree(monkeypatch):
+    """The formulas follow the namespace's order: forward, gradients and second
+    derivatives are the same with the batch outside or inside the columns."""
+    cpu = gc.device("cpu").math
+    rng = np.random.default_rng(9)
+    arrays = [rng.standard_normal(s) for s in [(4, 4, 5, 4), (6, 2, 3, 2), (6,), (6, 2, 2, 2)]]
+    results = []
+    for inner in (False, True):
+        monkeypatch.setattr(cpu, "windows_batch_inner", lambda a, windows: inner,
+                            raising=False)
+        x, w, b, wt = [gc.tensor(a, requires_grad=True) for a in arrays]
+        y = F.conv2d(x, w, b, stride=(2, 1), padding=1, groups=2)
+        z = F.conv_transpose2d(y, wt, stride=2, padding=(1, 0), groups=2)
+        u = gc.tensor(np.random.default_rng(10).standard_normal(tuple(z.shape)))
+        grads = gc.autograd.grad([z], [x, w, wt], [u], create_graph=True)
+        second = gc.autograd.grad([sum((g * g).sum() for g in grads)], [x, w, b, wt])
+        results.append([host(t.detach()) for t in (y, z, *grads, *second)])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
 def test_the_cuda_path_launches_the_window_kernels(standin, monkeypatch):

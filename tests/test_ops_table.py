@@ -433,9 +433,10 @@ OPS = [
     # ---- issue 15: convolutions, their windows, padding (references at the end) ----
     Op("conv2d", lambda m, x, w: m.nn.functional.conv2d(x, w), lambda x, w: _conv2d_np(x, w),
        [((2, 3, 5, 4), (4, 3, 2, 3))]),
+    # (a batch of 4 small images: the CPU's columns take the batch innermost)
     Op("conv2d_bias_stride_padding", lambda m, x, w, b: m.nn.functional.conv2d(
         x, w, b, stride=2, padding=1), lambda x, w, b: _conv2d_np(x, w, b, 2, 1),
-       [((1, 2, 5, 6), (3, 2, 3, 3), (3,))]),
+       [((4, 2, 5, 6), (3, 2, 3, 3), (3,))]),
     Op("conv2d_dilation_groups", lambda m, x, w: m.nn.functional.conv2d(
         x, w, stride=(1, 2), padding=(2, 1), dilation=(2, 1), groups=2),
        lambda x, w: _conv2d_np(x, w, None, (1, 2), (2, 1), (2, 1), 2),

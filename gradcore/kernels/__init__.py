@@ -34,9 +34,10 @@ Where each name is declared:
 * :mod:`.updates`: the optimizers' updates (``sgd_update``, ``adam_update``) and their
   single-kernel steps (``sgd_step``, ``adam_step``, ...);
 * :mod:`.conv`: the convolution's window kernels (``im2col``, ``col2im``: a launch each
-  on a device with kernels, the strided NumPy twin on the CPU) and its formulas
-  (``conv_forward``, ``conv_transpose_forward``, ``conv_backward``: float16 computed in
-  float32 on the CPU).
+  on a device with kernels, the strided NumPy twin on the CPU), the columns' order the
+  namespace prefers (``windows_batch_inner``) and the formulas (``conv_forward``,
+  ``conv_transpose_forward``, ``conv_backward``: float16 computed in float32 on the
+  CPU).
 
 The other modules are machinery: :mod:`.spec` (the declaration forms), :mod:`.source`
 (CUDA C generation and the calling convention), :mod:`.host` (the host build the tests
@@ -220,6 +221,14 @@ def _window(math, name):
     return fn
 
 
+def _windows_order(math, name):
+    """Whether the columns take the batch innermost: the CPU's choice for small images
+    (:func:`.conv.batch_inner_cpu`); a CUDA device's kernels read and write rows."""
+    if math.xp is np:
+        return conv.batch_inner_cpu
+    return lambda a, windows: False
+
+
 def _conv_formula(math, name):
     """A convolution formula over ``math``; on the CPU, float16 computed in float32 and
     rounded once (NumPy's float16 products are not BLAS's: slow and rounded at every
@@ -242,6 +251,7 @@ _PROVIDERS = {
     **dict.fromkeys(updates.ENTRIES, _update),
     **dict.fromkeys(conv.TWINS, _window),
     **dict.fromkeys(conv.FORMULAS, _conv_formula),
+    "windows_batch_inner": _windows_order,
 }
 
 # every name the registry answers: a set that declare() adds to, which the array

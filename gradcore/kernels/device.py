@@ -304,13 +304,14 @@ def _window_values(n, c, h, w, kernel, dilation, padding, stride, windows):
     return [np.int64(v) for v in (n, c, h, w, kh, kw, ph, pw, sh, sw, dh, dw, oh, ow)]
 
 
-def _im2col_kernel(math, twin, x, kernel, dilation, padding, stride, windows):
-    """im2col as one launch, a thread per column element (floating dtypes; the twin over
-    the device's arrays otherwise)."""
+def _im2col_kernel(math, twin, x, kernel, dilation, padding, stride, windows,
+                   batch_inner=False):
+    """im2col as one launch, a thread per column element (floating dtypes, the batch
+    outside; the twin over the device's arrays otherwise)."""
     xp = math.xp
     dtype = x.dtype
-    if dtype_name(dtype) not in DTYPES:
-        return twin(x, kernel, dilation, padding, stride, windows)
+    if dtype_name(dtype) not in DTYPES or batch_inner:
+        return twin(x, kernel, dilation, padding, stride, windows, batch_inner)
     n, c, h, w = x.shape
     (kh, kw), (oh, ow) = kernel, windows
     cols = xp.empty((c * kh * kw, n, oh * ow), dtype=dtype)
@@ -322,13 +323,14 @@ def _im2col_kernel(math, twin, x, kernel, dilation, padding, stride, windows):
     return cols
 
 
-def _col2im_kernel(math, twin, cols, size, kernel, dilation, padding, stride, windows):
+def _col2im_kernel(math, twin, cols, size, kernel, dilation, padding, stride, windows,
+                   batch_inner=False):
     """col2im as one launch, a thread per input element gathering what the columns hold
     for it (no atomics)."""
     xp = math.xp
     dtype = cols.dtype
-    if dtype_name(dtype) not in DTYPES:
-        return twin(cols, size, kernel, dilation, padding, stride, windows)
+    if dtype_name(dtype) not in DTYPES or batch_inner:
+        return twin(cols, size, kernel, dilation, padding, stride, windows, batch_inner)
     k, n, _ = cols.shape
     (kh, kw), (h, w) = kernel, size
     c = k // (kh * kw)

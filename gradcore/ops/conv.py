@@ -90,16 +90,18 @@ class Im2ColBackward0(Node):
         if self.batch_first:  # (N, C*kh*kw, L) as im2col's (C*kh*kw, N, L)
             g = F.transpose(g, (1, 0, 2))
         return (F.col2im(g, self.size, self.kernel, self.dilation, self.padding,
-                         self.stride, self.windows),)
+                         self.stride, self.windows, self.batch_inner),)
 
 
-def im2col(x, kernel, dilation, padding, stride, windows, batch_first=False):
+def im2col(x, kernel, dilation, padding, stride, windows, batch_inner=False,
+           batch_first=False):
     """The sliding windows of ``x`` (N, C, H, W) as columns ``(C*kh*kw, N, oh*ow)``
-    (``batch_first``: ``(N, C*kh*kw, oh*ow)``, ``F.unfold``'s layout); differentiable.
-    Arguments are pairs; ``windows`` is ``(oh, ow)``. (``tensor_math.im2col``.)"""
+    (``batch_inner``: ``(C*kh*kw, oh*ow, N)``; ``batch_first``: ``(N, C*kh*kw, oh*ow)``,
+    ``F.unfold``'s layout); differentiable. Arguments are pairs; ``windows`` is
+    ``(oh, ow)``. (``tensor_math.im2col``.)"""
     xd = x._data
     m = math_of(xd)
-    out = m.im2col(xd, kernel, dilation, padding, stride, windows)
+    out = m.im2col(xd, kernel, dilation, padding, stride, windows, batch_inner)
     if batch_first:
         out = m.ascontiguousarray(m.transpose(out, (1, 0, 2)))
     if not (mode.enabled and x._rg):
@@ -108,7 +110,8 @@ def im2col(x, kernel, dilation, padding, stride, windows, batch_first=False):
     node = t.grad_fn
     node.kernel, node.dilation, node.padding, node.stride, node.windows = \
         kernel, dilation, padding, stride, windows
-    node.size, node.batch_first = tuple(xd.shape[2:]), batch_first
+    node.size, node.batch_inner, node.batch_first = tuple(xd.shape[2:]), batch_inner, \
+        batch_first
     return t
 
 
@@ -119,27 +122,27 @@ class Col2ImBackward0(Node):
 
     def apply(self, F, g):
         cols = F.im2col(g, self.kernel, self.dilation, self.padding, self.stride,
-                        self.windows)
+                        self.windows, self.batch_inner)
         if self.batch_first:
             cols = F.ascontiguousarray(F.transpose(cols, (1, 0, 2)))
         return (cols,)
 
 
-def col2im(cols, size, kernel, dilation, padding, stride, windows, batch_first=False):
-    """The adjoint of :func:`im2col`: columns ``(C*kh*kw, N, oh*ow)`` (``batch_first``:
-    ``(N, C*kh*kw, oh*ow)``) summed into an ``(N, C, H, W)`` image, ``size = (H, W)``;
-    differentiable. (``tensor_math.col2im``.)"""
+def col2im(cols, size, kernel, dilation, padding, stride, windows, batch_inner=False,
+           batch_first=False):
+    """The adjoint of :func:`im2col`: columns (in one of its layouts) summed into an
+    ``(N, C, H, W)`` image, ``size = (H, W)``; differentiable. (``tensor_math.col2im``.)"""
     cd = cols._data
     m = math_of(cd)
     out = m.col2im(m.transpose(cd, (1, 0, 2)) if batch_first else cd, size, kernel,
-                   dilation, padding, stride, windows)
+                   dilation, padding, stride, windows, batch_inner)
     if not (mode.enabled and cols._rg):
         return wrap(out)
     t = record1(out, Col2ImBackward0, cols)
     node = t.grad_fn
     node.kernel, node.dilation, node.padding, node.stride, node.windows = \
         kernel, dilation, padding, stride, windows
-    node.batch_first = batch_first
+    node.batch_inner, node.batch_first = batch_inner, batch_first
     return t
 
 

@@ -228,6 +228,11 @@ def ascontiguousarray(x):
     return x.contiguous()
 
 
+def windows_batch_inner(a, windows):
+    """The columns' order the device of ``a`` prefers (``kernels.conv``)."""
+    return math_of(a._data).windows_batch_inner(a._data, windows)
+
+
 def conv_backward(g, x, w, geometry, transposed, need_x, need_w, need_b):
     return _conv_formulas.conv_backward(_this, g, x, w, geometry, transposed, need_x,
                                         need_w, need_b)
