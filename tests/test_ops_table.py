@@ -430,6 +430,41 @@ OPS = [
     Op("std_mean", lambda m, x: m.std_mean(x, (0, -1), keepdim=True, correction=0)[0] *
        m.std_mean(x, (0, -1), keepdim=True, correction=0)[1],
        lambda x: x.std((0, -1), keepdims=True) * x.mean((0, -1), keepdims=True), M3),
+    # ---- issue 15: convolutions, their windows, padding (references at the end) ----
+    Op("conv2d", lambda m, x, w: m.nn.functional.conv2d(x, w), lambda x, w: _conv2d_np(x, w),
+       [((2, 3, 5, 4), (4, 3, 2, 3))]),
+    # (a batch of 4 small images: the CPU's columns take the batch innermost)
+    Op("conv2d_bias_stride_padding", lambda m, x, w, b: m.nn.functional.conv2d(
+        x, w, b, stride=2, padding=1), lambda x, w, b: _conv2d_np(x, w, b, 2, 1),
+       [((4, 2, 5, 6), (3, 2, 3, 3), (3,))]),
+    Op("conv2d_dilation_groups", lambda m, x, w: m.nn.functional.conv2d(
+        x, w, stride=(1, 2), padding=(2, 1), dilation=(2, 1), groups=2),
+       lambda x, w: _conv2d_np(x, w, None, (1, 2), (2, 1), (2, 1), 2),
+       [((2, 4, 5, 5), (6, 2, 2, 3))]),
+    Op("conv2d_depthwise_same", lambda m, x, w: m.nn.functional.conv2d(x, w, padding="same",
+                                                                      groups=3),
+       lambda x, w: _conv2d_np(x, w, padding=1, groups=3), [((1, 3, 4, 5), (6, 1, 3, 3))]),
+    Op("conv1d", lambda m, x, w, b: m.nn.functional.conv1d(x, w, b, stride=2, padding=1,
+                                                           dilation=2),
+       lambda x, w, b: _conv2d_np(x[:, :, None], w[:, :, None], b, (1, 2), (0, 1),
+                                  (1, 2))[:, :, 0], [((2, 3, 7), (4, 3, 3), (4,))]),
+    Op("conv_transpose2d", lambda m, x, w: m.nn.functional.conv_transpose2d(
+        x, w, stride=2, padding=1, output_padding=1, groups=2),
+       lambda x, w: _conv_transpose2d_np(x, w, 2, 1, 1, 2), [((1, 4, 3, 3), (4, 3, 3, 2))]),
+    Op("unfold", lambda m, x: m.nn.functional.unfold(x, (2, 3), dilation=(1, 2), padding=1,
+                                                     stride=(2, 1)) ** 2,
+       lambda x: _unfold_np(x, (2, 3), (1, 2), (1, 1), (2, 1)) ** 2, [(2, 2, 4, 5)]),
+    Op("fold", lambda m, c: m.nn.functional.fold(c, (3, 4), (2, 3), padding=1,
+                                                 stride=(2, 1)) ** 2,
+       lambda c: _fold_np(c, (3, 4), (2, 3), (1, 1), (1, 1), (2, 1)) ** 2, [(2, 12, 8)]),
+    Op("pad_constant", lambda m, x: m.nn.functional.pad(x, (1, -1, 2, 0), value=0.5) ** 2,
+       lambda x: _pad_np(x, (1, -1, 2, 0), "constant", 0.5) ** 2, [(2, 3, 4)]),
+    Op("pad_reflect", lambda m, x: m.nn.functional.pad(x, (2, 1, 1, 2), mode="reflect") ** 2,
+       lambda x: _pad_np(x, (2, 1, 1, 2), "reflect") ** 2, [(2, 3, 4)]),
+    Op("pad_replicate", lambda m, x: m.nn.functional.pad(x, (3, -1), mode="replicate") ** 2,
+       lambda x: _pad_np(x, (3, -1), "edge") ** 2, [(2, 3, 4)]),
+    Op("pad_circular", lambda m, x: m.nn.functional.pad(x, (1, 2, 2, -1), mode="circular") ** 2,
+       lambda x: _pad_np(x, (1, 2, 2, -1), "wrap") ** 2, [(2, 3, 4)]),
 ]
 
 _SELU_A = 1.6732632423543772848170429916717
@@ -686,3 +721,88 @@ def test_matches_pytorch(op):
                 assert a.grad is None or np.all(host(a.grad) == 0)
                 continue
             np.testing.assert_allclose(host(a.grad), b.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+# ---- NumPy references of issue 15's rows: direct loops over the kernel positions ----
+def _two(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def _conv2d_np(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    (sh, sw), (ph, pw), (dh, dw) = _two(stride), _two(padding), _two(dilation)
+    n, _, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, g * cg:(g + 1) * cg, i * dh:i * dh + sh * (oh - 1) + 1:sh,
+                           j * dw:j * dw + sw * (ow - 1) + 1:sw]
+                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch,
+                                                         w[g * og:(g + 1) * og, :, i, j])
+    return out if b is None else out + b[:, None, None]
+
+
+def _conv_transpose2d_np(x, w, stride, padding, output_padding, groups):
+    (sh, sw), (ph, pw), (oph, opw) = _two(stride), _two(padding), _two(output_padding)
+    n, cin, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    cg = cin // groups
+    oh, ow = (h - 1) * sh - 2 * ph + kh + oph, (wd - 1) * sw - 2 * pw + kw + opw
+    full = np.zeros((n, og * groups, oh + 2 * ph, ow + 2 * pw))
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                full[:, g * og:(g + 1) * og, i:i + sh * (h - 1) + 1:sh,
+                     j:j + sw * (wd - 1) + 1:sw] += np.einsum(
+                    "nchw,co->nohw", x[:, g * cg:(g + 1) * cg], w[g * cg:(g + 1) * cg, :, i, j])
+    return full[:, :, ph:ph + oh, pw:pw + ow]
+
+
+def _windows_np(size, kernel, dilation, padding, stride):
+    return tuple((s + 2 * p - d * (k - 1) - 1) // st + 1
+                 for s, k, d, p, st in zip(size, kernel, dilation, padding, stride))
+
+
+def _unfold_np(x, kernel, dilation, padding, stride):
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = kernel, dilation, padding, stride
+    n, c = x.shape[:2]
+    oh, ow = _windows_np(x.shape[2:], kernel, dilation, padding, stride)
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    rows = [xp[:, ci, i * dh:i * dh + sh * (oh - 1) + 1:sh,
+               j * dw:j * dw + sw * (ow - 1) + 1:sw].reshape(n, -1)
+            for ci in range(c) for i in range(kh) for j in range(kw)]
+    return np.stack(rows, 1)
+
+
+def _fold_np(cols, size, kernel, dilation, padding, stride):
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = kernel, dilation, padding, stride
+    n, k, _ = cols.shape
+    c = k // (kh * kw)
+    oh, ow = _windows_np(size, kernel, dilation, padding, stride)
+    out = np.zeros((n, c, size[0] + 2 * ph, size[1] + 2 * pw))
+    blocks = cols.reshape(n, c, kh, kw, oh, ow)
+    for i in range(kh):
+        for j in range(kw):
+            out[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh,
+                j * dw:j * dw + sw * (ow - 1) + 1:sw] += blocks[:, :, i, j]
+    return out[:, :, ph:ph + size[0], pw:pw + size[1]]
+
+
+def _pad_np(x, pads, mode, value=0.0):
+    """F.pad by NumPy: negative pads crop first, then np.pad (edge: replicate, wrap:
+    circular, which PyTorch wraps around the cropped tensor too)."""
+    crop = [slice(None)] * x.ndim
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pads) // 2):
+        axis = x.ndim - 1 - i
+        left, right = pads[2 * i], pads[2 * i + 1]
+        crop[axis] = slice(max(-left, 0), x.shape[axis] - max(-right, 0))
+        widths[axis] = (max(left, 0), max(right, 0))
+    x = x[tuple(crop)]
+    if mode == "constant":
+        return np.pad(x, widths, constant_values=value)
+    return np.pad(x, widths, mode=mode)

@@ -71,7 +71,11 @@ def _root(arr):
     while True:
         b = arr.base
         if not isinstance(b, _ndarray):
-            return arr
+            # a view made by NumPy's as_strided (the convolution's windows) holds its
+            # operand through a DummyArray, whose own base is the operand
+            b = getattr(b, "base", None)
+            if not isinstance(b, _ndarray):
+                return arr
         arr = b
 
 

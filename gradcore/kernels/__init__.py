@@ -32,7 +32,12 @@ Where each name is declared:
   its row kernel where that applies; the row kernels themselves (softmax, cross-entropy,
   layer_norm, ``mul_sum_rows``) and ``mul_sum_to``'s one-pass form on a device;
 * :mod:`.updates`: the optimizers' updates (``sgd_update``, ``adam_update``) and their
-  single-kernel steps (``sgd_step``, ``adam_step``, ...).
+  single-kernel steps (``sgd_step``, ``adam_step``, ...);
+* :mod:`.conv`: the convolution's window kernels (``im2col``, ``col2im``: a launch each
+  on a device with kernels, the strided NumPy twin on the CPU), the columns' order the
+  namespace prefers (``windows_batch_inner``) and the formulas (``conv_forward``,
+  ``conv_transpose_forward``, ``conv_backward``: float16 computed in float32 on the
+  CPU).
 
 The other modules are machinery: :mod:`.spec` (the declaration forms), :mod:`.source`
 (CUDA C generation and the calling convention), :mod:`.host` (the host build the tests
@@ -46,7 +51,7 @@ import functools
 import numpy as np
 
 from .. import backend
-from . import device, pointwise, rows, twin, updates
+from . import conv, device, pointwise, rows, twin, updates
 from .spec import Kernel
 
 __all__ = ["NAMES", "Kernel", "declare", "implementation", "declarations"]
@@ -207,6 +212,34 @@ def _update(math, name):
     return functools.partial(updates.ENTRIES[name], math)  # math.<step> (above)
 
 
+def _window(math, name):
+    """im2col / col2im: a launch on a device with kernels, else the strided twin over the
+    namespace's arrays."""
+    fn = functools.partial(conv.TWINS[name], math.xp)
+    if math.device_kernels:
+        return device.conv(math, name, fn)
+    return fn
+
+
+def _windows_order(math, name):
+    """Whether the columns take the batch innermost: the CPU's choice for small images
+    (:func:`.conv.batch_inner_cpu`); a CUDA device's kernels read and write rows."""
+    if math.xp is np:
+        return conv.batch_inner_cpu
+    return lambda a, windows: False
+
+
+def _conv_formula(math, name):
+    """A convolution formula over ``math``; on the CPU, float16 computed in float32 and
+    rounded once (NumPy's float16 products are not BLAS's: slow and rounded at every
+    step). A GPU's cuBLAS sums float16 products in float32 itself."""
+    fn, upcast = conv.FORMULAS[name]
+    fn = functools.partial(fn, math)
+    if math.xp is not np:
+        return fn
+    return _upcasting(math, fn, upcast, upcast[0])
+
+
 _PROVIDERS = {
     **dict.fromkeys(pointwise.KERNELS, _pointwise),
     **dict.fromkeys(pointwise.INPLACE_CPU, _inplace),
@@ -216,6 +249,9 @@ _PROVIDERS = {
     "mul_sum_to": _mul_sum_to,
     **dict.fromkeys(updates.UPDATE_KERNELS, _update_step),
     **dict.fromkeys(updates.ENTRIES, _update),
+    **dict.fromkeys(conv.TWINS, _window),
+    **dict.fromkeys(conv.FORMULAS, _conv_formula),
+    "windows_batch_inner": _windows_order,
 }
 
 # every name the registry answers: a set that declare() adds to, which the array
@@ -243,9 +279,10 @@ def declarations() -> dict:
     """Each kernel's declaration by name (a ``Kernel`` or ``Update``, or the NumPy
     function of an update or a row kernel), from the tables as they are now: what
     :mod:`gradcore.profile` counts as one launch. (The formulas of :mod:`.rows` and the
-    forwards of ``pointwise.KEEPING`` are not kernels: they count as what they call.)"""
+    forwards of ``pointwise.KEEPING`` and the convolution formulas are not kernels: they
+    count as what they call.)"""
     return {**pointwise.INPLACE_CPU, **rows.TWINS, **updates.UPDATES,
-            **updates.UPDATE_KERNELS, **pointwise.KERNELS}
+            **updates.UPDATE_KERNELS, **pointwise.KERNELS, **conv.TWINS}
 
 
 def implementation(math, name: str):

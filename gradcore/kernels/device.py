@@ -7,7 +7,8 @@ its namespace to the same formulas over CuPy's own ufuncs (:func:`fall_back`:
 ``math.use_device_kernels(False)``). :func:`pointwise` and :func:`update` wrap a
 declaration as a launcher; the row kernels' launchers (softmax, cross-entropy,
 layer_norm, the unbroadcasting product) are below, each taking the arguments of its
-NumPy twin in :mod:`.rows`.
+NumPy twin in :mod:`.rows`, and the convolution's (im2col, col2im), taking those of
+their twins in :mod:`.conv`.
 """
 
 from __future__ import annotations
@@ -293,6 +294,63 @@ def _mul_sum_to_kernel(math, fallback, g, other, shape):
     rows, cols = split
     out = _mul_sum_rows_kernel(math, g.reshape(rows, cols), other.reshape(rows, cols))
     return out.reshape(shape)
+
+
+# ---- the convolution's window kernels ------------------------------------------------
+def _window_values(n, c, h, w, kernel, dilation, padding, stride, windows):
+    """The shape parameters of im2col and col2im, in their order (CONV_KERNELS)."""
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw), (oh, ow) = kernel, dilation, padding, stride, \
+        windows
+    return [np.int64(v) for v in (n, c, h, w, kh, kw, ph, pw, sh, sw, dh, dw, oh, ow)]
+
+
+def _im2col_kernel(math, twin, x, kernel, dilation, padding, stride, windows,
+                   batch_inner=False):
+    """im2col as one launch, a thread per column element (floating dtypes, the batch
+    outside; the twin over the device's arrays otherwise)."""
+    xp = math.xp
+    dtype = x.dtype
+    if dtype_name(dtype) not in DTYPES or batch_inner:
+        return twin(x, kernel, dilation, padding, stride, windows, batch_inner)
+    n, c, h, w = x.shape
+    (kh, kw), (oh, ow) = kernel, windows
+    cols = xp.empty((c * kh * kw, n, oh * ow), dtype=dtype)
+    if cols.size:
+        launch(math, f"im2col_{dtype_name(dtype)}",
+               [_dense(xp, x, dtype), cols,
+                *_window_values(n, c, h, w, kernel, dilation, padding, stride, windows)],
+               min(-(-cols.size // BLOCK), MAX_GRID), BLOCK)
+    return cols
+
+
+def _col2im_kernel(math, twin, cols, size, kernel, dilation, padding, stride, windows,
+                   batch_inner=False):
+    """col2im as one launch, a thread per input element gathering what the columns hold
+    for it (no atomics)."""
+    xp = math.xp
+    dtype = cols.dtype
+    if dtype_name(dtype) not in DTYPES or batch_inner:
+        return twin(cols, size, kernel, dilation, padding, stride, windows, batch_inner)
+    k, n, _ = cols.shape
+    (kh, kw), (h, w) = kernel, size
+    c = k // (kh * kw)
+    out = xp.empty((n, c, h, w), dtype=dtype)
+    if out.size:
+        launch(math, f"col2im_{dtype_name(dtype)}",
+               [_dense(xp, cols, dtype), out,
+                *_window_values(n, c, h, w, kernel, dilation, padding, stride, windows)],
+               min(-(-out.size // BLOCK), MAX_GRID), BLOCK)
+    return out
+
+
+_CONV_LAUNCHERS = {"im2col": _im2col_kernel, "col2im": _col2im_kernel}
+
+
+def conv(math, name, twin):
+    """Window kernel ``name`` (im2col, col2im) on ``math``'s device: one launch per call
+    for floating dtypes, ``twin`` (the strided formula over the device's arrays) for
+    others."""
+    return with_fallback(math, name, functools.partial(_CONV_LAUNCHERS[name], math, twin))
 
 
 # ---- what the registry (gradcore.kernels) asks for -----------------------------------

@@ -91,22 +91,28 @@ def build_host_library(cache_dir: str | os.PathLike | None = None) -> Path:
 
 
 _LIBS: dict[str, ctypes.CDLL] = {}
-_DEFAULT: dict[str, ctypes.CDLL] = {}  # the default cache folder -> its loaded build
+# the library's path by a key that is cheap to form (the cache folder, the compiler, the
+# sources' sizes and times, the number of kernels): every launch of the CuPy stand-in asks
+# for the library, and build_host_library's hashing, generated entry source and
+# `--version` subprocess cost 14 ms a launch
+_BUILT: dict[tuple, str] = {}
+
+
+def _quick_key(cache_dir) -> tuple:
+    folder = kernels_dir()
+    stats = tuple((name, st.st_mtime_ns, st.st_size) for name in (GENERATED, *HELPERS)
+                  for st in [(folder / name).stat()])
+    root = Path(cache_dir) if cache_dir is not None else _cache_root()
+    return (str(root), _cxx(), str(folder), stats, len(all_kernels()))
 
 
 def host_library(cache_dir: str | os.PathLike | None = None) -> ctypes.CDLL:
-    """The host build of the kernels, loaded with ctypes (built on first use).
-
-    Without ``cache_dir`` the build found for the default cache folder is kept for the
-    process: finding it means generating the entry source and asking the compiler its
-    version (about 10 ms), which the CuPy stand-in would otherwise pay on every launch.
-    """
-    if cache_dir is None:
-        lib = _DEFAULT.get(key := str(_cache_root()))
-        if lib is None:
-            lib = _DEFAULT[key] = host_library(key)
-        return lib
-    path = str(build_host_library(cache_dir))
+    """The host build of the kernels, loaded with ctypes (built on first use; later calls
+    with the same sources find it by a dict lookup)."""
+    key = _quick_key(cache_dir)
+    path = _BUILT.get(key)
+    if path is None:
+        path = _BUILT[key] = str(build_host_library(cache_dir))
     lib = _LIBS.get(path)
     if lib is None:
         lib = _LIBS[path] = ctypes.CDLL(path)

@@ -4,8 +4,9 @@
   C and Python, over arrays that broadcast together (:mod:`.pointwise`);
 * :class:`Update`: an in-place kernel over same-shaped arrays, statements run in order
   (the optimizers' steps, :mod:`.updates`);
-* :class:`RowKernel`: a kernel written by hand in CUDA C (``kernels/gradcore_rows.cuh``)
-  with its NumPy twin beside its declaration (:mod:`.rows`).
+* :class:`RowKernel`: a kernel written by hand in CUDA C (``kernels/gradcore_rows.cuh``,
+  ``kernels/gradcore_conv.cuh``) with its NumPy twin beside its declaration (:mod:`.rows`,
+  :mod:`.conv`).
 
 From a ``Kernel`` or an ``Update`` come its NumPy twin (``compile``), its differentiable
 composite and its CUDA body (:mod:`.source`).
@@ -88,11 +89,13 @@ class Update:
 
 @dataclass(frozen=True)
 class RowKernel:
-    """A hand-written kernel of ``kernels/gradcore_rows.cuh``: its name, its parameters as
-    (kind, name) pairs (kinds as in :func:`signature`, plus "index", a ``const long
-    long*``, and "int", a ``long long``), and whether its threads cooperate through
-    shared memory and ``__syncthreads`` (launched with fibers on the host)."""
+    """A hand-written kernel: its name, its parameters as (kind, name) pairs (kinds as in
+    :func:`signature`, plus "index", a ``const long long*``, and "int", a ``long
+    long``), whether its threads cooperate through shared memory and ``__syncthreads``
+    (launched with fibers on the host), and the header in ``kernels/`` that holds its
+    template (``source``)."""
 
     name: str
     params: tuple[tuple[str, str], ...]
     cooperative: bool = True
+    source: str = "gradcore_rows.cuh"

@@ -7,6 +7,29 @@
 
 from ..tensor import Parameter
 from . import functional, init, parallel
+from .conv import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    Conv1d,
+    Conv2d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    Fold,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    Unfold,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
 from .modules import (
     CELU,
     ELU,
@@ -83,3 +106,8 @@ from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBas
 
 __all__ += ["utils", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
             "GRUCell"]
+__all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold",
+            "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
+            "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+            "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
+            "CircularPad2d", "CircularPad3d"]

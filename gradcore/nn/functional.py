@@ -28,6 +28,7 @@ from ..backend import math_of
 from ..ops import _autocast as _ac
 from ..ops import activation as _act
 from ..ops import apply_inplace
+from ..ops import conv as _conv
 from ..ops import pointwise as _pw
 from ..ops import reduce as _red
 from ..ops._core import Tensor, as_tensor, normalize_dim, wrap
@@ -740,3 +741,10 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     with no_grad():
         out.copy_(_pw.div(input, denom))
     return out
+
+
+# ---- convolutions, their windows, padding (gradcore.ops.conv) ----------
+conv1d, conv2d = _conv.conv1d, _conv.conv2d
+conv_transpose1d, conv_transpose2d = _conv.conv_transpose1d, _conv.conv_transpose2d
+unfold, fold, pad = _conv.unfold, _conv.fold, _conv.pad
+__all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold", "pad"]

@@ -13,8 +13,10 @@ import sys
 
 from ..autograd.tensor_base import Tensor, _new, _wrap
 from ..backend import math_of
+from ..kernels import conv as _conv_formulas
 from ..kernels import pointwise as _kernels
 from ..kernels import rows as _rows
+from . import conv as _conv
 from . import index as _index
 from . import linalg as _linalg
 from . import pointwise as _pw
@@ -215,6 +217,25 @@ def bce_logits_backward(g, x, y, pw, need_x, need_y):
 def gelu_backward_cdf(g, x, cdf):
     """``gelu_backward`` (Phi(x) recomputed from ``x``, differentiably)."""
     return _composites["gelu_backward"](g, x)
+
+
+# The convolution over tensors: its two window primitives as differentiable ops (each
+# one's backward is the other), and its formulas (kernels.conv) over them.
+im2col, col2im = _conv.im2col, _conv.col2im
+
+
+def ascontiguousarray(x):
+    return x.contiguous()
+
+
+def windows_batch_inner(a, windows):
+    """The columns' order the device of ``a`` prefers (``kernels.conv``)."""
+    return math_of(a._data).windows_batch_inner(a._data, windows)
+
+
+def conv_backward(g, x, w, geometry, transposed, need_x, need_w, need_b):
+    return _conv_formulas.conv_backward(_this, g, x, w, geometry, transposed, need_x,
+                                        need_w, need_b)
 
 
 def __getattr__(name):

@@ -736,6 +736,22 @@ def _erf(x):
     return ndarray._new(_np.array(flat, dtype=dtype).reshape(a.shape))
 
 
+class _StrideTricks:
+    """``cupy.lib.stride_tricks``: ``as_strided`` (a view of the same memory, as CuPy's,
+    which does not check bounds either)."""
+
+    @staticmethod
+    def as_strided(x, shape=None, strides=None):
+        return _call(_np.lib.stride_tricks.as_strided, (x, shape, strides), {})
+
+
+class _Lib:
+    stride_tricks = _StrideTricks()
+
+
+lib = _Lib()
+
+
 def scatter_add(a, slices, value):
     add.at(a, slices, value)  # noqa: F821  (defined above by the ufunc loop)
 
