@@ -867,6 +867,11 @@ def _array(data, dtype=None, *args, copy=True, **kwargs):
     out = _np_array(data, dtype, *args, copy=copy, **kwargs)
     rec = _active
     if rec is not None and not rec.paused and type(out) is _ndarray:
+        if out is data and id(_root(out)) in rec._origin:
+            # no copy of a plain view of a traced array (NumPy's own functions, such as
+            # broadcast_to, call np.array(view, copy=None) on the views their dispatch
+            # hands them): the same memory, already known to the tape
+            return out
         return rec.constant(out)  # from Python data or a plain array: a constant
     return out
 

@@ -69,7 +69,10 @@ class Geometry:
 # ---- the twins of the CUDA kernels ------------------------------------------------
 def _as_strided(xp, a, shape, strides):
     # (NumPy's as_strided keeps the operand as the view's base, through which
-    # gc.compile's recording finds what the view reads)
+    # gc.compile's recording finds what the view reads; subok keeps the recording's array
+    # type, so that the copy out of the view is recorded too: CuPy has no subclasses)
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(a, shape, strides, subok=True)
     return xp.lib.stride_tricks.as_strided(a, shape, strides)
 
 

@@ -102,6 +102,18 @@ __all__ = ["Parameter", "functional", "init", "Module", "Sequential", "ModuleLis
 
 # recurrent layers (gradcore/nn/rnn.py) and nn.utils (nn.utils.rnn: pad_sequence, packing)
 from . import utils
+
+# pooling layers (gradcore/nn/pooling.py)
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 
 __all__ += ["utils", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
@@ -111,3 +123,5 @@ __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", 
             "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
             "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
             "CircularPad2d", "CircularPad3d"]
+__all__ += ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
+            "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]

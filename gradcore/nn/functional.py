@@ -748,3 +748,14 @@ conv1d, conv2d = _conv.conv1d, _conv.conv2d
 conv_transpose1d, conv_transpose2d = _conv.conv_transpose1d, _conv.conv_transpose2d
 unfold, fold, pad = _conv.unfold, _conv.fold, _conv.pad
 __all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold", "pad"]
+
+
+# ---- pooling (gradcore.ops.pool) ----------
+from ..ops import pool as _pool  # noqa: E402
+
+max_pool1d, max_pool2d = _pool.max_pool1d, _pool.max_pool2d
+avg_pool1d, avg_pool2d = _pool.avg_pool1d, _pool.avg_pool2d
+adaptive_avg_pool1d, adaptive_avg_pool2d = _pool.adaptive_avg_pool1d, _pool.adaptive_avg_pool2d
+adaptive_max_pool1d, adaptive_max_pool2d = _pool.adaptive_max_pool1d, _pool.adaptive_max_pool2d
+__all__ += ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"]

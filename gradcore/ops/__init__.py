@@ -26,6 +26,7 @@ from . import (
     index,
     linalg,
     pointwise,
+    pool,
     reduce,
     shape,
     tensor_math,

@@ -1,0 +1,151 @@
+"""Pooling layers (``nn.MaxPool1d/2d``, ``nn.AvgPool1d/2d`` and the adaptive pools),
+PyTorch's modules over :mod:`gradcore.ops.pool`.
+
+>>> import gradcore as gc
+>>> from gradcore import nn
+>>> nn.MaxPool2d(2)
+MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)
+>>> nn.AdaptiveAvgPool2d((1, 1))(gc.ones(2, 3, 5, 5)).shape
+gradcore.Size([2, 3, 1, 1])
+"""
+
+from __future__ import annotations
+
+from ..ops import pool as _pool
+from .modules import Module
+
+__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
+           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+
+
+def _single(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,)
+
+
+class _MaxPoolNd(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices: bool = False, ceil_mode: bool = False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+                f", dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool1d(_MaxPoolNd):
+    """The maximum of each window along the last axis (``F.max_pool1d``): input
+    ``(N, C, L)`` or ``(C, L)``."""
+
+    def forward(self, input):
+        return _pool.max_pool1d(input, self.kernel_size, self.stride, self.padding,
+                                self.dilation, ceil_mode=self.ceil_mode,
+                                return_indices=self.return_indices)
+
+
+class MaxPool2d(_MaxPoolNd):
+    """The maximum of each window (``F.max_pool2d``): input ``(N, C, H, W)`` or
+    ``(C, H, W)``; ``stride`` defaults to ``kernel_size``."""
+
+    def forward(self, input):
+        return _pool.max_pool2d(input, self.kernel_size, self.stride, self.padding,
+                                self.dilation, ceil_mode=self.ceil_mode,
+                                return_indices=self.return_indices)
+
+
+class AvgPool1d(Module):
+    """The mean of each window along the last axis (``F.avg_pool1d``)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True):
+        super().__init__()
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding = _single(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input):
+        return _pool.avg_pool1d(input, self.kernel_size, self.stride, self.padding,
+                                self.ceil_mode, self.count_include_pad)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(Module):
+    """The mean of each window (``F.avg_pool2d``: ``count_include_pad``,
+    ``divisor_override``)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input):
+        return _pool.avg_pool2d(input, self.kernel_size, self.stride, self.padding,
+                                self.ceil_mode, self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class _AdaptivePool(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptivePool):
+    """Average pooling to ``output_size`` values along the last axis."""
+
+    def __init__(self, output_size):
+        super().__init__(output_size)
+
+    def forward(self, input):
+        return _pool.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveAvgPool2d(_AdaptivePool):
+    """Average pooling to ``output_size`` (an int, a pair, ``None`` keeping an axis)."""
+
+    def __init__(self, output_size):
+        super().__init__(output_size)
+
+    def forward(self, input):
+        return _pool.adaptive_avg_pool2d(input, self.output_size)
+
+
+class AdaptiveMaxPool1d(_AdaptivePool):
+    """Max pooling to ``output_size`` values along the last axis."""
+
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return _pool.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool2d(_AdaptivePool):
+    """Max pooling to ``output_size`` (an int, a pair, ``None`` keeping an axis)."""
+
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return _pool.adaptive_max_pool2d(input, self.output_size, self.return_indices)

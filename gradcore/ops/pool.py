@@ -1,0 +1,363 @@
+"""Pooling: max, average and adaptive pools over 1-D and 2-D windows (PyTorch's
+``max_pool1d/2d``, ``avg_pool1d/2d``, ``adaptive_avg_pool1d/2d``, ``adaptive_max_pool1d/2d``).
+
+Written over the convolution's window primitive (:func:`gradcore.ops.conv.im2col`, whose
+gradient is ``col2im``, one atomics-free kernel on CUDA): a pool takes the windows as
+columns ``(N, C, kh*kw, L)`` and reduces them. A max pool picks each window's first
+maximum (``argmax`` in the windows' raster order, as PyTorch scans them; a NaN wins) and
+gathers it with ``take_along_dim``, so its gradient reaches that one element, and padding
+is ``-inf``; an average pool sums the windows and divides by PyTorch's count (padding
+included or not, ``divisor_override``). Adaptive pools of sizes that divide the input
+are plain pools; otherwise an average is a product with each axis's averaging matrix,
+and a maximum gathers PyTorch's uneven windows (``floor(i*in/out)`` to
+``ceil((i+1)*in/out)``) by index. Everything is composed of differentiable ops, so
+second derivatives and both devices come from them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes
+from ..backend import math_of
+from . import conv as _conv
+from . import index as _index
+from . import linalg as _linalg
+from . import reduce as _red
+from . import shape as _shape
+from ._core import Tensor, wrap
+from ._export import export
+
+__all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+           "pool_output_size"]
+
+
+def _ints(value, n, name, op):
+    return _conv._ints(value, n, name, op)
+
+
+def pool_output_size(size, kernel, pad, stride, dilation, ceil_mode) -> int:
+    """PyTorch's ``pooling_output_shape``: the windows along one axis."""
+    span = size + 2 * pad - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    out = span // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:  # the last window starts in padding
+        out -= 1
+    return out
+
+
+def _geometry(x, nd, kernel_size, stride, padding, dilation, ceil_mode, op):
+    """The input as ``(N, C, H, W)`` (1-D and unbatched inputs viewed so), its spatial
+    size, and each axis's (kernel, stride, pad, dilation, out), checked as PyTorch."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    if x.ndim not in (nd + 1, nd + 2):
+        if nd == 1:
+            raise RuntimeError(f"{op}: Expected 2D or 3D (batch mode) tensor with optional 0 "
+                               f"dim batch size for input, but got:{list(x.shape)}")
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    k = _ints(kernel_size, nd, "kernel_size", op)
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and not stride) else \
+        _ints(stride, nd, "stride", op)
+    p = _ints(padding, nd, "padding", op)
+    d = _ints(dilation, nd, "dilation", op)
+    for name, v in (("kernel_size", k), ("stride", s), ("padding", p), ("dilation", d)):
+        if len(v) != nd:
+            raise RuntimeError(f"{op}: {name} must either be a single int, or a tuple of "
+                               f"{nd} ints")
+    if any(v == 0 for v in s) or any(v == 0 for v in k):
+        raise RuntimeError("stride should not be zero")
+    if any(v < 0 for v in k + s):
+        raise RuntimeError(f"{op}: kernel_size and stride must be positive, got "
+                           f"kernel_size={list(k)} and stride={list(s)}")
+    if any(v <= 0 for v in d):
+        names = ("dilationH: ", "dilationW: ") if nd == 2 else ("dilation: ",)
+        raise RuntimeError("dilation should be greater than zero, but got " +
+                           " ".join(f"{n}{v}" for n, v in zip(names, d)))
+    for kk, pp, dd in zip(k, p, d):
+        if pp < 0:
+            raise RuntimeError(f"{op}: pad must be non-negative, but got pad: {pp}")
+        if pp > ((kk - 1) * dd + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but "
+                               f"got pad={pp}, kernel_size={kk} and dilation={dd}")
+    batched = x.ndim == nd + 2
+    size = tuple(x.shape[-nd:])
+    out = tuple(pool_output_size(n, kk, pp, ss, dd, ceil_mode)
+                for n, kk, pp, ss, dd in zip(size, k, p, s, d))
+    lead = tuple(x.shape[:-nd])
+    if any(o < 1 for o in out) or (not batched and x.shape[0] == 0) or any(n == 0 for n in size):
+        got = "x".join(str(v) for v in lead[-1:] + size)
+        calc = "x".join(str(v) for v in lead[-1:] + out)
+        raise RuntimeError(f"Given input size: ({got}). Calculated output size: ({calc}). "
+                           "Output size is too small")
+    x4 = x if batched else _shape.unsqueeze(x, 0)
+    if nd == 1:
+        x4 = _shape.unsqueeze(x4, 2)
+        k, s, p, d, out, size = (1,) + k, (1,) + s, (0,) + p, (1,) + d, (1,) + out, \
+            (1,) + size
+    return x4, batched, size, k, s, p, d, out
+
+
+def _right_pad(size, k, s, p, d, out):
+    """The padding past ``p`` that the last (ceil-mode) window reaches, per axis."""
+    return tuple(max(0, (o - 1) * ss + dd * (kk - 1) + 1 - (n + 2 * pp))
+                 for n, kk, ss, pp, dd, o in zip(size, k, s, p, d, out))
+
+
+def _columns(x4, size, k, s, p, d, out, fill):
+    """The windows of ``x4`` as ``(N, C, kh*kw, oh*ow)``, padded with ``fill``."""
+    extra = _right_pad(size, k, s, p, d, out)
+    pad = (p[1], p[1] + extra[1], p[0], p[0] + extra[0])
+    xp = _conv._constant_pad(x4, pad, fill) if any(pad) else x4
+    n, c = x4.shape[0], x4.shape[1]
+    cols = _conv.im2col(_shape.reshape(xp, (n * c, 1) + tuple(xp.shape[2:])), k, d, (0, 0),
+                        s, out, batch_first=True)
+    return _shape.reshape(cols, (n, c, k[0] * k[1], out[0] * out[1]))
+
+
+def _finish(y, x4, batched, nd, out):
+    y = _shape.reshape(y, tuple(x4.shape[:2]) + out)
+    if nd == 1:
+        y = _shape.squeeze(y, 2)
+    return y if batched else _shape.squeeze(y, 0)
+
+
+def _flat_indices(m, arg, size, k, s, p, d, out):
+    """Each output's chosen window element ``arg`` (``(N, C, L)``) as an index into the
+    flattened input plane (PyTorch's ``return_indices``)."""
+    ky, kx = arg // k[1], arg % k[1]
+    oy = m.arange(out[0], dtype=np.int64).reshape(-1, 1) * s[0] - p[0]
+    ox = m.arange(out[1], dtype=np.int64).reshape(1, -1) * s[1] - p[1]
+    row = oy.reshape(1, 1, -1, 1) + ky.reshape(arg.shape[:2] + out) * d[0]
+    col = ox.reshape(1, 1, 1, -1) + kx.reshape(arg.shape[:2] + out) * d[1]
+    return (row * size[1] + col).reshape(arg.shape)
+
+
+def _max_pool(nd, op, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    x4, batched, size, k, s, p, d, out = _geometry(x, nd, kernel_size, stride, padding,
+                                                   dilation, ceil_mode, op)
+    if x4.dtype == dtypes.bool_:
+        raise RuntimeError(f"\"{op}\" not implemented for 'Bool'")
+    fill = -math.inf if x4._data.dtype.kind == "f" else np.iinfo(x4._data.dtype).min
+    cols = _columns(x4, size, k, s, p, d, out, fill)
+    cd = cols._data
+    m = math_of(cd)
+    arg = m.argmax(cd, axis=2)  # the first maximum of each window (a NaN is one)
+    y = _index.take_along_dim(cols, wrap(m.expand_dims(arg, 2)), dim=2)
+    y = _finish(y, x4, batched, nd, out)
+    if not return_indices:
+        return y
+    idx = _flat_indices(m, arg, size, k, s, p, d, out)  # (1-D: the plane is one row)
+    return y, _finish(wrap(idx), x4, batched, nd, out)
+
+
+@export(torch=True)
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """The maximum of each window along the last axis of ``(N, C, L)`` or ``(C, L)``:
+    ``kernel_size``, ``stride`` (default: the kernel size), ``padding`` (``-inf``, at
+    most half the kernel), ``dilation``, ``ceil_mode`` (a last, partial window);
+    ``return_indices`` also returns each maximum's position along the input.
+
+    >>> import gradcore as gc
+    >>> gc.max_pool1d(gc.tensor([[1., 3., 2., 5., 4.]]), 2)
+    tensor([[3., 5.]])
+    """
+    return _max_pool(1, "max_pool1d", input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+@export(torch=True)
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """The maximum of each window of ``(N, C, H, W)`` or ``(C, H, W)``: arguments as
+    :func:`max_pool1d`, an int or a pair each; ``return_indices`` also returns each
+    maximum's index into its flattened ``H x W`` plane (int64), as PyTorch.
+
+    >>> import gradcore as gc
+    >>> gc.max_pool2d(gc.arange(16.).reshape(1, 4, 4), 2)
+    tensor([[[ 5.,  7.],
+             [13., 15.]]])
+    """
+    return _max_pool(2, "max_pool2d", input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def _avg_pool(nd, op, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override):
+    x4, batched, size, k, s, p, d, out = _geometry(x, nd, kernel_size, stride, padding, 1,
+                                                   ceil_mode, op)
+    if x4._data.dtype.kind != "f":
+        raise RuntimeError(f"\"{op}\" not implemented for "
+                           f"'{dtypes.torch_name(x4._data.dtype)}'")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    half = x4.dtype == dtypes.float16  # (summed in float32, as PyTorch's kernels do)
+    cols = _columns(x4.to(dtypes.float32) if half else x4, size, k, s, p, d, out, 0.0)
+    total = _red.sum(cols, 2)
+    if divisor_override is not None:
+        div = np.full(out[0] * out[1], float(divisor_override))
+    else:
+        counts = []
+        for n, kk, ss, pp, o in zip(size, k, s, p, out):
+            start = np.arange(o) * ss - pp
+            end = np.minimum(start + kk, n + pp)  # (windows end at the padding's edge)
+            whole = end - start
+            inside = np.minimum(end, n) - np.maximum(start, 0)
+            counts.append(whole if count_include_pad else inside)
+        div = np.multiply.outer(counts[0], counts[1]).reshape(-1).astype(np.float64)
+    m = math_of(total._data)
+    scale = m.asarray((1.0 / div).astype(total._data.dtype))
+    y = _finish(total * wrap(scale), x4, batched, nd, out)
+    return y.to(dtypes.float16) if half else y
+
+
+@export(torch=True)
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True):
+    """The mean of each window along the last axis of ``(N, C, L)`` or ``(C, L)``; zero
+    padding counts in the mean unless ``count_include_pad=False``.
+
+    >>> import gradcore as gc
+    >>> gc.avg_pool1d(gc.tensor([[1., 3., 2., 6.]]), 2)
+    tensor([[2., 4.]])
+    """
+    return _avg_pool(1, "avg_pool1d", input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None)
+
+
+@export(torch=False)
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):
+    """The mean of each window of ``(N, C, H, W)`` or ``(C, H, W)``: PyTorch's
+    ``count_include_pad`` and ``divisor_override`` (divide every sum by it)."""
+    return _avg_pool(2, "avg_pool2d", input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+# ---- adaptive pools ----------
+def _adaptive_sizes(x, nd, output_size, op):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(x.shape)}" if nd == 2 else
+                           f"{op}: Expected 2D or 3D tensor, but got {list(x.shape)}")
+    if isinstance(output_size, (list, tuple)):
+        if len(output_size) != nd:
+            raise RuntimeError(f"{op}: output_size must be {nd}")
+        sizes = tuple(n if o is None else int(o)
+                      for o, n in zip(output_size, x.shape[-nd:]))
+    else:
+        sizes = (int(output_size),) * nd
+    for i, n in enumerate(x.shape[-nd:]):
+        if n == 0:
+            raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(x.shape)} with "
+                               f"dimension {x.ndim - nd + i} being empty")
+    if any(o < 0 for o in sizes):
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 "
+                           f"but received {list(sizes)}")
+    return sizes
+
+
+def _windows(n, o):
+    """PyTorch's adaptive windows of an axis of ``n`` into ``o``: their starts and ends."""
+    i = np.arange(o)
+    return (i * n) // o, -((-(i + 1) * n) // o)
+
+
+def _averaging(n, o, dtype, m):
+    """The ``(o, n)`` matrix whose rows average PyTorch's adaptive windows."""
+    start, end = _windows(n, o)
+    a = np.zeros((o, n))
+    for r, (b, e) in enumerate(zip(start, end)):
+        a[r, b:e] = 1.0 / (e - b)
+    return wrap(m.asarray(a.astype(dtype)))
+
+
+def _adaptive_avg(nd, op, x, output_size):
+    sizes = _adaptive_sizes(x, nd, output_size, op)
+    if x._data.dtype.kind != "f":
+        raise RuntimeError(f"\"{op}\" not implemented for "
+                           f"'{dtypes.torch_name(x._data.dtype)}'")
+    in_sizes = tuple(x.shape[-nd:])
+    if all(o > 0 and n % o == 0 for n, o in zip(in_sizes, sizes)):
+        k = tuple(n // o for n, o in zip(in_sizes, sizes))
+        return _avg_pool(nd, op, x, k, k, 0, False, True, None)
+    m = math_of(x._data)
+    half = x.dtype == dtypes.float16  # (in float32, as PyTorch's kernels)
+    xs = x.to(dtypes.float32) if half else x
+    dt = xs._data.dtype
+    y = _linalg.matmul(xs, _shape.transpose(_averaging(in_sizes[-1], sizes[-1], dt, m), 0, 1))
+    if nd == 2:
+        y = _linalg.matmul(_averaging(in_sizes[0], sizes[0], dt, m), y)
+    return y.to(dtypes.float16) if half else y
+
+
+@export(torch=True)
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    """Average pooling to ``output_size`` values along the last axis (PyTorch's
+    windows ``floor(i*L/out)`` to ``ceil((i+1)*L/out)``)."""
+    return _adaptive_avg(1, "adaptive_avg_pool1d", input, output_size)
+
+
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    """Average pooling of ``(N, C, H, W)`` or ``(C, H, W)`` to ``output_size`` (an int,
+    a pair; ``None`` keeps that axis)."""
+    return _adaptive_avg(2, "adaptive_avg_pool2d", input, output_size)
+
+
+def _adaptive_max(nd, op, x, output_size, return_indices):
+    sizes = _adaptive_sizes(x, nd, output_size, op)
+    in_sizes = tuple(x.shape[-nd:])
+    if all(o > 0 and n % o == 0 for n, o in zip(in_sizes, sizes)):
+        k = tuple(n // o for n, o in zip(in_sizes, sizes))
+        return _max_pool(nd, op, x, k, k, 0, 1, False, return_indices)
+    m = math_of(x._data)
+    # each axis's windows as index rows of the longest one, the last index repeated (a
+    # repeat is a tie that argmax resolves to its first place: the same element)
+    axes = []
+    for n, o in zip(in_sizes, sizes):
+        start, end = _windows(n, o)
+        width = int((end - start).max())
+        axes.append(np.minimum(start[:, None] + np.arange(width), end[:, None] - 1))
+    if nd == 1:
+        axes.insert(0, np.zeros((1, 1), np.int64))
+    rows, cols = axes
+    lead = tuple(x.shape[:-nd])
+    x2 = _shape.reshape(x, lead + (1,) * (2 - nd) + in_sizes)
+    w = rows.shape[1] * cols.shape[1]
+    flat = (rows[:, None, :, None] * x2.shape[-1] + cols[None, :, None, :]).reshape(
+        rows.shape[0], cols.shape[0], w)  # (oh, ow, kh*kw) into the plane
+    plane = _shape.reshape(x2, lead + (-1,))
+    flat_dev = m.asarray(flat.reshape(1, -1).astype(np.int64))
+    windows = _index.index_select(plane, plane.ndim - 1, wrap(flat_dev.reshape(-1)))
+    windows = _shape.reshape(windows, lead + (rows.shape[0] * cols.shape[0], w))
+    arg = m.argmax(windows._data, axis=-1)
+    y = _index.take_along_dim(windows, wrap(m.expand_dims(arg, -1)), dim=-1)
+    out_shape = lead + ((cols.shape[0],) if nd == 1 else (rows.shape[0], cols.shape[0]))
+    y = _shape.reshape(y, out_shape)
+    if not return_indices:
+        return y
+    chosen = m.take_along_axis(m.asarray(flat.reshape(-1, w)).reshape(
+        (1,) * len(lead) + (-1, w)), m.expand_dims(arg, -1), axis=-1)
+    return y, wrap(chosen.reshape(out_shape).astype(np.int64))
+
+
+@export(torch=True)
+def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
+    """Max pooling to ``output_size`` values along the last axis (PyTorch's adaptive
+    windows); ``return_indices`` also returns the maxima's positions."""
+    return _adaptive_max(1, "adaptive_max_pool1d", input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
+    """Max pooling of ``(N, C, H, W)`` or ``(C, H, W)`` to ``output_size``;
+    ``return_indices`` also returns indices into each flattened plane."""
+    return _adaptive_max(2, "adaptive_max_pool2d", input, output_size, return_indices)
+
