@@ -103,7 +103,8 @@ __all__ = ["Parameter", "functional", "init", "Module", "Sequential", "ModuleLis
 # recurrent layers (gradcore/nn/rnn.py) and nn.utils (nn.utils.rnn: pad_sequence, packing)
 from . import utils
 
-# pooling layers (gradcore/nn/pooling.py)
+# normalization and pooling layers (gradcore/nn/normalization.py, pooling.py)
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -125,3 +126,4 @@ __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", 
             "CircularPad2d", "CircularPad3d"]
 __all__ += ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
             "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+__all__ += ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm"]

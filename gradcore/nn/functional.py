@@ -759,3 +759,82 @@ adaptive_avg_pool1d, adaptive_avg_pool2d = _pool.adaptive_avg_pool1d, _pool.adap
 adaptive_max_pool1d, adaptive_max_pool2d = _pool.adaptive_max_pool1d, _pool.adaptive_max_pool2d
 __all__ += ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
             "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"]
+
+
+# ---- batch and group normalization ----------
+def _channel_shape(input, op):
+    if input.ndim < 2:
+        raise ValueError(f"{op}: expected an input of at least 2 dimensions (N, C, ...), got "
+                         f"{input.ndim}")
+    return (1, input.shape[1]) + (1,) * (input.ndim - 2)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa: A002
+               training=False, momentum=0.1, eps=1e-5):
+    """Batch normalization over ``(N, C, ...)``: each channel normalized by its mean and
+    (biased) variance over the batch and the other dimensions when ``training`` (the
+    running statistics, when given, then move by ``momentum`` towards them, the variance
+    unbiased, in place and without gradient), by ``running_mean``/``running_var``
+    otherwise; then ``weight`` and ``bias`` per channel. float16 is computed in float32.
+
+    >>> import gradcore as gc
+    >>> x = gc.tensor([[1.0, 2.0], [3.0, 6.0]])
+    >>> rm, rv = gc.zeros(2), gc.ones(2)
+    >>> batch_norm(x, rm, rv, training=True, eps=0.0)
+    tensor([[-1., -1.],
+            [ 1.,  1.]])
+    >>> rm, rv
+    (tensor([0.2000, 0.4000]), tensor([1.1000, 1.7000]))
+    """
+    shape = _channel_shape(input, "batch_norm")
+    half = input.dtype == dtypes.float16
+    x = input.to(dtypes.float32) if half else input
+    axes = (0,) + tuple(range(2, x.ndim))
+    if training:
+        n = x.numel() // x.shape[1] if x.shape[1] else 0
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got "
+                             f"input size {input.shape}")
+        mean = x.mean(axes, keepdim=True)
+        xc = x - mean
+        var = (xc * xc).mean(axes, keepdim=True)
+        with no_grad():
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(
+                    mean.detach().reshape(-1).to(running_mean.dtype) * momentum)
+            if running_var is not None:
+                unbiased = var.detach().reshape(-1) * (n / (n - 1))
+                running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+        y = xc * (var + eps).rsqrt()
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var are needed when not "
+                             "training")
+        y = (x - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y.to(dtypes.float16) if half else y
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    """Group normalization: the channels of ``(N, C, ...)`` split into ``num_groups``
+    groups, each normalized over its channels and the other dimensions (layer norm of
+    ``(N, G, -1)``), then ``weight`` and ``bias`` per channel."""
+    shape = _channel_shape(input, "group_norm")
+    n, c = input.shape[0], input.shape[1]
+    if num_groups <= 0 or c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    grouped = input.reshape(n, num_groups, -1)
+    y = layer_norm(grouped, (grouped.shape[-1],), eps=eps).reshape(input.shape)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+__all__ += ["batch_norm", "group_norm"]

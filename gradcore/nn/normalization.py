@@ -1,0 +1,140 @@
+"""Batch and group normalization layers (``nn.BatchNorm1d/2d/3d``, ``nn.GroupNorm``),
+PyTorch's modules over ``F.batch_norm`` and ``F.group_norm``.
+
+>>> import gradcore as gc
+>>> from gradcore import nn
+>>> bn = nn.BatchNorm2d(3)
+>>> bn
+BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
+>>> list(bn.state_dict())
+['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']
+"""
+
+from __future__ import annotations
+
+from .. import creation, dtypes
+from ..tensor import Parameter
+from . import functional as F
+from . import init
+from .modules import Module
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm"]
+
+
+class _BatchNorm(Module):
+    _dims: tuple = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None, *, bias: bool = True):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        self.bias_enabled = affine and bias  # (PyTorch's repr says bias=...)
+        _affine_parameters(self, num_features, affine, bias, device, dtype)
+        if track_running_stats:
+            kw = dict(device=device, dtype=dtype)
+            self.register_buffer("running_mean", creation.zeros(num_features, **kw))
+            self.register_buffer("running_var", creation.ones(num_features, **kw))
+            self.register_buffer("num_batches_tracked",
+                                 creation.tensor(0, dtype=dtypes.int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        """Running mean to zeros, variance to ones, the batch count to zero."""
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        """The running statistics reset, the weight to ones and the bias to zeros."""
+        self.reset_running_stats()
+        _reset_affine(self)
+
+    def _check_input_dim(self, input):
+        if input.ndim not in self._dims:
+            want = " or ".join(f"{d}D" for d in self._dims)
+            raise ValueError(f"expected {want} input (got {input.ndim}D input)")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # a cumulative average (a host read of the count)
+                factor = 1.0 / float(self.num_batches_tracked)
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        keep = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if keep else None,
+                            self.running_var if keep else None, self.weight, self.bias,
+                            use_batch, factor, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias_enabled}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization of ``(N, C)`` or ``(N, C, L)`` (``F.batch_norm``): running
+    statistics (``momentum``; ``None``: a cumulative average) in ``state_dict``."""
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization of ``(N, C, H, W)`` per channel (``F.batch_norm``)."""
+    _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of ``(N, C, D, H, W)`` per channel (``F.batch_norm``)."""
+    _dims = (5,)
+
+
+class GroupNorm(Module):
+    """Group normalization (``F.group_norm``): ``num_channels`` split into
+    ``num_groups`` groups normalized separately, with a per-channel affine."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device=None, dtype=None, *, bias: bool = True):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = \
+            num_groups, num_channels, eps, affine
+        self.bias_enabled = affine and bias
+        _affine_parameters(self, num_channels, affine, bias, device, dtype)
+
+    def reset_parameters(self) -> None:
+        """The weight to ones and the bias to zeros."""
+        _reset_affine(self)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias_enabled}")
+
+
+def _affine_parameters(module, n, affine, bias, device, dtype) -> None:
+    """``weight`` (ones) and ``bias`` (zeros) of ``n`` channels, or ``None`` each."""
+    if affine:
+        module.weight = Parameter(creation.ones(n, device=device, dtype=dtype))
+    else:
+        module.register_parameter("weight", None)
+    if affine and bias:
+        module.bias = Parameter(creation.zeros(n, device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module) -> None:
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
