@@ -168,6 +168,36 @@ def _train_step(m, dev, w):
     return lambda: None, step
 
 
+def _conv_step(m, dev, w):
+    """An Adam step of a CNN on ``w`` x ``w`` images, batch 64: the digits network of
+    ``gradcore train --model cnn`` at w = 8, the CIFAR-sized stack (3 channels; 32, 64,
+    128 wide; batch 128) from w = 32 on."""
+    m.manual_seed(0)
+    nn = m.nn
+    cifar = w >= 32
+    chans = (3, 32, 64, 128) if cifar else (1, 16, 32)
+    layers = []
+    for c_in, c_out in zip(chans, chans[1:]):
+        layers += [nn.Conv2d(c_in, c_out, 3, padding=1, device=dev),
+                   nn.BatchNorm2d(c_out, device=dev), nn.ReLU(), nn.MaxPool2d(2)]
+    side = w >> (len(chans) - 1)
+    model = nn.Sequential(*layers, nn.Flatten(), nn.Linear(chans[-1] * side * side, 10,
+                                                           device=dev))
+    opt = m.optim.Adam(model.parameters(), lr=1e-3)
+    batch = 128 if cifar else 64
+    x = m.randn(batch, chans[0], w, w, device=dev)
+    y = m.randint(0, 10, (batch,), device=dev)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step(_):
+        loss = loss_fn(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    return lambda: None, step
+
+
 @dataclass(frozen=True)
 class Suite:
     name: str
@@ -197,6 +227,9 @@ SUITES = {s.name: s for s in (
           (64, 256, 1024, 4096, 16384, 65536), _broadcast_backward),
     Suite("step", f"Adam training step of an MLP 784-w-w-10, batch {STEP_BATCH} (size: w)",
           (64, 128, 256, 512, 1024), _train_step, compilable=True),
+    Suite("conv", "Adam training step of a CNN (conv-bn-relu-pool blocks, then linear) on "
+          "w x w images: 1-16-32 channels, batch 64 at w = 8; 3-32-64-128, batch 128 from "
+          "w = 32 on (size: w)", (8, 16, 32), _conv_step, compilable=True),
 )}
 
 

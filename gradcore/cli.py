@@ -67,15 +67,19 @@ def _parser():
     # not required=True: without a command, main() prints the whole help (what each
     # command does), not argparse's one line naming the missing argument
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
-    t = sub.add_parser("train", help="train an MLP on scikit-learn's handwritten digits")
+    t = sub.add_parser("train", help="train an MLP or a small CNN on scikit-learn's "
+                                     "handwritten digits")
     t.add_argument("--device", default=None,
                    help="cpu, cuda or cuda:N (default: GRADCORE_DEVICE, else the best available)")
     t.add_argument("--epochs", type=_positive_int, default=30)
     t.add_argument("--batch-size", type=_positive_int, default=32)
     t.add_argument("--lr", type=_positive_float, default=None,
                    help="learning rate (default: 1e-3 for adam/adamw, 0.1 for sgd)")
+    t.add_argument("--model", choices=["mlp", "cnn"], default="mlp",
+                   help="mlp: Linear and ReLU layers (--hidden); cnn: two blocks of "
+                        "Conv2d, BatchNorm2d, ReLU and MaxPool2d, then Linear (default: mlp)")
     t.add_argument("--hidden", type=_widths, default=[128],
-                   help="hidden layer widths, comma separated (default: 128)")
+                   help="the MLP's hidden layer widths, comma separated (default: 128)")
     t.add_argument("--optimizer", choices=["adam", "adamw", "sgd"], default="adam")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--save", default=None, metavar="PATH",
@@ -90,7 +94,7 @@ def _parser():
     c.add_argument("--width", type=_positive_int, default=512)
     c.add_argument("--repeat", type=_positive_int, default=20)
     b = sub.add_parser("bench", help="time suites of backward passes over sizes, CPU and GPU")
-    b.add_argument("--suite", choices=["mlp", "pointwise", "broadcast", "step", "all"],
+    b.add_argument("--suite", choices=["mlp", "pointwise", "broadcast", "step", "conv", "all"],
                    default="all")
     b.add_argument("--sizes", type=_widths, default=None,
                    help="sizes, comma separated (default: each suite's own sweep)")
@@ -151,6 +155,20 @@ def build_model(n_in: int, hidden: list[int], n_out: int, device=None):
     return gc.nn.Sequential(*layers)
 
 
+def build_cnn(n_out: int = 10, device=None):
+    """The LeNet-style network of ``--model cnn`` for 1x8x8 images: two blocks of a 3x3
+    convolution (padding 1), batch norm, ReLU and 2x2 max pooling (16 then 32
+    channels: 8x8 -> 4x4 -> 2x2), then a linear layer."""
+    nn = gc.nn
+    return nn.Sequential(
+        nn.Unflatten(1, (1, 8, 8)),
+        nn.Conv2d(1, 16, 3, padding=1, device=device), nn.BatchNorm2d(16, device=device),
+        nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1, device=device), nn.BatchNorm2d(32, device=device),
+        nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 2 * 2, n_out, device=device))
+
+
 def _optimizer(name, params, lr):
     if name == "sgd":
         return gc.optim.SGD(params, lr=lr or 0.1, momentum=0.9)
@@ -204,14 +222,17 @@ def train(args) -> int:
     device = _device(args.device)
     (xtr, ytr), (xte, yte) = load_digits_split(args.seed)
     gc.manual_seed(args.seed)
-    model = build_model(xtr.shape[1], args.hidden, 10, device)
+    cnn = args.model == "cnn"
+    model = build_cnn(10, device) if cnn else build_model(xtr.shape[1], args.hidden, 10, device)
     opt = _optimizer(args.optimizer, model.parameters(), args.lr)
     loss_fn = gc.nn.CrossEntropyLoss()
     x_train, y_train = gc.tensor(xtr, device=device), gc.tensor(ytr, device=device)
     x_test, y_test = gc.tensor(xte, device=device), gc.tensor(yte, device=device)
     n = len(ytr)
     shuffle = np.random.default_rng(args.seed + 1)
-    print(f"gradcore {gc.__version__}: training an MLP 64-{'-'.join(map(str, args.hidden))}-10 "
+    what = ("a CNN (conv-bn-relu-pool 16, 32; linear 10)" if cnn else
+            f"an MLP 64-{'-'.join(map(str, args.hidden))}-10")
+    print(f"gradcore {gc.__version__}: training {what} "
           f"on {n} digits ({len(yte)} held out) on {device}, {args.optimizer}, "
           f"{args.epochs} epochs of batch {args.batch_size}")
 
@@ -266,7 +287,8 @@ def train(args) -> int:
 
 def _save(model, opt, args, epoch):
     gc.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch,
-             "hidden": list(args.hidden), "seed": args.seed}, args.save)
+             "model_type": args.model, "hidden": list(args.hidden), "seed": args.seed},
+            args.save)
     print(f"saved model and optimizer state to {args.save}")
 
 

@@ -13,7 +13,7 @@ import pytest
 import gradcore as gc
 from gradcore import benchmark, cli
 
-TINY = {"mlp": "8,16", "pointwise": "16,64", "broadcast": "8,32", "step": "8,16"}
+TINY = {"mlp": "8,16", "pointwise": "16,64", "broadcast": "8,32", "step": "8,16", "conv": "8"}
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 REASON = "no CUDA device found (the driver reports 0 GPUs)"
@@ -45,7 +45,7 @@ def _rows(out, suite):
     return [line.split() for line in out.splitlines() if line.startswith(suite + " ")]
 
 
-@pytest.mark.parametrize("suite", ["mlp", "pointwise", "broadcast", "step"])
+@pytest.mark.parametrize("suite", ["mlp", "pointwise", "broadcast", "step", "conv"])
 def test_each_suite_prints_a_table_and_writes_json(suite, tmp_path, capsys):
     path = _bench(tmp_path, suite, devices=None)  # the default: the CPU, and a usable GPU
     out = capsys.readouterr().out
