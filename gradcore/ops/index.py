@@ -562,6 +562,8 @@ class GatherBackward0(Node):
     fresh_grads = True
 
     def apply(self, F, g):
+        if self.axis_index is not None:  # one index per place along the axis: no repeats
+            return (F.scatter_into_zeros(g, self.axis, self.axis_index, self.in_shape),)
         return (F.index_add_into_zeros(g, self.index, self.in_shape),)
 
 
@@ -586,7 +588,10 @@ def gather(x, dim, index):
         return wrap(out)
     t = record(out, GatherBackward0, x)
     node = t.grad_fn
-    node.index, node.in_shape = tup, xd.shape
+    node.index, node.in_shape, node.axis = tup, xd.shape, axis
+    # (a max pool's pick: a put, not an accumulating add, which NumPy does 10x slower)
+    node.axis_index = tup[axis] if tup[axis].shape[axis] == 1 and \
+        tup[axis].shape == out.shape else None
     return t
 
 
