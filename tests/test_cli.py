@@ -210,3 +210,19 @@ def test_training_on_the_cuda_path_matches_the_cpu(capsys):
     # a few per epoch (its printed figures and one read of the range checks its index ops
     # and targets left: backend.check_range), none per step
     assert syncs <= 12, syncs
+
+
+@needs_sklearn
+def test_the_cnn_learns_the_digits_compiled_as_eager(capsys):
+    """--model cnn (conv, batch norm, ReLU, max pool, twice; linear): the compiled step
+    prints what the eager one does, and four epochs pass 95% held out."""
+    args = ["train", "--model", "cnn", "--epochs", "4", "--no-progress"]
+    outputs = []
+    for extra in ([], ["--no-compile"]):
+        assert cli.main(args + extra) == 0
+        out = capsys.readouterr().out
+        assert "training a CNN" in out
+        outputs.append([line.split("(")[0] for line in out.splitlines()
+                        if line.startswith(("epoch", "final"))])
+    assert outputs[0] == outputs[1]
+    assert float(re.search(r"final test accuracy ([\d.]+)%", out).group(1)) > 95
