@@ -269,7 +269,7 @@ def test_progress_lines(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["bench", "--suite", "conv"], "--suite"),
+    (["bench", "--suite", "resnet"], "--suite"),
     (["bench", "--sizes", "0"], "--sizes"),
     (["bench", "--sizes", "a,b"], "--sizes"),
     (["bench", "--devices", "tpu"], "tpu"),
