@@ -1,0 +1,171 @@
+"""gc.compile on CUDA, run on the CuPy stand-in: one captured CUDA graph per step, whose
+launches give eager's results bit for bit and allocate nothing; what CuPy refuses during
+a capture makes the function run eagerly, with a warning naming it and the line.
+
+Every test that expects launches checks ``fn.replays``, so that a compile that silently
+ran eagerly fails it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import gradcore as gc
+import gradcore.capture as capture
+
+STEPS = 6
+
+
+def _batches(n=STEPS, seed=0):
+    rng = np.random.default_rng(seed)
+    return [(gc.tensor(rng.standard_normal((4, 8)).astype(np.float32), device="cuda"),
+             gc.tensor(rng.standard_normal((4, 8)).astype(np.float32), device="cuda"))
+            for _ in range(n)]
+
+
+def _params():
+    gc.manual_seed(0)
+    return (gc.nn.Parameter(gc.randn(8, device="cuda")),
+            gc.nn.Parameter(gc.zeros(8, device="cuda")))
+
+
+def _host(t):
+    return t.detach().cpu().numpy()
+
+
+def _run(compiled, make_opt, body=None, batches=None, sched=None):
+    w, b = _params()
+    opt = make_opt([w, b])
+    scheduler = sched(opt) if sched else None
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = (((x * w + b).tanh() - y) ** 2).mean()
+        if body is not None:
+            loss = body(loss)
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = gc.compile(step) if compiled else step
+    losses = []
+    for x, y in batches or _batches():
+        losses.append(fn(x, y))
+        if scheduler is not None:
+            scheduler.step()
+    state = [_host(v) for s in opt.state.values() for v in s.values()
+             if isinstance(v, gc.Tensor)]
+    return [loss.item() for loss in losses], [_host(w), _host(b), _host(w.grad)], state, fn
+
+
+def _same(a, b):
+    assert a[0] == b[0]
+    for x, y in zip(a[1] + a[2], b[1] + b[2]):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("opt", [
+    lambda p: gc.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3),
+    lambda p: gc.optim.SGD(p, lr=0.05),
+], ids=["sgd-nesterov", "sgd"])
+def test_launches_match_eager_bit_for_bit(standin, opt):
+    eager = _run(False, opt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = _run(True, opt)
+    _same(compiled, eager)
+    # the first call runs eagerly, the next two are captured; the rest launch the graph
+    assert compiled[3].replays == STEPS - 3 and compiled[3].recordings == 2
+
+
+def test_a_launch_allocates_nothing(standin):
+    w, b = _params()
+    opt = gc.optim.SGD([w, b], lr=0.1, momentum=0.9)
+
+    @gc.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = (((x * w + b).tanh() - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    batches = _batches()
+    for x, y in batches[:4]:
+        step(x, y)
+    assert step.replays == 1
+    (entry,) = step._cache.values()
+    default = standin.get_default_memory_pool()
+    private = entry.graph.pool
+    mine, other = private.n_allocations, default.n_allocations
+    used = private.used_bytes()
+    for x, y in batches[4:]:
+        step(x, y)
+    assert step.replays == 3
+    # the graph's pool served nothing; the default pool, the returned loss only
+    assert private.n_allocations == mine and private.used_bytes() == used
+    assert default.n_allocations - other == 2
+
+
+def _refused(standin, body, match):
+    eager = _run(False, lambda p: gc.optim.SGD(p, lr=0.1), body=body)
+    with pytest.warns(UserWarning, match=match):
+        compiled = _run(True, lambda p: gc.optim.SGD(p, lr=0.1), body=body)
+    _same(compiled, eager)  # eagerly, then: the same results
+    assert compiled[3].replays == 0
+
+
+def test_a_host_read_runs_eagerly_with_the_line(standin):
+    _refused(standin, lambda loss: loss * float(loss.detach() > 0),
+             r"refused a read of values by the host.*test_compile_cuda.py:\d+")
+
+
+def test_a_copy_from_the_host_runs_eagerly(standin):
+    _refused(standin, lambda loss: loss * gc.tensor(2.0, device="cuda"),
+             r"refused a copy from the host.*H2D.*test_compile_cuda.py:\d+")
+
+
+def test_fullgraph_raises_instead(standin):
+    w, b = _params()
+
+    @gc.compile(fullgraph=True)
+    def f(x):
+        return (x * w).sum().item()
+
+    x = _batches(1)[0][0]
+    f(x)  # the eager first call
+    with pytest.raises(capture.Refused, match="read of values by the host"):
+        f(x)
+
+
+def test_a_python_value_that_changes_is_not_baked_in(standin):
+    scale = [1.0]
+
+    def body(loss):
+        scale[0] *= 1.5  # the function reads a Python number that changes every call
+        return loss * scale[0]
+
+    eager = _run(False, lambda p: gc.optim.SGD(p, lr=0.1), body=body)
+    scale[0] = 1.0
+    with pytest.warns(UserWarning, match="leave different values"):
+        compiled = _run(True, lambda p: gc.optim.SGD(p, lr=0.1), body=body,
+                        batches=_batches(8))
+    assert compiled[3].replays == 0
+    assert compiled[0][:STEPS] == eager[0]
+
+
+def test_guards_capture_again_when_the_state_changes(standin):
+    # a scheduler changing lr between calls: a graph bakes lr, so each change captures
+    # again until the graphs agree (the same results as eager throughout)
+    def sched(opt):
+        return gc.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+    batches = _batches(9)
+    eager = _run(False, lambda p: gc.optim.SGD(p, lr=0.1, momentum=0.5), batches=batches,
+                 sched=sched)
+    compiled = _run(True, lambda p: gc.optim.SGD(p, lr=0.1, momentum=0.5), batches=batches,
+                    sched=sched)
+    _same(compiled, eager)
+    assert compiled[3].replays >= 1
