@@ -169,3 +169,89 @@ def test_guards_capture_again_when_the_state_changes(standin):
                     sched=sched)
     _same(compiled, eager)
     assert compiled[3].replays >= 1
+
+
+# ---- matrix products: cuBLAS called directly (gradcore.kernels.gemm) ---------------------
+def _mlp_run(compiled, steps=STEPS):
+    import gradcore.nn.functional as F  # noqa: PLC0415
+
+    gc.manual_seed(0)
+    model = gc.nn.Sequential(gc.nn.Linear(8, 16), gc.nn.ReLU(),
+                             gc.nn.Linear(16, 4)).to("cuda")
+    opt = gc.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-3)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = gc.compile(step) if compiled else step
+    rng = np.random.default_rng(3)
+    losses = [fn(gc.tensor(rng.standard_normal((4, 8)).astype(np.float32), device="cuda"),
+                 gc.tensor(rng.integers(0, 4, 4), device="cuda")) for _ in range(steps)]
+    return [v.item() for v in losses], [_host(p) for p in model.parameters()], fn
+
+
+def test_products_are_captured_through_cublas_called_directly(standin):
+    eager = _mlp_run(False)
+    calls = standin.cublas_library().calls
+    before = len(calls)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = _mlp_run(True)
+    assert compiled[0] == eager[0]
+    for p, q in zip(compiled[1], eager[1]):
+        np.testing.assert_array_equal(p, q)
+    assert compiled[2].replays == STEPS - 3
+    (entry,) = compiled[2]._cache.values()
+    # 3 products a step (forward 2, backward 3 less the input's gradient): issued to
+    # the stream that captured them
+    streams = {ptr for _name, ptr in calls[before:]}
+    assert entry.graph.stream.ptr in streams
+
+
+def test_products_through_cupy_are_refused_during_capture(standin, monkeypatch):
+    from gradcore.kernels import gemm  # noqa: PLC0415
+
+    monkeypatch.setattr(gemm, "_test_library", None)
+    monkeypatch.setattr(gemm, "_loaded", "libcublas could not be called directly (test)")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        compiled = _mlp_run(True, steps=3)
+    assert compiled[2].replays == 0
+    assert any("refused a matrix product through CuPy's cuBLAS" in str(w.message)
+               for w in seen)
+
+
+def test_cublas_directly_matches_numpy_products(standin):
+    m = gc.device("cuda").math
+    rng = np.random.default_rng(0)
+    cases = [((3, 5), (5, 4)), ((2, 3, 5), (5, 4)), ((5,), (5, 4)), ((3, 5), (5,)),
+             ((5,), (5,)), ((2, 1, 3, 5), (4, 5, 2)), ((0, 5), (5, 3)), ((3, 0), (0, 2))]
+    for (sa, sb), dt in zip(cases * 3, [np.float32] * 8 + [np.float64] * 8 + [np.float16] * 8):
+        a, b = rng.standard_normal(sa).astype(dt), rng.standard_normal(sb).astype(dt)
+        out = m.matmul(standin.asarray(a), standin.asarray(b)).get()
+        assert out.dtype == dt
+        np.testing.assert_array_equal(out, np.matmul(a, b), err_msg=f"{sa} @ {sb} {dt}")
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    d = standin.asarray(a)
+    np.testing.assert_array_equal(m.matmul(d.T, d).get(), a.T @ a)  # a transposed view
+    np.testing.assert_array_equal(m.matmul(d[:, ::2], d.T[::2]).get(), a[:, ::2] @ a.T[::2])
+
+
+def test_stand_in_cublas_wants_a_workspace_during_capture(standin):
+    lib = standin.cublas_library()
+    _, h = lib.create()
+    a = standin.ones((2, 2), dtype=np.float32)
+    s = standin.cuda.Stream(non_blocking=True)
+    with s:
+        s.begin_capture()
+        lib.set_stream(h, s.ptr)
+        args = (h, 0, 0, 2, 2, 2, 1.0, a.data.ptr, 0, 2, 0, a.data.ptr, 0, 2, 0, 0.0,
+                a.data.ptr, 0, 2, 0, 1, 68)
+        assert lib.gemm_batched(*args) == 15  # CUBLAS_STATUS_NOT_SUPPORTED
+        lib.set_workspace(h, a.data.ptr, 16)
+        assert lib.gemm_batched(*args) == 0
+        s.end_capture()

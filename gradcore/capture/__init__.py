@@ -123,11 +123,11 @@ class CompiledFunction:
     def __get__(self, obj, objtype=None):  # a compiled method binds as a function does
         return self if obj is None else functools.partial(self, obj)
 
-    def _warn(self, why):
+    def _warn(self, why, stacklevel=3):
         if self.fullgraph:
             raise Refused(f"gc.compile(fullgraph=True): {why}")
         warnings.warn(f"gc.compile: {getattr(self._fn, '__qualname__', self._fn)} runs "
-                      f"eagerly: {why}", stacklevel=3)
+                      f"eagerly: {why}", stacklevel=stacklevel)
 
     def __call__(self, *args, **kwargs):
         if trace.active() is not None:  # called inside another recording: part of it
@@ -186,7 +186,7 @@ class CompiledFunction:
                 why = str(exc)
         if why is not None:
             entry.eager = why
-            self._warn(why)
+            self._warn(why, 4)
             return self._fn(*args, **kwargs)
         self.recordings += 1
         earlier = entry.graph_pending
@@ -204,7 +204,7 @@ class CompiledFunction:
                            "Python number, or a step count or learning rate kept on the "
                            "host)")
             entry.graph_pending = None
-            self._warn(entry.eager)
+            self._warn(entry.eager, 4)
         else:
             entry.graph_pending = new
         return out

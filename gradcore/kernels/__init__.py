@@ -46,7 +46,7 @@ import functools
 import numpy as np
 
 from .. import backend
-from . import device, pointwise, rows, twin, updates
+from . import device, gemm, pointwise, rows, twin, updates
 from .spec import Kernel
 
 __all__ = ["NAMES", "Kernel", "declare", "implementation", "declarations"]
@@ -207,6 +207,11 @@ def _update(math, name):
     return functools.partial(updates.ENTRIES[name], math)  # math.<step> (above)
 
 
+def _matmul(math, name):
+    # on a CUDA device, cuBLAS called directly: products a CUDA graph can capture
+    return np.matmul if math.xp is np else gemm.matmul_for(math)
+
+
 _PROVIDERS = {
     **dict.fromkeys(pointwise.KERNELS, _pointwise),
     **dict.fromkeys(pointwise.INPLACE_CPU, _inplace),
@@ -216,6 +221,7 @@ _PROVIDERS = {
     "mul_sum_to": _mul_sum_to,
     **dict.fromkeys(updates.UPDATE_KERNELS, _update_step),
     **dict.fromkeys(updates.ENTRIES, _update),
+    "matmul": _matmul,
 }
 
 # every name the registry answers: a set that declare() adds to, which the array

@@ -789,6 +789,20 @@ cuda = _Cuda()
 _graph.count_sync = _count_sync
 
 
+def cublas_library():
+    """The cuBLAS calls gradcore makes directly, served over the stand-in's memory
+    (:mod:`._cublas`; conftest hands it to ``gradcore.kernels.gemm``)."""
+    global _cublas_lib
+    if _cublas_lib is None:
+        from ._cublas import Library  # noqa: PLC0415
+
+        _cublas_lib = Library()
+    return _cublas_lib
+
+
+_cublas_lib = None
+
+
 def get_default_memory_pool():
     """The pool arrays come from unless an allocator is set (``cupy.cuda.MemoryPool``)."""
     return _graph.default_pool

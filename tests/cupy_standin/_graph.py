@@ -285,6 +285,7 @@ class Stream:
         else:
             self.ptr, self.device_id = next(_ptrs), 0
             self._non_blocking = bool(non_blocking)
+            _streams[self.ptr] = self
 
     def __eq__(self, other):
         return isinstance(other, Stream) and other.ptr == self.ptr
@@ -368,6 +369,18 @@ class Stream:
         return True
 
 
+_streams: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def stream_by_ptr(ptr):
+    """The stream whose handle is ``ptr`` (0 or None: the legacy stream)."""
+    if not ptr:
+        return Stream.null
+    if ptr == streamPerThread:
+        return Stream.ptds
+    return _streams[ptr]
+
+
 Stream.null = Stream(null=True)
 Stream.ptds = Stream(ptds=True)
 _current = Stream.null
@@ -443,10 +456,9 @@ class _Capture:
         for ref, _block in self.made:  # what the GPU would leave there: anything
             root = ref()
             if root is not None:
-                if root.dtype.kind in "fc":
-                    root.fill(_np.nan)
-                else:
-                    root.view(_np.uint8).fill(0xA5)
+                kind = root.dtype.kind
+                root[...] = _np.nan if kind in "fc" else True if kind == "b" else \
+                    _np.iinfo(root.dtype).max // 3
         self.snapshot = None
 
 
