@@ -255,3 +255,78 @@ def test_stand_in_cublas_wants_a_workspace_during_capture(standin):
         lib.set_workspace(h, a.data.ptr, 16)
         assert lib.gemm_batched(*args) == 0
         s.end_capture()
+
+
+# ---- random numbers: Philox on the device (gradcore.kernels.philox) ----------------------
+def test_philox_known_answer_and_host_build_matches_its_twin():
+    from gradcore.kernels import host as khost  # noqa: PLC0415
+    from gradcore.kernels import philox  # noqa: PLC0415
+
+    zero = np.zeros(1, np.uint64)
+    words = philox.philox4x32_10(np, zero, zero, zero, zero, zero, zero)
+    # Random123's known answer for philox4x32_10 (counter 0, key 0)
+    assert [int(w[0]) for w in words] == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+    for dtype, compute in (("float32", np.float32), ("float64", np.float64),
+                           ("float16", np.float32)):
+        if not khost.host_supports(dtype):
+            continue  # (a compiler without _Float16)
+        state = np.array([(1 << 62) + 12345, 77], dtype=np.int64)
+        got, want = np.empty(1003, dtype=dtype), np.empty(1003, dtype=dtype)
+        khost.launch_host(f"dropout_mask_{dtype}", [got, state, compute(0.7),
+                                                    compute(1 / 0.7), np.int64(1003)], 5, 96)
+        philox.dropout_mask(np, want, state, 0.7, 1 / 0.7)
+        np.testing.assert_array_equal(got, want)
+        assert 0.66 < (got != 0).mean() < 0.74
+        khost.launch_host(f"philox_advance_{dtype}", [state, np.int64(1003)], 1, 1)
+        assert state.tolist() == [(1 << 62) + 12345, 77 + 251]
+
+
+def _dropout_run(compiled, steps=STEPS):
+    import gradcore.nn.functional as F  # noqa: PLC0415
+
+    gc.manual_seed(0)
+    model = gc.nn.Sequential(gc.nn.Linear(8, 16), gc.nn.ReLU(), gc.nn.Dropout(0.3),
+                             gc.nn.Linear(16, 4)).to("cuda")
+    opt = gc.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    gc.manual_seed(123)  # the generator dropout draws from: the same in both runs
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = gc.compile(step) if compiled else step
+    x = gc.tensor(np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32),
+                  device="cuda")
+    y = gc.tensor(np.arange(4) % 4, device="cuda")
+    losses = [fn(x, y) for _ in range(steps)]  # the same batch: only the masks change
+    return [v.item() for v in losses], [_host(p) for p in model.parameters()], fn
+
+
+def test_dropout_draws_fresh_masks_in_a_graph_as_eagerly(standin):
+    eager = _dropout_run(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = _dropout_run(True)
+    assert compiled[2].replays == STEPS - 3
+    assert compiled[0] == eager[0]
+    for p, q in zip(compiled[1], eager[1]):
+        np.testing.assert_array_equal(p, q)
+    # the state moved on the device at each launch: the masks (and losses) kept changing
+    assert len(set(compiled[0])) == STEPS
+
+
+def test_dropout_on_cuda_draws_on_the_device(standin):
+    gc.manual_seed(7)
+    x = gc.ones(4000, device="cuda")
+    standin.reset_syncs()
+    a = gc.nn.functional.dropout(x, 0.25)
+    b = gc.nn.functional.dropout(x, 0.25)
+    assert standin.host_syncs() == 0
+    a, b = _host(a), _host(b)
+    assert set(np.unique(a)) == {0.0, np.float32(1 / 0.75)}
+    assert 0.22 < (a == 0).mean() < 0.28 and not np.array_equal(a, b)
+    gc.manual_seed(7)
+    np.testing.assert_array_equal(_host(gc.nn.functional.dropout(x, 0.25)), a)

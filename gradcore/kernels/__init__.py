@@ -32,7 +32,10 @@ Where each name is declared:
   its row kernel where that applies; the row kernels themselves (softmax, cross-entropy,
   layer_norm, ``mul_sum_rows``) and ``mul_sum_to``'s one-pass form on a device;
 * :mod:`.updates`: the optimizers' updates (``sgd_update``, ``adam_update``) and their
-  single-kernel steps (``sgd_step``, ``adam_step``, ...).
+  single-kernel steps (``sgd_step``, ``adam_step``, ...);
+* :mod:`.philox`: counter-based random numbers on a device (``dropout_mask``,
+  ``philox_advance``); :mod:`.gemm`: ``matmul`` on a CUDA device, cuBLAS called
+  directly.
 
 The other modules are machinery: :mod:`.spec` (the declaration forms), :mod:`.source`
 (CUDA C generation and the calling convention), :mod:`.host` (the host build the tests
@@ -46,7 +49,7 @@ import functools
 import numpy as np
 
 from .. import backend
-from . import device, gemm, pointwise, rows, twin, updates
+from . import device, gemm, philox, pointwise, rows, twin, updates
 from .spec import Kernel
 
 __all__ = ["NAMES", "Kernel", "declare", "implementation", "declarations"]
@@ -207,6 +210,28 @@ def _update(math, name):
     return functools.partial(updates.ENTRIES[name], math)  # math.<step> (above)
 
 
+def _philox(math, name):
+    """A draw of Philox numbers from a device state (:mod:`.philox`): one launch of its
+    kernel on a device with kernels, its twin over the array module otherwise."""
+    twin = functools.partial(philox.TWINS[name], math.xp)
+    if not math.device_kernels:
+        return twin
+    if name == "philox_advance":
+        def run(state, n):
+            device.launch(math, "philox_advance_float32", (state, np.int64(n)), 1, 1)
+    else:
+        def run(out, state, keep, scale):
+            dtype = out.dtype.name
+            compute = np.float64 if dtype == "float64" else np.float32
+            n = out.size
+            if n:
+                device.launch(math, f"dropout_mask_{dtype}",
+                              (out, state, compute(keep), compute(scale), np.int64(n)),
+                              min(-(-n // device.BLOCK), device.MAX_GRID), device.BLOCK)
+    run.__name__ = name
+    return device.with_fallback(math, name, run)
+
+
 def _matmul(math, name):
     # on a CUDA device, cuBLAS called directly: products a CUDA graph can capture
     return np.matmul if math.xp is np else gemm.matmul_for(math)
@@ -222,6 +247,7 @@ _PROVIDERS = {
     **dict.fromkeys(updates.UPDATE_KERNELS, _update_step),
     **dict.fromkeys(updates.ENTRIES, _update),
     "matmul": _matmul,
+    **dict.fromkeys(philox.TWINS, _philox),
 }
 
 # every name the registry answers: a set that declare() adds to, which the array
@@ -250,7 +276,7 @@ def declarations() -> dict:
     function of an update or a row kernel), from the tables as they are now: what
     :mod:`gradcore.profile` counts as one launch. (The formulas of :mod:`.rows` and the
     forwards of ``pointwise.KEEPING`` are not kernels: they count as what they call.)"""
-    return {**pointwise.INPLACE_CPU, **rows.TWINS, **updates.UPDATES,
+    return {**pointwise.INPLACE_CPU, **rows.TWINS, **philox.TWINS, **updates.UPDATES,
             **updates.UPDATE_KERNELS, **pointwise.KERNELS}
 
 
