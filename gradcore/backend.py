@@ -945,6 +945,21 @@ _capture_check = None
 _capture_compute = None  # given the functions that read values to compute (erf)
 
 
+# While gradcore.capture captures a CUDA graph: the host work (a list) to run before each
+# of its launches (host_work), None otherwise
+_host_work = None
+
+
+def host_work(fn) -> None:
+    """Run ``fn``, host work that the device work after it depends on (an optimizer's
+    scalars, formed on the host and copied to the device), now; or, while a CUDA graph
+    captures the step, before each launch of that graph (a graph replays no Python)."""
+    if _host_work is None:
+        fn()
+    else:
+        _host_work.append(fn)
+
+
 def set_capture_hooks(read, check, compute=None) -> None:
     """Install (or, with None, remove) the hooks of a recording gc.compile."""
     global _capture_read, _capture_check, _capture_compute

@@ -1962,6 +1962,160 @@ __device__ __forceinline__ void radam_step(T* __restrict__ a0, const T* __restri
         radam_step_loop<T, C, long long>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction1, lr, rectify, bias_correction2_sqrt, eps, rect, n);
     }
 }
+
+// sgd_step_dev(p, g, scalars): d = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = p + d * neg_lr
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void sgd_step_dev_loop(T* __restrict__ a0, const T* __restrict__ a1, const C* __restrict__ scalars, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const C neg_lr = load(scalars[0]);
+    const C wd = load(scalars[1]);
+    const C maximize = load(scalars[2]);
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C d = where(wd != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        p = p + (d * neg_lr);
+        a0[i] = store<T>(p);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void sgd_step_dev(T* __restrict__ a0, const T* __restrict__ a1, const C* __restrict__ scalars, long long n) {
+    if (n < 2147483648LL) {
+        sgd_step_dev_loop<T, C, unsigned int>(a0, a1, scalars, (unsigned int)n);
+    } else {
+        sgd_step_dev_loop<T, C, long long>(a0, a1, scalars, n);
+    }
+}
+
+// sgd_momentum_step_dev(p, g, buf, scalars): d = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); buf = where(first != 0, d, where(no_dampening != 0, buf * momentum + d, buf * momentum + d * one_minus_dampening)); d = where(nesterov != 0, d + buf * momentum, buf); p = p + d * neg_lr
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void sgd_momentum_step_dev_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, const C* __restrict__ scalars, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const C neg_lr = load(scalars[0]);
+    const C wd = load(scalars[1]);
+    const C maximize = load(scalars[2]);
+    const C momentum = load(scalars[3]);
+    const C first = load(scalars[4]);
+    const C no_dampening = load(scalars[5]);
+    const C one_minus_dampening = load(scalars[6]);
+    const C nesterov = load(scalars[7]);
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C buf = load(a2[i]);
+        C d = where(wd != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        buf = where(first != C(0), d, where(no_dampening != C(0), (buf * momentum) + d, (buf * momentum) + (d * one_minus_dampening)));
+        d = where(nesterov != C(0), d + (buf * momentum), buf);
+        p = p + (d * neg_lr);
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(buf);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void sgd_momentum_step_dev(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, const C* __restrict__ scalars, long long n) {
+    if (n < 2147483648LL) {
+        sgd_momentum_step_dev_loop<T, C, unsigned int>(a0, a1, a2, scalars, (unsigned int)n);
+    } else {
+        sgd_momentum_step_dev_loop<T, C, long long>(a0, a1, a2, scalars, n);
+    }
+}
+
+// adam_step_dev(p, g, m, v, scalars): g = where(coupled != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = where(decay != 0, p * decay_factor, p); v = v * beta2 + g * one_minus_beta2 * g; m = where(small_weight != 0, m + (g - m) * weight, g - (g - m) * one_minus_weight); p = p + m * neg_step_size / (sqrt(v) / bias_correction2_sqrt + eps)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void adam_step_dev_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, const C* __restrict__ scalars, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const C coupled = load(scalars[0]);
+    const C wd = load(scalars[1]);
+    const C maximize = load(scalars[2]);
+    const C decay = load(scalars[3]);
+    const C decay_factor = load(scalars[4]);
+    const C beta2 = load(scalars[5]);
+    const C one_minus_beta2 = load(scalars[6]);
+    const C small_weight = load(scalars[7]);
+    const C weight = load(scalars[8]);
+    const C one_minus_weight = load(scalars[9]);
+    const C neg_step_size = load(scalars[10]);
+    const C bias_correction2_sqrt = load(scalars[11]);
+    const C eps = load(scalars[12]);
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C m = load(a2[i]);
+        C v = load(a3[i]);
+        g = where(coupled != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        p = where(decay != C(0), p * decay_factor, p);
+        v = (v * beta2) + (g * one_minus_beta2 * g);
+        m = where(small_weight != C(0), m + ((g - m) * weight), g - ((g - m) * one_minus_weight));
+        p = p + (m * neg_step_size / ((sqrt(v) / bias_correction2_sqrt) + eps));
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(m);
+        a3[i] = store<T>(v);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void adam_step_dev(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, const C* __restrict__ scalars, long long n) {
+    if (n < 2147483648LL) {
+        adam_step_dev_loop<T, C, unsigned int>(a0, a1, a2, a3, scalars, (unsigned int)n);
+    } else {
+        adam_step_dev_loop<T, C, long long>(a0, a1, a2, a3, scalars, n);
+    }
+}
+
+// adam_amsgrad_step_dev(p, g, m, v, vmax, scalars): g = where(coupled != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = where(decay != 0, p * decay_factor, p); v = v * beta2 + g * one_minus_beta2 * g; m = where(small_weight != 0, m + (g - m) * weight, g - (g - m) * one_minus_weight); vmax = maximum(vmax, v); p = p + m * neg_step_size / (sqrt(vmax) / bias_correction2_sqrt + eps)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void adam_amsgrad_step_dev_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, T* __restrict__ a4, const C* __restrict__ scalars, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const C coupled = load(scalars[0]);
+    const C wd = load(scalars[1]);
+    const C maximize = load(scalars[2]);
+    const C decay = load(scalars[3]);
+    const C decay_factor = load(scalars[4]);
+    const C beta2 = load(scalars[5]);
+    const C one_minus_beta2 = load(scalars[6]);
+    const C small_weight = load(scalars[7]);
+    const C weight = load(scalars[8]);
+    const C one_minus_weight = load(scalars[9]);
+    const C neg_step_size = load(scalars[10]);
+    const C bias_correction2_sqrt = load(scalars[11]);
+    const C eps = load(scalars[12]);
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C m = load(a2[i]);
+        C v = load(a3[i]);
+        C vmax = load(a4[i]);
+        g = where(coupled != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        p = where(decay != C(0), p * decay_factor, p);
+        v = (v * beta2) + (g * one_minus_beta2 * g);
+        m = where(small_weight != C(0), m + ((g - m) * weight), g - ((g - m) * one_minus_weight));
+        vmax = maximum(vmax, v);
+        p = p + (m * neg_step_size / ((sqrt(vmax) / bias_correction2_sqrt) + eps));
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(m);
+        a3[i] = store<T>(v);
+        a4[i] = store<T>(vmax);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void adam_amsgrad_step_dev(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, T* __restrict__ a4, const C* __restrict__ scalars, long long n) {
+    if (n < 2147483648LL) {
+        adam_amsgrad_step_dev_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, scalars, (unsigned int)n);
+    } else {
+        adam_amsgrad_step_dev_loop<T, C, long long>(a0, a1, a2, a3, a4, scalars, n);
+    }
+}
 }  // namespace gradcore
 
 // ---- float16: stored as gc_half, computed in float
@@ -2190,6 +2344,18 @@ extern "C" __global__ void nadam_step_float16(gc_half* __restrict__ a0, const gc
 }
 extern "C" __global__ void radam_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, float coupled, float wd, float maximize, float decay, float decay_factor, float beta2, float one_minus_beta2, float small_weight, float weight, float one_minus_weight, float bias_correction1, float lr, float rectify, float bias_correction2_sqrt, float eps, float rect, long long n) {
     gradcore::radam_step<gc_half, float>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction1, lr, rectify, bias_correction2_sqrt, eps, rect, n);
+}
+extern "C" __global__ void sgd_step_dev_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, const float* __restrict__ scalars, long long n) {
+    gradcore::sgd_step_dev<gc_half, float>(a0, a1, scalars, n);
+}
+extern "C" __global__ void sgd_momentum_step_dev_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, const float* __restrict__ scalars, long long n) {
+    gradcore::sgd_momentum_step_dev<gc_half, float>(a0, a1, a2, scalars, n);
+}
+extern "C" __global__ void adam_step_dev_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, const float* __restrict__ scalars, long long n) {
+    gradcore::adam_step_dev<gc_half, float>(a0, a1, a2, a3, scalars, n);
+}
+extern "C" __global__ void adam_amsgrad_step_dev_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, gc_half* __restrict__ a4, const float* __restrict__ scalars, long long n) {
+    gradcore::adam_amsgrad_step_dev<gc_half, float>(a0, a1, a2, a3, a4, scalars, n);
 }
 // softmax_backward_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_backward_rows_float16(const gc_half* __restrict__ g, const gc_half* __restrict__ y, gc_half* __restrict__ out, long long rows, long long cols) {
@@ -2464,6 +2630,18 @@ extern "C" __global__ void nadam_step_float32(float* __restrict__ a0, const floa
 extern "C" __global__ void radam_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float coupled, float wd, float maximize, float decay, float decay_factor, float beta2, float one_minus_beta2, float small_weight, float weight, float one_minus_weight, float bias_correction1, float lr, float rectify, float bias_correction2_sqrt, float eps, float rect, long long n) {
     gradcore::radam_step<float, float>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction1, lr, rectify, bias_correction2_sqrt, eps, rect, n);
 }
+extern "C" __global__ void sgd_step_dev_float32(float* __restrict__ a0, const float* __restrict__ a1, const float* __restrict__ scalars, long long n) {
+    gradcore::sgd_step_dev<float, float>(a0, a1, scalars, n);
+}
+extern "C" __global__ void sgd_momentum_step_dev_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, const float* __restrict__ scalars, long long n) {
+    gradcore::sgd_momentum_step_dev<float, float>(a0, a1, a2, scalars, n);
+}
+extern "C" __global__ void adam_step_dev_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, const float* __restrict__ scalars, long long n) {
+    gradcore::adam_step_dev<float, float>(a0, a1, a2, a3, scalars, n);
+}
+extern "C" __global__ void adam_amsgrad_step_dev_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float* __restrict__ a4, const float* __restrict__ scalars, long long n) {
+    gradcore::adam_amsgrad_step_dev<float, float>(a0, a1, a2, a3, a4, scalars, n);
+}
 // softmax_backward_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_backward_rows_float32(const float* __restrict__ g, const float* __restrict__ y, float* __restrict__ out, long long rows, long long cols) {
     gradcore::softmax_backward_rows<float, float>(g, y, out, rows, cols);
@@ -2736,6 +2914,18 @@ extern "C" __global__ void nadam_step_float64(double* __restrict__ a0, const dou
 }
 extern "C" __global__ void radam_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double coupled, double wd, double maximize, double decay, double decay_factor, double beta2, double one_minus_beta2, double small_weight, double weight, double one_minus_weight, double bias_correction1, double lr, double rectify, double bias_correction2_sqrt, double eps, double rect, long long n) {
     gradcore::radam_step<double, double>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction1, lr, rectify, bias_correction2_sqrt, eps, rect, n);
+}
+extern "C" __global__ void sgd_step_dev_float64(double* __restrict__ a0, const double* __restrict__ a1, const double* __restrict__ scalars, long long n) {
+    gradcore::sgd_step_dev<double, double>(a0, a1, scalars, n);
+}
+extern "C" __global__ void sgd_momentum_step_dev_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, const double* __restrict__ scalars, long long n) {
+    gradcore::sgd_momentum_step_dev<double, double>(a0, a1, a2, scalars, n);
+}
+extern "C" __global__ void adam_step_dev_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, const double* __restrict__ scalars, long long n) {
+    gradcore::adam_step_dev<double, double>(a0, a1, a2, a3, scalars, n);
+}
+extern "C" __global__ void adam_amsgrad_step_dev_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double* __restrict__ a4, const double* __restrict__ scalars, long long n) {
+    gradcore::adam_amsgrad_step_dev<double, double>(a0, a1, a2, a3, a4, scalars, n);
 }
 // softmax_backward_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_backward_rows_float64(const double* __restrict__ g, const double* __restrict__ y, double* __restrict__ out, long long rows, long long cols) {

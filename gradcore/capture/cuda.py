@@ -29,7 +29,10 @@ import gc as _pygc
 import os
 import traceback
 
+import numpy as np
+
 from .. import backend
+from ..kernels import gemm
 from .trace import _MISSING, _bind, _build, _Out
 
 __all__ = ["GraphStep", "CaptureFailed", "on_cuda", "capture", "launch", "agree",
@@ -44,14 +47,15 @@ class CaptureFailed(Exception):
 
 def on_cuda(flat) -> bool:
     """Whether the arguments' tensors live on a CUDA device."""
-    return any(type(t._data).__module__ != "numpy" for t in flat)
+    return any(not isinstance(t._data, np.ndarray) for t in flat)
 
 
 class GraphStep:
     """One captured call: its graph, stream and pool, and what a launch does around it."""
 
     __slots__ = ("xp", "graph", "stream", "pool", "inputs", "copy_back", "output",
-                 "changes", "guards", "flags", "options", "checks", "roots", "values")
+                 "changes", "guards", "flags", "options", "checks", "roots", "host_work",
+                 "optimizers")
 
     def run(self, flat, wrap):
         """Launch for a call with arguments ``flat``: copy them in, launch, set the
@@ -123,12 +127,17 @@ def _put_back(saved):
 
 
 def _options(optimizers):
-    """The optimizers' options a graph bakes in (every group's, but its parameters)."""
+    """The optimizers' options a graph bakes in: every group's but its parameters, and
+    but ``lr`` where the updates read their scalars from device memory, copied there
+    before each launch (``Optimizer._scalars_on_device``); and the state dict itself."""
     found = []
     for o in optimizers:
-        if "param_groups" in o.__dict__:
+        d = o.__dict__
+        if "param_groups" in d:
+            skip = ("params", "lr") if getattr(o, "_scalars_on_device", False) else ("params",)
+            found.append((d, {"param_groups": d["param_groups"], "state": d.get("state")}))
             for group in o.param_groups:
-                found.append((group, {k: v for k, v in group.items() if k != "params"}))
+                found.append((group, {k: v for k, v in group.items() if k not in skip}))
     return found
 
 
@@ -191,6 +200,7 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
     n_checks = len(pending)
     ran_backward = []
     patched = []
+    patched_steps = []
     for host_module in backward_hosts:
         run_backward = host_module.run_backward
 
@@ -199,9 +209,17 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
             return _run(*a, **k)
         patched.append((host_module, run_backward))
         host_module.run_backward = watching
+    stepped = []  # optimizers and schedulers whose Python step a launch would not repeat
+    for o in optimizers:
+        if "step" in type(o).__dict__ or hasattr(o, "step"):
+            if not getattr(o, "_scalars_on_device", False):
+                o.__dict__["step"] = _marking(o, stepped)
+                patched_steps.append(o)
     for t, b in zip(flat, buffers):
         t._data = b
     backend.set_capture_hooks(_refused_read, None)
+    backend._host_work = host_work = []  # what the optimizers leave for each launch
+    gemm.use_stream(xp, stream.ptr)  # (cuBLAS's stream and workspace set before capture)
     graph = None
     try:
         with stream, xp.cuda.using_allocator(pool.malloc):
@@ -222,14 +240,29 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
         del pending[n_checks:]
         raise CaptureFailed(_why(exc)) from exc
     finally:
+        for o in patched_steps:
+            o.__dict__.pop("step", None)
+        backend._host_work = None
         backend.set_capture_hooks(None, None)
         for host_module, run_backward in patched:
             host_module.run_backward = run_backward
         for t, d in zip(flat, originals):
             t._data = d
 
+    if stepped:
+        _bind([(t, a, v) for t, (d, g) in zip(watched, before)
+               for a, v in (("_data", d), ("grad", g))])
+        _put_back(host)
+        del pending[n_checks:]
+        kind = type(stepped[0]).__name__
+        raise CaptureFailed(
+            f"CUDA graph capture refused the step() of a {kind}, whose Python (its step "
+            "count, the scalars it forms) a launch would not repeat: on CUDA, SGD, Adam "
+            "and AdamW read their scalars from device memory; step other optimizers and "
+            "schedulers outside the compiled function")
     step = GraphStep()
     step.xp, step.graph, step.stream, step.pool = xp, graph, stream, pool
+    step.host_work, step.optimizers = host_work, optimizers
     step.inputs = list(enumerate(buffers))
     step.copy_back = [(k, buffers[k]) for k, t in enumerate(flat) if t._version != versions[k]]
     step.checks = pending[n_checks:]
@@ -250,7 +283,15 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
     step.output = _outputs(result, tensor_cls, watched, bool(ran_backward), why)
     if why:
         raise CaptureFailed(why[0])
-    step.values = None
+    return step
+
+
+def _marking(obj, stepped):
+    method = type(obj).step.__get__(obj)
+
+    def step(*args, **kwargs):
+        stepped.append(obj)
+        return method(*args, **kwargs)
     return step
 
 
@@ -296,6 +337,8 @@ def launch(step, flat, wrap):
     with s:
         for k, buf in step.inputs:
             buf[...] = flat[k]._data
+        for work in step.host_work:  # (the optimizers' scalars, copied to the device)
+            work()
         step.graph.launch(s)
         for k, buf in step.copy_back:
             flat[k]._data[...] = buf
@@ -315,7 +358,8 @@ def guards_hold(step) -> bool:
             return False
     for group, opts in step.options:
         for k, v in opts.items():
-            if group.get(k, _MISSING) != v:
+            now = group.get(k, _MISSING)
+            if now is not v and now != v:
                 return False
     return True
 
@@ -361,7 +405,9 @@ def agree(earlier, later, flat, wrap):
     rebound = {id(_root(a)) for a in (getattr(v, "_data", v) for _t, _a, v in earlier.changes)
                if _is_cuda(a)}
     shared = [r for r in later.roots if id(r) not in rebound]
+    host = _host_state(later.optimizers)  # (the launch's host work counts steps)
     first = launch(earlier, flat, wrap)
+    _put_back(host)
     with later.stream:
         left = [a.copy() for a in _results(earlier, first, shared)]
         for r, s in zip(later.roots, saved):

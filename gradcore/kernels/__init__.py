@@ -204,6 +204,23 @@ def _update_step(math, name):
     return updates.inplace_step(k, updates.array_names(math), sliced=math.xp is np)
 
 
+def _update_dev(math, name):
+    """An update reading its scalars from a device array (``<step>_dev``): one launch on
+    a device with kernels; else the step's expressions over the array module, the
+    scalars as 0-d views of that array (nothing read back to the host)."""
+    k = updates.DEVICE_SCALAR_UPDATES[name]
+    if math.device_kernels:
+        return device.update(math, k)
+    plain = k.compile(updates.array_names(math))
+
+    def run(*args):
+        *arrays, row = args
+        plain(*arrays, *(row[j] for j in range(len(k.scalars))))
+
+    run.__name__ = name
+    return run
+
+
 def _update(math, name):
     if math.device_kernels:
         return device.optimizer_update(math, name)
@@ -245,6 +262,7 @@ _PROVIDERS = {
     **dict.fromkeys(rows.FORMULAS, _formula),
     "mul_sum_to": _mul_sum_to,
     **dict.fromkeys(updates.UPDATE_KERNELS, _update_step),
+    **dict.fromkeys(updates.DEVICE_SCALAR_UPDATES, _update_dev),
     **dict.fromkeys(updates.ENTRIES, _update),
     "matmul": _matmul,
     **dict.fromkeys(philox.TWINS, _philox),
@@ -277,7 +295,7 @@ def declarations() -> dict:
     :mod:`gradcore.profile` counts as one launch. (The formulas of :mod:`.rows` and the
     forwards of ``pointwise.KEEPING`` are not kernels: they count as what they call.)"""
     return {**pointwise.INPLACE_CPU, **rows.TWINS, **philox.TWINS, **updates.UPDATES,
-            **updates.UPDATE_KERNELS, **pointwise.KERNELS}
+            **updates.UPDATE_KERNELS, **updates.DEVICE_SCALAR_UPDATES, **pointwise.KERNELS}
 
 
 def implementation(math, name: str):

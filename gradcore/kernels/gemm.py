@@ -34,7 +34,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["matmul_for", "CublasError", "WORKSPACE"]
+__all__ = ["matmul_for", "use_stream", "CublasError", "WORKSPACE"]
 
 #: Bytes of the workspace gradcore gives its cuBLAS handle (NVIDIA's advice for Hopper).
 WORKSPACE = 32 << 20
@@ -177,6 +177,15 @@ class _Handle:
 
 
 _handles: dict = {}
+
+
+def use_stream(xp, stream_ptr) -> None:
+    """Put the handle of the current device on stream ``stream_ptr`` now, with its
+    workspace: before a capture begins, so that the captured products need no handle
+    call of that kind during the capture."""
+    h = _handles.get(xp.cuda.runtime.getDevice())
+    if h is not None:
+        h.on(stream_ptr)
 
 
 def _layout(x, rows, cols):

@@ -30,7 +30,7 @@ from .philox import PHILOX_KERNELS
 from .pointwise import KERNELS
 from .rows import ROW_KERNELS
 from .spec import RowKernel, Update
-from .updates import UPDATE_KERNELS
+from .updates import DEVICE_SCALAR_UPDATES, UPDATE_KERNELS
 
 __all__ = ["DTYPES", "kernels_dir", "expr_to_c", "generate", "host_entry_source",
            "all_kernels", "signature", "kernel_arguments", "check_arguments", "main"]
@@ -192,7 +192,8 @@ _HEADER = """\
 def all_kernels() -> dict:
     """Every declared kernel: the pointwise ones, the optimizer updates and the row
     kernels, by name."""
-    return {**KERNELS, **UPDATE_KERNELS, **ROW_KERNELS, **PHILOX_KERNELS}
+    return {**KERNELS, **UPDATE_KERNELS, **DEVICE_SCALAR_UPDATES, **ROW_KERNELS,
+            **PHILOX_KERNELS}
 
 
 # A kernel's parameters, in order, as (kind, name): "in" (const T*, read at i * stride),
@@ -208,7 +209,10 @@ def signature(k) -> list[tuple[str, str]]:
     else:
         for p in k.params:
             sig += [("mask" if p in k.masks else "in", p), ("stride", p)]
-    sig += [("scalar", s) for s in k.scalars]
+    if getattr(k, "device_scalars", False):
+        sig.append(("cin", "scalars"))  # (read into the scalars' names: _kernel_source)
+    else:
+        sig += [("scalar", s) for s in k.scalars]
     if not isinstance(k, Update):
         sig += [("out", f"out{j}") for j in range(len(k.exprs))]
     return sig + [("n", "n")]
@@ -226,6 +230,7 @@ def _c_params(k, t: str, c: str) -> str:
             "stride": f"long long a{j}",
             "inout": f"{t}* __restrict__ a{j}",
             "scalar": f"{c} {name}",
+            "cin": f"const {c}* __restrict__ {name}",
             "out": f"{t}* __restrict__ {name}",
             "n": "long long n",
         }[kind])
@@ -237,7 +242,7 @@ def _c_args(k) -> str:
         return ", ".join(name for _, name in k.params)
     names = []
     for j, (kind, name) in enumerate(signature(k)):
-        names.append(name if kind in ("scalar", "out", "n") else f"a{j}")
+        names.append(name if kind in ("scalar", "cin", "out", "n") else f"a{j}")
     return ", ".join(names)
 
 
@@ -254,8 +259,8 @@ def _declaration_comment(k) -> str:
 
 def _kernel_source(k) -> str:
     sig = signature(k)
-    names = set(k.arguments) | ({t for t, _ in k.body} if isinstance(k, Update)
-                                else {n for n, _ in k.lets})
+    names = set(k.arguments) | set(k.scalars) | (
+        {t for t, _ in k.body} if isinstance(k, Update) else {n for n, _ in k.lets})
     body = []
     for j, (kind, name) in enumerate(sig):
         if kind in ("in", "inout") and isinstance(k, Update):  # the body may rebind it
@@ -285,6 +290,8 @@ def _kernel_source(k) -> str:
     # a{j}[i & m{j}], m{j} all ones or zero, rather than a 64-bit product per element.
     masks = [f"    const I m{j} = (I)0 - (I)a{j};" for j, (kind, _) in enumerate(sig)
              if kind == "stride"]
+    if getattr(k, "device_scalars", False):  # the scalars, read once from device memory
+        masks += [f"    const C {s} = load(scalars[{j}]);" for j, s in enumerate(k.scalars)]
     params = _c_params(k, "T", "C")
     loop_params = params.rsplit("long long n", 1)[0] + "I n"
     lines = [
@@ -456,7 +463,7 @@ def kernel_arguments(k, args, xp=np, out=None, constants=None):
     ``constants`` (a dict) keeps the one-element arrays made for numbers, by value.
     """
     arrays, scalars = args[:len(k.params)], args[len(k.params):]
-    if len(scalars) != len(k.scalars):
+    if len(scalars) != len(k.arguments) - len(k.params):
         raise TypeError(f"{k.name} takes {len(k.arguments)} arguments "
                         f"({', '.join(k.arguments)}), got {len(args)}")
     masks = getattr(k, "masks", ())
@@ -480,7 +487,15 @@ def kernel_arguments(k, args, xp=np, out=None, constants=None):
                                  f"shape {shape}, got {getattr(a, 'dtype', type(a).__name__)} "
                                  f"{getattr(a, 'shape', '')}")
             values.append(a)
-        values += [compute(v) for v in scalars]
+        if k.device_scalars:  # one array of the compute type, in device memory
+            (row,) = scalars
+            if getattr(row, "dtype", None) != compute or row.size < len(k.scalars) or \
+                    not row.flags.c_contiguous:
+                raise ValueError(f"{k.name}: scalars must be a contiguous {compute.__name__} "
+                                 f"array of at least {len(k.scalars)} values")
+            values.append(row)
+        else:
+            values += [compute(v) for v in scalars]
         return _entry_name(k, name), values + [np.int64(n)], (), n
     shape = np.broadcast_shapes(*(getattr(a, "shape", ()) for a in arrays))
     n = int(np.prod(shape, dtype=np.int64))

@@ -286,7 +286,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     xd = input._data
     if p == 1.0:
         noise = wrap(math_of(xd).zeros((), dtype=xd.dtype))
-    elif type(xd) is not np.ndarray and xd.dtype.name in ("float16", "float32", "float64"):
+    elif not isinstance(xd, np.ndarray) and xd.dtype.name in ("float16", "float32", "float64"):
         m = math_of(xd)
         state = _random_state.device_state(None, input.device)._data
         mask = m.empty(xd.shape, dtype=xd.dtype)

@@ -341,6 +341,19 @@ class ndarray:  # noqa: N801  (CuPy's name)
             return out
         return out_a
 
+    def set(self, arr, stream=None):
+        """Host data into this array (``ndarray.set``): a host-to-device copy."""
+        _graph.refuse_transfer("H2D", stream)
+        if not isinstance(arr, _np.ndarray):
+            raise TypeError(f"Only numpy.ndarray can be set to cupy.ndarray, got {type(arr)}")
+        if arr.dtype != self.dtype:
+            raise TypeError(f"{arr.dtype} array cannot be set to {self.dtype} array")
+        if arr.shape != self.shape:
+            raise ValueError("Shape mismatch")
+        if _graph._capture is not None:  # (runs as it comes: not the capturing stream)
+            _graph._capture.exempt(self._a)
+        self._a[...] = arr
+
     def item(self):
         _sync("item()")
         return self._a.item()

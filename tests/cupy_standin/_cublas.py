@@ -13,6 +13,7 @@ CPU's, bit for bit.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import itertools
 
@@ -49,7 +50,8 @@ class Library:
     def __init__(self):
         self._handles: dict = {}
         self._ids = itertools.count(1)
-        self.calls: list = []  # (name, stream ptr) of each call (read by tests)
+        # (name, stream ptr) of the latest calls (read by tests; bounded: no growth)
+        self.calls: collections.deque = collections.deque(maxlen=256)
 
     def create(self):
         h = next(self._ids)
