@@ -121,6 +121,28 @@ def test_a_launch_allocates_nothing(device):
         assert private.n_allocations == mine and default.n_allocations - other == 2
 
 
+def test_a_step_without_arguments_is_captured(device):
+    # (no argument tells the device: the parameters do, all on CUDA)
+    results = []
+    for compiled in (False, True):
+        w, b = _params()
+        opt = gc.optim.SGD([w, b], lr=0.1)
+        x, y = _batches(1)[0]
+
+        def step():
+            opt.zero_grad()
+            loss = (((x * w + b).tanh() - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = gc.compile(step) if compiled else step
+        results.append(([fn().item() for _ in range(5)], _host(w)))
+    assert fn.replays == 2
+    assert results[0][0] == results[1][0]
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
 def _refused(body, match):
     eager = _run(False, lambda p: gc.optim.SGD(p, lr=0.1), body=body)
     with pytest.warns(UserWarning, match=match):

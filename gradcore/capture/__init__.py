@@ -97,7 +97,8 @@ def _signature(x):
 class _Entry:
     """What a compiled function knows of one signature."""
 
-    __slots__ = ("tapes", "pending", "attempts", "eager", "graph", "graph_pending", "warm")
+    __slots__ = ("tapes", "pending", "attempts", "eager", "graph", "graph_pending", "warm",
+                 "cuda")
 
     def __init__(self):
         self.tapes = []      # ready tapes (their guards choose)
@@ -107,6 +108,7 @@ class _Entry:
         self.graph = None          # CUDA: the confirmed capture (a cuda.GraphStep)
         self.graph_pending = None  # CUDA: the last capture, waiting for the next to agree
         self.warm = False          # CUDA: whether the eager first call has run
+        self.cuda = None           # whether the signature's calls are CUDA steps
 
 
 class CompiledFunction:
@@ -145,7 +147,9 @@ class CompiledFunction:
         if entry.eager is not None:
             return self._fn(*args, **kwargs)
         flat = _flatten((args, kwargs), [])
-        if cuda.on_cuda(flat):
+        if entry.cuda is None:
+            entry.cuda = cuda.on_cuda(flat, Tensor)
+        if entry.cuda:
             return self._call_cuda(entry, flat, args, kwargs)
         for tape in entry.tapes:
             if tape.guards_hold():

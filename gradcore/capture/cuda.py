@@ -45,9 +45,20 @@ class CaptureFailed(Exception):
     """A capture that CuPy or CUDA refused; ``str()`` says what and where."""
 
 
-def on_cuda(flat) -> bool:
-    """Whether the arguments' tensors live on a CUDA device."""
-    return any(not isinstance(t._data, np.ndarray) for t in flat)
+def on_cuda(flat, tensor_cls) -> bool:
+    """Whether a call with the tensors ``flat`` is a CUDA step: its arguments' tensors
+    live on a CUDA device; or it takes none, and the live leaves that require grad (the
+    parameters) are all on a CUDA device."""
+    if flat:
+        return any(not isinstance(t._data, np.ndarray) for t in flat)
+    found = False
+    for o in _pygc.get_objects():
+        if issubclass(type(o), tensor_cls) and o.__dict__.get("_rg") and \
+                o.__dict__.get("grad_fn") is None:
+            if not _is_cuda(o.__dict__.get("_data")):
+                return False
+            found = True
+    return found
 
 
 class GraphStep:
@@ -183,8 +194,9 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
     """Capture one call of ``fn`` into a :class:`GraphStep` (launched by the caller for
     this call's results). Raises :class:`CaptureFailed` with the reason, the tensors'
     bindings and the optimizers' Python state put back as they were."""
-    xp = backend.math_of(flat[0]._data).xp
     watched, modules, optimizers = _scan(flat, tensor_cls, module_cls, opt_types)
+    xp = backend.math_of(next(t._data for t in flat + watched
+                              if not isinstance(t._data, np.ndarray))).xp
     before = _bindings(watched)
     host = _host_state(optimizers)
     versions = [t._version for t in flat]
