@@ -29,15 +29,16 @@ def test_capture_records_work_and_launch_replays_it(standin):
     def body():
         b = a * 2 + 1
         a[...] += 1
-        return b
+        return b, cp.asarray([a, b])  # (a stack of device arrays: device work too)
 
-    graph, b, stream, pool = _capture(cp, body)
+    graph, (b, both), stream, pool = _capture(cp, body)
     # nothing ran: the arrays are as they were, what the capture made holds garbage
     np.testing.assert_array_equal(a.get(), [0, 1, 2, 3])
     assert np.isnan(b.get()).all()
     graph.launch(stream)
     np.testing.assert_array_equal(b.get(), [1, 3, 5, 7])
     np.testing.assert_array_equal(a.get(), [1, 2, 3, 4])
+    np.testing.assert_array_equal(both.get(), [[1, 2, 3, 4], [1, 3, 5, 7]])
     graph.launch()
     np.testing.assert_array_equal(b.get(), [3, 5, 7, 9])
     assert isinstance(graph, cp.cuda.graph.Graph)

@@ -652,7 +652,8 @@ def asarray(a, dtype=None, order=None, *, blocking=False):
     if type(a) is ndarray:
         return a if dtype is None or a.dtype == _np.dtype(dtype) else a.astype(dtype)
     if isinstance(a, (list, tuple)) and _b.any(type(v) is ndarray for v in _flat(a)):
-        return ndarray._new(_np.stack([asarray(v, dtype)._a for v in a]))
+        parts = [asarray(v, dtype)._a for v in a]  # (a stack on the device: a kernel)
+        return _exec(lambda *xs: _np.stack(xs), parts)
     if hasattr(a, "__array_interface__") or hasattr(a, "__array__") or \
             isinstance(a, (list, tuple, int, float, complex, bool, _np.generic)):
         _graph.refuse_transfer("H2D")
