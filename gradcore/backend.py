@@ -433,6 +433,8 @@ class ArrayMath:
             o = other if getattr(other, "shape", ()) == full else self.xp.broadcast_to(other,
                                                                                       full)
             return self.sum_to(o, shape) * c
+        if self.xp is not np:  # CuPy's einsum calls cuBLAS, which a CUDA graph cannot
+            return self.sum_to(self.xp.asarray(g * other), shape)  # capture through CuPy
         nd = len(full)
         letters = "abcdefghijklmnopqrstuvwxyz"[:nd]
         o_nd = getattr(other, "ndim", 0)
@@ -948,6 +950,21 @@ def is_device_array(obj) -> bool:
 _capture_read = None
 _capture_check = None
 _capture_compute = None  # given the functions that read values to compute (erf)
+
+
+# While gradcore.capture captures a CUDA graph: the host work (a list) to run before each
+# of its launches (host_work), None otherwise
+_host_work = None
+
+
+def host_work(fn) -> None:
+    """Run ``fn``, host work that the device work after it depends on (an optimizer's
+    scalars, formed on the host and copied to the device), now; or, while a CUDA graph
+    captures the step, before each launch of that graph (a graph replays no Python)."""
+    if _host_work is None:
+        fn()
+    else:
+        _host_work.append(fn)
 
 
 def set_capture_hooks(read, check, compute=None) -> None:

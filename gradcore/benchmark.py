@@ -282,13 +282,13 @@ class _Progress:
 def run(suites, devices, sizes=None, repeat: int = 10, compare_torch: bool = False,
         progress: bool = True, compile: bool = True) -> list[dict]:
     """Time every suite at every size on every device (gradcore), the whole-step suites
-    also compiled (``gc.compile``, on the CPU: capture on CUDA is still to come) unless
+    also compiled (``gc.compile``: a replay on the CPU, a CUDA graph on a GPU) unless
     ``compile`` is False, then, when asked, with torch on each of those devices it can
     use. Returns one dict per measurement."""
     plan = [(s, size) for s in suites for size in (sizes or s.sizes)]
     impls = [("gradcore", dev) for dev in devices]
     if compile:
-        impls += [("compiled", dev) for dev in devices if dev.type == "cpu"]
+        impls += [("compiled", dev) for dev in devices]
     if compare_torch:
         impls += [("torch", dev) for dev in _torch_devices(devices)]
     runs = [(impl, dev, suite, size) for impl, dev in impls for suite, size in plan
@@ -391,10 +391,13 @@ def format_table(results, suites) -> str:
     torch_on = [t for t in ("cpu", "cuda")
                 if any(r["impl"] == "torch" and r["device"].split(":")[0] == t
                        for r in results)]
-    compiled = any(r["impl"] == "compiled" for r in results)
+    compiled = any(r["impl"] == "compiled" and r["device"] == "cpu" for r in results)
+    gpu_compiled = any(r["impl"] == "compiled" and r["device"] != "cpu" for r in results)
     header = ["suite", "size", "CPU", "GPU", "GPU speedup"]
     if compiled:
         header += ["CPU compiled", "compiled speedup"]
+    if gpu_compiled:
+        header += ["GPU compiled", "GPU compiled speedup"]
     for t in torch_on:
         name = "CPU" if t == "cpu" else "GPU"
         header += [f"torch {name}", f"{name} vs torch"]
@@ -403,12 +406,15 @@ def format_table(results, suites) -> str:
         cpu = _medians(results, suite.name, "gradcore", "cpu")
         gpu = _medians(results, suite.name, "gradcore", "cuda")
         comp = _medians(results, suite.name, "compiled", "cpu")
+        gcomp = _medians(results, suite.name, "compiled", "cuda")
         tch = {t: _medians(results, suite.name, "torch", t) for t in torch_on}
         for size in sorted(set(cpu) | set(gpu) | {n for m in tch.values() for n in m}):
             c, g = cpu.get(size), gpu.get(size)
             row = [suite.name, str(size), format_time(c), format_time(g), _ratio(c, g)]
             if compiled:
                 row += [format_time(comp.get(size)), _ratio(c, comp.get(size))]
+            if gpu_compiled:
+                row += [format_time(gcomp.get(size)), _ratio(g, gcomp.get(size))]
             for t in torch_on:
                 mine = (cpu if t == "cpu" else gpu).get(size)
                 row += [format_time(tch[t].get(size)), _ratio(mine, tch[t].get(size))]

@@ -61,7 +61,7 @@ _ALLOCATE_ONLY = {"empty", "empty_like"}                  # memory, no kernel
 _TRANSFERS = {"asarray", "array", "asanyarray", "ascontiguousarray"}  # from host data: a copy
 _WRITE_ONLY = {"copyto", "put_along_axis", "place", "putmask", "put", "fill"}
 # namespace helpers that are one kernel on CUDA; the other helpers count what they call
-_ONE_CALL_HELPERS = {"asarray", "erf"}
+_ONE_CALL_HELPERS = {"asarray", "erf", "matmul"}
 
 
 # ---- results -----------------------------------------------------------------------------
@@ -383,7 +383,9 @@ class _Session:
                 inplace = saved.get(name + "_")
                 setattr(m, name, self._fused_wrapper(
                     name, value, is_dev, track, inplace if _is_function(inplace) else None))
-            elif getattr(saved["xp"], name, None) is value:  # an array-module function
+            elif getattr(saved["xp"], name, None) is value or name in _ONE_CALL_HELPERS:
+                # an array-module function (or one launch of the namespace's own: a
+                # product through cuBLAS called directly on CUDA)
                 setattr(m, name, self._function_wrapper(name, value, is_dev, track))
             elif track:  # a helper attached to this namespace: counted by what it calls
                 setattr(m, name, _tracking(value))

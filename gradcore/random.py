@@ -25,7 +25,7 @@ from . import _random, backend, dtypes
 from .autograd.tensor_base import Tensor, _wrap
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
-           "get_rng_state", "set_rng_state", "fork_rng"]
+           "get_rng_state", "set_rng_state", "fork_rng", "device_state"]
 
 _U64 = 1 << 64
 # get_state's layout: initial seed (8 bytes), PCG64 state and increment (16 each), the
@@ -168,6 +168,29 @@ def _restored(device, state):
 default_generator = Generator._default()
 """The generator every random function draws from when given no ``generator=``
 (``gc.manual_seed`` seeds it), for CPU and GPU tensors alike."""
+
+# (id of a NumPy generator, device) -> (that generator, its Philox state on the device)
+_DEVICE_STATES: dict = {}
+_DEVICE_STATES_KEPT = 16
+
+
+def device_state(generator, device) -> Tensor:
+    """The state, on CUDA ``device``, of the counter-based draws a generator makes there
+    (dropout; :mod:`gradcore.kernels.philox`): a tensor of two int64, the Philox key
+    (a seed drawn from the generator's stream when first asked for, so ``manual_seed``
+    makes it reproducible) and the counter offset the draws move on the device, where a
+    CUDA graph that captured a draw moves it at each launch. ``generator``: None for the
+    default generator, or a ``gc.Generator``. A reseeded generator gets a new state."""
+    rng = _random.stream(generator)
+    key = (id(rng), device)
+    entry = _DEVICE_STATES.get(key)
+    if entry is None or entry[0] is not rng:
+        seed = int(rng.integers(0, (1 << 63) - 1))
+        state = _wrap(device.asarray(np.array([seed, 0], dtype=np.int64)))
+        while len(_DEVICE_STATES) >= _DEVICE_STATES_KEPT:  # (the oldest: a past seed's)
+            _DEVICE_STATES.pop(next(iter(_DEVICE_STATES)))
+        entry = _DEVICE_STATES[key] = (rng, state)
+    return entry[1]
 
 
 def manual_seed(seed) -> Generator:

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import gradcore as gc
+from gradcore.kernels import gemm
 
 DEVICES = [d.strip() for d in
            os.environ.get("GRADCORE_TEST_DEVICES", "cpu,cuda-standin").split(",")
@@ -52,9 +53,11 @@ def cuda_standin():
     saved = {name: sys.modules.get(name) for name in fakes}
     sys.modules.update(fakes)
     gc.backend._use_cuda_module_for_tests(cupy_standin)
+    gemm._use_library_for_tests(cupy_standin.cublas_library())  # its cuBLAS calls
     try:
         yield cupy_standin
     finally:
+        gemm._use_library_for_tests(None)
         gc.backend._use_cuda_module_for_tests(None)
         for name, mod in saved.items():
             if mod is None:

@@ -430,11 +430,15 @@ def test_replays_keep_memory_flat():
     assert grown < 50_000, f"replays grew memory by {grown} bytes"
 
 
-def test_cuda_tensors_run_eagerly_with_a_warning(standin):
+def test_cuda_tensors_are_captured_into_a_graph(standin):
+    # (tests/test_compile_cuda.py has the CUDA path's tests)
     w = gc.ones(3, device="cuda")
     fn = gc.compile(lambda x: (x * w).sum())
-    with pytest.warns(UserWarning, match="CUDA"):
-        assert fn(gc.ones(3, device="cuda")).item() == 3.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [fn(gc.full((3,), float(k), device="cuda")).item() for k in range(4)] == \
+            [0.0, 3.0, 6.0, 9.0]
+    assert fn.replays == 1
 
 
 def _workloads():

@@ -15,8 +15,7 @@ function reads that changed, randomness not drawn from gradcore's generator) mak
 function run eagerly for that signature, with a warning that says why and where
 (``fullgraph=True`` raises instead). Guards checked before each replay (the arrays of
 the tensors the tape reads, the modules' attributes) send a changed state back to
-recording. Capture on CUDA (one graph launch per step) is not built yet: CUDA tensors
-run eagerly, with a warning.
+recording. On CUDA the step is captured into one CUDA graph instead (:mod:`.cuda`).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from ..autograd.tensor_base import Tensor, _wrap
 from ..nn.modules import Module
 from ..optim.lr_scheduler import LRScheduler
 from ..optim.optimizer import Optimizer
-from . import trace
+from . import cuda, trace
 from .trace import Refused
 
 __all__ = ["compile", "CompiledFunction", "OptimizedModule", "Refused", "cache_size_limit",
@@ -98,13 +97,18 @@ def _signature(x):
 class _Entry:
     """What a compiled function knows of one signature."""
 
-    __slots__ = ("tapes", "pending", "attempts", "eager")
+    __slots__ = ("tapes", "pending", "attempts", "eager", "graph", "graph_pending", "warm",
+                 "cuda")
 
     def __init__(self):
         self.tapes = []      # ready tapes (their guards choose)
         self.pending = None  # (tape, desc) of the last recording, waiting to be confirmed
         self.attempts = 0
         self.eager = None    # why this signature runs eagerly for good, or None
+        self.graph = None          # CUDA: the confirmed capture (a cuda.GraphStep)
+        self.graph_pending = None  # CUDA: the last capture, waiting for the next to agree
+        self.warm = False          # CUDA: whether the eager first call has run
+        self.cuda = None           # whether the signature's calls are CUDA steps
 
 
 class CompiledFunction:
@@ -121,11 +125,11 @@ class CompiledFunction:
     def __get__(self, obj, objtype=None):  # a compiled method binds as a function does
         return self if obj is None else functools.partial(self, obj)
 
-    def _warn(self, why):
+    def _warn(self, why, stacklevel=3):
         if self.fullgraph:
             raise Refused(f"gc.compile(fullgraph=True): {why}")
         warnings.warn(f"gc.compile: {getattr(self._fn, '__qualname__', self._fn)} runs "
-                      f"eagerly: {why}", stacklevel=3)
+                      f"eagerly: {why}", stacklevel=stacklevel)
 
     def __call__(self, *args, **kwargs):
         if trace.active() is not None:  # called inside another recording: part of it
@@ -143,6 +147,10 @@ class CompiledFunction:
         if entry.eager is not None:
             return self._fn(*args, **kwargs)
         flat = _flatten((args, kwargs), [])
+        if entry.cuda is None:
+            entry.cuda = cuda.on_cuda(flat, Tensor)
+        if entry.cuda:
+            return self._call_cuda(entry, flat, args, kwargs)
         for tape in entry.tapes:
             if tape.guards_hold():
                 self.replays += 1
@@ -157,12 +165,53 @@ class CompiledFunction:
     @staticmethod
     def _cannot_record(flat):
         for t in flat:
-            if type(t._data).__module__ != "numpy":
-                return ("capture of CUDA tensors is not built yet (one CUDA graph per "
-                        "step is planned); the function runs eagerly")
             if t._rg:
                 return "an argument requires grad (its .grad would not be replayed)"
         return None
+
+    def _call_cuda(self, entry, flat, args, kwargs):
+        """A call on CUDA tensors: eager first (what the step makes once is made), then
+        captured into a CUDA graph; kept once two captures agree (:mod:`.cuda`)."""
+        step = entry.graph
+        if step is not None:
+            if cuda.guards_hold(step):
+                self.replays += 1
+                return step.run(flat, _wrap)
+            entry.graph = None  # the state it was captured from changed: capture again
+        if not entry.warm:
+            entry.warm = True
+            return self._fn(*args, **kwargs)
+        why = self._cannot_record(flat)
+        if why is None:
+            try:
+                new = cuda.capture(self._fn, args, kwargs, flat, Tensor, Module,
+                                   (Optimizer, LRScheduler), (_tensor_module, _functional))
+            except cuda.CaptureFailed as exc:
+                why = str(exc)
+        if why is not None:
+            entry.eager = why
+            self._warn(why, 4)
+            return self._fn(*args, **kwargs)
+        self.recordings += 1
+        earlier = entry.graph_pending
+        if earlier is None:
+            entry.graph_pending = new
+            return new.run(flat, _wrap)
+        same, out = cuda.agree(earlier, new, flat, _wrap)
+        if same:
+            entry.graph, entry.graph_pending, entry.attempts = new, None, 0
+            return out
+        entry.attempts += 1
+        if entry.attempts >= _RECORD_ATTEMPTS:
+            entry.eager = (f"{entry.attempts + 1} CUDA graphs of consecutive calls leave "
+                           "different values: a value it reads changes between calls (a "
+                           "Python number, or a step count or learning rate kept on the "
+                           "host)")
+            entry.graph_pending = None
+            self._warn(entry.eager, 4)
+        else:
+            entry.graph_pending = new
+        return out
 
     def _record(self, entry, flat, args, kwargs):
         rec = trace.Recorder(Tensor, Module, (Optimizer, LRScheduler), self.fullgraph,

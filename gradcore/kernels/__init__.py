@@ -38,6 +38,9 @@ Where each name is declared:
   namespace prefers (``windows_batch_inner``) and the formulas (``conv_forward``,
   ``conv_transpose_forward``, ``conv_backward``: float16 computed in float32 on the
   CPU).
+* :mod:`.philox`: counter-based random numbers on a device (``dropout_mask``,
+  ``philox_advance``); :mod:`.gemm`: ``matmul`` on a CUDA device, cuBLAS called
+  directly.
 
 The other modules are machinery: :mod:`.spec` (the declaration forms), :mod:`.source`
 (CUDA C generation and the calling convention), :mod:`.host` (the host build the tests
@@ -51,7 +54,7 @@ import functools
 import numpy as np
 
 from .. import backend
-from . import conv, device, pointwise, rows, twin, updates
+from . import conv, device, gemm, philox, pointwise, rows, twin, updates
 from .spec import Kernel
 
 __all__ = ["NAMES", "Kernel", "declare", "implementation", "declarations"]
@@ -206,6 +209,23 @@ def _update_step(math, name):
     return updates.inplace_step(k, updates.array_names(math), sliced=math.xp is np)
 
 
+def _update_dev(math, name):
+    """An update reading its scalars from a device array (``<step>_dev``): one launch on
+    a device with kernels; else the step's expressions over the array module, the
+    scalars as 0-d views of that array (nothing read back to the host)."""
+    k = updates.DEVICE_SCALAR_UPDATES[name]
+    if math.device_kernels:
+        return device.update(math, k)
+    plain = k.compile(updates.array_names(math))
+
+    def run(*args):
+        *arrays, row = args
+        plain(*arrays, *(row[j] for j in range(len(k.scalars))))
+
+    run.__name__ = name
+    return run
+
+
 def _update(math, name):
     if math.device_kernels:
         return device.optimizer_update(math, name)
@@ -238,6 +258,31 @@ def _conv_formula(math, name):
     if math.xp is not np:
         return fn
     return _upcasting(math, fn, upcast, upcast[0])
+def _philox(math, name):
+    """A draw of Philox numbers from a device state (:mod:`.philox`): one launch of its
+    kernel on a device with kernels, its twin over the array module otherwise."""
+    twin = functools.partial(philox.TWINS[name], math.xp)
+    if not math.device_kernels:
+        return twin
+    if name == "philox_advance":
+        def run(state, n):
+            device.launch(math, "philox_advance_float32", (state, np.int64(n)), 1, 1)
+    else:
+        def run(out, state, keep, scale):
+            dtype = out.dtype.name
+            compute = np.float64 if dtype == "float64" else np.float32
+            n = out.size
+            if n:
+                device.launch(math, f"dropout_mask_{dtype}",
+                              (out, state, compute(keep), compute(scale), np.int64(n)),
+                              min(-(-n // device.BLOCK), device.MAX_GRID), device.BLOCK)
+    run.__name__ = name
+    return device.with_fallback(math, name, run)
+
+
+def _matmul(math, name):
+    # on a CUDA device, cuBLAS called directly: products a CUDA graph can capture
+    return np.matmul if math.xp is np else gemm.matmul_for(math)
 
 
 _PROVIDERS = {
@@ -248,10 +293,13 @@ _PROVIDERS = {
     **dict.fromkeys(rows.FORMULAS, _formula),
     "mul_sum_to": _mul_sum_to,
     **dict.fromkeys(updates.UPDATE_KERNELS, _update_step),
+    **dict.fromkeys(updates.DEVICE_SCALAR_UPDATES, _update_dev),
     **dict.fromkeys(updates.ENTRIES, _update),
     **dict.fromkeys(conv.TWINS, _window),
     **dict.fromkeys(conv.FORMULAS, _conv_formula),
     "windows_batch_inner": _windows_order,
+    "matmul": _matmul,
+    **dict.fromkeys(philox.TWINS, _philox),
 }
 
 # every name the registry answers: a set that declare() adds to, which the array
@@ -281,8 +329,9 @@ def declarations() -> dict:
     :mod:`gradcore.profile` counts as one launch. (The formulas of :mod:`.rows` and the
     forwards of ``pointwise.KEEPING`` and the convolution formulas are not kernels: they
     count as what they call.)"""
-    return {**pointwise.INPLACE_CPU, **rows.TWINS, **updates.UPDATES,
-            **updates.UPDATE_KERNELS, **pointwise.KERNELS, **conv.TWINS}
+    return {**pointwise.INPLACE_CPU, **rows.TWINS, **philox.TWINS, **updates.UPDATES,
+            **updates.UPDATE_KERNELS, **updates.DEVICE_SCALAR_UPDATES, **pointwise.KERNELS,
+            **conv.TWINS}
 
 
 def implementation(math, name: str):

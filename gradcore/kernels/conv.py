@@ -208,10 +208,10 @@ def _correlate(F, a, w, geo, inner):
     cols = F.im2col(a, (kh, kw), geo.dilation, geo.padding, geo.stride, geo.b_size, inner)
     k, length = cols.shape[0], n * geo.b_size[0] * geo.b_size[1]
     if groups == 1:
-        y = w.reshape((cb, k)) @ cols.reshape((k, length))
+        y = F.matmul(w.reshape((cb, k)), cols.reshape((k, length)))
     else:  # one batched product over the groups
-        y = w.reshape((groups, cb // groups, k // groups)) @ \
-            cols.reshape((groups, k // groups, length))
+        y = F.matmul(w.reshape((groups, cb // groups, k // groups)),
+                     cols.reshape((groups, k // groups, length)))
     return _from_rows(F, y.reshape((cb, length)), n, geo.b_size, inner)
 
 
@@ -222,9 +222,9 @@ def _correlate_adjoint(F, b2, w, geo, n, inner):
     groups, cb, length = geo.groups, w.shape[0], b2.shape[-1]
     kg = cg * kh * kw
     if groups == 1:
-        cols = w.reshape((cb, kg)).swapaxes(-1, -2) @ b2.reshape((cb, length))
+        cols = F.matmul(w.reshape((cb, kg)).swapaxes(-1, -2), b2.reshape((cb, length)))
     else:
-        cols = w.reshape((groups, cb // groups, kg)).swapaxes(-1, -2) @ b2
+        cols = F.matmul(w.reshape((groups, cb // groups, kg)).swapaxes(-1, -2), b2)
     hb, wb = geo.b_size
     shape = (groups * kg,) + ((hb * wb, n) if inner else (n, hb * wb))
     return F.col2im(cols.reshape(shape), geo.a_size, (kh, kw), geo.dilation, geo.padding,
@@ -239,9 +239,9 @@ def _correlate_weight(F, a, b2, geo, w_shape, inner):
     cols = F.im2col(a, (kh, kw), geo.dilation, geo.padding, geo.stride, geo.b_size, inner)
     k, length = cols.shape[0], b2.shape[-1]
     if groups == 1:
-        gw = b2.reshape((cb, length)) @ cols.reshape((k, length)).swapaxes(-1, -2)
+        gw = F.matmul(b2.reshape((cb, length)), cols.reshape((k, length)).swapaxes(-1, -2))
     else:
-        gw = b2 @ cols.reshape((groups, k // groups, length)).swapaxes(-1, -2)
+        gw = F.matmul(b2, cols.reshape((groups, k // groups, length)).swapaxes(-1, -2))
     return gw.reshape(w_shape)
 
 

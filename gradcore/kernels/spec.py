@@ -63,17 +63,22 @@ class Update:
     """An in-place kernel over same-shaped arrays: the statements ``body`` (pairs of a
     name and an expression, run in order; a name may be rebound) update the arrays named
     in ``writes``. The optimizers' per-parameter steps are written this way, one launch
-    per parameter on CUDA."""
+    per parameter on CUDA.
+
+    With ``device_scalars`` the kernel reads its scalars, in order, from one array of the
+    compute type in device memory (the argument ``scalars``) rather than by value: a CUDA
+    graph that captured it reads the values copied there before each launch."""
 
     name: str
     params: tuple[str, ...]
     body: tuple[tuple[str, str], ...]
     writes: tuple[str, ...]
     scalars: tuple[str, ...] = ()
+    device_scalars: bool = False
 
     @property
     def arguments(self) -> tuple[str, ...]:
-        return self.params + self.scalars
+        return self.params + (("scalars",) if self.device_scalars else self.scalars)
 
     def compile(self, namespace: dict):
         """The update as a Python function of ``params`` then ``scalars``, writing the

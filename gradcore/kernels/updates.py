@@ -96,6 +96,7 @@ from :func:`nadam_kernel_scalars`; weight decay as Adam's or AdamW's)::
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import inspect
 
@@ -105,8 +106,8 @@ from .numpy_code import emit, is_where, linearize
 from .pointwise import CHUNK  # the slice size of the CPU updates
 from .spec import Update
 
-__all__ = ["UPDATE_KERNELS", "ENTRIES", "UPDATES", "sgd_update", "adam_update",
-           "rmsprop_update", "adagrad_update", "adadelta_update", "adamax_update",
+__all__ = ["UPDATE_KERNELS", "DEVICE_SCALAR_UPDATES", "ENTRIES", "UPDATES", "sgd_update",
+           "adam_update", "rmsprop_update", "adagrad_update", "adadelta_update", "adamax_update",
            "nadam_update", "radam_update", "adam_scalars", "sgd_kernel_scalars",
            "adam_kernel_scalars", "rmsprop_kernel_scalars", "adagrad_kernel_scalars",
            "adadelta_kernel_scalars", "adamax_kernel_scalars", "nadam_kernel_scalars",
@@ -239,6 +240,16 @@ def adam_scalars(step: int, lr: float, beta1: float, beta2: float) -> tuple[floa
     step_size = lr / bias_correction1
     bias_correction2_sqrt = bias_correction2**0.5
     return step_size, bias_correction2_sqrt
+
+
+#: SGD's and Adam's steps reading their scalars from device memory (``<step>_dev``): what
+#: the optimizers launch on a CUDA device, where the scalars are copied from the host
+#: before each step (eagerly) or each launch of a CUDA graph that captured it. The same
+#: body, so the same bits as the step by value.
+DEVICE_SCALAR_UPDATES = {f"{n}_dev": dataclasses.replace(UPDATE_KERNELS[n], name=f"{n}_dev",
+                                                         device_scalars=True)
+                         for n in ("sgd_step", "sgd_momentum_step", "adam_step",
+                                   "adam_amsgrad_step")}
 
 
 def sgd_kernel_scalars(lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,

@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 
 from .. import creation, dtypes
+from .. import random as _random_state
 from ..autograd.grad_mode import autocast_blocks as _ac_blocks
 from ..autograd.grad_mode import no_grad
 from ..backend import math_of
@@ -274,7 +275,10 @@ def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the others by ``1 / (1 - p)``.
 
     The mask comes from gradcore's generator, so ``gc.manual_seed`` makes it
-    reproducible.  Outside training (or with ``p == 0``) the input is returned as is.
+    reproducible: on the CPU from its NumPy stream, on a CUDA device from Philox
+    numbers drawn there (:func:`gradcore.random.device_state`), so that nothing waits
+    for the host and a compiled step draws fresh masks at every launch.  Outside
+    training (or with ``p == 0``) the input is returned as is.
     """
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -283,6 +287,13 @@ def dropout(input, p=0.5, training=True, inplace=False):
     xd = input._data
     if p == 1.0:
         noise = wrap(math_of(xd).zeros((), dtype=xd.dtype))
+    elif not isinstance(xd, np.ndarray) and xd.dtype.name in ("float16", "float32", "float64"):
+        m = math_of(xd)
+        state = _random_state.device_state(None, input.device)._data
+        mask = m.empty(xd.shape, dtype=xd.dtype)
+        m.dropout_mask(mask, state, 1.0 - p, 1.0 / (1.0 - p))
+        m.philox_advance(state, mask.size)
+        noise = wrap(mask)
     else:
         rdt = np.float32 if xd.dtype != np.float64 else np.float64
         keep = creation.seed_generator().random(xd.shape, dtype=rdt) < (1.0 - p)

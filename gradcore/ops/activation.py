@@ -722,12 +722,12 @@ class LinearBackward(Node):
         g2 = g.reshape((-1, out_f)) if g.ndim != 2 else g
         gx = gw = gb = None
         if self.needs(0):
-            gx = g2 @ w
+            gx = F.matmul(g2, w)
             if x.ndim != 2:
                 gx = gx.reshape(x.shape)
         if self.needs(1):
             x2 = x.reshape((-1, in_f)) if x.ndim != 2 else x
-            gw = g2.swapaxes(-1, -2) @ x2
+            gw = F.matmul(g2.swapaxes(-1, -2), x2)
         if self.has_bias:
             if self.needs(2):
                 gb = F.sum(g2, axis=0)  # (a new array: g2 is 2-D)
@@ -753,7 +753,7 @@ def linear(x, weight, bias=None):
             if bd is not None:
                 check_same_device(xd, bd, "linear")
         x2 = xd if xd.ndim == 2 else xd.reshape(-1, wd.shape[1])
-        out = x2 @ wd.T
+        out = math_of(xd).matmul(x2, wd.T)  # (on CUDA: cuBLAS, capturable)
         if bd is not None:
             out += bd
         if xd.ndim != 2:

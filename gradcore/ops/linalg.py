@@ -53,11 +53,11 @@ class MatmulBackward(Node):
             g = F.expand_dims(g, -1)
         ga = gb = None
         if self.needs(0):
-            ga = g @ b2.swapaxes(-1, -2)
+            ga = F.matmul(g, b2.swapaxes(-1, -2))
             if a1d:
                 ga = ga.reshape(ga.shape[:-2] + ga.shape[-1:])
         if self.needs(1):
-            gb = a2.swapaxes(-1, -2) @ g
+            gb = F.matmul(a2.swapaxes(-1, -2), g)
             if b1d:
                 gb = gb.reshape(gb.shape[:-1])
         return ga, gb

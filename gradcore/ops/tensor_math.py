@@ -3,8 +3,9 @@
 It mirrors the few NumPy-style names the formulas use (``F.sum``, ``F.where``,
 ``F.broadcast_to``, the fused kernels, ...) so that one formula serves both a plain
 backward (arrays) and a differentiable one (tensors).  Where arrays and tensors share
-a method (``g.reshape(shape)``, ``a.swapaxes(-1, -2)``, ``g @ b``), formulas call it
-directly: a method call is cheaper than NumPy's Python-level wrappers.
+a method (``g.reshape(shape)``, ``a.swapaxes(-1, -2)``), formulas call it directly: a
+method call is cheaper than NumPy's Python-level wrappers. Products are ``F.matmul``
+(on a CUDA device, cuBLAS called directly: :mod:`gradcore.kernels.gemm`).
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ def concatenate(xs, axis=0):
 
 def roll(x, shift, axis=None):
     return _shape.roll(x, shift, axis)
+
+
+def matmul(a, b):
+    return _linalg.matmul(a, b)
 
 
 def einsum(subscripts, *operands):

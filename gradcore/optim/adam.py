@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import no_grad
 from ..backend import math_of
 from ..creation import zeros_like
+from ..kernels.updates import adam_kernel_scalars
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
@@ -54,8 +57,11 @@ class Adam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
+    _scalars_on_device = True
+
     def step(self, closure=None):
         loss = self._evaluate(closure)
+        on_device = []  # the CUDA parameters' updates: scalars in device memory
         with no_grad():
             for group in self.param_groups:
                 beta1, beta2 = group["betas"]
@@ -75,6 +81,15 @@ class Adam(Optimizer):
                             "amsgrad=True but the optimizer state of a parameter has no "
                             "'max_exp_avg_sq' (was it loaded from a state dict saved with "
                             "amsgrad=False?)")
+                    if not isinstance(p._data, np.ndarray):
+                        arrays = (p._data, p.grad._data, state["exp_avg"]._data,
+                                  state["exp_avg_sq"]._data)
+                        if amsgrad:
+                            arrays += (state["max_exp_avg_sq"]._data,)
+                        on_device.append((p, "adam_amsgrad_step_dev" if amsgrad else
+                                          "adam_step_dev", arrays,
+                                          _adam_scalars(group, state, p._data.dtype)))
+                        continue
                     state["step"] += 1
                     vmax = state["max_exp_avg_sq"]._data if amsgrad else None
                     math_of(p._data).adam_update(
@@ -84,7 +99,21 @@ class Adam(Optimizer):
                         amsgrad=amsgrad, maximize=group["maximize"],
                         decoupled_weight_decay=group["decoupled_weight_decay"])
                     p._bump()
+            if on_device:
+                self._device_updates(on_device)
         return loss
+
+
+def _adam_scalars(group, state, dtype):
+    """The scalars of a step, formed when it runs: the step counted, the group's options
+    read then (a learning rate a scheduler changed)."""
+    def scalars():
+        state["step"] += 1
+        beta1, beta2 = group["betas"]
+        return adam_kernel_scalars(dtype, state["step"], group["lr"], beta1, beta2,
+                                   group["eps"], group["weight_decay"], group["maximize"],
+                                   group["decoupled_weight_decay"])
+    return scalars
 
 
 class AdamW(Adam):

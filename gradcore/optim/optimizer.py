@@ -10,7 +10,11 @@ import copy
 from collections import defaultdict
 from itertools import chain
 
+import numpy as np
+
+from .. import backend
 from ..autograd import enable_grad
+from ..backend import math_of
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -18,6 +22,7 @@ __all__ = ["Optimizer", "required"]
 # state values kept as Python numbers here, 0-d tensors in PyTorch: step counts (ints)
 # and NAdam's running product of momentum coefficients (a float)
 _NUMBER_STATE = {"step": int, "mu_product": float}
+_MAX_SCALARS = 16  # the most scalars an update kernel reads from device memory
 
 
 class _RequiredParameter:
@@ -138,6 +143,53 @@ class Optimizer:
         if differentiable:
             raise NotImplementedError("differentiable=True is not supported: gradcore's "
                                       "optimizer steps run without recording a graph")
+
+    #: Whether the optimizer's CUDA updates read their scalars from device memory
+    #: (:meth:`_device_updates`): ``gc.compile`` then lets ``lr`` change between launches
+    _scalars_on_device = False
+
+    def _device_updates(self, work) -> None:
+        """Run updates on a CUDA device with their scalars in device memory.
+
+        ``work`` lists ``(param, kernel, arrays, scalars)``: the update kernel
+        (``<step>_dev``, see ``gradcore.kernels.updates.DEVICE_SCALAR_UPDATES``), its
+        arrays, and a function forming its scalars on the host that also does the
+        step's bookkeeping (counting the step). Those host parts run through
+        ``backend.host_work`` (now; or, while ``gc.compile`` captures the step into a
+        CUDA graph, before each launch, so that a learning rate a scheduler changes and
+        the step counts are read then) and end in one copy to the device per compute
+        dtype; the kernels read the copies."""
+        key = tuple((id(p), name) for p, name, _a, _s in work)
+        cache = self.__dict__.setdefault("_device_rows", {})
+        entry = cache.get(key)
+        if entry is None:
+            counts: dict = {}
+            where = []
+            for p, _name, _a, _s in work:
+                m = math_of(p._data)
+                dt = np.dtype(np.float64 if p._data.dtype == np.float64 else np.float32)
+                slot = (m, dt)
+                where.append((slot, counts.get(slot, 0)))
+                counts[slot] = counts.get(slot, 0) + 1
+            rows = {slot: slot[0].empty((n, _MAX_SCALARS), dtype=slot[1])  # (set each step)
+                    for slot, n in counts.items()}
+            if len(cache) >= 8:  # (layouts of the past: a parameter that got no .grad)
+                cache.clear()
+            entry = cache[key] = (rows, where)
+        rows, where = entry
+
+        def host():
+            staged = {slot: np.zeros(arr.shape, dtype=slot[1]) for slot, arr in rows.items()}
+            for (_p, _name, _arrays, scalars), (slot, r) in zip(work, where):
+                values = scalars()
+                staged[slot][r, :len(values)] = values
+            for slot, arr in rows.items():
+                arr.set(staged[slot])
+
+        backend.host_work(host)
+        for (p, name, arrays, _s), (slot, r) in zip(work, where):
+            getattr(slot[0], name)(*arrays, rows[slot][r])
+            p._bump()
 
     @staticmethod
     def _evaluate(closure):

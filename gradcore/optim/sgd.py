@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import no_grad
 from ..backend import math_of
 from ..creation import empty_like
+from ..kernels.updates import sgd_kernel_scalars
 from .optimizer import Optimizer
 
 __all__ = ["SGD"]
@@ -47,8 +50,11 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
 
+    _scalars_on_device = True
+
     def step(self, closure=None):
         loss = self._evaluate(closure)
+        on_device = []  # the CUDA parameters' updates: scalars in device memory
         with no_grad():
             for group in self.param_groups:
                 momentum = group["momentum"]
@@ -63,10 +69,27 @@ class SGD(Optimizer):
                         if buf is None:
                             buf = state["momentum_buffer"] = empty_like(p, requires_grad=False)
                             first = True
+                    if not isinstance(p._data, np.ndarray):
+                        arrays = (p._data, p.grad._data) + (() if buf is None else (buf._data,))
+                        on_device.append((p, "sgd_step_dev" if buf is None else
+                                          "sgd_momentum_step_dev", arrays,
+                                          _sgd_scalars(group, first)))
+                        continue
                     math_of(p._data).sgd_update(
                         p._data, p.grad._data, None if buf is None else buf._data,
                         lr=group["lr"], momentum=momentum, dampening=group["dampening"],
                         weight_decay=group["weight_decay"], nesterov=group["nesterov"],
                         maximize=group["maximize"], first_step=first)
                     p._bump()
+            if on_device:
+                self._device_updates(on_device)
         return loss
+
+
+def _sgd_scalars(group, first):
+    """The scalars of a step, formed from the group's options when the step runs."""
+    def scalars():
+        return sgd_kernel_scalars(group["lr"], group["momentum"], group["dampening"],
+                                  group["weight_decay"], group["nesterov"], group["maximize"],
+                                  first)
+    return scalars

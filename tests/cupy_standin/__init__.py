@@ -18,7 +18,11 @@ CuPy is stricter than NumPy it is strict too:
 * out-of-range integer-array indices wrap around, as in CuPy (NumPy raises): in
   ``a[idx]``, ``a[idx] = v`` and ``ufunc.at``;
 * there is no ``ufunc.at`` other than on the ufuncs CuPy supports it for, no
-  ``flags.writeable``, and reductions return 0-d arrays, never scalars.
+  ``flags.writeable``, and reductions return 0-d arrays, never scalars;
+* streams, memory pools and stream capture (``Stream(non_blocking=True)``,
+  ``begin_capture``/``end_capture``, ``Graph.launch``, ``MemoryPool``,
+  ``using_allocator``) behave as CUDA's, and what CuPy refuses during a capture raises
+  CuPy's error: see :mod:`._graph`.
 
 The values are computed by NumPy, so results match the CPU path bit for bit wherever
 the same NumPy calls are made.
@@ -31,6 +35,9 @@ import operator as _op
 import weakref as _weakref
 
 import numpy as _np
+
+from . import _graph
+from ._graph import CUDARuntimeError, Event, Graph, MemoryPool, Stream
 
 __version__ = "14.0.0-standin"
 
@@ -57,6 +64,13 @@ def sync_log() -> list[str]:
 
 
 def _sync(what: str) -> None:
+    """A read of device values by the host: counted; while the current stream captures,
+    CuPy's refusal of the device-to-host copy."""
+    _graph.refuse_transfer("D2H")
+    _count_sync(what)
+
+
+def _count_sync(what: str) -> None:
     global _syncs
     _syncs += 1
     if _sync_log is not None:
@@ -142,7 +156,36 @@ def _wrap(r):
 def _call(fn, args, kwargs, where="argument"):
     args = _unwrap(args, where)
     kwargs = {k: _unwrap(v, where) for k, v in kwargs.items()}
-    return _wrap(fn(*args, **kwargs))
+    return _exec(fn, args, kwargs)
+
+
+def _exec(fn, args, kwargs=None, stream=None):
+    """``fn(*args, **kwargs)`` over NumPy arrays, its result wrapped: device work, issued
+    to ``stream`` (the current one); recorded into the graph when that stream captures."""
+    kwargs = {} if kwargs is None else kwargs
+    cap = _graph.capturing(stream)
+    if cap is None and _graph._capture is not None:  # another stream's work: it runs
+        with _graph.outside_capture():
+            result = _wrap(fn(*args, **kwargs))
+        _graph._capture.exempt((args, list(kwargs.values()), _unwrap_all(result)))
+        return result
+    result = _wrap(fn(*args, **kwargs))
+    if cap is not None:
+        cap.record(fn, args, kwargs, _unwrap_all(result))
+    return result
+
+
+def _unwrap_all(x):
+    if type(x) is ndarray:
+        return x._a
+    if type(x) in (tuple, list):
+        return type(x)(_unwrap_all(v) for v in x)
+    return x
+
+
+def _float_operands(args):
+    return _b.any(isinstance(a, (ndarray, _np.ndarray)) and _unwrap(a).dtype.kind in "fc"
+                  for a in args)
 
 
 # ----------------------------------------------------------------------------------
@@ -193,14 +236,16 @@ _METHODS = {  # ndarray methods computed by NumPy, results wrapped
 class ndarray:  # noqa: N801  (CuPy's name)
     """A device array: a NumPy array that will not leave the device implicitly."""
 
-    __slots__ = ("_a", "__weakref__")
+    __slots__ = ("_a", "_blk", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
         if memptr is not None:
             raise NotImplementedError("the stand-in does not support memptr")
+        self._blk = None
         self._a = _np.empty(shape, dtype=dtype, order=order)
         _wrappers[id(self._a)] = self
+        self._blk = _graph.hold(self._a)
 
     @classmethod
     def _new(cls, a):
@@ -209,8 +254,16 @@ class ndarray:  # noqa: N801  (CuPy's name)
             return w
         w = object.__new__(cls)
         w._a = a
+        w._blk = None
         _wrappers[id(a)] = w
+        w._blk = _graph.hold(a)  # (its memory: held from a pool, new or not)
         return w
+
+    def __del__(self):
+        b = self._blk
+        if b is not None:
+            self._blk = None
+            b.drop()
 
     # -- attributes ---------------------------------------------------------------
     @property
@@ -265,10 +318,13 @@ class ndarray:  # noqa: N801  (CuPy's name)
 
     def __getattr__(self, name):
         if name in _METHODS:
-            meth = getattr(self._a, name)
+            meth = getattr(_np.ndarray, name)
+            w = self
 
             def method(*args, **kwargs):
-                return _call(meth, args, kwargs)
+                if name == "dot" and _float_operands((w,) + args):
+                    _graph.refuse_cublas()
+                return _call(meth, (w,) + args, kwargs)
 
             method.__name__ = name
             return method
@@ -276,12 +332,27 @@ class ndarray:  # noqa: N801  (CuPy's name)
 
     # -- leaving the device: explicit only, and counted ---------------------------
     def get(self, stream=None, order="C", out=None, blocking=True):
+        if stream is not None:
+            _graph.refuse_transfer("D2H", stream)
         _sync("get()")
         out_a = _np.array(self._a, order=order)
         if out is not None:
             out[...] = out_a
             return out
         return out_a
+
+    def set(self, arr, stream=None):
+        """Host data into this array (``ndarray.set``): a host-to-device copy."""
+        _graph.refuse_transfer("H2D", stream)
+        if not isinstance(arr, _np.ndarray):
+            raise TypeError(f"Only numpy.ndarray can be set to cupy.ndarray, got {type(arr)}")
+        if arr.dtype != self.dtype:
+            raise TypeError(f"{arr.dtype} array cannot be set to {self.dtype} array")
+        if arr.shape != self.shape:
+            raise ValueError("Shape mismatch")
+        if _graph._capture is not None:  # (runs as it comes: not the capturing stream)
+            _graph._capture.exempt(self._a)
+        self._a[...] = arr
 
     def item(self):
         _sync("item()")
@@ -347,29 +418,37 @@ class ndarray:  # noqa: N801  (CuPy's name)
 
     # -- indexing -----------------------------------------------------------------
     def __getitem__(self, key):
-        k = _wrap_around(_unwrap_index(key), self.shape)
+        k = _unwrap_index(key)
         if _has_bool_mask(k):
             _sync("boolean-mask indexing")
-        r = self._a[k]
-        if isinstance(r, _np.generic):  # CuPy: an element is a 0-d view, not a copy
-            r = self._a[(k if type(k) is tuple else (k,)) + (Ellipsis,)]
-        return _wrap(r)
+        return _exec(_getitem, (self._a, k))
 
     def __setitem__(self, key, value):
-        k = _wrap_around(_unwrap_index(key), self.shape)
-        self._a[k] = _unwrap(value, "value")
+        _exec(_setitem, (self._a, _unwrap_index(key), _unwrap(value, "value")))
 
     def __copy__(self):
-        return ndarray._new(self._a.copy())
+        return _exec(_np.copy, (self._a,))
 
     def __deepcopy__(self, memo):
-        return ndarray._new(self._a.copy())
+        return _exec(_np.copy, (self._a,))
 
     def __reduce__(self):
         raise TypeError("the CuPy stand-in does not pickle")
 
     def __hash__(self):
         raise TypeError("unhashable type: 'cupy.ndarray'")
+
+
+def _getitem(a, key):
+    k = _wrap_around(key, a.shape)  # (at each launch of a graph: the index's values then)
+    r = a[k]
+    if isinstance(r, _np.generic):  # CuPy: an element is a 0-d view, not a copy
+        r = a[(k if type(k) is tuple else (k,)) + (Ellipsis,)]
+    return r
+
+
+def _setitem(a, key, value):
+    a[_wrap_around(key, a.shape)] = value
 
 
 def _has_bool_mask(k):
@@ -384,7 +463,9 @@ def _binop(fn):
             raise TypeError(f"Unsupported type {type(other)}")
         if not isinstance(other, (ndarray, int, float, complex, bool, _np.generic)):
             return NotImplemented
-        return _wrap(fn(self._a, _unwrap(other)))
+        if fn is _op.matmul and _float_operands((self, other)):
+            _graph.refuse_cublas()
+        return _exec(fn, (self._a, _unwrap(other)))
     return method
 
 
@@ -394,7 +475,7 @@ def _rbinop(fn):
             raise TypeError(f"Unsupported type {type(other)}")
         if not isinstance(other, (int, float, complex, bool, _np.generic)):
             return NotImplemented
-        return _wrap(fn(other, self._a))
+        return _exec(fn, (other, self._a))
     return method
 
 
@@ -402,7 +483,7 @@ def _ibinop(fn):
     def method(self, other):
         if isinstance(other, _np.ndarray):
             raise TypeError(f"Unsupported type {type(other)}")
-        fn(self._a, _unwrap(other))
+        _exec(fn, (self._a, _unwrap(other)))
         return self
     return method
 
@@ -422,7 +503,7 @@ for _name, _fn in {"eq": _op.eq, "ne": _op.ne, "lt": _op.lt, "le": _op.le, "gt":
                    "ge": _op.ge}.items():
     setattr(ndarray, f"__{_name}__", _binop(_fn))
 for _name, _fn in {"neg": _op.neg, "pos": _op.pos, "abs": _b.abs, "invert": _op.invert}.items():
-    setattr(ndarray, f"__{_name}__", (lambda f: lambda self: _wrap(f(self._a)))(_fn))
+    setattr(ndarray, f"__{_name}__", (lambda f: lambda self: _exec(f, (self._a,)))(_fn))
 ndarray.__rmatmul__ = _rbinop(_op.matmul)
 ndarray.__module__ = "cupy"  # what gradcore's device_of looks at (CuPy's is "cupy")
 
@@ -457,11 +538,12 @@ class ufunc:  # noqa: N801
             raise NotImplementedError(f"cupy.{self.__name__}.at is not supported")
         if type(a) is not ndarray:
             raise TypeError("ufunc.at needs a cupy.ndarray")
-        idx = _wrap_around(_unwrap_index(indices), a.shape)
-        if b is None:
-            self._u.at(a._a, idx)
-        else:
-            self._u.at(a._a, idx, _unwrap(b))
+        u = self._u
+
+        def at(arr, idx, *value):
+            u.at(arr, _wrap_around(idx, arr.shape), *value)
+
+        _exec(at, (a._a, _unwrap_index(indices)) + (() if b is None else (_unwrap(b),)))
 
     def __repr__(self):
         return f"<ufunc '{self.__name__}'>"
@@ -486,10 +568,16 @@ for _name in _UFUNCS:
 
 # ----------------------------------------------------------------------------------
 # functions
+_CUBLAS = {"dot", "vdot", "inner", "matmul", "tensordot", "einsum"}
+
+
 def _plain(name, np_name=None, syncs=False):
     fn = getattr(_np, np_name or name)
+    cublas = name in _CUBLAS
 
     def f(*args, **kwargs):
+        if cublas and _float_operands(args) and (name != "einsum" or len(args) > 2):
+            _graph.refuse_cublas()  # CuPy computes float products with cuBLAS
         out = _call(fn, args, kwargs)
         if syncs:  # CuPy reads a size back to the host to shape the result
             _sync(name)
@@ -564,9 +652,11 @@ def asarray(a, dtype=None, order=None, *, blocking=False):
     if type(a) is ndarray:
         return a if dtype is None or a.dtype == _np.dtype(dtype) else a.astype(dtype)
     if isinstance(a, (list, tuple)) and _b.any(type(v) is ndarray for v in _flat(a)):
-        return ndarray._new(_np.stack([asarray(v, dtype)._a for v in a]))
+        parts = [asarray(v, dtype)._a for v in a]  # (a stack on the device: a kernel)
+        return _exec(lambda *xs: _np.stack(xs), parts)
     if hasattr(a, "__array_interface__") or hasattr(a, "__array__") or \
             isinstance(a, (list, tuple, int, float, complex, bool, _np.generic)):
+        _graph.refuse_transfer("H2D")
         out = _np.array(a, dtype=dtype, order=order or "K", copy=True)
         return ndarray._new(out)
     raise TypeError(f"Unsupported type {type(a)}")
@@ -620,6 +710,25 @@ def _flat(seq):
 # ----------------------------------------------------------------------------------
 # cupy.cuda
 class _Runtime:
+    CUDARuntimeError = CUDARuntimeError
+    streamCaptureModeGlobal = _graph.streamCaptureModeGlobal  # noqa: N815
+    streamCaptureModeThreadLocal = _graph.streamCaptureModeThreadLocal  # noqa: N815
+    streamCaptureModeRelaxed = _graph.streamCaptureModeRelaxed  # noqa: N815
+    streamDefault = _graph.streamDefault  # noqa: N815
+    streamNonBlocking = _graph.streamNonBlocking  # noqa: N815
+    streamLegacy = _graph.streamLegacy  # noqa: N815
+    streamPerThread = _graph.streamPerThread  # noqa: N815
+
+    @staticmethod
+    def streamIsCapturing(ptr):  # noqa: N802
+        cap = _graph._capture
+        if cap is None or cap.stream.ptr != ptr:
+            return False
+        if cap.invalidated:
+            raise RuntimeError("the stream was capturing, but an error has invalidated "
+                               "the capture sequence")
+        return True
+
     @staticmethod
     def getDeviceCount():  # noqa: N802
         return 1
@@ -639,20 +748,7 @@ class _Runtime:
 
     @staticmethod
     def deviceSynchronize():  # noqa: N802
-        _sync("deviceSynchronize()")
-
-
-class _Stream:
-    null = None
-
-    def synchronize(self):
-        _sync("stream.synchronize()")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+        _graph._synchronize(None, "deviceSynchronize()", _count_sync)
 
 
 class _Device:
@@ -671,7 +767,7 @@ class _Device:
         pass
 
     def synchronize(self):
-        _sync("Device.synchronize()")
+        _graph._synchronize(None, "Device.synchronize()", _count_sync)
 
     @property
     def compute_capability(self):
@@ -681,16 +777,21 @@ class _Device:
         return f"<CUDA Device {self.id}>"
 
 
+class _GraphModule:
+    Graph = Graph
+
+
 class _Cuda:
     runtime = _Runtime()
     Device = _Device
-    Stream = _Stream
-
-    def __init__(self):
-        self._stream = _Stream()
-
-    def get_current_stream(self):
-        return self._stream
+    Stream = Stream
+    Event = Event
+    MemoryPool = MemoryPool
+    graph = _GraphModule()
+    set_allocator = staticmethod(_graph.set_allocator)
+    get_allocator = staticmethod(_graph.get_allocator)
+    using_allocator = staticmethod(_graph.using_allocator)
+    get_current_stream = staticmethod(_graph.get_current_stream)
 
     def is_available(self):
         return True
@@ -699,24 +800,26 @@ class _Cuda:
 cuda = _Cuda()
 
 
-class _MemoryPool:
-    """``cupy.get_default_memory_pool()``: the stand-in holds no device memory."""
-
-    def used_bytes(self):
-        return 0
-
-    def total_bytes(self):
-        return 0
-
-    def free_all_blocks(self):
-        pass
+_graph.count_sync = _count_sync
 
 
-_pool = _MemoryPool()
+def cublas_library():
+    """The cuBLAS calls gradcore makes directly, served over the stand-in's memory
+    (:mod:`._cublas`; conftest hands it to ``gradcore.kernels.gemm``)."""
+    global _cublas_lib
+    if _cublas_lib is None:
+        from ._cublas import Library  # noqa: PLC0415
+
+        _cublas_lib = Library()
+    return _cublas_lib
+
+
+_cublas_lib = None
 
 
 def get_default_memory_pool():
-    return _pool
+    """The pool arrays come from unless an allocator is set (``cupy.cuda.MemoryPool``)."""
+    return _graph.default_pool
 
 
 # ----------------------------------------------------------------------------------
@@ -732,8 +835,12 @@ def _erf(x):
     dtype = a.dtype if a.dtype.kind == "f" else _np.dtype(_np.float64)
     if dtype == _np.float16:
         raise TypeError("cupyx.scipy.special.erf: no float16 loop (like CuPy's)")
-    flat = [math.erf(v) for v in a.reshape(-1).tolist()]
-    return ndarray._new(_np.array(flat, dtype=dtype).reshape(a.shape))
+
+    def erf(a):  # (an elementwise kernel on a GPU: recorded by a capture like any)
+        flat = [math.erf(v) for v in a.reshape(-1).tolist()]
+        return _np.array(flat, dtype=dtype).reshape(a.shape)
+
+    return _exec(erf, (a,))
 
 
 class _StrideTricks:
@@ -819,4 +926,5 @@ class _HostKernel:
             if isinstance(a, _np.ndarray):
                 raise TypeError(f"{self.name}: a host (NumPy) array passed to a kernel")
             values.append(a._a if type(a) is ndarray else a)
-        khost.launch_host(self.name, values, int(grid[0]), int(block[0]))
+        _exec(khost.launch_host, (self.name, values, int(grid[0]), int(block[0])),
+              stream=stream)

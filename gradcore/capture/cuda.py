@@ -1,0 +1,446 @@
+"""``gc.compile`` on CUDA: a training step captured into one CUDA graph, then launched.
+
+A step on CUDA tensors runs eagerly on its first call (what it makes once, optimizer
+state and ``.grad``, is made then, and the kernels are compiled). The next call runs the
+function's Python once more, on a non-blocking stream under CuPy's stream capture
+(``Stream.begin_capture``): its kernels are recorded into a graph, not run, with every
+allocation served by a memory pool of the graph's own (``cupy.cuda.MemoryPool``,
+through ``using_allocator``), so that a launch allocates nothing and nothing else is
+handed the graph's memory. The arguments' tensors are swapped for input buffers from
+that pool; a launch copies the call's arguments into them first.
+
+Two captures of consecutive calls must agree before the graph is kept: launched from the
+same state (every live CUDA tensor's memory is copied before and put back between the
+two), they must leave the same values, bit for bit, in the parameters, the optimizer
+state, the gradients and the results. A Python value the function reads that changed
+between the calls (a learning rate not on the device, a step count, a global) shows as
+a difference, and is never baked in silently. Guards checked before each launch (the
+tensors' arrays and ``.grad`` the graph reads, the modules' ``training`` flags, the
+optimizers' options) send a changed state back to capturing.
+
+What CuPy refuses during a capture (a read of values by the host, a copy from the host,
+its cuBLAS calls, a synchronization) makes the capture fail: the function runs
+eagerly, with a warning naming the refusal and the line (``fullgraph=True`` raises).
+"""
+
+from __future__ import annotations
+
+import gc as _pygc
+import os
+import traceback
+
+import numpy as np
+
+from .. import backend
+from ..kernels import gemm
+from .trace import _MISSING, _bind, _build, _Out
+
+__all__ = ["GraphStep", "CaptureFailed", "on_cuda", "capture", "launch", "agree",
+           "guards_hold"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class CaptureFailed(Exception):
+    """A capture that CuPy or CUDA refused; ``str()`` says what and where."""
+
+
+def on_cuda(flat, tensor_cls) -> bool:
+    """Whether a call with the tensors ``flat`` is a CUDA step: its arguments' tensors
+    live on a CUDA device; or it takes none, and the live leaves that require grad (the
+    parameters) are all on a CUDA device."""
+    if flat:
+        return any(not isinstance(t._data, np.ndarray) for t in flat)
+    found = False
+    for o in _pygc.get_objects():
+        if issubclass(type(o), tensor_cls) and o.__dict__.get("_rg") and \
+                o.__dict__.get("grad_fn") is None:
+            if not _is_cuda(o.__dict__.get("_data")):
+                return False
+            found = True
+    return found
+
+
+class GraphStep:
+    """One captured call: its graph, stream and pool, and what a launch does around it."""
+
+    __slots__ = ("xp", "graph", "stream", "pool", "inputs", "copy_back", "output",
+                 "changes", "guards", "flags", "options", "checks", "roots", "host_work",
+                 "optimizers")
+
+    def run(self, flat, wrap):
+        """Launch for a call with arguments ``flat``: copy them in, launch, set the
+        bindings the function made, and return its results (new tensors)."""
+        out = launch(self, flat, wrap)
+        _bind(self.changes)
+        pending = backend._pending_checks
+        for check in self.checks:  # the range checks the graph computes, read later
+            if not any(check is p for p in pending):
+                pending.append(check)
+        return out
+
+
+def _is_cuda(arr) -> bool:
+    return arr is not _MISSING and arr is not None and \
+        type(arr).__module__.startswith("cupy")
+
+
+def _root(arr):
+    b = arr.base
+    return arr if b is None else b
+
+
+def _scan(flat, tensor_cls, module_cls, opt_types):
+    """One pass over the live objects: the CUDA tensors (but the arguments), the
+    modules, the optimizers and schedulers."""
+    inputs = {id(t) for t in flat}
+    tensors, modules, optimizers = [], [], []
+    for o in _pygc.get_objects():
+        t = type(o)
+        if issubclass(t, tensor_cls):
+            if id(o) not in inputs:
+                d = o.__dict__.get("_data")
+                g = o.__dict__.get("grad")
+                if _is_cuda(d) or (g is not None and _is_cuda(getattr(g, "_data", None))):
+                    tensors.append(o)
+        elif issubclass(t, module_cls):
+            modules.append(o)
+        elif issubclass(t, opt_types):
+            optimizers.append(o)
+    return tensors, modules, optimizers
+
+
+def _bindings(tensors):
+    return [(t.__dict__.get("_data", _MISSING), t.__dict__.get("grad", _MISSING))
+            for t in tensors]
+
+
+def _host_state(optimizers):
+    """What the function's Python may change on the host besides tensors: optimizers'
+    groups and per-parameter state, schedulers' attributes (put back after a failed
+    capture, whose Python ran but whose work did not)."""
+    saved = []
+    for o in optimizers:
+        d = o.__dict__
+        saved.append((d, dict(d)))
+        for group in d.get("param_groups", ()):
+            saved.append((group, dict(group)))
+        for s in d.get("state", {}).values():
+            if isinstance(s, dict):
+                saved.append((s, dict(s)))
+    return saved
+
+
+def _put_back(saved):
+    for d, copy in saved:
+        d.clear()
+        d.update(copy)
+
+
+def _options(optimizers):
+    """The optimizers' options a graph bakes in: every group's but its parameters, and
+    but ``lr`` where the updates read their scalars from device memory, copied there
+    before each launch (``Optimizer._scalars_on_device``); and the state dict itself."""
+    found = []
+    for o in optimizers:
+        d = o.__dict__
+        if "param_groups" in d:
+            skip = ("params", "lr") if getattr(o, "_scalars_on_device", False) else ("params",)
+            found.append((d, {"param_groups": d["param_groups"], "state": d.get("state")}))
+            for group in o.param_groups:
+                found.append((group, {k: v for k, v in group.items() if k not in skip}))
+    return found
+
+
+def _refused_read(arr):
+    raise _HostRead()
+
+
+class _HostRead(Exception):
+    pass
+
+
+def _line_of(exc) -> str:
+    """``file:line`` of the innermost frame of ``exc``'s traceback outside gradcore and
+    CuPy (the user's line)."""
+    where = "<unknown>"
+    for frame in traceback.extract_tb(exc.__traceback__):
+        name = os.path.abspath(frame.filename)
+        if not name.startswith(_PACKAGE_DIR) and "cupy" not in name:
+            where = f"{frame.filename}:{frame.lineno}"
+    return where
+
+
+def _why(exc) -> str:
+    where = _line_of(exc)
+    msg = str(exc)
+    if isinstance(exc, _HostRead):
+        what = "a read of values by the host (.item(), .tolist(), .numpy(), printing, " \
+               "bool() or if on a tensor)"
+    elif "cuBLAS" in msg:
+        what = f"a matrix product through CuPy's cuBLAS, which CuPy refuses during stream " \
+               f"capture ({msg})"
+    elif "H2D" in msg:
+        what = "a copy from the host (a tensor made from Python or NumPy data, or random " \
+               f"numbers drawn on the host) ({msg})"
+    elif "D2H" in msg:
+        what = f"a read of values by the host ({msg})"
+    else:
+        what = f"{type(exc).__name__}: {msg}"
+    return f"CUDA graph capture refused {what} (at {where})"
+
+
+def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_hosts):
+    """Capture one call of ``fn`` into a :class:`GraphStep` (launched by the caller for
+    this call's results). Raises :class:`CaptureFailed` with the reason, the tensors'
+    bindings and the optimizers' Python state put back as they were."""
+    watched, modules, optimizers = _scan(flat, tensor_cls, module_cls, opt_types)
+    xp = backend.math_of(next(t._data for t in flat + watched
+                              if not isinstance(t._data, np.ndarray))).xp
+    before = _bindings(watched)
+    host = _host_state(optimizers)
+    versions = [t._version for t in flat]
+    stream = xp.cuda.Stream(non_blocking=True)
+    pool = xp.cuda.MemoryPool()
+    current = xp.cuda.get_current_stream()
+    stream.wait_event(current.record())
+    originals = [t._data for t in flat]
+    with stream:
+        with xp.cuda.using_allocator(pool.malloc):
+            buffers = [d.copy() for d in originals]
+    pending = backend._pending_checks
+    n_checks = len(pending)
+    ran_backward = []
+    patched = []
+    patched_steps = []
+    for host_module in backward_hosts:
+        run_backward = host_module.run_backward
+
+        def watching(*a, _run=run_backward, **k):
+            ran_backward.append(True)
+            return _run(*a, **k)
+        patched.append((host_module, run_backward))
+        host_module.run_backward = watching
+    stepped = []  # optimizers and schedulers whose Python step a launch would not repeat
+    for o in optimizers:
+        if "step" in type(o).__dict__ or hasattr(o, "step"):
+            if not getattr(o, "_scalars_on_device", False):
+                o.__dict__["step"] = _marking(o, stepped)
+                patched_steps.append(o)
+    for t, b in zip(flat, buffers):
+        t._data = b
+    backend.set_capture_hooks(_refused_read, None)
+    backend._host_work = host_work = []  # what the optimizers leave for each launch
+    gemm.use_stream(xp, stream.ptr)  # (cuBLAS's stream and workspace set before capture)
+    graph = None
+    try:
+        with stream, xp.cuda.using_allocator(pool.malloc):
+            stream.begin_capture()
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException:
+                try:
+                    stream.end_capture()
+                except Exception:  # noqa: BLE001 - an invalidated capture: the body's error
+                    pass
+                raise
+            graph = stream.end_capture()
+    except Exception as exc:  # noqa: BLE001 - whatever refused, the function runs eagerly
+        _bind([(t, a, v) for t, (d, g) in zip(watched, before)
+               for a, v in (("_data", d), ("grad", g))])
+        _put_back(host)
+        del pending[n_checks:]
+        raise CaptureFailed(_why(exc)) from exc
+    finally:
+        for o in patched_steps:
+            o.__dict__.pop("step", None)
+        backend._host_work = None
+        backend.set_capture_hooks(None, None)
+        for host_module, run_backward in patched:
+            host_module.run_backward = run_backward
+        for t, d in zip(flat, originals):
+            t._data = d
+
+    if stepped:
+        _bind([(t, a, v) for t, (d, g) in zip(watched, before)
+               for a, v in (("_data", d), ("grad", g))])
+        _put_back(host)
+        del pending[n_checks:]
+        kind = type(stepped[0]).__name__
+        raise CaptureFailed(
+            f"CUDA graph capture refused the step() of a {kind}, whose Python (its step "
+            "count, the scalars it forms) a launch would not repeat: on CUDA, SGD, Adam "
+            "and AdamW read their scalars from device memory; step other optimizers and "
+            "schedulers outside the compiled function")
+    step = GraphStep()
+    step.xp, step.graph, step.stream, step.pool = xp, graph, stream, pool
+    step.host_work, step.optimizers = host_work, optimizers
+    step.inputs = list(enumerate(buffers))
+    step.copy_back = [(k, buffers[k]) for k, t in enumerate(flat) if t._version != versions[k]]
+    step.checks = pending[n_checks:]
+    del pending[n_checks:]
+    after = _bindings(watched)
+    changes, guards = [], []
+    for t, (d0, g0), (d1, g1) in zip(watched, before, after):
+        for attr, v0, v1 in (("_data", d0, d1), ("grad", g0, g1)):
+            if v1 is not v0:
+                changes.append((t, attr, v1))
+            elif v0 is not _MISSING:
+                guards.append((t, attr, v0))
+    step.changes, step.guards = changes, guards
+    step.flags = [(m, m.__dict__.get("training")) for m in modules]
+    step.options = _options(optimizers)
+    step.roots = _persistent_roots(before)
+    why = []
+    step.output = _outputs(result, tensor_cls, watched, bool(ran_backward), why)
+    if why:
+        raise CaptureFailed(why[0])
+    return step
+
+
+def _marking(obj, stepped):
+    method = type(obj).step.__get__(obj)
+
+    def step(*args, **kwargs):
+        stepped.append(obj)
+        return method(*args, **kwargs)
+    return step
+
+
+def _persistent_roots(bindings):
+    """The memory the graph may read or write that outlives it: the roots of the arrays
+    bound to the live tensors when the capture began (snapshotted by :func:`agree`)."""
+    roots, seen = [], set()
+    for d, g in bindings:
+        for arr in (d, getattr(g, "_data", None)):
+            if _is_cuda(arr):
+                r = _root(arr)
+                if id(r) not in seen:
+                    seen.add(id(r))
+                    roots.append(r)
+    return roots
+
+
+def _outputs(x, tensor_cls, watched, backward_ran, why):
+    t = type(x)
+    if isinstance(x, tensor_cls):
+        if any(x is w for w in watched):
+            return _Out(tensor=x)
+        if x.grad_fn is not None and not backward_ran:
+            why.append("it returns a tensor with a graph for a later backward, and a "
+                       "replay builds no graph (call backward inside the compiled "
+                       "function, or compile it under no_grad)")
+        return _Out(array=x._data, requires_grad=x._rg)
+    if t is tuple or t is list:
+        return t(_outputs(v, tensor_cls, watched, backward_ran, why) for v in x)
+    if t is dict:
+        return {k: _outputs(v, tensor_cls, watched, backward_ran, why) for k, v in x.items()}
+    return x
+
+
+def launch(step, flat, wrap):
+    """Copy the arguments into the graph's input buffers, launch it, copy the results
+    out (new arrays from the default pool), all on the graph's stream, ordered after
+    the work already issued to the current stream and before the work issued next."""
+    xp = step.xp
+    current = xp.cuda.get_current_stream()
+    s = step.stream
+    s.wait_event(current.record())
+    with s:
+        for k, buf in step.inputs:
+            buf[...] = flat[k]._data
+        for work in step.host_work:  # (the optimizers' scalars, copied to the device)
+            work()
+        step.graph.launch(s)
+        for k, buf in step.copy_back:
+            flat[k]._data[...] = buf
+        out = _build(step.output, wrap)
+    current.wait_event(s.record())
+    return out
+
+
+def guards_hold(step) -> bool:
+    """Whether the state the graph was captured from still holds: the same arrays
+    bound to the tensors it reads, the modules' flags, the optimizers' options."""
+    for t, attr, v in step.guards:
+        if t.__dict__.get(attr, _MISSING) is not v:
+            return False
+    for m, training in step.flags:
+        if m.__dict__.get("training") != training:
+            return False
+    for group, opts in step.options:
+        for k, v in opts.items():
+            now = group.get(k, _MISSING)
+            if now is not v and now != v:
+                return False
+    return True
+
+
+def _results(step, out, roots):
+    """What a launch of ``step`` left, in a fixed order: the persistent memory
+    (``roots``), the arrays bound by the function, the returned arrays."""
+    arrays = list(roots)
+    for _t, _attr, v in sorted(step.changes, key=lambda c: (id(c[0]), c[1])):
+        arr = getattr(v, "_data", v)
+        if _is_cuda(arr):
+            arrays.append(arr)
+    arrays.extend(t._data for t in _leaves(out))
+    return arrays
+
+
+def _leaves(x, out=None):
+    out = [] if out is None else out
+    if hasattr(x, "_data") and hasattr(x, "grad_fn"):
+        out.append(x)
+    elif type(x) in (tuple, list):
+        for v in x:
+            _leaves(v, out)
+    elif type(x) is dict:
+        for v in x.values():
+            _leaves(v, out)
+    return out
+
+
+def agree(earlier, later, flat, wrap):
+    """Launch ``earlier`` and ``later`` from the same state (the memory ``later`` was
+    captured from, copied first and put back between the two) and compare what they
+    leave. Returns ``(same, results of later's launch)``; the state is ``later``'s."""
+    xp = later.xp
+    if [(id(t), a) for t, a, _v in sorted(earlier.changes, key=lambda c: (id(c[0]), c[1]))] \
+            != [(id(t), a) for t, a, _v in sorted(later.changes, key=lambda c: (id(c[0]),
+                                                                             c[1]))]:
+        return False, later.run(flat, wrap)
+    with later.stream:
+        saved = [r.copy() for r in later.roots]
+    # the memory both read or write, but not what ``earlier`` bound and ``later`` binds
+    # afresh (last call's gradients): those are compared through the bindings
+    rebound = {id(_root(a)) for a in (getattr(v, "_data", v) for _t, _a, v in earlier.changes)
+               if _is_cuda(a)}
+    shared = [r for r in later.roots if id(r) not in rebound]
+    host = _host_state(later.optimizers)  # (the launch's host work counts steps)
+    first = launch(earlier, flat, wrap)
+    _put_back(host)
+    with later.stream:
+        left = [a.copy() for a in _results(earlier, first, shared)]
+        for r, s in zip(later.roots, saved):
+            r[...] = s
+    out = later.run(flat, wrap)
+    now = _results(later, out, shared)
+    if len(now) != len(left) or any(a.shape != b.shape or a.dtype != b.dtype
+                                     for a, b in zip(left, now)):
+        return False, out
+    with later.stream:
+        same = all(bool(xp.array_equal(a, b, equal_nan=True)) for a, b in zip(left, now))
+    return same and _same_python(earlier.output, later.output), out
+
+
+def _same_python(a, b):
+    if type(a) is _Out or type(b) is _Out:
+        return type(a) is type(b)
+    if type(a) in (tuple, list, dict):
+        if type(a) is not type(b) or len(a) != len(b):
+            return False
+        if type(a) is dict:
+            return a.keys() == b.keys() and all(_same_python(a[k], b[k]) for k in a)
+        return all(_same_python(x, y) for x, y in zip(a, b))
+    return a == b

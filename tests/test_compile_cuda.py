@@ -1,0 +1,419 @@
+"""gc.compile on CUDA: one captured CUDA graph per step, whose launches give eager's
+results bit for bit and allocate nothing; what CuPy refuses during a capture makes the
+function run eagerly, with a warning naming it and the line.
+
+The tests that take ``device`` run on the CuPy stand-in in CI and on the GPU under
+``make gpu-test`` (GRADCORE_TEST_DEVICES=cuda); those that take ``standin`` check the
+stand-in's model itself. Every test that expects launches checks ``fn.replays``, so
+that a compile that silently ran eagerly fails it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import gradcore as gc
+import gradcore.capture as capture
+
+from conftest import DEVICES, STANDIN
+
+STEPS = 6
+# the CUDA devices under test (the stand-in where none is asked for: GRADCORE_TEST_DEVICES=cpu)
+TEST_DEVICES = tuple(d for d in DEVICES if d in (STANDIN, "cuda")) or (STANDIN,)
+
+
+def _batches(n=STEPS, seed=0):
+    rng = np.random.default_rng(seed)
+    return [(gc.tensor(rng.standard_normal((4, 8)).astype(np.float32), device="cuda"),
+             gc.tensor(rng.standard_normal((4, 8)).astype(np.float32), device="cuda"))
+            for _ in range(n)]
+
+
+def _params():
+    gc.manual_seed(0)
+    return (gc.nn.Parameter(gc.randn(8, device="cuda")),
+            gc.nn.Parameter(gc.zeros(8, device="cuda")))
+
+
+def _host(t):
+    return t.detach().cpu().numpy()
+
+
+def _run(compiled, make_opt, body=None, batches=None, sched=None):
+    w, b = _params()
+    opt = make_opt([w, b])
+    scheduler = sched(opt) if sched else None
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = (((x * w + b).tanh() - y) ** 2).mean()
+        if body is not None:
+            loss = body(loss)
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = gc.compile(step) if compiled else step
+    losses = []
+    for x, y in batches or _batches():
+        losses.append(fn(x, y))
+        if scheduler is not None:
+            scheduler.step()
+    state = [_host(v) if isinstance(v, gc.Tensor) else np.asarray(v)  # (step counts)
+             for s in opt.state.values() for v in s.values()]
+    return [loss.item() for loss in losses], [_host(w), _host(b), _host(w.grad)], state, fn
+
+
+def _same(a, b):
+    assert a[0] == b[0]
+    for x, y in zip(a[1] + a[2], b[1] + b[2]):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("opt", [
+    lambda p: gc.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3),
+    lambda p: gc.optim.SGD(p, lr=0.05),
+], ids=["sgd-nesterov", "sgd"])
+def test_launches_match_eager_bit_for_bit(device, opt):
+    eager = _run(False, opt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = _run(True, opt)
+    _same(compiled, eager)
+    # the first call runs eagerly, the next two are captured; the rest launch the graph
+    assert compiled[3].replays == STEPS - 3 and compiled[3].recordings == 2
+
+
+def test_a_launch_allocates_nothing(device):
+    w, b = _params()
+    opt = gc.optim.SGD([w, b], lr=0.1, momentum=0.9)
+
+    @gc.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = (((x * w + b).tanh() - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    batches = _batches()
+    for x, y in batches[:4]:
+        step(x, y)
+    assert step.replays == 1
+    (entry,) = step._cache.values()
+    xp = gc.device("cuda").xp
+    default = xp.get_default_memory_pool()
+    private = entry.graph.pool
+    counted = hasattr(private, "n_allocations")  # (the stand-in's count)
+    mine = private.n_allocations if counted else None
+    other = default.n_allocations if counted else None
+    used, total = private.used_bytes(), private.total_bytes()
+    for x, y in batches[4:]:
+        step(x, y)
+    assert step.replays == 3
+    # the graph's pool served nothing, and took no memory; the default pool, the
+    # returned loss only
+    assert private.used_bytes() == used and private.total_bytes() == total
+    if counted:
+        assert private.n_allocations == mine and default.n_allocations - other == 2
+
+
+def test_a_step_without_arguments_is_captured(device):
+    # (no argument tells the device: the parameters do, all on CUDA)
+    results = []
+    for compiled in (False, True):
+        w, b = _params()
+        opt = gc.optim.SGD([w, b], lr=0.1)
+        x, y = _batches(1)[0]
+
+        def step():
+            opt.zero_grad()
+            loss = (((x * w + b).tanh() - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = gc.compile(step) if compiled else step
+        results.append(([fn().item() for _ in range(5)], _host(w)))
+    assert fn.replays == 2
+    assert results[0][0] == results[1][0]
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+def _refused(body, match):
+    eager = _run(False, lambda p: gc.optim.SGD(p, lr=0.1), body=body)
+    with pytest.warns(UserWarning, match=match):
+        compiled = _run(True, lambda p: gc.optim.SGD(p, lr=0.1), body=body)
+    _same(compiled, eager)  # eagerly, then: the same results
+    assert compiled[3].replays == 0
+
+
+def test_a_host_read_runs_eagerly_with_the_line(device):
+    _refused(lambda loss: loss * float(loss.detach() > 0),
+             r"refused a read of values by the host.*test_compile_cuda.py:\d+")
+
+
+def test_a_copy_from_the_host_runs_eagerly(device):
+    _refused(lambda loss: loss * gc.tensor(2.0, device="cuda"),
+             r"refused a copy from the host.*H2D.*test_compile_cuda.py:\d+")
+
+
+def test_fullgraph_raises_instead(device):
+    w, b = _params()
+
+    @gc.compile(fullgraph=True)
+    def f(x):
+        return (x * w).sum().item()
+
+    x = _batches(1)[0][0]
+    f(x)  # the eager first call
+    with pytest.raises(capture.Refused, match="read of values by the host"):
+        f(x)
+
+
+def test_a_python_value_that_changes_is_not_baked_in(device):
+    scale = [1.0]
+
+    def body(loss):
+        scale[0] *= 1.5  # the function reads a Python number that changes every call
+        return loss * scale[0]
+
+    eager = _run(False, lambda p: gc.optim.SGD(p, lr=0.1), body=body)
+    scale[0] = 1.0
+    with pytest.warns(UserWarning, match="leave different values"):
+        compiled = _run(True, lambda p: gc.optim.SGD(p, lr=0.1), body=body,
+                        batches=_batches(8))
+    assert compiled[3].replays == 0
+    assert compiled[0][:STEPS] == eager[0]
+
+
+def _sched(opt):
+    return gc.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+
+@pytest.mark.parametrize("opt", [
+    lambda p: gc.optim.AdamW(p, lr=0.05, amsgrad=True),
+    lambda p: gc.optim.SGD(p, lr=0.1, momentum=0.5, dampening=0.1),
+], ids=["adamw-amsgrad", "sgd-momentum"])
+def test_a_scheduler_changes_lr_between_launches(device, opt):
+    # the step count, lr and what comes of them are copied to the device before each
+    # launch: the graph is kept, and the steps are eager's, bit for bit
+    batches = _batches(8)
+    eager = _run(False, opt, batches=batches, sched=_sched)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = _run(True, opt, batches=batches, sched=_sched)
+    _same(compiled, eager)
+    assert compiled[3].replays == 8 - 3
+
+
+def test_optimizers_with_scalars_on_the_host_run_eagerly(device):
+    # RMSprop forms its scalars and counts its steps in Python, which a launch would not
+    # repeat: refused, with a warning, and eager's results
+    def opt(p):
+        return gc.optim.RMSprop(p, lr=0.01)
+    eager = _run(False, opt)
+    with pytest.warns(UserWarning, match="refused the step\\(\\) of a RMSprop"):
+        compiled = _run(True, opt)
+    _same(compiled, eager)
+    assert compiled[3].replays == 0
+
+
+# ---- matrix products: cuBLAS called directly (gradcore.kernels.gemm) ---------------------
+def _mlp_run(compiled, steps=STEPS):
+    import gradcore.nn.functional as F  # noqa: PLC0415
+
+    gc.manual_seed(0)
+    model = gc.nn.Sequential(gc.nn.Linear(8, 16), gc.nn.ReLU(),
+                             gc.nn.Linear(16, 4)).to("cuda")
+    opt = gc.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-3)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = gc.compile(step) if compiled else step
+    rng = np.random.default_rng(3)
+    losses = [fn(gc.tensor(rng.standard_normal((4, 8)).astype(np.float32), device="cuda"),
+                 gc.tensor(rng.integers(0, 4, 4), device="cuda")) for _ in range(steps)]
+    return [v.item() for v in losses], [_host(p) for p in model.parameters()], fn
+
+
+def test_products_are_captured_through_cublas_called_directly(device):
+    eager = _mlp_run(False)
+    xp = gc.device("cuda").xp
+    calls = xp.cublas_library().calls if hasattr(xp, "cublas_library") else None
+    if calls is not None:
+        calls.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = _mlp_run(True)
+    assert compiled[0] == eager[0]
+    for p, q in zip(compiled[1], eager[1]):
+        np.testing.assert_array_equal(p, q)
+    assert compiled[2].replays == STEPS - 3
+    if calls is not None:  # (the stand-in logs cuBLAS's calls: some on the capture's stream)
+        (entry,) = compiled[2]._cache.values()
+        assert entry.graph.stream.ptr in {ptr for _name, ptr in calls}
+
+
+def test_products_through_cupy_are_refused_during_capture(device, monkeypatch):
+    from gradcore.kernels import gemm  # noqa: PLC0415
+
+    monkeypatch.setattr(gemm, "_test_library", None)
+    monkeypatch.setattr(gemm, "_loaded", "libcublas could not be called directly (test)")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        compiled = _mlp_run(True, steps=3)
+    assert compiled[2].replays == 0
+    assert any("refused a matrix product through CuPy's cuBLAS" in str(w.message)
+               for w in seen)
+
+
+def test_cublas_directly_matches_numpy_products(device):
+    m = gc.device("cuda").math
+    xp = m.xp
+    exact = hasattr(xp, "cublas_library")  # the stand-in: NumPy's products, bit for bit
+    rng = np.random.default_rng(0)
+    cases = [((3, 5), (5, 4)), ((2, 3, 5), (5, 4)), ((5,), (5, 4)), ((3, 5), (5,)),
+             ((5,), (5,)), ((2, 1, 3, 5), (4, 5, 2)), ((0, 5), (5, 3)), ((3, 0), (0, 2))]
+    for (sa, sb), dt in zip(cases * 3, [np.float32] * 8 + [np.float64] * 8 + [np.float16] * 8):
+        a, b = rng.standard_normal(sa).astype(dt), rng.standard_normal(sb).astype(dt)
+        out = m.matmul(xp.asarray(a), xp.asarray(b)).get()
+        assert out.dtype == dt and out.shape == np.matmul(a, b).shape
+        _close(out, np.matmul(a, b), exact, f"{sa} @ {sb} {dt}")
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    d = xp.asarray(a)
+    _close(m.matmul(d.T, d).get(), a.T @ a, exact, "a transposed view")
+    _close(m.matmul(d[:, ::2], d.T[::2]).get(), a[:, ::2] @ a.T[::2], exact, "strided")
+
+
+def _close(got, want, exact, what):
+    if exact:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+    else:
+        tol = 1e-2 if want.dtype == np.float16 else 1e-5
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=what)
+
+
+def test_stand_in_cublas_wants_a_workspace_during_capture(standin):
+    lib = standin.cublas_library()
+    _, h = lib.create()
+    a = standin.ones((2, 2), dtype=np.float32)
+    s = standin.cuda.Stream(non_blocking=True)
+    with s:
+        s.begin_capture()
+        lib.set_stream(h, s.ptr)
+        args = (h, 0, 0, 2, 2, 2, 1.0, a.data.ptr, 0, 2, 0, a.data.ptr, 0, 2, 0, 0.0,
+                a.data.ptr, 0, 2, 0, 1, 68)
+        assert lib.gemm_batched(*args) == 15  # CUBLAS_STATUS_NOT_SUPPORTED
+        lib.set_workspace(h, a.data.ptr, 16)
+        assert lib.gemm_batched(*args) == 0
+        s.end_capture()
+
+
+# ---- random numbers: Philox on the device (gradcore.kernels.philox) ----------------------
+def test_philox_known_answer_and_host_build_matches_its_twin():
+    from gradcore.kernels import host as khost  # noqa: PLC0415
+    from gradcore.kernels import philox  # noqa: PLC0415
+
+    zero = np.zeros(1, np.uint64)
+    words = philox.philox4x32_10(np, zero, zero, zero, zero, zero, zero)
+    # Random123's known answer for philox4x32_10 (counter 0, key 0)
+    assert [int(w[0]) for w in words] == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+    for dtype, compute in (("float32", np.float32), ("float64", np.float64),
+                           ("float16", np.float32)):
+        if not khost.host_supports(dtype):
+            continue  # (a compiler without _Float16)
+        state = np.array([(1 << 62) + 12345, 77], dtype=np.int64)
+        got, want = np.empty(1003, dtype=dtype), np.empty(1003, dtype=dtype)
+        khost.launch_host(f"dropout_mask_{dtype}", [got, state, compute(0.7),
+                                                    compute(1 / 0.7), np.int64(1003)], 5, 96)
+        philox.dropout_mask(np, want, state, 0.7, 1 / 0.7)
+        np.testing.assert_array_equal(got, want)
+        assert 0.66 < (got != 0).mean() < 0.74
+        khost.launch_host(f"philox_advance_{dtype}", [state, np.int64(1003)], 1, 1)
+        assert state.tolist() == [(1 << 62) + 12345, 77 + 251]
+
+
+def _dropout_run(compiled, steps=STEPS):
+    import gradcore.nn.functional as F  # noqa: PLC0415
+
+    gc.manual_seed(0)
+    model = gc.nn.Sequential(gc.nn.Linear(8, 16), gc.nn.ReLU(), gc.nn.Dropout(0.3),
+                             gc.nn.Linear(16, 4)).to("cuda")
+    opt = gc.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    gc.manual_seed(123)  # the generator dropout draws from: the same in both runs
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = gc.compile(step) if compiled else step
+    x = gc.tensor(np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32),
+                  device="cuda")
+    y = gc.tensor(np.arange(4) % 4, device="cuda")
+    losses = [fn(x, y) for _ in range(steps)]  # the same batch: only the masks change
+    return [v.item() for v in losses], [_host(p) for p in model.parameters()], fn
+
+
+def test_dropout_draws_fresh_masks_in_a_graph_as_eagerly(device):
+    eager = _dropout_run(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = _dropout_run(True)
+    assert compiled[2].replays == STEPS - 3
+    assert compiled[0] == eager[0]
+    for p, q in zip(compiled[1], eager[1]):
+        np.testing.assert_array_equal(p, q)
+    # the state moved on the device at each launch: the masks (and losses) kept changing
+    assert len(set(compiled[0])) == STEPS
+
+
+def test_dropout_on_cuda_draws_on_the_device(device):
+    gc.manual_seed(7)
+    x = gc.ones(4000, device="cuda")
+    xp = gc.device("cuda").xp
+    if hasattr(xp, "reset_syncs"):
+        xp.reset_syncs()
+    a = gc.nn.functional.dropout(x, 0.25)
+    b = gc.nn.functional.dropout(x, 0.25)
+    if hasattr(xp, "host_syncs"):  # (the stand-in counts them)
+        assert xp.host_syncs() == 0
+    a, b = _host(a), _host(b)
+    assert set(np.unique(a)) == {0.0, np.float32(1 / 0.75)}
+    assert 0.22 < (a == 0).mean() < 0.28 and not np.array_equal(a, b)
+    gc.manual_seed(7)
+    np.testing.assert_array_equal(_host(gc.nn.functional.dropout(x, 0.25)), a)
+
+
+# ---- optimizer scalars in device memory (gradcore.kernels.updates.DEVICE_SCALAR_UPDATES) --
+@pytest.mark.parametrize("name", ["sgd_momentum_step", "adam_amsgrad_step"])
+def test_update_reading_scalars_from_memory_equals_by_value(name):
+    from gradcore.kernels import host as khost  # noqa: PLC0415
+    from gradcore.kernels import updates  # noqa: PLC0415
+
+    k = updates.UPDATE_KERNELS[name]
+    rng = np.random.default_rng(2)
+    arrays = [rng.uniform(0.1, 1.0, 257).astype(np.float32) for _ in k.params]
+    if name == "sgd_momentum_step":
+        scalars = updates.sgd_kernel_scalars(0.1, 0.9, 0.1, 1e-3, False, True, False)
+    else:
+        scalars = updates.adam_kernel_scalars(np.dtype(np.float32), 3, 1e-2, 0.9, 0.999,
+                                              1e-8, 1e-2, False, True)
+    by_value = [a.copy() for a in arrays]
+    khost.run_host(name, *by_value, *scalars)
+    from_memory = [a.copy() for a in arrays]
+    khost.run_host(f"{name}_dev", *from_memory, np.array(scalars, dtype=np.float32))
+    for a, b in zip(by_value, from_memory):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(by_value[0], arrays[0])
