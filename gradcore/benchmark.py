@@ -154,9 +154,13 @@ def _broadcast_backward(m, dev, n):
 def _train_step(m, dev, w):
     m.manual_seed(0)
     model = _mlp(784, [w, w], 10, m.nn, dev)
+    return _adam_steps(m, model, m.randn(STEP_BATCH, 784, device=dev),
+                       m.randint(0, 10, (STEP_BATCH,), device=dev))
+
+
+def _adam_steps(m, model, x, y):
+    """``(prepare, timed)`` of a whole training step (cross-entropy, Adam) on ``x, y``."""
     opt = m.optim.Adam(model.parameters(), lr=1e-3)
-    x = m.randn(STEP_BATCH, 784, device=dev)
-    y = m.randint(0, 10, (STEP_BATCH,), device=dev)
     loss_fn = m.nn.CrossEntropyLoss()
 
     def step(_):
@@ -183,19 +187,9 @@ def _conv_step(m, dev, w):
     side = w >> (len(chans) - 1)
     model = nn.Sequential(*layers, nn.Flatten(), nn.Linear(chans[-1] * side * side, 10,
                                                            device=dev))
-    opt = m.optim.Adam(model.parameters(), lr=1e-3)
     batch = 128 if cifar else 64
-    x = m.randn(batch, chans[0], w, w, device=dev)
-    y = m.randint(0, 10, (batch,), device=dev)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step(_):
-        loss = loss_fn(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-
-    return lambda: None, step
+    return _adam_steps(m, model, m.randn(batch, chans[0], w, w, device=dev),
+                       m.randint(0, 10, (batch,), device=dev))
 
 
 @dataclass(frozen=True)

@@ -216,11 +216,14 @@ def _update_dev(math, name):
     k = updates.DEVICE_SCALAR_UPDATES[name]
     if math.device_kernels:
         return device.update(math, k)
-    plain = k.compile(updates.array_names(math))
+    # the step by value (the same body), its scalars 0-d views of the row: nothing is
+    # read back to the host
+    plain = updates.UPDATE_KERNELS[name[:-len("_dev")]].compile(updates.array_names(math))
+    count = len(k.scalars)
 
     def run(*args):
         *arrays, row = args
-        plain(*arrays, *(row[j] for j in range(len(k.scalars))))
+        plain(*arrays, *(row[j] for j in range(count)))
 
     run.__name__ = name
     return run
