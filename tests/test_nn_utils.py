@@ -72,3 +72,28 @@ def test_no_gradients_empty_generators_and_non_finite_norms():
         gc.nn.utils.vector_to_parameters([1.0, 2.0], [p])
     total = gc.nn.utils.get_total_norm([gc.tensor([3.0]), gc.tensor([4.0])])
     assert total.item() == 5.0
+
+
+@needs_torch
+def test_orthogonal_dirac_and_sparse_init_as_pytorch(device):
+    import torch
+
+    w = host(gc.nn.init.orthogonal_(gc.empty(3, 5, dtype=gc.float64, device=device), gain=2.0))
+    np.testing.assert_allclose(w @ w.T, 4 * np.eye(3), atol=1e-12)
+    w = host(gc.nn.init.orthogonal_(gc.empty(6, 2, 2, dtype=gc.float64))).reshape(6, 4)
+    np.testing.assert_allclose(w.T @ w, np.eye(4), atol=1e-12)
+    for shape, groups in (((4, 2, 3), 1), ((4, 2, 3, 3), 2), ((2, 3, 3, 3, 3), 1)):
+        np.testing.assert_array_equal(
+            host(gc.nn.init.dirac_(gc.empty(*shape, device=device), groups)),
+            torch.nn.init.dirac_(torch.empty(*shape), groups).numpy())
+    s = host(gc.nn.init.sparse_(gc.empty(10, 4, device=device), 0.3))
+    assert ((s == 0).sum(0) == 3).all() and 0 < s.std() < 0.05
+    g1, g2 = gc.Generator().manual_seed(3), gc.Generator().manual_seed(3)
+    a, b = (gc.nn.init.orthogonal_(gc.empty(4, 4, device="cpu"), generator=g)
+            for g in (g1, g2))
+    np.testing.assert_array_equal(host(a), host(b))
+    for call in (lambda: gc.nn.init.orthogonal_(gc.empty(3)),
+                 lambda: gc.nn.init.dirac_(gc.empty(3, 3)),
+                 lambda: gc.nn.init.sparse_(gc.empty(3), 0.1)):
+        with pytest.raises(ValueError, match="Only tensors with"):
+            call()

@@ -171,3 +171,58 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     gain = calculate_gain(nonlinearity, a)
     std = gain / math.sqrt(fan)
     return normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """A (semi-)orthogonal matrix, scaled by ``gain``: the Q of the QR decomposition of a
+    Gaussian matrix, its columns' signs fixed by R's diagonal (PyTorch's method), over
+    the tensor flattened to ``(shape[0], -1)``."""
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor  # (as PyTorch: nothing to fill)
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    rng = _random.stream(generator, tensor.device.type, "orthogonal_")
+    flat = rng.normal(0.0, 1.0, size=(rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _write(tensor, (q * gain).reshape(tuple(tensor.shape)))
+
+
+def dirac_(tensor, groups=1):
+    """The identity of a convolution (3-D, 4-D or 5-D weights): a one at the centre of
+    the kernel of each output channel's own input channel, per group; zeros elsewhere."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tuple(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = sizes[0] // groups
+    out = np.zeros(sizes)
+    centre = tuple(s // 2 for s in sizes[2:])
+    for g in range(groups):
+        for d in range(min(per_group, sizes[1])):
+            out[(g * per_group + d, d) + centre] = 1
+    return _write(tensor, out)
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """A 2-D tensor of N(0, std**2) values with a ``sparsity`` fraction of each column
+    (rounded up) set to zero, at random rows."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    zeros = int(math.ceil(sparsity * rows))
+    rng = _random.stream(generator, tensor.device.type, "sparse_")
+    out = rng.normal(0.0, std, size=(rows, cols))
+    for c in range(cols):
+        out[rng.permutation(rows)[:zeros], c] = 0
+    return _write(tensor, out)
+
+
+__all__ += ["orthogonal_", "dirac_", "sparse_"]
