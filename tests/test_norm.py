@@ -119,3 +119,26 @@ def test_a_compiled_cnn_step_with_batch_norm_replays_as_eager():
         assert eager().item() == compiled().item()
     for (name, a), b in zip(m1.state_dict().items(), m2.state_dict().values()):
         np.testing.assert_array_equal(host(a), host(b), err_msg=name)
+
+
+@needs_torch
+def test_channel_dropout_zeroes_whole_channels(device):
+    import torch
+
+    assert repr(gc.nn.Dropout2d(0.3)) == repr(torch.nn.Dropout2d(0.3))
+    gc.manual_seed(0)
+    x = gc.ones(8, 6, 3, 3, device=device, requires_grad=True)
+    y = gc.nn.Dropout2d(0.5)(x)
+    values = host(y.detach())
+    assert set(np.unique(values)) <= {0.0, 2.0} and 0 < (values == 0).mean() < 1
+    assert (values.reshape(8, 6, -1).std(axis=2) == 0).all()  # one draw per channel
+    y.sum().backward()
+    np.testing.assert_array_equal(host(x.grad), values)
+    z = gc.nn.functional.dropout1d(gc.ones(6, 5, device=device), 0.5)  # unbatched (C, L)
+    assert (host(z).std(axis=1) == 0).all()
+    x3 = gc.ones(2, 3, 4, device=device)
+    assert gc.nn.Dropout1d(0.9).eval()(x3) is x3
+    with pytest.raises(RuntimeError, match="Expected 2D or 3D input"):
+        gc.nn.functional.dropout1d(gc.ones(5), 0.5)
+    with pytest.warns(UserWarning, match="3D input to dropout2d"):
+        gc.nn.functional.dropout2d(gc.ones(2, 3, 4), 0.5)

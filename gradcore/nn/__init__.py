@@ -104,7 +104,14 @@ __all__ = ["Parameter", "functional", "init", "Module", "Sequential", "ModuleLis
 from . import utils
 
 # normalization and pooling layers (gradcore/nn/normalization.py, pooling.py)
-from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    Dropout1d,
+    Dropout2d,
+    GroupNorm,
+)
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -127,3 +134,4 @@ __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", 
 __all__ += ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
             "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
 __all__ += ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm"]
+__all__ += ["Dropout1d", "Dropout2d"]

@@ -849,3 +849,57 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
 
 
 __all__ += ["batch_norm", "group_norm"]
+
+
+# ---- channel-wise dropout ----------
+def _feature_dropout(input, p, training, inplace):  # noqa: A002
+    """Whole channels zeroed: one draw per ``input.shape[:2]`` (PyTorch's feature
+    dropout), through :func:`dropout` of a mask of ones (so the same generator, and on a
+    device the same kernel)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if not training or p == 0.0:
+        return input
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    mask = dropout(creation.ones(shape, dtype=input.dtype, device=input.device), p, True)
+    return input.mul_(mask) if inplace else input * mask
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero whole channels of ``(N, C, L)`` or ``(C, L)`` with probability ``p``, scaling
+    the others by ``1 / (1 - p)``."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                           "input. Note that dropout1d exists to provide channel-wise dropout "
+                           "on inputs with 1 spatial dimension, a channel dimension, and an "
+                           "optional batch dimension (i.e. 2D or 3D inputs).")
+    if input.ndim == 2:
+        return _feature_dropout(input.unsqueeze(0), p, training, inplace).squeeze(0)
+    return _feature_dropout(input, p, training, inplace)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero whole channels of ``(N, C, H, W)`` with probability ``p``, scaling the
+    others by ``1 / (1 - p)``. A 3-D input is taken as ``(N, C, L)`` with PyTorch's
+    warning; fewer dimensions warn as PyTorch does."""
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. "
+                      "Note that dropout2d exists to provide channel-wise dropout on inputs "
+                      "with 2 spatial dimensions, a channel dimension, and an optional batch "
+                      "dimension (i.e. 3D or 4D inputs).", stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change "
+                      "in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
+                      "dropout behavior, please switch to using dropout1d instead.",
+                      stacklevel=2)
+    return _feature_dropout(input, p, training, inplace)
+
+
+__all__ += ["dropout1d", "dropout2d"]

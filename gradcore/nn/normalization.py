@@ -18,7 +18,7 @@ from . import functional as F
 from . import init
 from .modules import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "Dropout1d", "Dropout2d"]
 
 
 class _BatchNorm(Module):
@@ -138,3 +138,28 @@ def _reset_affine(module) -> None:
         init.ones_(module.weight)
     if module.bias is not None:
         init.zeros_(module.bias)
+
+
+class _DropoutNd(Module):
+    def __init__(self, p: float = 0.5, inplace: bool = False):
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(_DropoutNd):
+    """Zero whole channels of ``(N, C, L)`` or ``(C, L)`` in training (``F.dropout1d``)."""
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(_DropoutNd):
+    """Zero whole channels of ``(N, C, H, W)`` in training (``F.dropout2d``)."""
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)
