@@ -17,6 +17,7 @@ and the composites (``cross_entropy`` with label smoothing or probability target
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -903,3 +904,53 @@ def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
 
 
 __all__ += ["dropout1d", "dropout2d"]
+
+
+# ---- attention ----------
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(query @ key^T * scale + bias) @ value`` over the last two dimensions
+    (leading ones broadcast), as ``torch.nn.functional.scaled_dot_product_attention``:
+    ``scale`` defaults to ``1 / sqrt(E)``; a boolean ``attn_mask`` says which keys each
+    query may attend to (``True``: attend), a float one is added; ``is_causal`` masks
+    the keys after each query (top-left aligned); ``dropout_p`` drops attention weights
+    (from gradcore's generator); ``enable_gqa`` repeats the key/value heads to the
+    query's. Built from matmul and the softmax primitive: differentiable to any order.
+
+    >>> import gradcore as gc
+    >>> q = k = v = gc.eye(2).reshape(1, 2, 2)
+    >>> scaled_dot_product_attention(q, k, v, is_causal=True)
+    tensor([[[1.0000, 0.0000],
+             [0.3302, 0.6698]]])
+    """
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                           "set when is_causal=True")
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        raise RuntimeError("scaled_dot_product_attention: query, key and value must have at "
+                           "least 2 dimensions")
+    n_q, n_k = query.shape[-2], key.shape[-2]
+    factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        if query.shape[-3] % key.shape[-3]:
+            raise RuntimeError("scaled_dot_product_attention: the number of query heads must "
+                               "be a multiple of the number of key/value heads")
+        reps = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(reps, dim=-3)
+        value = value.repeat_interleave(reps, dim=-3)
+    scores = (query @ key.transpose(-2, -1)) * factor
+    if is_causal:
+        allowed = creation.ones((n_q, n_k), dtype=dtypes.bool_, device=query.device).tril()
+        scores = scores.masked_fill(allowed.logical_not(), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == dtypes.bool_:
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = softmax(scores, dim=-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, training=True)
+    return weights @ value
+
+
+__all__ += ["scaled_dot_product_attention"]
