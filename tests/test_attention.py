@@ -61,3 +61,62 @@ def test_second_derivatives_dropout_and_errors():
     np.testing.assert_array_equal(host(a.detach()), host(b.detach()))
     with pytest.raises(RuntimeError, match="should not be set when is_causal=True"):
         F.scaled_dot_product_attention(q, k, v, attn_mask=gc.ones(3, 4), is_causal=True)
+
+
+MHA = [({}, {}), (dict(batch_first=True), dict(average_attn_weights=False)),
+       (dict(kdim=4, vdim=6), dict(key_padding_mask="pad")),
+       ({}, dict(attn_mask="causal")),
+       ({}, dict(attn_mask="float", need_weights=False)),
+       (dict(add_bias_kv=True, add_zero_attn=True), dict(key_padding_mask="pad",
+                                                         attn_mask="causal")),
+       (dict(bias=False), {})]
+
+
+@needs_torch
+@pytest.mark.parametrize("kw, call", MHA)
+def test_multihead_attention_is_pytorch_s(kw, call, device):
+    import torch
+
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    theirs = torch.nn.MultiheadAttention(8, 2, **kw).double()
+    ours = gc.nn.MultiheadAttention(8, 2, **kw).to(device=device, dtype=gc.float64)
+    assert repr(ours) == repr(theirs)
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    ours.load_state_dict({k: gc.tensor(v.detach().numpy()) for k, v in
+                          theirs.state_dict().items()})
+    masks = {"pad": np.array([[False] * 5 + [True]] * 3),
+             "causal": np.triu(np.ones((5, 6), bool), 1), "float": rng.standard_normal((5, 6))}
+    call = {k: masks.get(v, v) for k, v in call.items()}
+    first = kw.get("batch_first", False)
+    shape = lambda n, d: (3, n, d) if first else (n, 3, d)  # noqa: E731
+    arrays = [rng.standard_normal(shape(5, 8)), rng.standard_normal(shape(6, kw.get("kdim", 8))),
+              rng.standard_normal(shape(6, kw.get("vdim", 8)))]
+    g_in = [gc.tensor(a, device=device, requires_grad=True) for a in arrays]
+    t_in = [torch.tensor(a, requires_grad=True) for a in arrays]
+    a, aw = ours(*g_in, **{k: gc.tensor(v, device=device) if isinstance(v, np.ndarray) else v
+                           for k, v in call.items()})
+    b, bw = theirs(*t_in, **{k: torch.tensor(v) if isinstance(v, np.ndarray) else v
+                             for k, v in call.items()})
+    np.testing.assert_allclose(host(a.detach()), b.detach().numpy(), rtol=1e-9, atol=1e-12)
+    assert (aw is None) == (bw is None)
+    if bw is not None:
+        np.testing.assert_allclose(host(aw.detach()), bw.detach().numpy(), rtol=1e-9,
+                                   atol=1e-12)
+    w = rng.standard_normal(tuple(b.shape))
+    (a * gc.tensor(w, device=device)).sum().backward()
+    (b * torch.tensor(w)).sum().backward()
+    for x, y in zip(g_in, t_in):
+        np.testing.assert_allclose(host(x.grad), y.grad.numpy(), rtol=1e-8, atol=1e-11)
+    for (name, p), q in zip(ours.named_parameters(), theirs.parameters()):
+        np.testing.assert_allclose(host(p.grad), q.grad.numpy(), rtol=1e-8, atol=1e-11,
+                                   err_msg=name)
+
+
+def test_multihead_attention_checks_and_unbatched_inputs():
+    with pytest.raises(AssertionError, match="divisible by num_heads"):
+        gc.nn.MultiheadAttention(7, 2)
+    mha = gc.nn.MultiheadAttention(4, 2)
+    out, weights = mha(gc.randn(5, 4), gc.randn(6, 4), gc.randn(6, 4))
+    assert tuple(out.shape) == (5, 4) and tuple(weights.shape) == (5, 6)
+    assert abs(host(mha.in_proj_bias).sum()) == 0 and abs(host(mha.out_proj.bias).sum()) == 0

@@ -102,6 +102,7 @@ __all__ = ["Parameter", "functional", "init", "Module", "Sequential", "ModuleLis
 
 # recurrent layers (gradcore/nn/rnn.py) and nn.utils (nn.utils.rnn: pad_sequence, packing)
 from . import utils
+from .attention import MultiheadAttention
 
 # normalization and pooling layers (gradcore/nn/normalization.py, pooling.py)
 from .normalization import (
@@ -135,3 +136,4 @@ __all__ += ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool
             "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
 __all__ += ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm"]
 __all__ += ["Dropout1d", "Dropout2d"]
+__all__ += ["MultiheadAttention"]
