@@ -801,23 +801,25 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
     shape = _channel_shape(input, "batch_norm")
     half = input.dtype == dtypes.float16
     x = input.to(dtypes.float32) if half else input
-    axes = (0,) + tuple(range(2, x.ndim))
     if training:
         n = x.numel() // x.shape[1] if x.shape[1] else 0
         if n <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got "
                              f"input size {input.shape}")
-        mean = x.mean(axes, keepdim=True)
-        xc = x - mean
-        var = (xc * xc).mean(axes, keepdim=True)
-        with no_grad():
-            if running_mean is not None:
-                running_mean.mul_(1 - momentum).add_(
-                    mean.detach().reshape(-1).to(running_mean.dtype) * momentum)
-            if running_var is not None:
-                unbiased = var.detach().reshape(-1) * (n / (n - 1))
-                running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
-        y = xc * (var + eps).rsqrt()
+        # each channel's values as a row, normalized by the layer-norm primitive (one
+        # node, one row kernel on a device)
+        rows = x.transpose(0, 1).reshape(x.shape[1], -1)
+        y = _act.layer_norm(rows, (rows.shape[1],), None, None, eps)
+        y = y.reshape((x.shape[1], x.shape[0]) + tuple(x.shape[2:])).transpose(0, 1)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                mean = rows.detach().mean(1)
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
+                if running_var is not None:
+                    unbiased = rows.detach().var(1, correction=1)
+                    running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) *
+                                                        momentum)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var are needed when not "
