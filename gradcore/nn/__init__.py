@@ -124,6 +124,7 @@ from .pooling import (
     MaxPool2d,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ += ["utils", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
             "GRUCell"]
@@ -137,3 +138,4 @@ __all__ += ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool
 __all__ += ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm"]
 __all__ += ["Dropout1d", "Dropout2d"]
 __all__ += ["MultiheadAttention"]
+__all__ += ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]

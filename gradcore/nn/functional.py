@@ -956,3 +956,86 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 __all__ += ["scaled_dot_product_attention"]
+
+
+# ---- resampling ----------
+_INTERPOLATING = ("linear", "bilinear", "bicubic", "trilinear")
+
+
+def _source_scale(n_in, n_out, align_corners, scale):
+    """PyTorch's ``area_pixel_compute_scale``: input pixels per output pixel."""
+    if align_corners:
+        return (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
+
+
+def _resample_axis(x, axis, n_out, mode, align_corners, scale):
+    """``x`` resampled along ``axis`` to ``n_out`` points: nearest (a gather) or linear
+    (two gathers, weighted): differentiable through index_select."""
+    n_in = x.shape[axis]
+    m = math_of(x._data)
+    s = _source_scale(n_in, n_out, align_corners, scale)
+    dst = np.arange(n_out, dtype=np.float64)
+    if mode == "nearest":
+        src = np.minimum(np.floor(dst * np.float32(s)).astype(np.int64), n_in - 1)
+        return x.index_select(axis, wrap(m.asarray(src)))
+    if align_corners:
+        pos = dst * s
+    else:
+        pos = np.maximum((dst + 0.5) * s - 0.5, 0.0)
+    i0 = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    lam = (pos - i0).astype(x._data.dtype)
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+    w1 = wrap(m.asarray(lam.reshape(shape)))
+    w0 = wrap(m.asarray((1 - lam).reshape(shape)))
+    return (x.index_select(axis, wrap(m.asarray(i0))) * w0 +
+            x.index_select(axis, wrap(m.asarray(i1))) * w1)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest",  # noqa: A002
+                align_corners=None, recompute_scale_factor=None, antialias=False):
+    """Resample the spatial dimensions of ``(N, C, L)`` or ``(N, C, H, W)`` to ``size`` or
+    by ``scale_factor``: ``mode`` ``'nearest'`` (PyTorch's: the source pixel
+    ``floor(i * scale)``), ``'linear'`` (3-D) or ``'bilinear'`` (4-D), with
+    ``align_corners`` as PyTorch. Differentiable (gathers and weighted sums)."""
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, "
+                                  "linear, bilinear)")
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating "
+                         "modes: linear | bilinear | bicubic | trilinear")
+    dims = input.ndim - 2
+    need = {"linear": 1, "bilinear": 2}.get(mode)
+    if need is not None and dims != need:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                  f"{need + 2}D input")
+    if dims not in (1, 2):
+        raise NotImplementedError(f"interpolate: expected a 3-D or 4-D input, got "
+                                  f"{input.ndim}-D")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined" if size is not None
+                         else "either size or scale_factor should be defined")
+    if size is not None:
+        sizes = tuple(size) if isinstance(size, (tuple, list)) else (size,) * dims
+        scales = (None,) * dims
+    else:
+        scales = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else \
+            (scale_factor,) * dims
+        sizes = tuple(int(math.floor(n * float(f))) for n, f in zip(input.shape[2:], scales))
+        if recompute_scale_factor:
+            scales = (None,) * dims
+    if len(sizes) != dims:
+        raise ValueError(f"Input and output must have the same number of spatial dimensions, "
+                         f"but got input with spatial dimensions of {list(input.shape[2:])} "
+                         f"and output size of {list(sizes)}.")
+    y = input
+    for i, (n, f) in enumerate(zip(sizes, scales)):
+        y = _resample_axis(y, 2 + i, int(n), mode, bool(align_corners), f)
+    return y
+
+
+__all__ += ["interpolate"]
