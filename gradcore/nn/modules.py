@@ -149,6 +149,8 @@ class Module:
         object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "_forward_hooks_with_kwargs", OrderedDict())
         object.__setattr__(self, "_forward_hooks_always_called", OrderedDict())
+        object.__setattr__(self, "_backward_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_pre_hooks", OrderedDict())
 
     # -- running ----------------------------------------------------------------------
     def forward(self, *args, **kwargs):
@@ -159,9 +161,42 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         d = self.__dict__
+        if d.get("_backward_hooks") or d.get("_backward_pre_hooks"):
+            return _call_with_backward_hooks(self, args, kwargs)
         if d.get("_forward_pre_hooks") or d.get("_forward_hooks"):
             return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
+
+    def register_full_backward_hook(self, hook, prepend: bool = False):
+        """Call ``hook(module, grad_input, grad_output)`` when the gradients with respect
+        to the module's positional tensor inputs have been computed (``None`` for inputs
+        that need none); a tuple it returns replaces ``grad_input``. With no input needing
+        a gradient it is called once the output gradients are known. Returns a handle.
+
+        >>> import gradcore as gc
+        >>> seen = []
+        >>> layer = gc.nn.Linear(2, 1)
+        >>> _ = layer.register_full_backward_hook(
+        ...     lambda m, gin, gout: seen.append((gin[0].shape, gout[0].shape)))
+        >>> layer(gc.ones(3, 2, requires_grad=True)).sum().backward()
+        >>> seen
+        [(gradcore.Size([3, 2]), gradcore.Size([3, 1]))]
+        """
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False):
+        """Call ``hook(module, grad_output)`` when the gradients with respect to the
+        module's outputs are known, before those of its inputs; a tuple it returns
+        replaces ``grad_output``. Returns a handle."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
 
     def _call_with_hooks(self, args, kwargs):
         """``forward`` between the forward pre-hooks and the forward hooks, as PyTorch's
@@ -1940,3 +1975,113 @@ class CosineSimilarity(Module):
 
     def forward(self, x1, x2):
         return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+# ---- module backward hooks ----------
+class _HookState:
+    """One call's bookkeeping: the output gradients, once known."""
+
+    def __init__(self, module, n_args, wrapped):
+        self.module, self.n_args, self.wrapped = module, n_args, wrapped
+        self.grad_output = None
+
+
+def _run_backward_hooks(state, grad_input):
+    for hook in list(state.module._backward_hooks.values()):
+        new = hook(state.module, grad_input, state.grad_output)
+        if new is not None:
+            new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
+            if len(new) != len(grad_input):
+                raise RuntimeError(f"Backward hook returned an invalid number of grad_input, "
+                                   f"got {len(new)}, but expected {len(grad_input)}")
+            grad_input = new
+    return grad_input
+
+
+def _hook_functions():
+    from ..autograd import Function  # noqa: PLC0415  (the engine, a layer below)
+
+    class BackwardHookFunctionBackward(Function):
+        """Identity on the module's inputs; its backward runs the full backward hooks."""
+
+        @staticmethod
+        def forward(ctx, state, *xs):
+            ctx.state = state
+            return tuple(x.view_as(x) for x in xs)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            state = ctx.state
+            grad_input = [None] * state.n_args
+            for i, g in zip(state.wrapped, grads):
+                grad_input[i] = g
+            grad_input = _run_backward_hooks(state, tuple(grad_input))
+            return (None,) + tuple(grad_input[i] for i in state.wrapped)
+
+    class BackwardHookOutputBackward(Function):
+        """Identity on the module's outputs; its backward records (and lets the pre-hooks
+        replace) the output gradients."""
+
+        @staticmethod
+        def forward(ctx, state, *ys):
+            ctx.state = state
+            return tuple(y.view_as(y) for y in ys)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            state = ctx.state
+            for hook in list(state.module._backward_pre_hooks.values()):
+                new = hook(state.module, grads)
+                if new is not None:
+                    grads = tuple(new) if isinstance(new, (tuple, list)) else (new,)
+            state.grad_output = grads
+            if not state.wrapped and state.module._backward_hooks:
+                # no input needs a gradient: the hooks run now, as PyTorch warns
+                warnings.warn("Full backward hook is firing when gradients are computed with "
+                              "respect to module outputs since no inputs require gradients. "
+                              "See https://docs.pytorch.org/docs/main/generated/torch.nn.Module"
+                              ".html#torch.nn.Module.register_full_backward_hook for more "
+                              "details.", stacklevel=2)
+                _run_backward_hooks(state, (None,) * state.n_args)
+            return (None,) + tuple(grads)
+
+    return BackwardHookFunctionBackward, BackwardHookOutputBackward
+
+
+_HOOK_FUNCTIONS = []
+
+
+def _call_with_backward_hooks(module, args, kwargs):
+    from ..autograd.grad_mode import is_grad_enabled  # noqa: PLC0415
+
+    if not _HOOK_FUNCTIONS:
+        _HOOK_FUNCTIONS.extend(_hook_functions())
+    into, out_of = _HOOK_FUNCTIONS
+    grad = is_grad_enabled()
+    wrapped = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+    state = _HookState(module, len(args), wrapped if grad else [])
+    if grad and wrapped:
+        new = into.apply(state, *[args[i] for i in wrapped])
+        args = list(args)
+        for i, t in zip(wrapped, new):
+            args[i] = t
+        args = tuple(args)
+    d = module.__dict__
+    if d.get("_forward_pre_hooks") or d.get("_forward_hooks"):
+        result = module._call_with_hooks(args, kwargs)
+    else:
+        result = module.forward(*args, **kwargs)
+    if not grad:
+        return result
+    single = isinstance(result, Tensor)
+    outs = (result,) if single else result
+    if not isinstance(outs, tuple) or not all(isinstance(o, Tensor) for o in outs):
+        return result  # (PyTorch hooks tensors and tuples of tensors)
+    needing = [i for i, o in enumerate(outs) if o.requires_grad]
+    if not needing:
+        return result
+    new = out_of.apply(state, *[outs[i] for i in needing])
+    outs = list(outs)
+    for i, t in zip(needing, new):
+        outs[i] = t
+    return outs[0] if single else tuple(outs)
