@@ -62,12 +62,19 @@ def log_softmax_backward(F, g, y, axis, out=None):
     return F.subtract(g, e, out=e if out is None else out)
 
 
-def layer_norm_forward(F, x, w, b, axes, eps, inv_n):
-    """layer_norm over ``axes`` of an array ``x``: ``(y, mean, rstd)``, the statistics
-    kept with their axes (biased variance)."""
-    mean = x.sum(axis=axes, keepdims=True) * inv_n
-    xc = _fresh(F, x - mean)  # (arrays: updated in place)
-    rstd = 1.0 / F.sqrt((xc * xc).sum(axis=axes, keepdims=True) * inv_n + eps)
+def layer_norm_forward(F, x, w, b, axes, eps, inv_n, stats=None):
+    """Normalization over ``axes`` of an array ``x`` (layer_norm over the trailing axes,
+    batch_norm over all but the channel's, group_norm over a group's): ``(y, mean,
+    rstd)``, the statistics kept with their axes (biased variance), ``w`` and ``b``
+    broadcast against ``x``. ``stats``: a given ``(mean, rstd)`` used instead of the
+    input's (batch_norm in evaluation: the running statistics)."""
+    if stats is None:
+        mean = x.sum(axis=axes, keepdims=True) * inv_n
+        xc = _fresh(F, x - mean)  # (arrays: updated in place)
+        rstd = 1.0 / F.sqrt((xc * xc).sum(axis=axes, keepdims=True) * inv_n + eps)
+    else:
+        mean, rstd = stats
+        xc = _fresh(F, x - mean)
     xc *= rstd
     if w is not None:
         xc *= w
@@ -76,22 +83,28 @@ def layer_norm_forward(F, x, w, b, axes, eps, inv_n):
     return xc, mean, rstd
 
 
-def layer_norm_backward(F, g, x, w, mean, rstd, axes, lead, inv_n, eps, need_x, need_params):
-    """layer_norm's gradients (``NativeLayerNormBackward0``), those asked for (else
-    None): the input's, ``rstd * (gh - mean(gh) - xhat * mean(gh * xhat))`` with
-    ``gh = g * w``, and the weight's and bias's, ``sum(g * xhat)`` and ``sum(g)`` over
-    the ``lead`` axes. (``eps``: for tensors, whose namespace recomputes the statistics
-    from ``x``, differentiably.)"""
+def layer_norm_backward(F, g, x, w, mean, rstd, axes, lead, inv_n, eps, need_x, need_params,
+                        batch_stats=True):
+    """The gradients of :func:`layer_norm_forward` (``NativeLayerNormBackward0``,
+    ``NativeBatchNormBackward0``, ``NativeGroupNormBackward0``), those asked for (else
+    None): the input's, ``rstd * (gh - mean(gh) - xhat * mean(gh * xhat))`` over
+    ``axes`` with ``gh = g * w`` (``rstd * gh`` where the statistics were given:
+    ``batch_stats`` False), and the weight's and bias's, ``sum(g * xhat)`` and
+    ``sum(g)`` over the ``lead`` axes. (``eps``: for tensors, whose namespace recomputes
+    the statistics from ``x``, differentiably.)"""
     xhat = _fresh(F, x - mean)
     xhat = F.multiply(xhat, rstd, out=xhat)
     gx = dw = db = None
     if need_x:
         gh = g * w if w is not None else g
-        a = gh.sum(axis=axes, keepdims=True) * inv_n
-        bb = (gh * xhat).sum(axis=axes, keepdims=True) * inv_n
-        gx = _fresh(F, gh - a)
-        gx = F.subtract(gx, xhat * bb, out=gx)
-        gx = F.multiply(gx, rstd, out=gx)
+        if batch_stats:
+            a = gh.sum(axis=axes, keepdims=True) * inv_n
+            bb = (gh * xhat).sum(axis=axes, keepdims=True) * inv_n
+            gx = _fresh(F, gh - a)
+            gx = F.subtract(gx, xhat * bb, out=gx)
+            gx = F.multiply(gx, rstd, out=gx)
+        else:
+            gx = gh * rstd
     if need_params:
         if lead:
             dw, db = (g * xhat).sum(axis=lead), g.sum(axis=lead)
@@ -237,18 +250,28 @@ def _softmax_forward_launch(kernel, x, axis, log):
     return None
 
 
-def _ln_applies(x, *params):
-    """Whether layer_norm's row kernels apply: a floating input with elements, and the
-    parameters of its dtype."""
-    return x.size and x.dtype.name in _FLOATS and \
-        all(p is None or p.dtype == x.dtype for p in params)
+def _ln_rows(x, axes, *params):
+    """The columns of the rows layer_norm's row kernels see in ``x`` where they apply (a
+    floating input with elements, normalized over its trailing ``axes``, the parameters
+    of its dtype and of those axes' shape), else 0."""
+    if not (x.size and x.dtype.name in _FLOATS):
+        return 0
+    k = len(axes)
+    trailing = x.shape[x.ndim - k:]
+    if tuple(axes) != tuple(range(x.ndim - k, x.ndim)):
+        return 0
+    for p in params:
+        if p is not None and (p.dtype != x.dtype or p.shape[p.ndim - k:] != trailing or
+                              p.size != int(np.prod(trailing, dtype=np.int64))):
+            return 0
+    return int(np.prod(trailing, dtype=np.int64))
 
 
-def _ln_forward_launch(kernel, x, w, b, axes, eps, inv_n):
-    if not _ln_applies(x, w, b):
+def _ln_forward_launch(kernel, x, w, b, axes, eps, inv_n, stats=None):
+    cols = _ln_rows(x, axes, w, b)
+    if stats is not None or not cols:
         return None
     k = len(axes)  # the trailing axes: one launch, a block per row
-    cols = int(np.prod(x.shape[x.ndim - k:], dtype=np.int64))
     y, mean, rstd = kernel(x.reshape(-1, cols), None if w is None else w.reshape(-1),
                            None if b is None else b.reshape(-1), eps, inv_n)
     keep = x.shape[:x.ndim - k] + (1,) * k
@@ -256,11 +279,12 @@ def _ln_forward_launch(kernel, x, w, b, axes, eps, inv_n):
 
 
 def _ln_backward_launch(kernels, g, x, w, mean, rstd, axes, lead, inv_n, eps, need_x,
-                        need_params):
+                        need_params, batch_stats=True):
     """One launch for the input's gradient, one for both parameters'."""
-    if not _ln_applies(x, w) or mean.dtype != _acc(x.dtype):
+    cols = _ln_rows(x, axes, w)
+    if not (cols and batch_stats) or mean.dtype != _acc(x.dtype) or \
+            tuple(lead) != tuple(range(x.ndim - len(axes))):
         return None
-    cols = x.size // mean.size
     g2, x2, mean, rstd = (g.reshape(-1, cols), x.reshape(-1, cols), mean.reshape(-1),
                           rstd.reshape(-1))
     gx = dw = db = None

@@ -773,12 +773,8 @@ __all__ += ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_av
             "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"]
 
 
-# ---- batch and group normalization ----------
-def _channel_shape(input, op):
-    if input.ndim < 2:
-        raise ValueError(f"{op}: expected an input of at least 2 dimensions (N, C, ...), got "
-                         f"{input.ndim}")
-    return (1, input.shape[1]) + (1,) * (input.ndim - 2)
+# ---- batch and group normalization (gradcore.ops.normalization) ----------
+from ..ops import normalization as _norm  # noqa: E402
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa: A002
@@ -787,7 +783,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
     (biased) variance over the batch and the other dimensions when ``training`` (the
     running statistics, when given, then move by ``momentum`` towards them, the variance
     unbiased, in place and without gradient), by ``running_mean``/``running_var``
-    otherwise; then ``weight`` and ``bias`` per channel. float16 is computed in float32.
+    otherwise; then ``weight`` and ``bias`` per channel. One node; float16 is computed
+    in float32 (and takes float32 parameters and statistics).
 
     >>> import gradcore as gc
     >>> x = gc.tensor([[1.0, 2.0], [3.0, 6.0]])
@@ -798,57 +795,25 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
     >>> rm, rv
     (tensor([0.2000, 0.4000]), tensor([1.1000, 1.7000]))
     """
-    shape = _channel_shape(input, "batch_norm")
-    half = input.dtype == dtypes.float16
-    x = input.to(dtypes.float32) if half else input
     if training:
-        n = x.numel() // x.shape[1] if x.shape[1] else 0
-        if n <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got "
-                             f"input size {input.shape}")
-        # each channel's values as a row, normalized by the layer-norm primitive (one
-        # node, one row kernel on a device)
-        rows = x.transpose(0, 1).reshape(x.shape[1], -1)
-        y = _act.layer_norm(rows, (rows.shape[1],), None, None, eps)
-        y = y.reshape((x.shape[1], x.shape[0]) + tuple(x.shape[2:])).transpose(0, 1)
-        if running_mean is not None or running_var is not None:
-            with no_grad():
-                mean = rows.detach().mean(1)
-                if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
-                if running_var is not None:
-                    unbiased = rows.detach().var(1, correction=1)
-                    running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) *
-                                                        momentum)
-    else:
-        if running_mean is None or running_var is None:
-            raise ValueError("batch_norm: running_mean and running_var are needed when not "
-                             "training")
-        y = (x - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
-    if weight is not None:
-        y = y * weight.reshape(shape)
-    if bias is not None:
-        y = y + bias.reshape(shape)
-    return y.to(dtypes.float16) if half else y
+        size = input.shape
+        if size[0] * math.prod(size[2:]) == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {size}")
+    return _norm.batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
+                            eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
     """Group normalization: the channels of ``(N, C, ...)`` split into ``num_groups``
-    groups, each normalized over its channels and the other dimensions (layer norm of
-    ``(N, G, -1)``), then ``weight`` and ``bias`` per channel."""
-    shape = _channel_shape(input, "group_norm")
-    n, c = input.shape[0], input.shape[1]
-    if num_groups <= 0 or c % num_groups:
-        raise RuntimeError(f"Expected number of channels in input to be divisible by "
-                           f"num_groups, but got input of shape {list(input.shape)} and "
-                           f"num_groups={num_groups}")
-    grouped = input.reshape(n, num_groups, -1)
-    y = layer_norm(grouped, (grouped.shape[-1],), eps=eps).reshape(input.shape)
-    if weight is not None:
-        y = y * weight.reshape(shape)
-    if bias is not None:
-        y = y + bias.reshape(shape)
-    return y
+    groups, each normalized over its channels and the other dimensions, then ``weight``
+    and ``bias`` per channel. One node.
+
+    >>> import gradcore as gc
+    >>> group_norm(gc.tensor([[1.0, 3.0, 0.0, 4.0]]), 2, eps=0.0)
+    tensor([[-1.,  1., -1.,  1.]])
+    """
+    return _norm.group_norm(input, num_groups, weight, bias, eps)
 
 
 __all__ += ["batch_norm", "group_norm"]

@@ -1,9 +1,9 @@
 """Every operation, grouped by family; :func:`bind_methods` makes them Tensor methods.
 
 Families: :mod:`.pointwise`, :mod:`.reduce`, :mod:`.shape`, :mod:`.index`,
-:mod:`.linalg`, :mod:`.activation`, :mod:`.conv`.  In-place variants (``add_``, ``+=``,
-``t[i] = v``) are built here from the out-of-place ops, so they record the same
-derivative rules.
+:mod:`.linalg`, :mod:`.activation`, :mod:`.conv`, :mod:`.normalization`.  In-place
+variants (``add_``, ``+=``, ``t[i] = v``) are built here from the out-of-place ops, so
+they record the same derivative rules.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from . import (
     conv,
     index,
     linalg,
+    normalization,
     pointwise,
     pool,
     reduce,

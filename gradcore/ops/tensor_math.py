@@ -189,10 +189,14 @@ def _ln_stats(x, axes, inv_n, eps):
     return mean, 1 / sqrt(sum(xc * xc, axis=axes, keepdims=True) * inv_n + eps)
 
 
-def layer_norm_backward(g, x, w, mean, rstd, axes, lead, inv_n, eps, need_x, need_params):
-    mean, rstd = _ln_stats(x, axes, inv_n, eps)
+def layer_norm_backward(g, x, w, mean, rstd, axes, lead, inv_n, eps, need_x, need_params,
+                        batch_stats=True):
+    if batch_stats:
+        mean, rstd = _ln_stats(x, axes, inv_n, eps)
+    else:  # (given statistics: constants, as batch_norm's running ones)
+        mean, rstd = _wrap(mean), _wrap(rstd)
     return _rows.layer_norm_backward(_this, g, x, w, mean, rstd, axes, lead, inv_n, eps,
-                                     need_x, need_params)
+                                     need_x, need_params, batch_stats)
 
 
 def cross_entropy_backward(logp, target, g, coef):
