@@ -86,7 +86,7 @@ def test_errors_as_pytorch():
         gc.nn.BatchNorm1d(3)(gc.ones(2, 3, 1, 1))
     with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
         gc.nn.BatchNorm2d(3)(gc.ones(2, 3, 1))
-    with pytest.raises(ValueError, match="num_channels must be divisible by num_groups"):
+    with pytest.raises(ValueError, match=r"num_channels \(3\) must be divisible by num_groups"):
         gc.nn.GroupNorm(2, 3)
     with pytest.raises(RuntimeError, match="divisible by num_groups"):
         F.group_norm(gc.ones(2, 3, 4), 2)
@@ -142,3 +142,165 @@ def test_channel_dropout_zeroes_whole_channels(device):
         gc.nn.functional.dropout1d(gc.ones(5), 0.5)
     with pytest.warns(UserWarning, match="3D input to dropout2d"):
         gc.nn.functional.dropout2d(gc.ones(2, 3, 4), 0.5)
+
+
+def _pair(rng, shape, device, dtype=np.float64, low=None):
+    """The same values as a gradcore tensor on ``device`` and a torch tensor."""
+    import torch
+
+    a = rng.standard_normal(shape) if low is None else rng.uniform(low, low + 1, shape)
+    a = a.astype(dtype)
+    return (gc.tensor(a, device=device, requires_grad=True),
+            torch.tensor(a, requires_grad=True))
+
+
+@needs_torch
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-10), (np.float32, 2e-5)])
+def test_functional_batch_norm_matches_pytorch(training, dtype, tol, device):
+    import torch
+
+    rng = np.random.default_rng(4)
+    (x, tx), (w, tw), (b, tb) = (_pair(rng, (3, 4, 5), device, dtype),
+                                 _pair(rng, (4,), device, dtype, 0.5),
+                                 _pair(rng, (4,), device, dtype))
+    (rm, trm), (rv, trv) = _pair(rng, (4,), device, dtype), _pair(rng, (4,), device, dtype, 0.5)
+    for t in (rm, rv, trm, trv):
+        t.requires_grad_(False)
+    y = F.batch_norm(x, rm, rv, w, b, training, 0.3, 1e-3)
+    ty = torch.nn.functional.batch_norm(tx, trm, trv, tw, tb, training, 0.3, 1e-3)
+    assert y.grad_fn.name() == type(ty.grad_fn).__name__ == "NativeBatchNormBackward0"
+    u = rng.standard_normal((3, 4, 5)).astype(dtype)
+    (y * gc.tensor(u, device=device)).sum().backward()
+    (ty * torch.tensor(u)).sum().backward()
+    for ours, theirs in ((y.detach(), ty.detach()), (rm, trm), (rv, trv), (x.grad, tx.grad),
+                         (w.grad, tw.grad), (b.grad, tb.grad)):
+        assert ours.dtype == getattr(gc, str(theirs.dtype).split(".")[1])
+        np.testing.assert_allclose(host(ours), theirs.numpy(), rtol=tol, atol=tol)
+
+
+@needs_torch
+def test_group_norm_matches_pytorch_with_its_node(device):
+    import torch
+
+    rng = np.random.default_rng(5)
+    (x, tx), (w, tw), (b, tb) = (_pair(rng, (2, 6, 2, 3), device), _pair(rng, (6,), device),
+                                 _pair(rng, (6,), device))
+    y, ty = gc.group_norm(x, 3, w, b, 1e-4), torch.group_norm(tx, 3, tw, tb, 1e-4)
+    assert y.grad_fn.name() == type(ty.grad_fn).__name__ == "NativeGroupNormBackward0"
+    u = rng.standard_normal(x.shape)
+    (y * gc.tensor(u, device=device)).sum().backward()
+    (ty * torch.tensor(u)).sum().backward()
+    for ours, theirs in ((y.detach(), ty.detach()), (x.grad, tx.grad), (w.grad, tw.grad),
+                         (b.grad, tb.grad)):
+        np.testing.assert_allclose(host(ours), theirs.numpy(), rtol=1e-10, atol=1e-12)
+    x32 = gc.tensor(host(x.detach()).astype(np.float32), device=device)  # no affine: rows
+    np.testing.assert_allclose(host(F.group_norm(x32, 2)), torch.nn.functional.group_norm(
+        tx.detach().float(), 2).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_evaluation_derivatives_by_finite_differences():
+    rng = np.random.default_rng(6)
+    rm, rv = gc.tensor(rng.standard_normal(3)), gc.tensor(rng.uniform(0.5, 1.5, 3))
+    args = (gc.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True),
+            gc.tensor(rng.uniform(0.5, 1.5, 3), requires_grad=True),
+            gc.tensor(rng.standard_normal(3), requires_grad=True))
+
+    def fn(x, w, b):
+        return F.batch_norm(x, rm, rv, w, b, training=False) ** 2
+
+    before = host(rm).copy(), host(rv).copy()
+    assert gradcheck(fn, args)
+    assert gradgradcheck(fn, args)
+    # evaluation reads the running statistics and leaves them as they were
+    np.testing.assert_array_equal(host(rm), before[0])
+    np.testing.assert_array_equal(host(rv), before[1])
+
+
+@needs_torch
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_running_statistics_after_training_steps_then_eval(momentum, device):
+    import torch
+
+    ours = gc.nn.BatchNorm1d(3, momentum=momentum, device=device)
+    theirs = torch.nn.BatchNorm1d(3, momentum=momentum)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        x = rng.standard_normal((5, 3)).astype(np.float32) * 3 + 2
+        ours(gc.tensor(x, device=device))
+        theirs(torch.tensor(x))
+    assert ours.num_batches_tracked.dtype == gc.int64 and ours.num_batches_tracked.item() == 3
+    ours.eval()
+    theirs.eval()
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_allclose(host(ours(gc.tensor(x, device=device))),
+                               theirs(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+    for (k, a), (tk, b) in zip(ours.state_dict().items(), theirs.state_dict().items()):
+        assert k == tk and a.dtype == getattr(gc, str(b.dtype).split(".")[1])
+        np.testing.assert_allclose(host(a), b.numpy(), rtol=1e-5, err_msg=k)
+    plain = gc.nn.BatchNorm2d(2, track_running_stats=False).eval()
+    assert plain.running_mean is None and list(plain.state_dict()) == ["weight", "bias"]
+    y = plain(gc.tensor(rng.standard_normal((3, 2, 2, 2)), dtype=gc.float32))  # batch stats
+    np.testing.assert_allclose(host(y).mean(axis=(0, 2, 3)), 0, atol=1e-6)  # (in eval)
+
+
+@needs_torch
+def test_float16_inputs_with_float32_parameters_as_pytorch():
+    import torch
+
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((4, 3, 5)) * 2).astype(np.float16)
+    ours, theirs = gc.nn.BatchNorm1d(3), torch.nn.BatchNorm1d(3)  # float32 parameters
+    gx, tx = gc.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    y, ty = ours(gx), theirs(tx)
+    assert y.dtype == gc.float16 and ours.running_mean.dtype == gc.float32
+    np.testing.assert_allclose(host(y.detach()).astype(np.float32),
+                               ty.detach().float().numpy(), atol=2e-3)
+    y.float().sum().backward()
+    ty.float().sum().backward()
+    assert gx.grad.dtype == gc.float16 and ours.weight.grad.dtype == gc.float32
+    np.testing.assert_allclose(host(ours.weight.grad), theirs.weight.grad.numpy(), atol=2e-3)
+    np.testing.assert_allclose(host(ours.running_var), theirs.running_var.numpy(), rtol=1e-3)
+    g = F.group_norm(gc.tensor(x), 3, gc.ones(3, dtype=gc.float16))
+    tg = torch.nn.functional.group_norm(torch.tensor(x), 3, torch.ones(3).half())
+    assert g.dtype == gc.float16
+    np.testing.assert_allclose(host(g).astype(np.float32), tg.float().numpy(), atol=2e-3)
+
+
+def test_functional_errors_as_pytorch():
+    x = gc.ones(2, 3)
+    cases = [
+        (lambda: F.batch_norm(x, None, None), RuntimeError,
+         "running_mean must be defined in evaluation mode"),
+        (lambda: F.batch_norm(x, gc.zeros(3), None), RuntimeError,
+         "running_var must be defined in evaluation mode"),
+        (lambda: F.batch_norm(x, gc.zeros(4), gc.ones(4)), RuntimeError,
+         "running_mean should contain 3 elements not 4"),
+        (lambda: F.batch_norm(x, None, None, gc.ones(4), training=True), RuntimeError,
+         "weight should contain 3 elements not 4"),
+        (lambda: F.batch_norm(x, None, None, training=True, momentum=None), TypeError,
+         "must be float, not NoneType"),
+        (lambda: F.batch_norm(gc.ones(2, 3, dtype=gc.int64), None, None, training=True),
+         NotImplementedError, "\"batch_norm\" not implemented for 'Long'"),
+        (lambda: F.batch_norm(x.double(), None, None, gc.ones(3), training=True),
+         RuntimeError, "mixed dtype"),
+        (lambda: F.batch_norm(gc.ones(1, 3, 1), None, None, training=True), ValueError,
+         r"got input size gradcore.Size\(\[1, 3, 1\]\)"),
+        (lambda: F.group_norm(gc.ones(2, 4, 4), 2, gc.ones(3)), RuntimeError,
+         r"Expected weight to be a vector of size equal to the number of channels in input, "
+         r"but got weight of shape \[3\] and input of shape \[2, 4, 4\]"),
+        (lambda: F.group_norm(gc.ones(3), 1), RuntimeError,
+         "Expected at least 2 dimensions for input tensor but received 1"),
+    ]
+    for fn, error, message in cases:
+        with pytest.raises(error, match=message):
+            fn()
+    assert F.batch_norm(gc.ones(0, 3), None, None, training=True).shape == (0, 3)
+
+
+def test_torch_argument_order_of_gc_batch_norm():
+    x = gc.tensor([[1.0, 2.0], [3.0, 6.0]])
+    rm, rv = gc.zeros(2), gc.ones(2)
+    y = gc.batch_norm(x, gc.tensor([2.0, 1.0]), None, rm, rv, True, 0.5, 0.0, True)
+    assert host(y).tolist() == [[-2.0, -1.0], [2.0, 1.0]]
+    assert host(rm).tolist() == [1.0, 2.0] and host(rv).tolist() == [1.5, 4.5]

@@ -465,6 +465,12 @@ OPS = [
        lambda x: _pad_np(x, (3, -1), "edge") ** 2, [(2, 3, 4)]),
     Op("pad_circular", lambda m, x: m.nn.functional.pad(x, (1, 2, 2, -1), mode="circular") ** 2,
        lambda x: _pad_np(x, (1, 2, 2, -1), "wrap") ** 2, [(2, 3, 4)]),
+    # ---- issue 15: batch and group normalization (references at the end) ----
+    Op("batch_norm_training", lambda m, x, w, b: m.nn.functional.batch_norm(
+        x, None, None, w, b, training=True, eps=1e-3),
+       lambda x, w, b: _batch_norm_np(x, w, b, 1e-3), [((4, 3, 2, 3), (3,), (3,))]),
+    Op("group_norm", lambda m, x, w, b: m.nn.functional.group_norm(x, 2, w, b, eps=1e-3),
+       lambda x, w, b: _group_norm_np(x, 2, w, b, 1e-3), [((2, 4, 3), (4,), (4,))]),
 ]
 
 _SELU_A = 1.6732632423543772848170429916717
@@ -806,3 +812,17 @@ def _pad_np(x, pads, mode, value=0.0):
     if mode == "constant":
         return np.pad(x, widths, constant_values=value)
     return np.pad(x, widths, mode=mode)
+
+
+def _batch_norm_np(x, w, b, eps):
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    xhat = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + eps)
+    return xhat * w.reshape(shape) + b.reshape(shape)
+
+
+def _group_norm_np(x, groups, w, b, eps):
+    g = x.reshape(x.shape[0], groups, -1)
+    xhat = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + eps))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    return xhat.reshape(x.shape) * w.reshape(shape) + b.reshape(shape)

@@ -103,7 +103,8 @@ class GroupNorm(Module):
                  affine: bool = True, device=None, dtype=None, *, bias: bool = True):
         super().__init__()
         if num_channels % num_groups != 0:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = \
             num_groups, num_channels, eps, affine
         self.bias_enabled = affine and bias
