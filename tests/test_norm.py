@@ -304,3 +304,52 @@ def test_torch_argument_order_of_gc_batch_norm():
     y = gc.batch_norm(x, gc.tensor([2.0, 1.0]), None, rm, rv, True, 0.5, 0.0, True)
     assert host(y).tolist() == [[-2.0, -1.0], [2.0, 1.0]]
     assert host(rm).tolist() == [1.0, 2.0] and host(rv).tolist() == [1.5, 4.5]
+
+
+@needs_torch
+@pytest.mark.parametrize("spec, shape", [
+    ("InstanceNorm1d(3, affine=True, track_running_stats=True, momentum=0.3)", (2, 3, 5)),
+    ("InstanceNorm2d(2)", (2, 2, 3, 3)), ("InstanceNorm1d(4, affine=True)", (4, 6)),
+])
+def test_instance_norm_matches_pytorch(spec, shape, device):
+    import torch
+
+    theirs = eval("torch.nn." + spec).double()
+    ours = eval("gc.nn." + spec).to(device=device, dtype=gc.float64)
+    assert repr(ours) == repr(theirs) and list(ours.state_dict()) == list(theirs.state_dict())
+    rng = np.random.default_rng(9)
+    for mode in ("train", "train", "eval"):
+        ours.train(mode == "train")
+        theirs.train(mode == "train")
+        (x, tx) = _pair(rng, shape, device)
+        a, b = ours(x), theirs(tx)
+        np.testing.assert_allclose(host(a.detach()), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+        u = rng.standard_normal(shape)
+        (a * gc.tensor(u, device=device)).sum().backward()
+        (b * torch.tensor(u)).sum().backward()
+        np.testing.assert_allclose(host(x.grad), tx.grad.numpy(), rtol=1e-9, atol=1e-11)
+        for p, q in zip(ours.parameters(), theirs.parameters()):
+            np.testing.assert_allclose(host(p.grad), q.grad.numpy(), rtol=1e-9)
+        for (k, buf), tb in zip(ours.state_dict().items(), theirs.state_dict().values()):
+            np.testing.assert_allclose(host(buf), tb.numpy(), rtol=1e-12, err_msg=k)
+
+
+def test_instance_norm_derivatives_and_errors():
+    rng = np.random.default_rng(10)
+    args = (gc.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True),
+            gc.tensor(rng.uniform(0.5, 1.5, 3), requires_grad=True),
+            gc.tensor(rng.standard_normal(3), requires_grad=True))
+    fn = lambda x, w, b: F.instance_norm(x, weight=w, bias=b) ** 2  # noqa: E731
+    assert gradcheck(fn, args)
+    assert gradgradcheck(fn, args)
+    with pytest.raises(ValueError, match="Expected more than 1 spatial element when training"):
+        F.instance_norm(gc.ones(2, 3, 1))
+    with pytest.raises(RuntimeError, match="Expected running_mean and running_var to be defined"):
+        F.instance_norm(gc.ones(2, 3, 4), use_input_stats=False)
+    with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
+        gc.nn.InstanceNorm1d(3)(gc.ones(2, 3, 4, 5))
+    with pytest.raises(ValueError, match=r"expected input's size at dim=1 to match num_features "
+                                         r"\(3\), but got: 4\."):
+        gc.nn.InstanceNorm1d(3, affine=True)(gc.ones(2, 4, 5))
+    with pytest.warns(UserWarning, match="does not match num_features"):
+        gc.nn.InstanceNorm2d(3)(gc.ones(4, 5, 5))

@@ -139,3 +139,8 @@ __all__ += ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm"]
 __all__ += ["Dropout1d", "Dropout2d"]
 __all__ += ["MultiheadAttention"]
 __all__ += ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
+
+# instance normalization (gradcore/nn/normalization.py)
+from .normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: E402
+
+__all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]

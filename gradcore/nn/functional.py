@@ -804,6 +804,26 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
                             eps)
 
 
+def instance_norm(input, running_mean=None, running_var=None, weight=None,  # noqa: A002
+                  bias=None, use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Instance normalization over ``(N, C, ...)``: each channel of each sample normalized
+    by its own mean and (biased) variance over the other dimensions when
+    ``use_input_stats`` (the running statistics, when given, then move by ``momentum``
+    towards the samples' average, the variance unbiased), by ``running_mean``/
+    ``running_var`` otherwise; then ``weight`` and ``bias`` per channel. One node.
+
+    >>> import gradcore as gc
+    >>> instance_norm(gc.tensor([[[1.0, 3.0], [2.0, 6.0]]]), eps=0.0)
+    tensor([[[-1.,  1.],
+             [-1.,  1.]]])
+    """
+    if use_input_stats and math.prod(input.shape[2:]) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{input.shape}")
+    return _norm.instance_norm(input, weight, bias, running_mean, running_var, use_input_stats,
+                               momentum, eps)
+
+
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
     """Group normalization: the channels of ``(N, C, ...)`` split into ``num_groups``
     groups, each normalized over its channels and the other dimensions, then ``weight``
@@ -816,7 +836,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
     return _norm.group_norm(input, num_groups, weight, bias, eps)
 
 
-__all__ += ["batch_norm", "group_norm"]
+__all__ += ["batch_norm", "instance_norm", "group_norm"]
 
 
 # ---- channel-wise dropout ----------

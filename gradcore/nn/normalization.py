@@ -1,5 +1,6 @@
-"""Batch and group normalization layers (``nn.BatchNorm1d/2d/3d``, ``nn.GroupNorm``),
-PyTorch's modules over ``F.batch_norm`` and ``F.group_norm``.
+"""Batch, instance and group normalization layers (``nn.BatchNorm1d/2d/3d``,
+``nn.InstanceNorm1d/2d/3d``, ``nn.GroupNorm``), PyTorch's modules over ``F.batch_norm``,
+``F.instance_norm`` and ``F.group_norm``.
 
 >>> import gradcore as gc
 >>> from gradcore import nn
@@ -12,13 +13,16 @@ BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_st
 
 from __future__ import annotations
 
+import warnings
+
 from .. import creation, dtypes
 from ..tensor import Parameter
 from . import functional as F
 from . import init
 from .modules import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "Dropout1d", "Dropout2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "Dropout1d", "Dropout2d",
+           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
 class _BatchNorm(Module):
@@ -93,6 +97,52 @@ class BatchNorm2d(_BatchNorm):
 class BatchNorm3d(_BatchNorm):
     """Batch normalization of ``(N, C, D, H, W)`` per channel (``F.batch_norm``)."""
     _dims = (5,)
+
+
+class _InstanceNorm(_BatchNorm):
+    _dims: tuple = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None, *, bias: bool = True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+
+    def forward(self, input):
+        if input.ndim not in self._dims:
+            raise ValueError(f"expected {self._dims[0]}D or {self._dims[1]}D input (got "
+                             f"{input.ndim}D input)")
+        dim = input.ndim - self._dims[0]  # (the channels' axis)
+        if input.shape[dim] != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={dim} to match num_features "
+                                 f"({self.num_features}), but got: {input.shape[dim]}.")
+            warnings.warn(f"input's size at dim={dim} does not match num_features. You can "
+                          "silence this warning by not passing in num_features, which is not "
+                          "used because affine=False", stacklevel=2)
+        unbatched = input.ndim == self._dims[0]
+        x = input.unsqueeze(0) if unbatched else input
+        y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            self.training or not self.track_running_stats,
+                            self.momentum if self.momentum is not None else 0.0, self.eps)
+        return y.squeeze(0) if unbatched else y
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization of ``(N, C, L)`` or ``(C, L)`` (``F.instance_norm``): each
+    channel of each sample normalized over its length; no affine and no running
+    statistics unless asked (``affine``, ``track_running_stats``)."""
+    _dims = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization of ``(N, C, H, W)`` or ``(C, H, W)`` (``F.instance_norm``)."""
+    _dims = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization of ``(N, C, D, H, W)`` or ``(C, D, H, W)``."""
+    _dims = (4, 5)
 
 
 class GroupNorm(Module):

@@ -1,10 +1,12 @@
-"""Batch and group normalization (PyTorch's ``batch_norm``, ``group_norm``), one node each.
+"""Batch, instance and group normalization (PyTorch's ``batch_norm``, ``instance_norm``,
+``group_norm``), one node each.
 
-Both are layer_norm's formula (:func:`gradcore.kernels.rows.layer_norm_forward` and
+Each is layer_norm's formula (:func:`gradcore.kernels.rows.layer_norm_forward` and
 ``layer_norm_backward``, written once over a namespace ``F``) over other axes: batch
 norm normalizes ``(N, C, *)`` over every axis but the channel's, with a per-channel
-weight and bias broadcast as ``(1, C, 1, ...)``; group norm normalizes the input viewed
-as ``(N, G, C/G, S)`` over its last two axes, the weight and bias broadcast as
+weight and bias broadcast as ``(1, C, 1, ...)``; instance norm the same over ``*``
+only; group norm normalizes the input viewed as ``(N, G, C/G, S)`` over its last two
+axes, the weight and bias broadcast as
 ``(1, G, C/G, 1)``. The parameters' gradients are the formula's sums over the other
 axes. In evaluation batch norm normalizes by the running statistics (the formula's
 ``stats``), and its input's gradient is ``g * w * rstd``.
@@ -26,7 +28,7 @@ from ..backend import math_of
 from ._core import Node, Tensor, as_tensor, check_same_device, mode, record, wrap
 from ._export import export
 
-__all__ = ["batch_norm", "group_norm"]
+__all__ = ["batch_norm", "instance_norm", "group_norm"]
 
 _f16 = np.dtype(np.float16)
 _f32 = np.dtype(np.float32)
@@ -124,27 +126,51 @@ def batch_norm(input, weight, bias, running_mean, running_var, training,  # noqa
     unbiased, in place and without gradient), by the running statistics otherwise; then
     ``weight`` and ``bias`` per channel. One node (``NativeBatchNormBackward0``).
     ``cudnn_enabled`` is accepted and ignored."""
-    x = _floating_input(input, "batch_norm")
+    return _by_channel(input, weight, bias, running_mean, running_var, training, momentum, eps,
+                       "batch_norm")
+
+
+@export(torch=True)
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats,  # noqa: A002
+                  momentum, eps, cudnn_enabled=True):
+    """Instance normalization of ``(N, C, ...)`` (``torch.instance_norm``'s argument order;
+    ``F.instance_norm`` is the usual entry): each channel of each sample normalized over
+    the other dimensions when ``use_input_stats`` (the running statistics, when given,
+    then move by ``momentum`` towards the batch's average of them), by the running
+    statistics otherwise; then ``weight`` and ``bias`` per channel. One node
+    (``NativeBatchNormBackward0``, batch norm's over the spatial axes)."""
+    return _by_channel(input, weight, bias, running_mean, running_var, use_input_stats,
+                       momentum, eps, "instance_norm")
+
+
+def _by_channel(input, weight, bias, running_mean, running_var, training, momentum, eps,
+                op):
+    """batch_norm (``op``: normalized over the batch and the other axes) or instance_norm
+    (over the other axes of each sample): layer norm's formula over those axes."""
+    x = _floating_input(input, op)
     xd = x._data
     if xd.ndim < 2:
-        raise RuntimeError(f"batch_norm: expected an input of at least 2 dimensions (N, C, ...), "
+        raise RuntimeError(f"{op}: expected an input of at least 2 dimensions (N, C, ...), "
                            f"got {xd.ndim}")
     if momentum is None or isinstance(momentum, bool) or \
             not isinstance(momentum, (int, float, np.floating, np.integer)):
-        raise TypeError(f"batch_norm(): argument 'momentum' (position 7) must be float, not "
+        raise TypeError(f"{op}(): argument 'momentum' (position 7) must be float, not "
                         f"{type(momentum).__name__}")
     c = xd.shape[1]
     weight, bias, running_mean, running_var = (
-        _check_vector(x, p, name, c, "batch_norm") for p, name in
+        _check_vector(x, p, name, c, op) for p, name in
         ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"),
          (running_var, "running_var")))
     if not training:
+        if op == "instance_norm" and (running_mean is None or running_var is None):
+            raise RuntimeError("Expected running_mean and running_var to be defined when "
+                               "use_input_stats is false")
         for p, name in ((running_mean, "running_mean"), (running_var, "running_var")):
             if p is None:
                 raise RuntimeError(f"{name} must be defined in evaluation mode")
     pshape = (1, c) + (1,) * (xd.ndim - 2)
-    axes = (0,) + tuple(range(2, xd.ndim))
-    n = xd.size // c if c else 0
+    axes = ((0,) if op == "batch_norm" else ()) + tuple(range(2, xd.ndim))
+    n = int(np.prod([xd.shape[a] for a in axes], dtype=np.int64))
     inv_n = 1.0 / n if n else float("nan")
     acc = _f32 if xd.dtype == _f16 else xd.dtype
     m = math_of(xd)
@@ -152,27 +178,29 @@ def batch_norm(input, weight, bias, running_mean, running_var, training,  # noqa
     b = None if bias is None else bias._data.reshape(pshape)
     if training:
         out, mean, rstd = m.layer_norm_forward(xd, w, b, axes, eps, inv_n, None)
-        if n:
+        if xd.size:
             _update_running(running_mean, running_var, mean, rstd, n, momentum, eps, c)
     else:
         mean = m.astype(running_mean._data, acc).reshape(pshape)
         rstd = 1.0 / m.sqrt(m.astype(running_var._data, acc).reshape(pshape) + eps)
         out, _, _ = m.layer_norm_forward(xd, w, b, axes, eps, inv_n, (mean, rstd))
+    lead = (0,) + tuple(range(2, xd.ndim))  # (the parameters': all but the channel's)
     return _record(NativeBatchNormBackward0, out, x, weight, bias, x, pshape=pshape,
-                   axes=axes, lead=axes, inv_n=inv_n, eps=eps, channels=c, mean=mean,
+                   axes=axes, lead=lead, inv_n=inv_n, eps=eps, channels=c, mean=mean,
                    rstd=rstd, batch_stats=bool(training))
 
 
 def _update_running(running_mean, running_var, mean, rstd, n, momentum, eps, c):
     """PyTorch's update, in place and untracked: ``(1 - momentum) * running + momentum *
-    batch``, the batch's variance unbiased (``n / (n - 1)``), from ``rstd``."""
+    batch``, the batch's statistics averaged over the samples for instance norm (one row
+    of them each), its variance unbiased (``n / (n - 1)``) and found from ``rstd``."""
     with no_grad():
         if running_mean is not None:
-            batch = wrap(mean.reshape(c)).to(running_mean.dtype)
+            batch = wrap(mean.reshape(-1, c).mean(axis=0)).to(running_mean.dtype)
             running_mean.mul_(1 - momentum).add_(batch * momentum)
         if running_var is not None:
             var = (1.0 / (rstd * rstd) - eps) * (n / (n - 1) if n > 1 else float("nan"))
-            batch = wrap(var.reshape(c)).to(running_var.dtype)
+            batch = wrap(var.reshape(-1, c).mean(axis=0)).to(running_var.dtype)
             running_var.mul_(1 - momentum).add_(batch * momentum)
 
 
