@@ -316,4 +316,86 @@ __device__ __forceinline__ void layer_norm_param_grads(
     }
 }
 
+// Batch norm's layout: x as (outer, rows, cols), C-contiguous, each of the `rows` channels
+// normalized over its outer * cols elements (the batch and the spatial positions), a
+// block per channel; element j of channel r is x[(j / cols * rows + r) * cols + j % cols].
+__device__ __forceinline__ long long channel_at(long long j, long long r, long long rows,
+                                                long long cols) {
+    const long long o = j / cols;
+    return (o * rows + r) * cols + (j - o * cols);
+}
+
+// batch norm's forward, in layer_norm_forward_rows's operations over a channel's
+// elements; the weight and bias (one per channel) in the compute type C.
+template <typename T, typename C>
+__device__ __forceinline__ void norm_forward_channels(
+        const T* __restrict__ x, const C* __restrict__ w, const C* __restrict__ b,
+        long long has_w, long long has_b, C eps, C inv_n, T* __restrict__ y,
+        C* __restrict__ mean, C* __restrict__ rstd, long long outer, long long rows,
+        long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    const long long n = outer * cols;
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        C acc = C(0);
+        for (long long j = threadIdx.x; j < n; j += blockDim.x)
+            acc += load(x[channel_at(j, r, rows, cols)]);
+        const C mu = block_sum(acc, buf) * inv_n;
+        acc = C(0);
+        for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+            const C xc = load(x[channel_at(j, r, rows, cols)]) - mu;
+            acc += xc * xc;
+        }
+        const C rs = C(1) / sqrt(block_sum(acc, buf) * inv_n + eps);
+        const C wr = has_w ? w[r] : C(1), br = has_b ? b[r] : C(0);
+        for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+            const long long k = channel_at(j, r, rows, cols);
+            C v = (load(x[k]) - mu) * rs;
+            if (has_w) v = v * wr;
+            if (has_b) v = v + br;
+            y[k] = store<T>(v);
+        }
+        if (threadIdx.x == 0) {
+            mean[r] = mu;
+            rstd[r] = rs;
+        }
+    }
+}
+
+// batch norm's gradients, a block per channel: with xhat = (x - mean) * rstd, the sums
+// sg = sum(g) and sgx = sum(g * xhat) over the channel give the bias's and weight's
+// gradients (when need_params) and the input's (when need_x),
+// dx = (g * w - sg * w * inv_n - xhat * (sgx * w * inv_n)) * rstd.
+template <typename T, typename C>
+__device__ __forceinline__ void norm_backward_channels(
+        const T* __restrict__ g, const T* __restrict__ x, const C* __restrict__ w,
+        long long has_w, const C* __restrict__ mean, const C* __restrict__ rstd, C inv_n,
+        long long need_x, long long need_params, T* __restrict__ dx, C* __restrict__ dw,
+        C* __restrict__ db, long long outer, long long rows, long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    const long long n = outer * cols;
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const C mu = mean[r], rs = rstd[r], wr = has_w ? w[r] : C(1);
+        C acc_g = C(0), acc_gx = C(0);
+        for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+            const long long k = channel_at(j, r, rows, cols);
+            const C gv = load(g[k]);
+            acc_g += gv;
+            acc_gx += gv * ((load(x[k]) - mu) * rs);
+        }
+        const C sg = block_sum(acc_g, buf), sgx = block_sum(acc_gx, buf);
+        if (need_params && threadIdx.x == 0) {
+            dw[r] = sgx;
+            db[r] = sg;
+        }
+        if (need_x) {
+            const C a = sg * wr * inv_n, bb = sgx * wr * inv_n;
+            for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+                const long long k = channel_at(j, r, rows, cols);
+                const C xhat = (load(x[k]) - mu) * rs;
+                dx[k] = store<T>((load(g[k]) * wr - a - xhat * bb) * rs);
+            }
+        }
+    }
+}
+
 }  // namespace gradcore

@@ -2390,6 +2390,14 @@ extern "C" __global__ void layer_norm_backward_rows_float16(const gc_half* __res
 extern "C" __global__ void layer_norm_param_grads_float16(const gc_half* __restrict__ g, const gc_half* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd, long long has_w, long long has_b, gc_half* __restrict__ dw, gc_half* __restrict__ db, long long rows, long long cols) {
     gradcore::layer_norm_param_grads<gc_half, float>(g, x, mean, rstd, has_w, has_b, dw, db, rows, cols);
 }
+// norm_forward_channels: hand-written in gradcore_rows.cuh
+extern "C" __global__ void norm_forward_channels_float16(const gc_half* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b, long long has_w, long long has_b, float eps, float inv_n, gc_half* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd, long long outer, long long rows, long long cols) {
+    gradcore::norm_forward_channels<gc_half, float>(x, w, b, has_w, has_b, eps, inv_n, y, mean, rstd, outer, rows, cols);
+}
+// norm_backward_channels: hand-written in gradcore_rows.cuh
+extern "C" __global__ void norm_backward_channels_float16(const gc_half* __restrict__ g, const gc_half* __restrict__ x, const float* __restrict__ w, long long has_w, const float* __restrict__ mean, const float* __restrict__ rstd, float inv_n, long long need_x, long long need_params, gc_half* __restrict__ dx, float* __restrict__ dw, float* __restrict__ db, long long outer, long long rows, long long cols) {
+    gradcore::norm_backward_channels<gc_half, float>(g, x, w, has_w, mean, rstd, inv_n, need_x, need_params, dx, dw, db, outer, rows, cols);
+}
 // softmax_xent_forward: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_xent_forward_float16(const gc_half* __restrict__ x, const long long* __restrict__ target, const float* __restrict__ weight, long long has_weight, long long ignore_index, gc_half* __restrict__ logp, float* __restrict__ loss, float* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
     gradcore::softmax_xent_forward<gc_half, float>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
@@ -2683,6 +2691,14 @@ extern "C" __global__ void layer_norm_backward_rows_float32(const float* __restr
 extern "C" __global__ void layer_norm_param_grads_float32(const float* __restrict__ g, const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd, long long has_w, long long has_b, float* __restrict__ dw, float* __restrict__ db, long long rows, long long cols) {
     gradcore::layer_norm_param_grads<float, float>(g, x, mean, rstd, has_w, has_b, dw, db, rows, cols);
 }
+// norm_forward_channels: hand-written in gradcore_rows.cuh
+extern "C" __global__ void norm_forward_channels_float32(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b, long long has_w, long long has_b, float eps, float inv_n, float* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd, long long outer, long long rows, long long cols) {
+    gradcore::norm_forward_channels<float, float>(x, w, b, has_w, has_b, eps, inv_n, y, mean, rstd, outer, rows, cols);
+}
+// norm_backward_channels: hand-written in gradcore_rows.cuh
+extern "C" __global__ void norm_backward_channels_float32(const float* __restrict__ g, const float* __restrict__ x, const float* __restrict__ w, long long has_w, const float* __restrict__ mean, const float* __restrict__ rstd, float inv_n, long long need_x, long long need_params, float* __restrict__ dx, float* __restrict__ dw, float* __restrict__ db, long long outer, long long rows, long long cols) {
+    gradcore::norm_backward_channels<float, float>(g, x, w, has_w, mean, rstd, inv_n, need_x, need_params, dx, dw, db, outer, rows, cols);
+}
 // softmax_xent_forward: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_xent_forward_float32(const float* __restrict__ x, const long long* __restrict__ target, const float* __restrict__ weight, long long has_weight, long long ignore_index, float* __restrict__ logp, float* __restrict__ loss, float* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
     gradcore::softmax_xent_forward<float, float>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
@@ -2975,6 +2991,14 @@ extern "C" __global__ void layer_norm_backward_rows_float64(const double* __rest
 // layer_norm_param_grads: hand-written in gradcore_rows.cuh
 extern "C" __global__ void layer_norm_param_grads_float64(const double* __restrict__ g, const double* __restrict__ x, const double* __restrict__ mean, const double* __restrict__ rstd, long long has_w, long long has_b, double* __restrict__ dw, double* __restrict__ db, long long rows, long long cols) {
     gradcore::layer_norm_param_grads<double, double>(g, x, mean, rstd, has_w, has_b, dw, db, rows, cols);
+}
+// norm_forward_channels: hand-written in gradcore_rows.cuh
+extern "C" __global__ void norm_forward_channels_float64(const double* __restrict__ x, const double* __restrict__ w, const double* __restrict__ b, long long has_w, long long has_b, double eps, double inv_n, double* __restrict__ y, double* __restrict__ mean, double* __restrict__ rstd, long long outer, long long rows, long long cols) {
+    gradcore::norm_forward_channels<double, double>(x, w, b, has_w, has_b, eps, inv_n, y, mean, rstd, outer, rows, cols);
+}
+// norm_backward_channels: hand-written in gradcore_rows.cuh
+extern "C" __global__ void norm_backward_channels_float64(const double* __restrict__ g, const double* __restrict__ x, const double* __restrict__ w, long long has_w, const double* __restrict__ mean, const double* __restrict__ rstd, double inv_n, long long need_x, long long need_params, double* __restrict__ dx, double* __restrict__ dw, double* __restrict__ db, long long outer, long long rows, long long cols) {
+    gradcore::norm_backward_channels<double, double>(g, x, w, has_w, mean, rstd, inv_n, need_x, need_params, dx, dw, db, outer, rows, cols);
 }
 // softmax_xent_forward: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_xent_forward_float64(const double* __restrict__ x, const long long* __restrict__ target, const double* __restrict__ weight, long long has_weight, long long ignore_index, double* __restrict__ logp, double* __restrict__ loss, double* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {

@@ -927,6 +927,63 @@ def test_layer_norm_kernels_match_the_twins(dtype, host_lib):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_batch_norm_channel_kernels_match_the_twins(dtype, host_lib):
+    """Batch norm's channel kernels (x as (outer, C, inner), a block per channel) against
+    their twins: the forward with and without weight and bias, the three gradients in
+    one launch, each of them alone, for channels of 1 to 3 * 70 elements and launches
+    with fewer blocks than channels."""
+    if not khost.host_supports(dtype, host_lib):
+        pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
+    from gradcore.kernels import rows as fused_rows
+
+    acc = np.dtype(np.float32 if dtype == "float16" else dtype)
+    rng = np.random.default_rng(11)
+    tol = _row_tol(dtype)
+    for outer, c, inner in [(1, 1, 1), (4, 3, 1), (2, 5, 9), (3, 4, 70), (1, 7, 33)]:
+        shape = (outer, c, inner)
+        x = (2 * rng.standard_normal(shape) + 1).astype(dtype)
+        g = rng.standard_normal(shape).astype(dtype)
+        w = rng.uniform(0.5, 1.5, c).astype(acc)
+        b = rng.standard_normal(c).astype(acc)
+        inv_n = 1.0 / (outer * inner)
+        sums = dict(rtol=tol["rtol"], atol=tol["atol"] * np.sqrt(outer * inner))
+        dims = [np.int64(outer), np.int64(c), np.int64(inner)]
+        for ww, bb in ((w, b), (None, None), (w, None)):
+            want = fused_rows.norm_forward_channels(np, x, ww, bb, 1e-5, inv_n)
+            dummy = np.zeros(1, acc)
+            for grid, block in ((1, 1), (2, 7), (3, 32), (64, 200)):
+                got = (np.full(shape, np.nan, dtype), np.full(c, np.nan, acc),
+                       np.full(c, np.nan, acc))
+                khost.launch_host(f"norm_forward_channels_{dtype}",
+                                  [x, dummy if ww is None else ww, dummy if bb is None else bb,
+                                   np.int64(ww is not None), np.int64(bb is not None),
+                                   acc.type(1e-5), acc.type(inv_n), *got, *dims], grid, block,
+                                  lib=host_lib)
+                for a, e in zip(got, want):
+                    np.testing.assert_allclose(a, e, err_msg=f"forward {shape}", **tol)
+            _, mean, rstd = want
+            for need_x, need_params in ((1, 1), (1, 0), (0, 1)):
+                want_dx, want_dw, want_db = fused_rows.norm_backward_channels(
+                    np, g, x, ww, mean, rstd, inv_n, need_x, need_params)
+                dx = np.full(shape, np.nan, dtype)
+                dw, db = np.full(c, np.nan, acc), np.full(c, np.nan, acc)
+                khost.launch_host(f"norm_backward_channels_{dtype}",
+                                  [g, x, dummy if ww is None else ww, np.int64(ww is not None),
+                                   mean, rstd, acc.type(inv_n), np.int64(need_x),
+                                   np.int64(need_params), dx, dw, db, *dims], 2, 96,
+                                  lib=host_lib)
+                if need_x:
+                    np.testing.assert_allclose(dx, want_dx, err_msg=f"dx {shape}", **sums)
+                else:
+                    assert np.isnan(dx).all()  # not written
+                if need_params:
+                    np.testing.assert_allclose(dw, want_dw, err_msg=f"dw {shape}", **sums)
+                    np.testing.assert_allclose(db, want_db, err_msg=f"db {shape}", **sums)
+                else:
+                    assert np.isnan(dw).all() and np.isnan(db).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("log", [False, True])
 def test_softmax_forward_kernel_matches_the_twin(log, dtype, host_lib):
     if not khost.host_supports(dtype, host_lib):

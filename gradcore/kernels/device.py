@@ -264,6 +264,47 @@ def _ln_params_kernel(math, g, x, mean, rstd):
     return dw, db
 
 
+def _channels_launch(math, name, dtype, values, outer, rows, cols):
+    """One launch of a channel kernel (batch norm's layout): a block per channel."""
+    launch(math, f"{name}_{dtype_name(dtype)}",
+           [*values, np.int64(outer), np.int64(rows), np.int64(cols)], min(rows, MAX_GRID),
+           row_block(outer * cols))
+
+
+def _norm_forward_channels_kernel(math, x, w, b, eps, inv_n):
+    xp = math.xp
+    dtype = x.dtype
+    acc = _acc(dtype)
+    x = _dense(xp, x, dtype)
+    outer, rows, cols = x.shape
+    y = xp.empty(x.shape, dtype=dtype)
+    mean, rstd = xp.empty((rows,), dtype=acc), xp.empty((rows,), dtype=acc)
+    _channels_launch(math, "norm_forward_channels", dtype,
+                     [x, mean if w is None else _dense(xp, w, acc),
+                      mean if b is None else _dense(xp, b, acc), np.int64(w is not None),
+                      np.int64(b is not None), acc.type(eps), acc.type(inv_n), y, mean, rstd],
+                     outer, rows, cols)
+    return y, mean, rstd
+
+
+def _norm_backward_channels_kernel(math, g, x, w, mean, rstd, inv_n, need_x, need_params):
+    xp = math.xp
+    dtype = x.dtype
+    acc = _acc(dtype)
+    x = _dense(xp, x, dtype)
+    outer, rows, cols = x.shape
+    mean, rstd = _dense(xp, mean, acc), _dense(xp, rstd, acc)
+    dx = xp.empty(x.shape, dtype=dtype) if need_x else x.reshape(-1)[:1]
+    dw, db = ((xp.empty((rows,), dtype=acc), xp.empty((rows,), dtype=acc)) if need_params
+              else (mean, mean))  # (a valid pointer where nothing is written)
+    _channels_launch(math, "norm_backward_channels", dtype,
+                     [_dense(xp, g, dtype), x, mean if w is None else _dense(xp, w, acc),
+                      np.int64(w is not None), mean, rstd, acc.type(inv_n),
+                      np.int64(bool(need_x)), np.int64(bool(need_params)), dx, dw, db],
+                     outer, rows, cols)
+    return (dx if need_x else None), *((dw, db) if need_params else (None, None))
+
+
 def _mul_sum_rows_kernel(math, g, x):
     xp = math.xp
     dtype = g.dtype
@@ -376,6 +417,10 @@ _ROW_LAUNCHERS = {
     "layer_norm_forward_rows": lambda math: functools.partial(_ln_forward_kernel, math),
     "layer_norm_backward_rows": lambda math: functools.partial(_ln_backward_kernel, math),
     "layer_norm_param_grads": lambda math: functools.partial(_ln_params_kernel, math),
+    "norm_forward_channels": lambda math: functools.partial(_norm_forward_channels_kernel,
+                                                            math),
+    "norm_backward_channels": lambda math: functools.partial(_norm_backward_channels_kernel,
+                                                             math),
 }
 
 

@@ -217,6 +217,28 @@ def layer_norm_param_grads(xp, g, x, mean, rstd):
     return dw.astype(x.dtype), db.astype(x.dtype)
 
 
+def norm_forward_channels(xp, x, w, b, eps, inv_n):
+    """Batch norm's layout: ``x`` ``(outer, C, inner)`` normalized per channel over the
+    other two axes, ``w`` and ``b`` per channel (in the compute type)."""
+    acc = _acc(x.dtype)
+    p = (lambda a: None if a is None else a.astype(acc).reshape(1, -1, 1))
+    y, mean, rstd = layer_norm_forward(xp, x.astype(acc), p(w), p(b), (0, 2), acc.type(eps),
+                                       acc.type(inv_n))
+    return y.astype(x.dtype), mean.reshape(-1), rstd.reshape(-1)
+
+
+def norm_backward_channels(xp, g, x, w, mean, rstd, inv_n, need_x, need_params):
+    """The gradients of :func:`norm_forward_channels`: the input's (None unless
+    ``need_x``) and the weight's and bias's in the compute type (None unless
+    ``need_params``)."""
+    acc = _acc(x.dtype)
+    gx, dw, db = layer_norm_backward(
+        xp, g.astype(acc), x.astype(acc), None if w is None else w.astype(acc).reshape(1, -1, 1),
+        mean.reshape(1, -1, 1), rstd.reshape(1, -1, 1), (0, 2), (0, 2), acc.type(inv_n), None,
+        need_x, need_params)
+    return None if gx is None else gx.astype(x.dtype), dw, db
+
+
 def mul_sum_rows(xp, g, x):
     """``sum(g * x, axis=0)``: the gradient of a factor broadcast along the rows."""
     return (g * x).sum(axis=0)
@@ -226,7 +248,8 @@ TWINS = {f.__name__: f for f in (softmax_backward_rows, log_softmax_backward_row
                                   softmax_xent_backward, softmax_xent_forward,
                                   softmax_forward_rows,
                                   layer_norm_forward_rows, layer_norm_backward_rows,
-                                  layer_norm_param_grads, mul_sum_rows)}
+                                  layer_norm_param_grads, mul_sum_rows,
+                                  norm_forward_channels, norm_backward_channels)}
 
 
 # ---- what the registry serves -----------------------------------------------------
@@ -267,20 +290,52 @@ def _ln_rows(x, axes, *params):
     return int(np.prod(trailing, dtype=np.int64))
 
 
-def _ln_forward_launch(kernel, x, w, b, axes, eps, inv_n, stats=None):
-    cols = _ln_rows(x, axes, w, b)
-    if stats is not None or not cols:
+def _channels(x, axes, *params):
+    """``(outer, C, inner)`` where ``x`` is normalized as batch norm does (a floating
+    ``(N, C, *)`` with elements, over every axis but the channel's, the parameters one
+    floating value per channel), else None: the layout of the channel kernels."""
+    if not (x.ndim >= 2 and x.size and x.dtype.name in _FLOATS and
+            tuple(axes) == (0,) + tuple(range(2, x.ndim))):
         return None
-    k = len(axes)  # the trailing axes: one launch, a block per row
-    y, mean, rstd = kernel(x.reshape(-1, cols), None if w is None else w.reshape(-1),
-                           None if b is None else b.reshape(-1), eps, inv_n)
-    keep = x.shape[:x.ndim - k] + (1,) * k
+    c = x.shape[1]
+    for p in params:
+        if p is not None and (p.size != c or p.dtype.name not in _FLOATS):
+            return None
+    return x.shape[0], c, x.size // (x.shape[0] * c)
+
+
+def _ln_forward_launch(kernels, x, w, b, axes, eps, inv_n, stats=None):
+    """One launch: a block per row (normalized over trailing axes) or per channel (batch
+    norm's layout)."""
+    if stats is not None:
+        return None
+    cols = _ln_rows(x, axes, w, b)
+    if cols:
+        k = len(axes)  # the trailing axes: a block per row
+        y, mean, rstd = kernels[0](x.reshape(-1, cols), None if w is None else w.reshape(-1),
+                                   None if b is None else b.reshape(-1), eps, inv_n)
+        keep = x.shape[:x.ndim - k] + (1,) * k
+        return y.reshape(x.shape), mean.reshape(keep), rstd.reshape(keep)
+    layout = _channels(x, axes, w, b)
+    if layout is None:
+        return None
+    y, mean, rstd = kernels[1](x.reshape(layout), None if w is None else w.reshape(-1),
+                               None if b is None else b.reshape(-1), eps, inv_n)
+    keep = (1, layout[1]) + (1,) * (x.ndim - 2)
     return y.reshape(x.shape), mean.reshape(keep), rstd.reshape(keep)
 
 
 def _ln_backward_launch(kernels, g, x, w, mean, rstd, axes, lead, inv_n, eps, need_x,
                         need_params, batch_stats=True):
-    """One launch for the input's gradient, one for both parameters'."""
+    """One launch for the input's gradient, one for both parameters' (one for the three
+    in batch norm's layout)."""
+    layout = _channels(x, axes, w)
+    if layout is not None and batch_stats and mean.dtype == _acc(x.dtype) and \
+            tuple(lead) == tuple(axes):
+        gx, dw, db = kernels[2](g.reshape(layout), x.reshape(layout),
+                                None if w is None else w.reshape(-1), mean.reshape(-1),
+                                rstd.reshape(-1), inv_n, need_x, need_params)
+        return None if gx is None else gx.reshape(x.shape), dw, db
     cols = _ln_rows(x, axes, w)
     if not (cols and batch_stats) or mean.dtype != _acc(x.dtype) or \
             tuple(lead) != tuple(range(x.ndim - len(axes))):
@@ -322,10 +377,12 @@ FORMULAS = {
                                 _last_axis),
     "log_softmax_backward": Formula(log_softmax_backward, (0, 1),
                                     "log_softmax_backward_rows", _last_axis),
-    "layer_norm_forward": Formula(layer_norm_forward, (0, 1, 2), "layer_norm_forward_rows",
+    "layer_norm_forward": Formula(layer_norm_forward, (0, 1, 2),
+                                  ("layer_norm_forward_rows", "norm_forward_channels"),
                                   _ln_forward_launch, rounded=1),  # (stats in float32)
     "layer_norm_backward": Formula(layer_norm_backward, (1, 0, 2),
-                                   ("layer_norm_backward_rows", "layer_norm_param_grads"),
+                                   ("layer_norm_backward_rows", "layer_norm_param_grads",
+                                    "norm_backward_channels"),
                                    _ln_backward_launch),
     # (only logp computed in float32: g * coef in the loss's dtype, as nll_loss's step)
     "cross_entropy_backward": Formula(softmax_xent_backward, (0,), "softmax_xent_backward",
@@ -366,6 +423,15 @@ ROW_KERNELS = {k.name: k for k in [
     RowKernel("layer_norm_param_grads", (
         ("in", "g"), ("in", "x"), ("cin", "mean"), ("cin", "rstd"), ("int", "has_w"),
         ("int", "has_b"), ("out", "dw"), ("out", "db"), ("int", "rows"), ("int", "cols"))),
+    RowKernel("norm_forward_channels", (
+        ("in", "x"), ("cin", "w"), ("cin", "b"), ("int", "has_w"), ("int", "has_b"),
+        ("scalar", "eps"), ("scalar", "inv_n"), ("out", "y"), ("cout", "mean"),
+        ("cout", "rstd"), ("int", "outer"), ("int", "rows"), ("int", "cols"))),
+    RowKernel("norm_backward_channels", (
+        ("in", "g"), ("in", "x"), ("cin", "w"), ("int", "has_w"), ("cin", "mean"),
+        ("cin", "rstd"), ("scalar", "inv_n"), ("int", "need_x"), ("int", "need_params"),
+        ("out", "dx"), ("cout", "dw"), ("cout", "db"), ("int", "outer"), ("int", "rows"),
+        ("int", "cols"))),
     RowKernel("softmax_xent_forward", (
         ("in", "x"), ("index", "target"), ("cin", "weight"), ("int", "has_weight"),
         ("int", "ignore_index"), ("out", "logp"), ("cout", "loss"), ("cout", "wt"),
