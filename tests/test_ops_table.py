@@ -471,6 +471,56 @@ OPS = [
        lambda x, w, b: _batch_norm_np(x, w, b, 1e-3), [((4, 3, 2, 3), (3,), (3,))]),
     Op("group_norm", lambda m, x, w, b: m.nn.functional.group_norm(x, 2, w, b, eps=1e-3),
        lambda x, w, b: _group_norm_np(x, 2, w, b, 1e-3), [((2, 4, 3), (4,), (4,))]),
+    # ---- issue 15: pooling (references at the end; squared, for second derivatives) ----
+    Op("max_pool1d", lambda m, x: m.nn.functional.max_pool1d(x, 3, 2, 1, 2, True) ** 2,
+       lambda x: _pool_np(x, 1, 3, 2, 1, 2, True, _max_np) ** 2, [(2, 3, 9), (3, 8)],
+       distinct=True),
+    # (the last ceil-mode window would start in the padding: dropped)
+    Op("max_pool1d_ceil", lambda m, x: m.nn.functional.max_pool1d(
+        x, 2, padding=1, ceil_mode=True) ** 2,
+       lambda x: _pool_np(x, 1, 2, None, 1, 1, True, _max_np) ** 2, [(2, 2, 5), (1, 2, 6)],
+       distinct=True),
+    Op("max_pool2d", lambda m, x: m.nn.functional.max_pool2d(x, (2, 3), (2, 1), 1) ** 2,
+       lambda x: _pool_np(x, 2, (2, 3), (2, 1), 1, 1, False, _max_np) ** 2,
+       [(2, 2, 5, 6), (2, 4, 5)], distinct=True),
+    Op("max_pool2d_dilation_ceil", lambda m, x: m.nn.functional.max_pool2d(
+        x, 3, stride=2, padding=1, dilation=(2, 1), ceil_mode=True) ** 2,
+       lambda x: _pool_np(x, 2, 3, 2, 1, (2, 1), True, _max_np) ** 2, [(1, 2, 6, 7)],
+       distinct=True),
+    Op("max_pool2d_default_stride", lambda m, x: m.nn.functional.max_pool2d(x, 2) ** 2,
+       lambda x: _pool_np(x, 2, 2, None, 0, 1, False, _max_np) ** 2, [(2, 3, 5, 4)],
+       distinct=True),
+    Op("avg_pool1d", lambda m, x: m.nn.functional.avg_pool1d(x, 4, 3, 2, ceil_mode=True) ** 2,
+       lambda x: _pool_np(x, 1, 4, 3, 2, 1, True, _avg_np(True)) ** 2, [(2, 2, 9), (3, 7)]),
+    Op("avg_pool1d_exclude_pad", lambda m, x: m.nn.functional.avg_pool1d(
+        x, 3, 2, 1, ceil_mode=True, count_include_pad=False) ** 2,
+       lambda x: _pool_np(x, 1, 3, 2, 1, 1, True, _avg_np(False)) ** 2, [(2, 3, 8)]),
+    Op("avg_pool2d", lambda m, x: m.nn.functional.avg_pool2d(x, (3, 2), (2, 1), 1) ** 2,
+       lambda x: _pool_np(x, 2, (3, 2), (2, 1), 1, 1, False, _avg_np(True)) ** 2,
+       [(2, 2, 5, 4), (3, 4, 5)]),
+    Op("avg_pool2d_exclude_pad_ceil", lambda m, x: m.nn.functional.avg_pool2d(
+        x, 3, 2, 1, ceil_mode=True, count_include_pad=False) ** 2,
+       lambda x: _pool_np(x, 2, 3, 2, 1, 1, True, _avg_np(False)) ** 2, [(1, 2, 6, 5)]),
+    Op("avg_pool2d_divisor", lambda m, x: m.nn.functional.avg_pool2d(
+        x, 2, padding=1, ceil_mode=True, divisor_override=3) ** 2,
+       lambda x: _pool_np(x, 2, 2, None, 1, 1, True, _avg_np(True, 3)) ** 2, [(2, 2, 5, 4)]),
+    # adaptive pools: output sizes that do not divide the input, and (second shapes) do
+    Op("adaptive_avg_pool1d", lambda m, x: m.nn.functional.adaptive_avg_pool1d(x, 3) ** 2,
+       lambda x: _adaptive_np(x, (3,), np.mean) ** 2, [(2, 3, 7), (2, 6), (3, 5)]),
+    Op("adaptive_avg_pool2d", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (3, 4)) ** 2,
+       lambda x: _adaptive_np(x, (3, 4), np.mean) ** 2, [(1, 2, 5, 7), (2, 2, 6, 8), (2, 4, 5)]),
+    Op("adaptive_avg_pool2d_none", lambda m, x: m.nn.functional.adaptive_avg_pool2d(
+        x, (None, 2)) ** 2, lambda x: _adaptive_np(x, x.shape[-2:-1] + (2,), np.mean) ** 2,
+       [(1, 2, 3, 5)]),
+    Op("adaptive_max_pool1d", lambda m, x: m.nn.functional.adaptive_max_pool1d(x, 3) ** 2,
+       lambda x: _adaptive_np(x, (3,), np.max) ** 2, [(2, 3, 7), (2, 6), (3, 5)],
+       distinct=True),
+    Op("adaptive_max_pool2d", lambda m, x: m.nn.functional.adaptive_max_pool2d(x, (3, 4)) ** 2,
+       lambda x: _adaptive_np(x, (3, 4), np.max) ** 2, [(1, 2, 5, 7), (2, 2, 6, 8), (2, 4, 5)],
+       distinct=True),
+    Op("adaptive_max_pool2d_indices", lambda m, x: m.nn.functional.adaptive_max_pool2d(
+        x, 2, return_indices=True)[0] ** 2, lambda x: _adaptive_np(x, (2, 2), np.max) ** 2,
+       [(2, 3, 5)], distinct=True),
 ]
 
 _SELU_A = 1.6732632423543772848170429916717
@@ -826,3 +876,55 @@ def _group_norm_np(x, groups, w, b, eps):
     xhat = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + eps))
     shape = (1, -1) + (1,) * (x.ndim - 2)
     return xhat.reshape(x.shape) * w.reshape(shape) + b.reshape(shape)
+
+
+def _pool_np(x, nd, kernel, stride, padding, dilation, ceil_mode, reduce):
+    """A pool over the last ``nd`` axes, window by window: ``reduce(values, size)`` of each
+    window's elements inside the input (``(..., count)``) and its size with the padding
+    it covers (PyTorch's ``pool_size``: clipped at ``n + padding``)."""
+    def each(v):
+        return (v,) * nd if isinstance(v, int) else tuple(v)
+    k, p, d = each(kernel), each(padding), each(dilation)
+    s = k if stride is None else each(stride)
+    size = x.shape[-nd:]
+    outs = []
+    for n, kk, ss, pp, dd in zip(size, k, s, p, d):
+        span = n + 2 * pp - dd * (kk - 1) - 1
+        o = -(-span // ss) + 1 if ceil_mode else span // ss + 1
+        if ceil_mode and (o - 1) * ss >= n + pp:  # the last window starts in the padding
+            o -= 1
+        outs.append(o)
+    y = np.empty(x.shape[:-nd] + tuple(outs))
+    for o in np.ndindex(*outs):
+        axes, whole = [], 1
+        for i, n, kk, ss, pp, dd in zip(o, size, k, s, p, d):
+            pos = i * ss - pp + dd * np.arange(kk)
+            axes.append(pos[(pos >= 0) & (pos < n)])
+            whole *= min(i * ss - pp + kk, n + pp) - (i * ss - pp)
+        vals = x[(Ellipsis,) + np.ix_(*axes)].reshape(x.shape[:-nd] + (-1,))
+        y[(Ellipsis,) + o] = reduce(vals, whole)
+    return y
+
+
+def _max_np(vals, whole):
+    return vals.max(-1)
+
+
+def _avg_np(count_include_pad, divisor=None):
+    def avg(vals, whole):
+        return vals.sum(-1) / (divisor or (whole if count_include_pad else vals.shape[-1]))
+    return avg
+
+
+def _adaptive_np(x, out, reduce):
+    """PyTorch's adaptive windows: output ``i`` of an axis ``n -> o`` reduces the input
+    from ``floor(i * n / o)`` to ``ceil((i + 1) * n / o)``."""
+    nd = len(out)
+    size = x.shape[-nd:]
+    y = np.empty(x.shape[:-nd] + tuple(out))
+    for o in np.ndindex(*out):
+        axes = [np.arange(math.floor(i * n / m), math.ceil((i + 1) * n / m))
+                for i, n, m in zip(o, size, out)]
+        y[(Ellipsis,) + o] = reduce(x[(Ellipsis,) + np.ix_(*axes)].reshape(
+            x.shape[:-nd] + (-1,)), axis=-1)
+    return y
