@@ -521,6 +521,48 @@ OPS = [
     Op("adaptive_max_pool2d_indices", lambda m, x: m.nn.functional.adaptive_max_pool2d(
         x, 2, return_indices=True)[0] ** 2, lambda x: _adaptive_np(x, (2, 2), np.max) ** 2,
        [(2, 3, 5)], distinct=True),
+    # ---- issue 15: F.interpolate (squared; PyTorch's CPU source indices: a size kept is a
+    # copy, nearest's doubled size a shift, its other sources in float32) ----
+    Op("interpolate_nearest_size", lambda m, x: m.nn.functional.interpolate(x, size=7) ** 2,
+       lambda x: _interpolate_np(x, (7,), "nearest") ** 2, [(2, 3, 4), (1, 2, 5), (1, 1, 7)]),
+    Op("interpolate_nearest_size2d", lambda m, x: m.nn.functional.interpolate(
+        x, size=(5, 8)) ** 2, lambda x: _interpolate_np(x, (5, 8), "nearest") ** 2,
+       [(1, 2, 3, 4)]),
+    Op("interpolate_nearest_scale", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=(1.5, 0.6)) ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (1.5, 0.6)), "nearest", scales=(1.5, 0.6)) ** 2,
+       [(1, 2, 3, 7), (2, 1, 2, 5)]),
+    Op("interpolate_nearest_scale_copy_shift", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=(1.1, 2.1)) ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (1.1, 2.1)), "nearest", scales=(1.1, 2.1)) ** 2,
+       [(1, 2, 5, 3)]),
+    Op("interpolate_linear", lambda m, x: m.nn.functional.interpolate(
+        x, size=7, mode="linear") ** 2, lambda x: _interpolate_np(x, (7,), "linear") ** 2,
+       [(2, 3, 4), (1, 2, 9), (1, 1, 7)]),
+    Op("interpolate_linear_align", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=1.7, mode="linear", align_corners=True) ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (1.7,)), "linear", True) ** 2,
+       [(2, 3, 5), (1, 2, 1)]),
+    Op("interpolate_linear_scale", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=1.1, mode="linear") ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (1.1,)), "linear", scales=(1.1,)) ** 2,
+       [(1, 2, 5), (2, 1, 12)]),
+    Op("interpolate_bilinear", lambda m, x: m.nn.functional.interpolate(
+        x, size=(5, 3), mode="bilinear") ** 2,
+       lambda x: _interpolate_np(x, (5, 3), "linear") ** 2, [(1, 2, 3, 4), (2, 1, 5, 2)]),
+    Op("interpolate_bilinear_align", lambda m, x: m.nn.functional.interpolate(
+        x, size=(5, 3), mode="bilinear", align_corners=True) ** 2,
+       lambda x: _interpolate_np(x, (5, 3), "linear", True) ** 2, [(1, 2, 3, 4)]),
+    Op("interpolate_bilinear_scale", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=(0.6, 1.5), mode="bilinear") ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (0.6, 1.5)), "linear", scales=(0.6, 1.5)) ** 2,
+       [(2, 1, 7, 3), (1, 2, 5, 4)]),
+    Op("interpolate_bilinear_scale_align", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=2, mode="bilinear", align_corners=True) ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (2, 2)), "linear", True) ** 2, [(1, 2, 3, 2)]),
+    Op("interpolate_bilinear_recompute", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=1.7, mode="bilinear", recompute_scale_factor=True) ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (1.7, 1.7)), "linear") ** 2, [(1, 2, 3, 4)]),
 ]
 
 _SELU_A = 1.6732632423543772848170429916717
@@ -928,3 +970,39 @@ def _adaptive_np(x, out, reduce):
         y[(Ellipsis,) + o] = reduce(x[(Ellipsis,) + np.ix_(*axes)].reshape(
             x.shape[:-nd] + (-1,)), axis=-1)
     return y
+
+
+def _scaled(x, factors):
+    return tuple(math.floor(n * f) for n, f in zip(x.shape[2:], factors))
+
+
+def _interpolate_np(x, sizes, mode, align_corners=False, scales=None):
+    """F.interpolate as PyTorch's CPU kernels compute it, one spatial axis after another:
+    an axis kept at its size is copied; nearest takes ``floor(i * s)`` in float32 (``s``:
+    ``1 / scale_factor``, else ``n_in / n_out``), ``i // 2`` for a doubled axis; linear
+    weighs the two pixels about ``i * (n_in - 1) / (n_out - 1)`` (align_corners) or
+    ``max((i + 0.5) * s - 0.5, 0)``."""
+    scales = scales or (None,) * len(sizes)
+    for axis, n_out, f in zip(range(2, x.ndim), sizes, scales):
+        n_in = x.shape[axis]
+        dst = np.arange(n_out)
+        if n_out == n_in:
+            continue
+        if mode == "nearest":
+            if n_out == 2 * n_in:
+                src = dst // 2
+            else:
+                s = np.float32(1.0 / f) if f else np.float32(n_in) / np.float32(n_out)
+                src = np.minimum(np.floor(dst.astype(np.float32) * s).astype(np.int64),
+                                 n_in - 1)
+            x = np.take(x, src, axis)
+            continue
+        if align_corners:
+            pos = dst * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+        else:
+            pos = np.maximum((1.0 / f if f else n_in / n_out) * (dst + 0.5) - 0.5, 0.0)
+        i0 = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
+        i1 = np.minimum(i0 + 1, n_in - 1)
+        lam = np.clip(pos - i0, 0.0, 1.0).reshape((-1,) + (1,) * (x.ndim - axis - 1))
+        x = np.take(x, i0, axis) * (1 - lam) + np.take(x, i1, axis) * lam
+    return x
