@@ -563,6 +563,33 @@ OPS = [
     Op("interpolate_bilinear_recompute", lambda m, x: m.nn.functional.interpolate(
         x, scale_factor=1.7, mode="bilinear", recompute_scale_factor=True) ** 2,
        lambda x: _interpolate_np(x, _scaled(x, (1.7, 1.7)), "linear") ** 2, [(1, 2, 3, 4)]),
+    # ---- issue 15: instance, layer and evaluation batch normalization ----
+    Op("instance_norm", lambda m, x, w, b: m.nn.functional.instance_norm(
+        x, weight=w, bias=b, eps=1e-3), lambda x, w, b: _norm_np(x, _spatial(x), 1e-3, w, b),
+       [((2, 3, 4), (3,), (3,)), ((2, 2, 2, 3), (2,), (2,))]),
+    Op("instance_norm_plain", lambda m, x: m.nn.functional.instance_norm(x, eps=1e-3),
+       lambda x: _norm_np(x, _spatial(x), 1e-3), [(2, 3, 4), (1, 2, 3, 2)]),
+    # (running statistics given and updated: the output still uses the samples' own)
+    Op("instance_norm_running_stats", lambda m, x: m.nn.functional.instance_norm(
+        x, m.tensor(RUN_MEAN).to(x.dtype), m.tensor(RUN_VAR).to(x.dtype), eps=1e-3),
+       lambda x: _norm_np(x, _spatial(x), 1e-3), [(2, 3, 4)]),
+    Op("instance_norm_running_stats_used", lambda m, x, w, b: m.nn.functional.instance_norm(
+        x, m.tensor(RUN_MEAN).to(x.dtype), m.tensor(RUN_VAR).to(x.dtype), w, b,
+        use_input_stats=False, eps=1e-3),
+       lambda x, w, b: _batch_norm_eval_np(x, RUN_MEAN, RUN_VAR, w, b, 1e-3),
+       [((2, 3, 4), (3,), (3,))]),
+    Op("batch_norm_eval", lambda m, x, w, b: m.nn.functional.batch_norm(
+        x, m.tensor(RUN_MEAN).to(x.dtype), m.tensor(RUN_VAR).to(x.dtype), w, b, eps=1e-3),
+       lambda x, w, b: _batch_norm_eval_np(x, RUN_MEAN, RUN_VAR, w, b, 1e-3),
+       [((4, 3, 2, 3), (3,), (3,)), ((5, 3), (3,), (3,))]),
+    Op("batch_norm_eval_plain", lambda m, x: m.nn.functional.batch_norm(
+        x, m.tensor(RUN_MEAN).to(x.dtype), m.tensor(RUN_VAR).to(x.dtype)) ** 2,
+       lambda x: _batch_norm_eval_np(x, RUN_MEAN, RUN_VAR, None, None, 1e-5) ** 2,
+       [(2, 3, 4)]),
+    Op("layer_norm", lambda m, x, w, b: m.nn.functional.layer_norm(x, (3, 4), w, b, 1e-3),
+       lambda x, w, b: _norm_np(x, (-2, -1), 1e-3, w, b), [((2, 3, 4), (3, 4), (3, 4))]),
+    Op("layer_norm_plain", lambda m, x: m.nn.functional.layer_norm(x, x.shape[-1:]),
+       lambda x: _norm_np(x, (-1,), 1e-5), [(2, 3, 4), (5, 2), (3,)]),
 ]
 
 _SELU_A = 1.6732632423543772848170429916717
@@ -904,6 +931,31 @@ def _pad_np(x, pads, mode, value=0.0):
     if mode == "constant":
         return np.pad(x, widths, constant_values=value)
     return np.pad(x, widths, mode=mode)
+
+
+RUN_MEAN = np.array([0.3, -0.2, 0.5])
+RUN_VAR = np.array([0.8, 1.5, 0.4])
+
+
+def _spatial(x):
+    return tuple(range(2, x.ndim))
+
+
+def _norm_np(x, axes, eps, w=None, b=None):
+    """(x - mean) / sqrt(var + eps) over ``axes`` (biased variance), then ``w`` and ``b``
+    along the axes after the batch (instance norm's channels; layer norm's normalized
+    shape: the trailing axes)."""
+    xhat = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + eps)
+    if w is None:
+        return xhat
+    shape = w.shape + (1,) * (x.ndim - 1 - w.ndim) if axes == _spatial(x) else w.shape
+    return xhat * w.reshape(shape) + b.reshape(shape)
+
+
+def _batch_norm_eval_np(x, mean, var, w, b, eps):
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+    return y if w is None else y * w.reshape(shape) + b.reshape(shape)
 
 
 def _batch_norm_np(x, w, b, eps):
