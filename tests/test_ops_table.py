@@ -490,6 +490,9 @@ OPS = [
     Op("max_pool2d_default_stride", lambda m, x: m.nn.functional.max_pool2d(x, 2) ** 2,
        lambda x: _pool_np(x, 2, 2, None, 0, 1, False, _max_np) ** 2, [(2, 3, 5, 4)],
        distinct=True),
+    Op("max_pool2d_indices", lambda m, x: m.nn.functional.max_pool2d(
+        x, 2, 1, return_indices=True)[0] ** 2,
+       lambda x: _pool_np(x, 2, 2, 1, 0, 1, False, _max_np) ** 2, [(2, 3, 4)], distinct=True),
     Op("avg_pool1d", lambda m, x: m.nn.functional.avg_pool1d(x, 4, 3, 2, ceil_mode=True) ** 2,
        lambda x: _pool_np(x, 1, 4, 3, 2, 1, True, _avg_np(True)) ** 2, [(2, 2, 9), (3, 7)]),
     Op("avg_pool1d_exclude_pad", lambda m, x: m.nn.functional.avg_pool1d(
