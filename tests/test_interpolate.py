@@ -15,7 +15,12 @@ CASES = [((2, 3, 4, 5), dict(scale_factor=2)), ((2, 3, 4, 5), dict(size=(3, 7)))
          ((2, 3, 4, 5), dict(size=(7, 3), mode="bilinear", align_corners=True)),
          ((2, 3, 4, 5), dict(scale_factor=1.7, mode="bilinear", recompute_scale_factor=True)),
          ((2, 3, 5), dict(scale_factor=2, mode="linear")),
-         ((2, 3, 5), dict(size=7, mode="linear", align_corners=True)), ((2, 3, 5), dict(size=3))]
+         ((2, 3, 5), dict(size=7, mode="linear", align_corners=True)), ((2, 3, 5), dict(size=3)),
+         # PyTorch's CPU special cases: a kept size is a copy, a doubled one (nearest) a
+         # shift; nearest's float32 source 3 * float32(1 / 0.6) rounds up to 5
+         ((1, 2, 7), dict(scale_factor=0.6)), ((1, 2, 5, 3), dict(scale_factor=(1.1, 2.1))),
+         ((1, 2, 5), dict(scale_factor=1.1, mode="linear")),
+         ((1, 2, 5, 3), dict(scale_factor=(1.1, 0.7), mode="bilinear"))]
 
 
 @needs_torch
@@ -55,6 +60,25 @@ def test_modules_and_errors_as_pytorch():
             F.interpolate(x, **kw)
     with pytest.raises(NotImplementedError, match="bilinear mode needs 4D input"):
         F.interpolate(gc.ones(1, 1, 4), size=3, mode="bilinear")
+
+
+def test_source_pixels_are_pytorch_cpu_s(device):
+    """As PyTorch's CPU kernels (on every device): an axis kept at its size is copied
+    whatever the scale factor, nearest doubling an axis takes pixel i // 2, and nearest's
+    floor(i * s) is taken in float32 (3 * float32(1 / 0.6) is 5.0 there)."""
+    def sources(n, **kw):
+        x = gc.arange(float(n), device=device).reshape(1, 1, n)
+        return host(F.interpolate(x, **kw))[0, 0].tolist()
+
+    assert sources(7, scale_factor=0.6) == [0, 1, 3, 5]
+    assert sources(5, scale_factor=1.1) == [0, 1, 2, 3, 4]
+    assert sources(5, scale_factor=1.1, mode="linear") == [0, 1, 2, 3, 4]
+    assert sources(3, scale_factor=2.1) == [0, 0, 1, 1, 2, 2]
+    x = gc.ones(1, 1, 3, device=device, requires_grad=True)
+    y = F.interpolate(x, size=3)  # a new tensor, in the graph
+    assert y is not x
+    y.sum().backward()
+    np.testing.assert_array_equal(host(x.grad), np.ones((1, 1, 3)))
 
 
 def test_bilinear_second_derivatives():

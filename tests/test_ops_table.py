@@ -471,6 +471,128 @@ OPS = [
        lambda x, w, b: _batch_norm_np(x, w, b, 1e-3), [((4, 3, 2, 3), (3,), (3,))]),
     Op("group_norm", lambda m, x, w, b: m.nn.functional.group_norm(x, 2, w, b, eps=1e-3),
        lambda x, w, b: _group_norm_np(x, 2, w, b, 1e-3), [((2, 4, 3), (4,), (4,))]),
+    # ---- issue 15: pooling (references at the end; squared, for second derivatives) ----
+    Op("max_pool1d", lambda m, x: m.nn.functional.max_pool1d(x, 3, 2, 1, 2, True) ** 2,
+       lambda x: _pool_np(x, 1, 3, 2, 1, 2, True, _max_np) ** 2, [(2, 3, 9), (3, 8)],
+       distinct=True),
+    # (the last ceil-mode window would start in the padding: dropped)
+    Op("max_pool1d_ceil", lambda m, x: m.nn.functional.max_pool1d(
+        x, 2, padding=1, ceil_mode=True) ** 2,
+       lambda x: _pool_np(x, 1, 2, None, 1, 1, True, _max_np) ** 2, [(2, 2, 5), (1, 2, 6)],
+       distinct=True),
+    Op("max_pool2d", lambda m, x: m.nn.functional.max_pool2d(x, (2, 3), (2, 1), 1) ** 2,
+       lambda x: _pool_np(x, 2, (2, 3), (2, 1), 1, 1, False, _max_np) ** 2,
+       [(2, 2, 5, 6), (2, 4, 5)], distinct=True),
+    Op("max_pool2d_dilation_ceil", lambda m, x: m.nn.functional.max_pool2d(
+        x, 3, stride=2, padding=1, dilation=(2, 1), ceil_mode=True) ** 2,
+       lambda x: _pool_np(x, 2, 3, 2, 1, (2, 1), True, _max_np) ** 2, [(1, 2, 6, 7)],
+       distinct=True),
+    Op("max_pool2d_default_stride", lambda m, x: m.nn.functional.max_pool2d(x, 2) ** 2,
+       lambda x: _pool_np(x, 2, 2, None, 0, 1, False, _max_np) ** 2, [(2, 3, 5, 4)],
+       distinct=True),
+    Op("max_pool2d_indices", lambda m, x: m.nn.functional.max_pool2d(
+        x, 2, 1, return_indices=True)[0] ** 2,
+       lambda x: _pool_np(x, 2, 2, 1, 0, 1, False, _max_np) ** 2, [(2, 3, 4)], distinct=True),
+    Op("avg_pool1d", lambda m, x: m.nn.functional.avg_pool1d(x, 4, 3, 2, ceil_mode=True) ** 2,
+       lambda x: _pool_np(x, 1, 4, 3, 2, 1, True, _avg_np(True)) ** 2, [(2, 2, 9), (3, 7)]),
+    Op("avg_pool1d_exclude_pad", lambda m, x: m.nn.functional.avg_pool1d(
+        x, 3, 2, 1, ceil_mode=True, count_include_pad=False) ** 2,
+       lambda x: _pool_np(x, 1, 3, 2, 1, 1, True, _avg_np(False)) ** 2, [(2, 3, 8)]),
+    Op("avg_pool2d", lambda m, x: m.nn.functional.avg_pool2d(x, (3, 2), (2, 1), 1) ** 2,
+       lambda x: _pool_np(x, 2, (3, 2), (2, 1), 1, 1, False, _avg_np(True)) ** 2,
+       [(2, 2, 5, 4), (3, 4, 5)]),
+    Op("avg_pool2d_exclude_pad_ceil", lambda m, x: m.nn.functional.avg_pool2d(
+        x, 3, 2, 1, ceil_mode=True, count_include_pad=False) ** 2,
+       lambda x: _pool_np(x, 2, 3, 2, 1, 1, True, _avg_np(False)) ** 2, [(1, 2, 6, 5)]),
+    Op("avg_pool2d_divisor", lambda m, x: m.nn.functional.avg_pool2d(
+        x, 2, padding=1, ceil_mode=True, divisor_override=3) ** 2,
+       lambda x: _pool_np(x, 2, 2, None, 1, 1, True, _avg_np(True, 3)) ** 2, [(2, 2, 5, 4)]),
+    # adaptive pools: output sizes that do not divide the input, and (second shapes) do
+    Op("adaptive_avg_pool1d", lambda m, x: m.nn.functional.adaptive_avg_pool1d(x, 3) ** 2,
+       lambda x: _adaptive_np(x, (3,), np.mean) ** 2, [(2, 3, 7), (2, 6), (3, 5)]),
+    Op("adaptive_avg_pool2d", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (3, 4)) ** 2,
+       lambda x: _adaptive_np(x, (3, 4), np.mean) ** 2, [(1, 2, 5, 7), (2, 2, 6, 8), (2, 4, 5)]),
+    Op("adaptive_avg_pool2d_none", lambda m, x: m.nn.functional.adaptive_avg_pool2d(
+        x, (None, 2)) ** 2, lambda x: _adaptive_np(x, x.shape[-2:-1] + (2,), np.mean) ** 2,
+       [(1, 2, 3, 5)]),
+    Op("adaptive_max_pool1d", lambda m, x: m.nn.functional.adaptive_max_pool1d(x, 3) ** 2,
+       lambda x: _adaptive_np(x, (3,), np.max) ** 2, [(2, 3, 7), (2, 6), (3, 5)],
+       distinct=True),
+    Op("adaptive_max_pool2d", lambda m, x: m.nn.functional.adaptive_max_pool2d(x, (3, 4)) ** 2,
+       lambda x: _adaptive_np(x, (3, 4), np.max) ** 2, [(1, 2, 5, 7), (2, 2, 6, 8), (2, 4, 5)],
+       distinct=True),
+    Op("adaptive_max_pool2d_indices", lambda m, x: m.nn.functional.adaptive_max_pool2d(
+        x, 2, return_indices=True)[0] ** 2, lambda x: _adaptive_np(x, (2, 2), np.max) ** 2,
+       [(2, 3, 5)], distinct=True),
+    # ---- issue 15: F.interpolate (squared; PyTorch's CPU source indices: a size kept is a
+    # copy, nearest's doubled size a shift, its other sources in float32) ----
+    Op("interpolate_nearest_size", lambda m, x: m.nn.functional.interpolate(x, size=7) ** 2,
+       lambda x: _interpolate_np(x, (7,), "nearest") ** 2, [(2, 3, 4), (1, 2, 5), (1, 1, 7)]),
+    Op("interpolate_nearest_size2d", lambda m, x: m.nn.functional.interpolate(
+        x, size=(5, 8)) ** 2, lambda x: _interpolate_np(x, (5, 8), "nearest") ** 2,
+       [(1, 2, 3, 4)]),
+    Op("interpolate_nearest_scale", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=(1.5, 0.6)) ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (1.5, 0.6)), "nearest", scales=(1.5, 0.6)) ** 2,
+       [(1, 2, 3, 7), (2, 1, 2, 5)]),
+    Op("interpolate_nearest_scale_copy_shift", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=(1.1, 2.1)) ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (1.1, 2.1)), "nearest", scales=(1.1, 2.1)) ** 2,
+       [(1, 2, 5, 3)]),
+    Op("interpolate_linear", lambda m, x: m.nn.functional.interpolate(
+        x, size=7, mode="linear") ** 2, lambda x: _interpolate_np(x, (7,), "linear") ** 2,
+       [(2, 3, 4), (1, 2, 9), (1, 1, 7)]),
+    Op("interpolate_linear_align", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=1.7, mode="linear", align_corners=True) ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (1.7,)), "linear", True) ** 2,
+       [(2, 3, 5), (1, 2, 1)]),
+    Op("interpolate_linear_scale", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=1.1, mode="linear") ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (1.1,)), "linear", scales=(1.1,)) ** 2,
+       [(1, 2, 5), (2, 1, 12)]),
+    Op("interpolate_bilinear", lambda m, x: m.nn.functional.interpolate(
+        x, size=(5, 3), mode="bilinear") ** 2,
+       lambda x: _interpolate_np(x, (5, 3), "linear") ** 2, [(1, 2, 3, 4), (2, 1, 5, 2)]),
+    Op("interpolate_bilinear_align", lambda m, x: m.nn.functional.interpolate(
+        x, size=(5, 3), mode="bilinear", align_corners=True) ** 2,
+       lambda x: _interpolate_np(x, (5, 3), "linear", True) ** 2, [(1, 2, 3, 4)]),
+    Op("interpolate_bilinear_scale", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=(0.6, 1.5), mode="bilinear") ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (0.6, 1.5)), "linear", scales=(0.6, 1.5)) ** 2,
+       [(2, 1, 7, 3), (1, 2, 5, 4)]),
+    Op("interpolate_bilinear_scale_align", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=2, mode="bilinear", align_corners=True) ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (2, 2)), "linear", True) ** 2, [(1, 2, 3, 2)]),
+    Op("interpolate_bilinear_recompute", lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=1.7, mode="bilinear", recompute_scale_factor=True) ** 2,
+       lambda x: _interpolate_np(x, _scaled(x, (1.7, 1.7)), "linear") ** 2, [(1, 2, 3, 4)]),
+    # ---- issue 15: instance, layer and evaluation batch normalization ----
+    Op("instance_norm", lambda m, x, w, b: m.nn.functional.instance_norm(
+        x, weight=w, bias=b, eps=1e-3), lambda x, w, b: _norm_np(x, _spatial(x), 1e-3, w, b),
+       [((2, 3, 4), (3,), (3,)), ((2, 2, 2, 3), (2,), (2,))]),
+    Op("instance_norm_plain", lambda m, x: m.nn.functional.instance_norm(x, eps=1e-3),
+       lambda x: _norm_np(x, _spatial(x), 1e-3), [(2, 3, 4), (1, 2, 3, 2)]),
+    # (running statistics given and updated: the output still uses the samples' own)
+    Op("instance_norm_running_stats", lambda m, x: m.nn.functional.instance_norm(
+        x, m.tensor(RUN_MEAN).to(x.dtype), m.tensor(RUN_VAR).to(x.dtype), eps=1e-3),
+       lambda x: _norm_np(x, _spatial(x), 1e-3), [(2, 3, 4)]),
+    Op("instance_norm_running_stats_used", lambda m, x, w, b: m.nn.functional.instance_norm(
+        x, m.tensor(RUN_MEAN).to(x.dtype), m.tensor(RUN_VAR).to(x.dtype), w, b,
+        use_input_stats=False, eps=1e-3),
+       lambda x, w, b: _batch_norm_eval_np(x, RUN_MEAN, RUN_VAR, w, b, 1e-3),
+       [((2, 3, 4), (3,), (3,))]),
+    Op("batch_norm_eval", lambda m, x, w, b: m.nn.functional.batch_norm(
+        x, m.tensor(RUN_MEAN).to(x.dtype), m.tensor(RUN_VAR).to(x.dtype), w, b, eps=1e-3),
+       lambda x, w, b: _batch_norm_eval_np(x, RUN_MEAN, RUN_VAR, w, b, 1e-3),
+       [((4, 3, 2, 3), (3,), (3,)), ((5, 3), (3,), (3,))]),
+    Op("batch_norm_eval_plain", lambda m, x: m.nn.functional.batch_norm(
+        x, m.tensor(RUN_MEAN).to(x.dtype), m.tensor(RUN_VAR).to(x.dtype)) ** 2,
+       lambda x: _batch_norm_eval_np(x, RUN_MEAN, RUN_VAR, None, None, 1e-5) ** 2,
+       [(2, 3, 4)]),
+    Op("layer_norm", lambda m, x, w, b: m.nn.functional.layer_norm(x, (3, 4), w, b, 1e-3),
+       lambda x, w, b: _norm_np(x, (-2, -1), 1e-3, w, b), [((2, 3, 4), (3, 4), (3, 4))]),
+    Op("layer_norm_plain", lambda m, x: m.nn.functional.layer_norm(x, x.shape[-1:]),
+       lambda x: _norm_np(x, (-1,), 1e-5), [(2, 3, 4), (5, 2), (3,)]),
 ]
 
 _SELU_A = 1.6732632423543772848170429916717
@@ -814,6 +936,31 @@ def _pad_np(x, pads, mode, value=0.0):
     return np.pad(x, widths, mode=mode)
 
 
+RUN_MEAN = np.array([0.3, -0.2, 0.5])
+RUN_VAR = np.array([0.8, 1.5, 0.4])
+
+
+def _spatial(x):
+    return tuple(range(2, x.ndim))
+
+
+def _norm_np(x, axes, eps, w=None, b=None):
+    """(x - mean) / sqrt(var + eps) over ``axes`` (biased variance), then ``w`` and ``b``
+    along the axes after the batch (instance norm's channels; layer norm's normalized
+    shape: the trailing axes)."""
+    xhat = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + eps)
+    if w is None:
+        return xhat
+    shape = w.shape + (1,) * (x.ndim - 1 - w.ndim) if axes == _spatial(x) else w.shape
+    return xhat * w.reshape(shape) + b.reshape(shape)
+
+
+def _batch_norm_eval_np(x, mean, var, w, b, eps):
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+    return y if w is None else y * w.reshape(shape) + b.reshape(shape)
+
+
 def _batch_norm_np(x, w, b, eps):
     axes = (0,) + tuple(range(2, x.ndim))
     shape = (1, -1) + (1,) * (x.ndim - 2)
@@ -826,3 +973,91 @@ def _group_norm_np(x, groups, w, b, eps):
     xhat = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + eps))
     shape = (1, -1) + (1,) * (x.ndim - 2)
     return xhat.reshape(x.shape) * w.reshape(shape) + b.reshape(shape)
+
+
+def _pool_np(x, nd, kernel, stride, padding, dilation, ceil_mode, reduce):
+    """A pool over the last ``nd`` axes, window by window: ``reduce(values, size)`` of each
+    window's elements inside the input (``(..., count)``) and its size with the padding
+    it covers (PyTorch's ``pool_size``: clipped at ``n + padding``)."""
+    def each(v):
+        return (v,) * nd if isinstance(v, int) else tuple(v)
+    k, p, d = each(kernel), each(padding), each(dilation)
+    s = k if stride is None else each(stride)
+    size = x.shape[-nd:]
+    outs = []
+    for n, kk, ss, pp, dd in zip(size, k, s, p, d):
+        span = n + 2 * pp - dd * (kk - 1) - 1
+        o = -(-span // ss) + 1 if ceil_mode else span // ss + 1
+        if ceil_mode and (o - 1) * ss >= n + pp:  # the last window starts in the padding
+            o -= 1
+        outs.append(o)
+    y = np.empty(x.shape[:-nd] + tuple(outs))
+    for o in np.ndindex(*outs):
+        axes, whole = [], 1
+        for i, n, kk, ss, pp, dd in zip(o, size, k, s, p, d):
+            pos = i * ss - pp + dd * np.arange(kk)
+            axes.append(pos[(pos >= 0) & (pos < n)])
+            whole *= min(i * ss - pp + kk, n + pp) - (i * ss - pp)
+        vals = x[(Ellipsis,) + np.ix_(*axes)].reshape(x.shape[:-nd] + (-1,))
+        y[(Ellipsis,) + o] = reduce(vals, whole)
+    return y
+
+
+def _max_np(vals, whole):
+    return vals.max(-1)
+
+
+def _avg_np(count_include_pad, divisor=None):
+    def avg(vals, whole):
+        return vals.sum(-1) / (divisor or (whole if count_include_pad else vals.shape[-1]))
+    return avg
+
+
+def _adaptive_np(x, out, reduce):
+    """PyTorch's adaptive windows: output ``i`` of an axis ``n -> o`` reduces the input
+    from ``floor(i * n / o)`` to ``ceil((i + 1) * n / o)``."""
+    nd = len(out)
+    size = x.shape[-nd:]
+    y = np.empty(x.shape[:-nd] + tuple(out))
+    for o in np.ndindex(*out):
+        axes = [np.arange(math.floor(i * n / m), math.ceil((i + 1) * n / m))
+                for i, n, m in zip(o, size, out)]
+        y[(Ellipsis,) + o] = reduce(x[(Ellipsis,) + np.ix_(*axes)].reshape(
+            x.shape[:-nd] + (-1,)), axis=-1)
+    return y
+
+
+def _scaled(x, factors):
+    return tuple(math.floor(n * f) for n, f in zip(x.shape[2:], factors))
+
+
+def _interpolate_np(x, sizes, mode, align_corners=False, scales=None):
+    """F.interpolate as PyTorch's CPU kernels compute it, one spatial axis after another:
+    an axis kept at its size is copied; nearest takes ``floor(i * s)`` in float32 (``s``:
+    ``1 / scale_factor``, else ``n_in / n_out``), ``i // 2`` for a doubled axis; linear
+    weighs the two pixels about ``i * (n_in - 1) / (n_out - 1)`` (align_corners) or
+    ``max((i + 0.5) * s - 0.5, 0)``."""
+    scales = scales or (None,) * len(sizes)
+    for axis, n_out, f in zip(range(2, x.ndim), sizes, scales):
+        n_in = x.shape[axis]
+        dst = np.arange(n_out)
+        if n_out == n_in:
+            continue
+        if mode == "nearest":
+            if n_out == 2 * n_in:
+                src = dst // 2
+            else:
+                s = np.float32(1.0 / f) if f else np.float32(n_in) / np.float32(n_out)
+                src = np.minimum(np.floor(dst.astype(np.float32) * s).astype(np.int64),
+                                 n_in - 1)
+            x = np.take(x, src, axis)
+            continue
+        if align_corners:
+            pos = dst * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+        else:
+            pos = np.maximum((1.0 / f if f else n_in / n_out) * (dst + 0.5) - 0.5, 0.0)
+        i0 = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
+        i1 = np.minimum(i0 + 1, n_in - 1)
+        lam = np.clip(pos - i0, 0.0, 1.0).reshape((-1,) + (1,) * (x.ndim - axis - 1))
+        x = np.take(x, i0, axis) * (1 - lam) + np.take(x, i1, axis) * lam
+    return x

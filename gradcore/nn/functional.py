@@ -956,13 +956,22 @@ def _source_scale(n_in, n_out, align_corners, scale):
 
 def _resample_axis(x, axis, n_out, mode, align_corners, scale):
     """``x`` resampled along ``axis`` to ``n_out`` points: nearest (a gather) or linear
-    (two gathers, weighted): differentiable through index_select."""
+    (two gathers, weighted): differentiable through index_select. As PyTorch's CPU
+    kernels: an axis kept at its size is left as it is (whatever ``scale`` says), nearest
+    doubling an axis takes ``i // 2``, and nearest's other sources are ``floor(i * s)``
+    computed in float32."""
     n_in = x.shape[axis]
+    if n_out == n_in:
+        return x
     m = math_of(x._data)
     s = _source_scale(n_in, n_out, align_corners, scale)
     dst = np.arange(n_out, dtype=np.float64)
     if mode == "nearest":
-        src = np.minimum(np.floor(dst * np.float32(s)).astype(np.int64), n_in - 1)
+        if n_out == 2 * n_in:
+            src = np.arange(n_out, dtype=np.int64) // 2
+        else:
+            src = np.floor(dst.astype(np.float32) * np.float32(s)).astype(np.int64)
+            src = np.minimum(src, n_in - 1)
         return x.index_select(axis, wrap(m.asarray(src)))
     if align_corners:
         pos = dst * s
@@ -1020,7 +1029,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest",  # noqa: A0
     y = input
     for i, (n, f) in enumerate(zip(sizes, scales)):
         y = _resample_axis(y, 2 + i, int(n), mode, bool(align_corners), f)
-    return y
+    return input.clone() if y is input else y
 
 
 __all__ += ["interpolate"]
