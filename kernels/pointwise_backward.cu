@@ -2410,6 +2410,14 @@ extern "C" __global__ void im2col_float16(const gc_half* __restrict__ x, gc_half
 extern "C" __global__ void col2im_float16(const gc_half* __restrict__ cols, gc_half* __restrict__ x, long long batch, long long channels, long long height, long long width, long long kernel_h, long long kernel_w, long long pad_h, long long pad_w, long long stride_h, long long stride_w, long long dilation_h, long long dilation_w, long long out_h, long long out_w) {
     gradcore::col2im<gc_half, float>(cols, x, batch, channels, height, width, kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, out_h, out_w);
 }
+// max_pool_forward: hand-written in gradcore_conv.cuh
+extern "C" __global__ void max_pool_forward_float16(const gc_half* __restrict__ x, gc_half* __restrict__ y, long long* __restrict__ idx, long long batch, long long channels, long long height, long long width, long long kernel_h, long long kernel_w, long long pad_h, long long pad_w, long long stride_h, long long stride_w, long long dilation_h, long long dilation_w, long long out_h, long long out_w) {
+    gradcore::max_pool_forward<gc_half, float>(x, y, idx, batch, channels, height, width, kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, out_h, out_w);
+}
+// max_pool_backward: hand-written in gradcore_conv.cuh
+extern "C" __global__ void max_pool_backward_float16(const gc_half* __restrict__ g, const long long* __restrict__ idx, gc_half* __restrict__ dx, long long batch, long long channels, long long height, long long width, long long kernel_h, long long kernel_w, long long pad_h, long long pad_w, long long stride_h, long long stride_w, long long dilation_h, long long dilation_w, long long out_h, long long out_w) {
+    gradcore::max_pool_backward<gc_half, float>(g, idx, dx, batch, channels, height, width, kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, out_h, out_w);
+}
 // dropout_mask: hand-written in gradcore_rows.cuh
 extern "C" __global__ void dropout_mask_float16(gc_half* __restrict__ out, const long long* __restrict__ state, float keep, float scale, long long n) {
     gradcore::dropout_mask<gc_half, float>(out, state, keep, scale, n);
@@ -2711,6 +2719,14 @@ extern "C" __global__ void im2col_float32(const float* __restrict__ x, float* __
 extern "C" __global__ void col2im_float32(const float* __restrict__ cols, float* __restrict__ x, long long batch, long long channels, long long height, long long width, long long kernel_h, long long kernel_w, long long pad_h, long long pad_w, long long stride_h, long long stride_w, long long dilation_h, long long dilation_w, long long out_h, long long out_w) {
     gradcore::col2im<float, float>(cols, x, batch, channels, height, width, kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, out_h, out_w);
 }
+// max_pool_forward: hand-written in gradcore_conv.cuh
+extern "C" __global__ void max_pool_forward_float32(const float* __restrict__ x, float* __restrict__ y, long long* __restrict__ idx, long long batch, long long channels, long long height, long long width, long long kernel_h, long long kernel_w, long long pad_h, long long pad_w, long long stride_h, long long stride_w, long long dilation_h, long long dilation_w, long long out_h, long long out_w) {
+    gradcore::max_pool_forward<float, float>(x, y, idx, batch, channels, height, width, kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, out_h, out_w);
+}
+// max_pool_backward: hand-written in gradcore_conv.cuh
+extern "C" __global__ void max_pool_backward_float32(const float* __restrict__ g, const long long* __restrict__ idx, float* __restrict__ dx, long long batch, long long channels, long long height, long long width, long long kernel_h, long long kernel_w, long long pad_h, long long pad_w, long long stride_h, long long stride_w, long long dilation_h, long long dilation_w, long long out_h, long long out_w) {
+    gradcore::max_pool_backward<float, float>(g, idx, dx, batch, channels, height, width, kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, out_h, out_w);
+}
 // dropout_mask: hand-written in gradcore_rows.cuh
 extern "C" __global__ void dropout_mask_float32(float* __restrict__ out, const long long* __restrict__ state, float keep, float scale, long long n) {
     gradcore::dropout_mask<float, float>(out, state, keep, scale, n);
@@ -3011,6 +3027,14 @@ extern "C" __global__ void im2col_float64(const double* __restrict__ x, double* 
 // col2im: hand-written in gradcore_conv.cuh
 extern "C" __global__ void col2im_float64(const double* __restrict__ cols, double* __restrict__ x, long long batch, long long channels, long long height, long long width, long long kernel_h, long long kernel_w, long long pad_h, long long pad_w, long long stride_h, long long stride_w, long long dilation_h, long long dilation_w, long long out_h, long long out_w) {
     gradcore::col2im<double, double>(cols, x, batch, channels, height, width, kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, out_h, out_w);
+}
+// max_pool_forward: hand-written in gradcore_conv.cuh
+extern "C" __global__ void max_pool_forward_float64(const double* __restrict__ x, double* __restrict__ y, long long* __restrict__ idx, long long batch, long long channels, long long height, long long width, long long kernel_h, long long kernel_w, long long pad_h, long long pad_w, long long stride_h, long long stride_w, long long dilation_h, long long dilation_w, long long out_h, long long out_w) {
+    gradcore::max_pool_forward<double, double>(x, y, idx, batch, channels, height, width, kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, out_h, out_w);
+}
+// max_pool_backward: hand-written in gradcore_conv.cuh
+extern "C" __global__ void max_pool_backward_float64(const double* __restrict__ g, const long long* __restrict__ idx, double* __restrict__ dx, long long batch, long long channels, long long height, long long width, long long kernel_h, long long kernel_w, long long pad_h, long long pad_w, long long stride_h, long long stride_w, long long dilation_h, long long dilation_w, long long out_h, long long out_w) {
+    gradcore::max_pool_backward<double, double>(g, idx, dx, batch, channels, height, width, kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, out_h, out_w);
 }
 // dropout_mask: hand-written in gradcore_rows.cuh
 extern "C" __global__ void dropout_mask_float64(double* __restrict__ out, const long long* __restrict__ state, double keep, double scale, long long n) {

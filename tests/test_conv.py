@@ -697,3 +697,85 @@ def test_the_docs_page_example_prints_what_it_says(capsys):
     exec(compile(blocks[0], "docs/conv.md", "exec"), {})
     printed = re.search(r"prints\n\n```\n(.*?)```", text, flags=re.S).group(1)
     assert capsys.readouterr().out == printed
+
+
+# (batch, channels, height, width, kernel, dilation, padding, stride, ceil_mode)
+POOL_GEOMETRIES = [
+    (2, 3, 5, 7, (3, 3), (1, 1), (1, 1), (1, 1), False),  # overlapping windows
+    (1, 2, 6, 5, (2, 3), (2, 1), (1, 1), (2, 3), True),
+    (3, 1, 4, 4, (2, 2), (1, 1), (0, 0), (2, 2), False),  # the common 2x2 pool
+    (2, 2, 5, 5, (2, 2), (1, 1), (1, 0), (2, 2), True),   # a last window past the padding
+    (1, 1, 1, 1, (1, 1), (1, 1), (0, 0), (1, 1), False),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_max_pool_kernels_match_the_twins_bit_for_bit(dtype, host_lib):
+    """max pooling's kernels against kernels.conv's twin (the forward) and formula (the
+    backward, an index add, float16 in float32): the same maxima and positions (ties:
+    the first; NaN wins, its first; a window of -inf reports its first element inside
+    the image), the same sums for elements that are the maximum of several windows, for
+    launches smaller than the work and larger."""
+    if not khost.host_supports(dtype, host_lib):
+        pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
+    from gradcore.backend import math_of
+    from gradcore.ops.pool import pool_output_size
+
+    cpu = math_of(np.zeros(1))
+    rng = np.random.default_rng(6)
+    for n, c, h, w, kernel, dilation, padding, stride, ceil in POOL_GEOMETRIES:
+        windows = tuple(pool_output_size(s, k, p, st, d, ceil) for s, k, d, p, st
+                        in zip((h, w), kernel, dilation, padding, stride))
+        shape = [np.int64(v) for v in (n, c, h, w, *kernel, *padding, *stride, *dilation,
+                                       *windows)]
+        x = rng.integers(-3, 4, (n, c, h, w)).astype(dtype)  # (ties)
+        x.reshape(-1)[::7] = np.nan
+        x[0, 0, :2, :2] = -np.inf
+        want_y, want_i = kconv.max_pool_forward(np, x, kernel, dilation, padding, stride,
+                                                windows)
+        assert (want_i >= 0).all() and (want_i < h * w).all()
+        g = rng.standard_normal(want_y.shape).astype(dtype)
+        geo = (kernel, dilation, padding, stride)
+        want_dx = cpu.max_pool_backward(g, want_i, (h, w), *geo)
+        for grid, block in [(1, 1), (3, 32), (64, 96)]:
+            y, i = np.full(want_y.shape, 7, dtype), np.full(want_y.shape, -5, np.int64)
+            khost.launch_host(f"max_pool_forward_{dtype}", [x, y, i, *shape], grid, block,
+                              lib=host_lib)
+            np.testing.assert_array_equal(y, want_y)
+            np.testing.assert_array_equal(i, want_i)
+            dx = np.full((n, c, h, w), np.nan, dtype)
+            khost.launch_host(f"max_pool_backward_{dtype}", [g, want_i, dx, *shape], grid,
+                              block, lib=host_lib)
+            np.testing.assert_array_equal(dx, want_dx)
+
+
+def test_max_pool_runs_its_kernels_on_cuda(standin):
+    """On the CuPy stand-in's CUDA device max pooling is one launch forward and one
+    backward (no window columns, no index add), with the CPU's values and gradients."""
+    from gradcore.kernels import device as kdevice
+
+    x = np.random.default_rng(7).standard_normal((2, 3, 6, 6))
+    names = []
+    launch = kdevice.launch
+
+    def spy(math, name, *args, **kwargs):
+        names.append(name)
+        return launch(math, name, *args, **kwargs)
+
+    results = []
+    for dev in ("cpu", "cuda"):
+        t = gc.tensor(x, device=dev, requires_grad=True)
+        y, idx = F.max_pool2d(t, 3, stride=2, padding=1, return_indices=True)
+        kdevice.launch, names[:] = spy, []
+        try:
+            (y * y).sum().backward()
+        finally:
+            kdevice.launch = launch
+        results.append((y.detach().cpu().numpy(), idx.cpu().numpy(), t.grad.cpu().numpy(),
+                        list(names)))
+    (y0, i0, g0, _), (y1, i1, g1, launched) = results
+    np.testing.assert_array_equal(y1, y0)
+    np.testing.assert_array_equal(i1, i0)
+    np.testing.assert_allclose(g1, g0, rtol=1e-12)
+    assert [n for n in launched if "pool" in n or "index" in n or "col" in n] == \
+        ["max_pool_backward_float64"]

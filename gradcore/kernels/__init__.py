@@ -261,6 +261,15 @@ def _conv_formula(math, name):
     if math.xp is not np:
         return fn
     return _upcasting(math, fn, upcast, upcast[0])
+def _max_pool_backward(math, name):
+    """max pooling's gradient: one launch on a device with kernels, else the formula
+    (an index add) over the namespace, float16 summed in float32 as the kernel does."""
+    formula = _upcasting(math, functools.partial(conv.max_pool_backward, math), (0,), 0)
+    if math.device_kernels:
+        return device.conv(math, name, formula)
+    return formula
+
+
 def _philox(math, name):
     """A draw of Philox numbers from a device state (:mod:`.philox`): one launch of its
     kernel on a device with kernels, its twin over the array module otherwise."""
@@ -300,6 +309,7 @@ _PROVIDERS = {
     **dict.fromkeys(updates.ENTRIES, _update),
     **dict.fromkeys(conv.TWINS, _window),
     **dict.fromkeys(conv.FORMULAS, _conv_formula),
+    "max_pool_backward": _max_pool_backward,
     "windows_batch_inner": _windows_order,
     "matmul": _matmul,
     **dict.fromkeys(philox.TWINS, _philox),

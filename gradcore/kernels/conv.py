@@ -40,9 +40,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..backend import math_of
 from .spec import RowKernel
 
-__all__ = ["Geometry", "im2col", "col2im", "batch_inner_cpu", "conv_forward",
+__all__ = ["Geometry", "im2col", "col2im", "max_pool_forward", "max_pool_backward",
+           "batch_inner_cpu", "conv_forward",
            "conv_transpose_forward", "conv_backward", "FORMULAS", "TWINS", "CONV_KERNELS"]
 
 
@@ -166,7 +168,61 @@ def batch_inner_cpu(a, windows) -> bool:
     return windows[1] <= 8 and a.shape[0] >= 4
 
 
-TWINS = {"im2col": im2col, "col2im": col2im}
+def _first_inside(t, d):
+    """Per window start ``t`` (an array, possibly negative): the first position a window
+    reads that is inside the image, ``t + i * d`` for the least ``i`` making it >= 0."""
+    return t + ((-t).clip(0) + d - 1) // d * d
+
+
+def max_pool_forward(xp, x, kernel, dilation, padding, stride, windows):
+    """Each window's maximum of ``x`` (N, C, H, W), ``(N, C, oh, ow)``, and its position
+    in its ``H x W`` plane (int64, PyTorch's ``return_indices``): the first maximum in
+    raster order (a NaN is one), never the padding (a window of ``-inf`` reports its
+    first element inside the image, as PyTorch). Windows as :func:`im2col`'s, the last
+    ones (``ceil_mode``) reaching past the padding where ``windows`` says so."""
+    n, c, h, w = x.shape
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw), (oh, ow) = kernel, dilation, padding, stride, \
+        windows
+    hp = max(h + 2 * ph, (oh - 1) * sh + dh * (kh - 1) + 1)  # every window's reach
+    wp = max(w + 2 * pw, (ow - 1) * sw + dw * (kw - 1) + 1)
+    if (hp, wp) != (h, w) or not x.flags.c_contiguous:
+        fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        padded = xp.full((n, c, hp, wp), fill, dtype=x.dtype)
+        padded[:, :, ph:ph + h, pw:pw + w] = x
+    else:
+        padded = x
+    s0, s1, s2, s3 = padded.strides
+    shape = (n, c, kh, kw, oh, ow)
+    blocks = _as_strided(xp, padded, shape, (s0, s1, s2 * dh, s3 * dw, s2 * sh, s3 * sw))
+    win = xp.empty(shape, dtype=x.dtype)
+    xp.copyto(win, blocks)
+    win = win.reshape((n, c, kh * kw, oh * ow))
+    arg = win.argmax(axis=2)  # (the first maximum; NaN is the maximum, its first)
+    y = xp.take_along_axis(win, arg.reshape((n, c, 1, oh * ow)), 2).reshape((n, c, oh, ow))
+    arg = arg.reshape((n, c, oh, ow))
+    top = xp.arange(oh, dtype=np.int64).reshape((-1, 1)) * sh - ph
+    left = xp.arange(ow, dtype=np.int64) * sw - pw
+    row = xp.maximum(arg // kw * dh + top, _first_inside(top, dh))
+    col = xp.maximum(arg % kw * dw + left, _first_inside(left, dw))
+    return y, row * w + col
+
+
+def max_pool_backward(F, g, idx, size, kernel, dilation, padding, stride):
+    """The gradient of :func:`max_pool_forward` (``g`` and ``idx`` ``(N, C, oh, ow)``):
+    zeros ``(N, C, H, W)`` with each ``g`` added at its window's maximum (an element that
+    is the maximum of several windows receives their sum, in the windows' order). The
+    windows' geometry is the CUDA kernel's (a thread per input element visits the windows
+    over it); the formula needs only the positions."""
+    n, c = g.shape[0], g.shape[1]
+    plane = size[0] * size[1]
+    xp = math_of(idx).xp
+    flat = idx.reshape((n * c, -1)) + xp.arange(0, n * c * plane, plane,
+                                                dtype=np.int64).reshape((-1, 1))
+    out = F.index_add_into_zeros(g.reshape((-1,)), flat.reshape((-1,)), (n * c * plane,))
+    return out.reshape((n, c) + tuple(size))
+
+
+TWINS = {"im2col": im2col, "col2im": col2im, "max_pool_forward": max_pool_forward}
 
 # The CUDA kernels of kernels/gradcore_conv.cuh, parameter by parameter (kinds as in
 # source.signature), whose twins are the functions above: one thread per element of
@@ -179,6 +235,10 @@ CONV_KERNELS = {k.name: k for k in [
               source="gradcore_conv.cuh"),
     RowKernel("col2im", (("in", "cols"), ("out", "x")) + _SHAPE, cooperative=False,
               source="gradcore_conv.cuh"),
+    RowKernel("max_pool_forward", (("in", "x"), ("out", "y"), ("index_out", "idx")) + _SHAPE,
+              cooperative=False, source="gradcore_conv.cuh"),
+    RowKernel("max_pool_backward", (("in", "g"), ("index", "idx"), ("out", "dx")) + _SHAPE,
+              cooperative=False, source="gradcore_conv.cuh"),
 ]}
 
 

@@ -384,7 +384,45 @@ def _col2im_kernel(math, twin, cols, size, kernel, dilation, padding, stride, wi
     return out
 
 
-_CONV_LAUNCHERS = {"im2col": _im2col_kernel, "col2im": _col2im_kernel}
+def _max_pool_forward_kernel(math, twin, x, kernel, dilation, padding, stride, windows):
+    """max pooling as one launch, a thread per output element: the maxima and their
+    positions (floating dtypes; the twin over the device's arrays otherwise)."""
+    xp = math.xp
+    dtype = x.dtype
+    if dtype_name(dtype) not in DTYPES:
+        return twin(x, kernel, dilation, padding, stride, windows)
+    n, c, h, w = x.shape
+    y = xp.empty((n, c) + tuple(windows), dtype=dtype)
+    idx = xp.empty(y.shape, dtype=np.int64)
+    if y.size:
+        launch(math, f"max_pool_forward_{dtype_name(dtype)}",
+               [_dense(xp, x, dtype), y, idx,
+                *_window_values(n, c, h, w, kernel, dilation, padding, stride, windows)],
+               min(-(-y.size // BLOCK), MAX_GRID), BLOCK)
+    return y, idx
+
+
+def _max_pool_backward_kernel(math, formula, g, idx, size, kernel, dilation, padding, stride):
+    """max pooling's gradient as one launch, a thread per input element gathering the
+    gradients of the windows it is the maximum of (no atomics)."""
+    xp = math.xp
+    dtype = g.dtype
+    if dtype_name(dtype) not in DTYPES:
+        return formula(g, idx, size, kernel, dilation, padding, stride)
+    n, c, oh, ow = g.shape
+    h, w = size
+    dx = xp.empty((n, c, h, w), dtype=dtype)
+    if dx.size:
+        launch(math, f"max_pool_backward_{dtype_name(dtype)}",
+               [_dense(xp, g, dtype), _dense(xp, idx, np.int64), dx,
+                *_window_values(n, c, h, w, kernel, dilation, padding, stride, (oh, ow))],
+               min(-(-dx.size // BLOCK), MAX_GRID), BLOCK)
+    return dx
+
+
+_CONV_LAUNCHERS = {"im2col": _im2col_kernel, "col2im": _col2im_kernel,
+                   "max_pool_forward": _max_pool_forward_kernel,
+                   "max_pool_backward": _max_pool_backward_kernel}
 
 
 def conv(math, name, twin):

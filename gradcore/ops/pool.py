@@ -16,8 +16,6 @@ second derivatives and both devices come from them.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import dtypes
@@ -27,7 +25,7 @@ from . import index as _index
 from . import linalg as _linalg
 from . import reduce as _red
 from . import shape as _shape
-from ._core import Tensor, wrap
+from ._core import Node, Tensor, mode, record1, wrap
 from ._export import export
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
@@ -125,15 +123,15 @@ def _finish(y, x4, batched, nd, out):
     return y if batched else _shape.squeeze(y, 0)
 
 
-def _flat_indices(m, arg, size, k, s, p, d, out):
-    """Each output's chosen window element ``arg`` (``(N, C, L)``) as an index into the
-    flattened input plane (PyTorch's ``return_indices``)."""
-    ky, kx = arg // k[1], arg % k[1]
-    oy = m.arange(out[0], dtype=np.int64).reshape(-1, 1) * s[0] - p[0]
-    ox = m.arange(out[1], dtype=np.int64).reshape(1, -1) * s[1] - p[1]
-    row = oy.reshape(1, 1, -1, 1) + ky.reshape(arg.shape[:2] + out) * d[0]
-    col = ox.reshape(1, 1, 1, -1) + kx.reshape(arg.shape[:2] + out) * d[1]
-    return (row * size[1] + col).reshape(arg.shape)
+class MaxPool2DWithIndicesBackward0(Node):
+    """The gradient reaches each window's maximum (``F.max_pool_backward``: an index add
+    on the CPU, one kernel on CUDA, a thread per input element)."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (F.max_pool_backward(g, self.indices, self.size, self.kernel, self.dilation,
+                                    self.padding, self.stride),)
 
 
 def _max_pool(nd, op, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
@@ -141,17 +139,21 @@ def _max_pool(nd, op, x, kernel_size, stride, padding, dilation, ceil_mode, retu
                                                    dilation, ceil_mode, op)
     if x4.dtype == dtypes.bool_:
         raise RuntimeError(f"\"{op}\" not implemented for 'Bool'")
-    fill = -math.inf if x4._data.dtype.kind == "f" else np.iinfo(x4._data.dtype).min
-    cols = _columns(x4, size, k, s, p, d, out, fill)
-    cd = cols._data
-    m = math_of(cd)
-    arg = m.argmax(cd, axis=2)  # the first maximum of each window (a NaN is one)
-    y = _index.take_along_dim(cols, wrap(m.expand_dims(arg, 2)), dim=2)
+    xd = x4._data
+    # each window's first maximum (a NaN is one) and its place in the plane: one kernel
+    # on CUDA (kernels.conv.max_pool_forward)
+    y, idx = math_of(xd).max_pool_forward(xd, k, d, p, s, out)
+    if mode.enabled and x4._rg:
+        y = record1(y, MaxPool2DWithIndicesBackward0, x4)
+        node = y.grad_fn
+        node.indices, node.size, node.kernel, node.dilation, node.padding, node.stride = \
+            idx, size, k, d, p, s
+    else:
+        y = wrap(y)
     y = _finish(y, x4, batched, nd, out)
     if not return_indices:
         return y
-    idx = _flat_indices(m, arg, size, k, s, p, d, out)  # (1-D: the plane is one row)
-    return y, _finish(wrap(idx), x4, batched, nd, out)
+    return y, _finish(wrap(idx), x4, batched, nd, out)  # (1-D: the plane is one row)
 
 
 @export(torch=True)

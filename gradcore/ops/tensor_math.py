@@ -247,6 +247,11 @@ def conv_backward(g, x, w, geometry, transposed, need_x, need_w, need_b):
                                         need_w, need_b)
 
 
+def max_pool_backward(g, idx, size, kernel, dilation, padding, stride):
+    return _conv_formulas.max_pool_backward(_this, g, idx, size, kernel, dilation, padding,
+                                            stride)
+
+
 def __getattr__(name):
     try:
         return _composites[name]
