@@ -63,6 +63,115 @@ def test_second_derivatives_dropout_and_errors():
         F.scaled_dot_product_attention(q, k, v, attn_mask=gc.ones(3, 4), is_causal=True)
 
 
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_a_query_with_every_key_masked_gets_zeros_and_finite_gradients(kind, device):
+    """PyTorch's math path (its ``_safe_softmax``): zeros for such a row, not NaN, and
+    zero gradients through it; the other rows are untouched."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s) for s in ((2, 2, 4, 3), (2, 2, 5, 3), (2, 2, 5, 6))]
+    keep = rng.random((2, 1, 4, 5)) > 0.4
+    keep[:, :, 1] = False  # query 1 attends to nothing
+    keep[0, :, 3] = False  # and query 3 of the first batch
+    mask = keep if kind == "bool" else np.where(keep, rng.standard_normal(keep.shape), -np.inf)
+    ours = [gc.tensor(a, device=device, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    a = F.scaled_dot_product_attention(*ours, attn_mask=gc.tensor(mask, device=device))
+    b = torch.nn.functional.scaled_dot_product_attention(*theirs, attn_mask=torch.tensor(mask))
+    assert np.all(host(a.detach())[:, :, 1] == 0) and np.all(host(a.detach())[0, :, 3] == 0)
+    np.testing.assert_allclose(host(a.detach()), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+    w = rng.standard_normal(tuple(b.shape))
+    (a * gc.tensor(w, device=device)).sum().backward()
+    (b * torch.tensor(w)).sum().backward()
+    for x, y in zip(ours, theirs):
+        assert np.all(np.isfinite(host(x.grad)))
+        np.testing.assert_allclose(host(x.grad), y.grad.numpy(), rtol=1e-9, atol=1e-11)
+    assert np.all(host(ours[0].grad)[:, :, 1] == 0)
+
+
+def test_fully_masked_rows_are_differentiable_twice():
+    rng = np.random.default_rng(4)
+    q, k, v = (gc.tensor(rng.standard_normal(s), requires_grad=True)
+               for s in ((3, 2), (4, 2), (4, 3)))
+    keep = gc.tensor(np.array([[True, False, True, False], [False] * 4, [True] * 4]))
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=keep)  # noqa: E731
+    assert gradcheck(fn, (q, k, v))
+    assert gradgradcheck(fn, (q, k, v))
+
+
+# (arguments, PyTorch 2.13's error) for shapes, dtypes and masks it refuses
+BAD_CALLS = [
+    (dict(dtypes=("float64", "float32", "float64")),
+     "Expected query, key, and value to have the same dtype, but got query.dtype: double "
+     "key.dtype: float and value.dtype: double instead."),
+    (dict(dtypes=("int64",) * 3), "expected scalar type Float but found Long"),
+    (dict(shapes=((4,), (2, 5, 4), (2, 5, 6))),
+     "Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: 1 "
+     "key.dim: 3 and value.dim: 3 instead."),
+    (dict(shapes=((2, 3, 4), (2, 5, 3), (2, 5, 6))),
+     "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 3]."),
+    (dict(shapes=((2, 3, 4), (2, 5, 4), (2, 4, 6))),
+     "Expected size for first two dimensions of batch2 tensor to be: [2, 5] but got: [2, 4]."),
+    (dict(shapes=((2, 3, 4), (3, 5, 4), (3, 5, 6))),
+     "The size of tensor a (2) must match the size of tensor b (3) at non-singleton "
+     "dimension 0"),
+    (dict(mask=((3, 4), "bool")),
+     "The size of tensor a (5) must match the size of tensor b (4) at non-singleton "
+     "dimension 2"),
+    (dict(mask=((1, 1, 3, 5), "bool")),
+     "output with shape [2, 3, 5] doesn't match the broadcast shape [1, 2, 3, 5]"),
+    (dict(mask=((3, 5), "int64")),
+     "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+     "attn_mask.dtype: long int and  query.dtype: double instead."),
+    (dict(dtypes=("float32",) * 3, mask=((3, 5), "float64")),
+     "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+     "attn_mask.dtype: double and  query.dtype: float instead."),
+    (dict(dropout_p=1.5), "dropout probability has to be between 0 and 1, but got 1.5"),
+    (dict(shapes=((2, 4, 3, 4), (2, 3, 5, 4), (2, 3, 5, 4)), enable_gqa=True),
+     "Number of heads in key and value must divide the number of heads in "),
+]
+
+
+def _bad_call(lib, F_, shapes=((2, 3, 4), (2, 5, 4), (2, 5, 6)), dtypes=("float64",) * 3,
+              mask=None, **kw):
+    rng = np.random.default_rng(0)
+    tensors = [lib.tensor(rng.standard_normal(s)).to(getattr(lib, d))
+               for s, d in zip(shapes, dtypes)]
+    if mask is not None:
+        mask = lib.ones(*mask[0]).to(getattr(lib, mask[1]))
+    return F_.scaled_dot_product_attention(*tensors, attn_mask=mask, **kw)
+
+
+@pytest.mark.parametrize("call, message", BAD_CALLS)
+def test_bad_shapes_dtypes_and_masks_raise_pytorch_s_errors(call, message):
+    with pytest.raises(RuntimeError) as ours:
+        _bad_call(gc, F, **call)
+    assert str(ours.value).startswith(message)
+
+
+@needs_torch
+@pytest.mark.parametrize("call, message", BAD_CALLS)
+def test_the_errors_are_pytorch_s(call, message):
+    import torch
+
+    with pytest.raises(RuntimeError) as theirs:
+        _bad_call(torch, torch.nn.functional, **call)
+    assert str(theirs.value) == message
+
+
+def test_what_pytorch_accepts_is_accepted():
+    """A float32 mask with any query dtype, a mask of fewer dimensions, broadcast batch
+    dimensions, a negative dropout (no dropout), key and value heads shared unevenly."""
+    for call in (dict(mask=((3, 5), "float32")), dict(mask=((5,), "bool")),
+                 dict(shapes=((1, 3, 4), (2, 5, 4), (2, 5, 6))), dict(dropout_p=-0.5),
+                 dict(shapes=((2, 4, 3, 4), (2, 2, 5, 4), (2, 1, 5, 6)), enable_gqa=True)):
+        out = _bad_call(gc, F, **call)
+        assert out.dtype == gc.float64 and out.shape[-2:] == (3, 6)
+
+
 MHA = [({}, {}), (dict(batch_first=True), dict(average_attn_weights=False)),
        (dict(kdim=4, vdim=6), dict(key_padding_mask="pad")),
        ({}, dict(attn_mask="causal")),

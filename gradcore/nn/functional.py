@@ -894,15 +894,82 @@ __all__ += ["dropout1d", "dropout2d"]
 
 
 # ---- attention ----------
+# the C++ names PyTorch's attention messages give dtypes ("query.dtype: double")
+_C_DTYPE_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double",
+                  "bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+                  "int16": "short int", "int32": "int", "int64": "long int"}
+
+
+def _c_dtype(dt):
+    return _C_DTYPE_NAMES.get(dt.name, dt.name)
+
+
+def _broadcast_shapes(a, b, in_place=False):
+    """The broadcast of shapes ``a`` and ``b`` (PyTorch's message when they do not);
+    ``in_place``: ``b`` added into a tensor of shape ``a``, which cannot grow."""
+    n = max(len(a), len(b))
+    out = []
+    for k in range(n, 0, -1):
+        da = a[-k] if k <= len(a) else 1
+        db = b[-k] if k <= len(b) else 1
+        if da != db and da != 1 and db != 1:
+            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b "
+                               f"({db}) at non-singleton dimension {n - k}")
+        out.append(da if db == 1 else db)
+    if in_place and tuple(out) != tuple(a):
+        raise RuntimeError(f"output with shape {list(a)} doesn't match the broadcast shape "
+                           f"{out}")
+    return tuple(out)
+
+
+def _check_bmm(batch, rows, other, first, second):
+    """PyTorch's message (from bmm) when ``other`` does not multiply the ``rows``-long
+    last axis: its axis ``first`` (the contracted one) must match."""
+    if other.shape[first] != rows:
+        b = math.prod(batch)
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{b}, {rows}] but got: [{b}, {other.shape[first]}].")
+    return other.shape[second]
+
+
+def _check_attention_inputs(query, key, value, attn_mask, dropout_p, is_causal):
+    """PyTorch's checks of ``scaled_dot_product_attention``'s arguments, in its order."""
+    if not (query.dtype == key.dtype == value.dtype):
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
+                           f"query.dtype: {_c_dtype(query.dtype)} key.dtype: "
+                           f"{_c_dtype(key.dtype)} and value.dtype: {_c_dtype(value.dtype)} "
+                           f"instead.")
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, "
+                           f"but got query.dim: {query.ndim} key.dim: {key.ndim} and "
+                           f"value.dim: {value.ndim} instead.")
+    if attn_mask is not None and attn_mask.dtype not in (dtypes.bool_, dtypes.float32,
+                                                         query.dtype):
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
+                           f"dtype, but got attn_mask.dtype: {_c_dtype(attn_mask.dtype)} and "
+                           f" query.dtype: {_c_dtype(query.dtype)} instead.")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                           "set when is_causal=True")
+    if dropout_p > 1.0:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got "
+                           f"{dropout_p}")
+    if not query.dtype.is_floating_point:
+        raise RuntimeError(f"expected scalar type Float but found "
+                           f"{dtypes.torch_name(query.dtype)}")
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """``softmax(query @ key^T * scale + bias) @ value`` over the last two dimensions
     (leading ones broadcast), as ``torch.nn.functional.scaled_dot_product_attention``:
     ``scale`` defaults to ``1 / sqrt(E)``; a boolean ``attn_mask`` says which keys each
-    query may attend to (``True``: attend), a float one is added; ``is_causal`` masks
-    the keys after each query (top-left aligned); ``dropout_p`` drops attention weights
-    (from gradcore's generator); ``enable_gqa`` repeats the key/value heads to the
-    query's. Built from matmul and the softmax primitive: differentiable to any order.
+    query may attend to (``True``: attend), a float one (``query``'s dtype or float32)
+    is added; ``is_causal`` masks the keys after each query (top-left aligned);
+    ``dropout_p`` drops attention weights (from gradcore's generator); ``enable_gqa``
+    repeats the key/value heads to the query's. A query whose mask leaves it no key gets
+    zeros (and zero gradients), as PyTorch's math path gives, not NaN. Built from matmul
+    and the softmax primitive: differentiable to any order.
 
     >>> import gradcore as gc
     >>> q = k = v = gc.eye(2).reshape(1, 2, 2)
@@ -910,34 +977,47 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     tensor([[[1.0000, 0.0000],
              [0.3302, 0.6698]]])
     """
-    if is_causal and attn_mask is not None:
-        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
-                           "set when is_causal=True")
-    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
-        raise RuntimeError("scaled_dot_product_attention: query, key and value must have at "
-                           "least 2 dimensions")
+    _check_attention_inputs(query, key, value, attn_mask, dropout_p, is_causal)
     n_q, n_k = query.shape[-2], key.shape[-2]
     factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
-    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
-        if query.shape[-3] % key.shape[-3]:
-            raise RuntimeError("scaled_dot_product_attention: the number of query heads must "
-                               "be a multiple of the number of key/value heads")
-        reps = query.shape[-3] // key.shape[-3]
-        key = key.repeat_interleave(reps, dim=-3)
-        value = value.repeat_interleave(reps, dim=-3)
+    if enable_gqa and query.ndim >= 3:
+        heads = query.shape[-3]
+        if key.ndim < 3 or value.ndim < 3 or heads % key.shape[-3] or heads % value.shape[-3]:
+            raise RuntimeError("Number of heads in key and value must divide the number of "
+                               "heads in query")
+        if key.shape[-3] != heads:
+            key = key.repeat_interleave(heads // key.shape[-3], dim=-3)
+        if value.shape[-3] != heads:
+            value = value.repeat_interleave(heads // value.shape[-3], dim=-3)
+    batch = _broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]))
+    _check_bmm(batch, query.shape[-1], key, -1, -2)
+    scores_shape = batch + (n_q, n_k)
+    if attn_mask is not None:
+        _broadcast_shapes(scores_shape, tuple(attn_mask.shape), in_place=True)
+    _check_bmm(_broadcast_shapes(batch, tuple(value.shape[:-2])), n_k, value, -2, -1)
     scores = (query @ key.transpose(-2, -1)) * factor
     if is_causal:
         allowed = creation.ones((n_q, n_k), dtype=dtypes.bool_, device=query.device).tril()
         scores = scores.masked_fill(allowed.logical_not(), float("-inf"))
-    if attn_mask is not None:
+    if attn_mask is None:
+        weights = softmax(scores, dim=-1)
+    else:
         if attn_mask.dtype == dtypes.bool_:
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
         else:
-            scores = scores + attn_mask
-    weights = softmax(scores, dim=-1)
+            scores = scores + attn_mask.to(query.dtype)
+        weights = _safe_softmax(scores)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return weights @ value
+
+
+def _safe_softmax(scores):
+    """Softmax over the last axis, with zeros (not NaN) for a row that is ``-inf`` all
+    along (PyTorch's ``_safe_softmax``); such a row passes zero gradient back (its scores
+    are replaced before the softmax, so no NaN reaches the backward pass either)."""
+    dead = (scores == float("-inf")).all(dim=-1, keepdim=True)
+    return softmax(scores.masked_fill(dead, 0.0), dim=-1).masked_fill(dead, 0.0)
 
 
 __all__ += ["scaled_dot_product_attention"]
