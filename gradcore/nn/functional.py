@@ -30,6 +30,7 @@ from ..backend import math_of
 from ..ops import _autocast as _ac
 from ..ops import activation as _act
 from ..ops import apply_inplace
+from ..ops import cat as _cat
 from ..ops import conv as _conv
 from ..ops import pointwise as _pw
 from ..ops import reduce as _red
@@ -1020,7 +1021,292 @@ def _safe_softmax(scores):
     return softmax(scores.masked_fill(dead, 0.0), dim=-1).masked_fill(dead, 0.0)
 
 
-__all__ += ["scaled_dot_product_attention"]
+__all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
+
+
+# ---- multi-head attention ----------
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """PyTorch's checks of the inputs' dimensions; whether the query is batched."""
+    if query.ndim == 3:
+        if key.ndim != 3 or value.ndim != 3:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key` and `value` to be "
+                                 f"3-D but found {key.ndim}-D and {value.ndim}-D tensors "
+                                 f"respectively")
+        if key_padding_mask is not None and key_padding_mask.ndim != 2:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key_padding_mask` to be "
+                                 f"`None` or 2-D but found {key_padding_mask.ndim}-D tensor "
+                                 f"instead")
+        if attn_mask is not None and attn_mask.ndim not in (2, 3):
+            raise AssertionError(f"For batched (3-D) `query`, expected `attn_mask` to be "
+                                 f"`None`, 2-D or 3-D but found {attn_mask.ndim}-D tensor "
+                                 f"instead")
+        return True
+    if query.ndim == 2:
+        if key.ndim != 2 or value.ndim != 2:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key` and `value` to "
+                                 f"be 2-D but found {key.ndim}-D and {value.ndim}-D tensors "
+                                 f"respectively")
+        if key_padding_mask is not None and key_padding_mask.ndim != 1:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key_padding_mask` to "
+                                 f"be `None` or 1-D but found {key_padding_mask.ndim}-D tensor "
+                                 f"instead")
+        if attn_mask is not None:
+            if attn_mask.ndim not in (2, 3):
+                raise AssertionError(f"For unbatched (2-D) `query`, expected `attn_mask` to be "
+                                     f"`None`, 2-D or 3-D but found {attn_mask.ndim}-D tensor "
+                                     f"instead")
+            expected = (num_heads, query.shape[0], key.shape[0])
+            if attn_mask.ndim == 3 and tuple(attn_mask.shape) != expected:
+                raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                     f"{attn_mask.shape}")
+        return False
+    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                         f"{query.ndim}-D query tensor")
+
+
+def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+    """PyTorch's reading of an attention mask: a boolean one (``True``: not attended)
+    becomes an additive float mask of ``target_type`` (``-inf`` where ``True``), a float
+    one is kept; a mask of another dtype than ``other_type`` warns (PyTorch's
+    deprecation)."""
+    if mask is None:
+        return None
+    if mask.dtype != dtypes.bool_ and not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mask.dtype != other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. "
+                      "Use same type for both instead.", stacklevel=3)
+    if mask.dtype == dtypes.bool_:
+        mask = creation.zeros(tuple(mask.shape), dtype=target_type,
+                              device=mask.device).masked_fill(mask, float("-inf"))
+    return mask
+
+
+def _in_projection_packed(q, k, v, w, b=None):
+    """The query, key and value projections by one packed ``(3E, E)`` weight; one matmul
+    where query, key and value are the same tensor (self-attention), as PyTorch."""
+    e = q.shape[-1]
+    if k is v:
+        if q is k:
+            proj = linear(q, w, b).unflatten(-1, (3, e))
+            return proj[..., 0, :], proj[..., 1, :], proj[..., 2, :]
+        w_q, w_kv = w.split([e, 2 * e])
+        b_q, b_kv = (None, None) if b is None else b.split([e, 2 * e])
+        kv = linear(k, w_kv, b_kv).unflatten(-1, (2, e))
+        return linear(q, w_q, b_q), kv[..., 0, :], kv[..., 1, :]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
+    """Three projections by separate weights (PyTorch's shape checks)."""
+    eq, ek, ev = q.shape[-1], k.shape[-1], v.shape[-1]
+    for what, w, shape in (("query", w_q, (eq, eq)), ("key", w_k, (eq, ek)),
+                           ("value", w_v, (eq, ev))):
+        if tuple(w.shape) != shape:
+            raise AssertionError(f"expecting {what} weights shape of {shape}, but got "
+                                 f"{w.shape}")
+    for what, bias in (("query", b_q), ("key", b_k), ("value", b_v)):
+        if bias is not None and tuple(bias.shape) != (eq,):
+            raise AssertionError(f"expecting {what} bias shape of {(eq,)}, but got "
+                                 f"{bias.shape}")
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """The computation of :class:`gradcore.nn.MultiheadAttention` from its weights
+    (PyTorch's ``F.multi_head_attention_forward``, argument for argument): ``query``
+    ``(L, N, E)``, ``key``/``value`` ``(S, N, E_k/E_v)`` or unbatched ``(L, E)``;
+    ``key_padding_mask`` ``(N, S)`` and ``attn_mask`` ``(L, S)`` or ``(N * num_heads, L,
+    S)`` mark with ``True`` what is *not* attended, float masks are added; ``static_k``/
+    ``static_v`` ``(N * num_heads, S, E / num_heads)`` replace the projected keys/values.
+    Returns the output and, with ``need_weights``, the attention weights (averaged over
+    the heads with ``average_attn_weights``), else ``None``. Without ``need_weights`` the
+    attention is :func:`scaled_dot_product_attention`'s (a query with no key left gets
+    zeros); with it, a plain softmax (NaN there, as PyTorch).
+
+    >>> import gradcore as gc
+    >>> mha = gc.nn.MultiheadAttention(4, 2)
+    >>> x = gc.randn(3, 1, 4)
+    >>> out, w = multi_head_attention_forward(
+    ...     x, x, x, 4, 2, mha.in_proj_weight, mha.in_proj_bias, None, None, False, 0.0,
+    ...     mha.out_proj.weight, mha.out_proj.bias)
+    >>> out.shape, w.shape
+    (gradcore.Size([3, 1, 4]), gradcore.Size([1, 3, 3]))
+    """
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query, key, value = _unsqueeze_keeping_identity(query, key, value, 1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                       None if attn_mask is None else attn_mask.dtype,
+                                       "attn_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                           "Transformer module method `generate_square_subsequent_mask` to "
+                           "create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # (the hint alone: scaled_dot_product_attention's is_causal)
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                    check_other=False)
+        if key_padding_mask is not None:
+            is_causal = False  # (the merged mask is not causal any more)
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match "
+                                 f"value's {value.shape[:2]}")
+    elif tuple(key.shape) != tuple(value.shape):
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    else:
+        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight "
+                                     f"is None")
+        b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
+        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight,
+                                 v_proj_weight, b_q, b_k, b_v)
+
+    if attn_mask is not None:
+        if attn_mask.ndim == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.ndim == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
+
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = _cat([k, bias_k.repeat(1, bsz, 1)], 0)
+        v = _cat([v, bias_v.repeat(1, bsz, 1)], 0)
+        attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
+        key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
+    elif bias_k is not None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    elif bias_v is not None:
+        raise AssertionError("bias_v is set but bias_k is None")
+
+    # (L, N, E) -> (N * H, L, D)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = _heads_first(k, static_k, "static_k", bsz * num_heads, head_dim)
+    v = _heads_first(v, static_v, "static_v", bsz * num_heads, head_dim)
+    if add_zero_attn:
+        zeros = (bsz * num_heads, 1, head_dim)
+        k = _cat([k, creation.zeros(zeros, dtype=k.dtype, device=k.device)], 1)
+        v = _cat([v, creation.zeros(zeros, dtype=v.dtype, device=v.device)], 1)
+        attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
+        key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
+    src_len = k.shape[1]
+
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
+                                 f"{key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
+        key_padding_mask = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
+            -1, num_heads, -1, -1).reshape(bsz * num_heads, 1, src_len)
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        q_scaled = q * math.sqrt(1.0 / float(head_dim))
+        if is_causal and attn_mask is None:
+            raise AssertionError("FIXME: is_causal not implemented for need_weights")
+        weights = q_scaled @ k.transpose(-2, -1)
+        if attn_mask is not None:
+            weights = attn_mask + weights
+        weights = softmax(weights, dim=-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, p=dropout_p)
+        out = (weights @ v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+
+    if attn_mask is not None:
+        if attn_mask.shape[0] == 1 and attn_mask.ndim == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+    k = k.reshape(bsz, num_heads, src_len, head_dim)
+    v = v.reshape(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None
+
+
+def _unsqueeze_keeping_identity(query, key, value, dim):
+    """``query``, ``key`` and ``value`` unsqueezed at ``dim``, one new tensor for each
+    distinct one (the projections take one matmul for self-attention: ``q is k is v``)."""
+    return _keeping_identity(lambda t: t.unsqueeze(dim), query, key, value)
+
+
+def _transpose_keeping_identity(query, key, value):
+    """``query``, ``key`` and ``value`` with their first two axes swapped, keeping which
+    of them are the same tensor (``MultiheadAttention`` with ``batch_first``)."""
+    return _keeping_identity(lambda t: t.transpose(1, 0), query, key, value)
+
+
+def _keeping_identity(fn, query, key, value):
+    new_query = fn(query)
+    new_key = new_query if key is query else fn(key)
+    new_value = new_key if value is key else new_query if value is query else fn(value)
+    return new_query, new_key, new_value
+
+
+def _heads_first(x, static, name, batch_heads, head_dim):
+    """Projected keys or values ``(S, N, E)`` as ``(N * H, S, D)``, or ``static`` (checked)
+    in their place."""
+    if static is None:
+        return x.reshape(x.shape[0], batch_heads, head_dim).transpose(0, 1)
+    if static.shape[0] != batch_heads:
+        raise AssertionError(f"expecting {name}.size(0) of {batch_heads}, but got "
+                             f"{static.shape[0]}")
+    if static.shape[2] != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got "
+                             f"{static.shape[2]}")
+    return static
+
 
 
 # ---- resampling ----------
