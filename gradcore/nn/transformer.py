@@ -83,10 +83,10 @@ class Transformer(Module):
 
     >>> import gradcore as gc
     >>> model = gc.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1,
-    ...                           num_decoder_layers=1, dim_feedforward=16)
+    ...                           num_decoder_layers=1, dim_feedforward=16, batch_first=True)
     >>> tgt_mask = gc.nn.Transformer.generate_square_subsequent_mask(4)
-    >>> model(gc.randn(6, 3, 8), gc.randn(4, 3, 8), tgt_mask=tgt_mask).shape
-    gradcore.Size([4, 3, 8])
+    >>> model(gc.randn(3, 6, 8), gc.randn(3, 4, 8), tgt_mask=tgt_mask).shape
+    gradcore.Size([3, 4, 8])
     """
 
     def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
