@@ -63,6 +63,115 @@ def test_second_derivatives_dropout_and_errors():
         F.scaled_dot_product_attention(q, k, v, attn_mask=gc.ones(3, 4), is_causal=True)
 
 
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_a_query_with_every_key_masked_gets_zeros_and_finite_gradients(kind, device):
+    """PyTorch's math path (its ``_safe_softmax``): zeros for such a row, not NaN, and
+    zero gradients through it; the other rows are untouched."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s) for s in ((2, 2, 4, 3), (2, 2, 5, 3), (2, 2, 5, 6))]
+    keep = rng.random((2, 1, 4, 5)) > 0.4
+    keep[:, :, 1] = False  # query 1 attends to nothing
+    keep[0, :, 3] = False  # and query 3 of the first batch
+    mask = keep if kind == "bool" else np.where(keep, rng.standard_normal(keep.shape), -np.inf)
+    ours = [gc.tensor(a, device=device, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    a = F.scaled_dot_product_attention(*ours, attn_mask=gc.tensor(mask, device=device))
+    b = torch.nn.functional.scaled_dot_product_attention(*theirs, attn_mask=torch.tensor(mask))
+    assert np.all(host(a.detach())[:, :, 1] == 0) and np.all(host(a.detach())[0, :, 3] == 0)
+    np.testing.assert_allclose(host(a.detach()), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+    w = rng.standard_normal(tuple(b.shape))
+    (a * gc.tensor(w, device=device)).sum().backward()
+    (b * torch.tensor(w)).sum().backward()
+    for x, y in zip(ours, theirs):
+        assert np.all(np.isfinite(host(x.grad)))
+        np.testing.assert_allclose(host(x.grad), y.grad.numpy(), rtol=1e-9, atol=1e-11)
+    assert np.all(host(ours[0].grad)[:, :, 1] == 0)
+
+
+def test_fully_masked_rows_are_differentiable_twice():
+    rng = np.random.default_rng(4)
+    q, k, v = (gc.tensor(rng.standard_normal(s), requires_grad=True)
+               for s in ((3, 2), (4, 2), (4, 3)))
+    keep = gc.tensor(np.array([[True, False, True, False], [False] * 4, [True] * 4]))
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=keep)  # noqa: E731
+    assert gradcheck(fn, (q, k, v))
+    assert gradgradcheck(fn, (q, k, v))
+
+
+# (arguments, PyTorch 2.13's error) for shapes, dtypes and masks it refuses
+BAD_CALLS = [
+    (dict(dtypes=("float64", "float32", "float64")),
+     "Expected query, key, and value to have the same dtype, but got query.dtype: double "
+     "key.dtype: float and value.dtype: double instead."),
+    (dict(dtypes=("int64",) * 3), "expected scalar type Float but found Long"),
+    (dict(shapes=((4,), (2, 5, 4), (2, 5, 6))),
+     "Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: 1 "
+     "key.dim: 3 and value.dim: 3 instead."),
+    (dict(shapes=((2, 3, 4), (2, 5, 3), (2, 5, 6))),
+     "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 3]."),
+    (dict(shapes=((2, 3, 4), (2, 5, 4), (2, 4, 6))),
+     "Expected size for first two dimensions of batch2 tensor to be: [2, 5] but got: [2, 4]."),
+    (dict(shapes=((2, 3, 4), (3, 5, 4), (3, 5, 6))),
+     "The size of tensor a (2) must match the size of tensor b (3) at non-singleton "
+     "dimension 0"),
+    (dict(mask=((3, 4), "bool")),
+     "The size of tensor a (5) must match the size of tensor b (4) at non-singleton "
+     "dimension 2"),
+    (dict(mask=((1, 1, 3, 5), "bool")),
+     "output with shape [2, 3, 5] doesn't match the broadcast shape [1, 2, 3, 5]"),
+    (dict(mask=((3, 5), "int64")),
+     "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+     "attn_mask.dtype: long int and  query.dtype: double instead."),
+    (dict(dtypes=("float32",) * 3, mask=((3, 5), "float64")),
+     "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+     "attn_mask.dtype: double and  query.dtype: float instead."),
+    (dict(dropout_p=1.5), "dropout probability has to be between 0 and 1, but got 1.5"),
+    (dict(shapes=((2, 4, 3, 4), (2, 3, 5, 4), (2, 3, 5, 4)), enable_gqa=True),
+     "Number of heads in key and value must divide the number of heads in "),
+]
+
+
+def _bad_call(lib, F_, shapes=((2, 3, 4), (2, 5, 4), (2, 5, 6)), dtypes=("float64",) * 3,
+              mask=None, **kw):
+    rng = np.random.default_rng(0)
+    tensors = [lib.tensor(rng.standard_normal(s)).to(getattr(lib, d))
+               for s, d in zip(shapes, dtypes)]
+    if mask is not None:
+        mask = lib.ones(*mask[0]).to(getattr(lib, mask[1]))
+    return F_.scaled_dot_product_attention(*tensors, attn_mask=mask, **kw)
+
+
+@pytest.mark.parametrize("call, message", BAD_CALLS)
+def test_bad_shapes_dtypes_and_masks_raise_pytorch_s_errors(call, message):
+    with pytest.raises(RuntimeError) as ours:
+        _bad_call(gc, F, **call)
+    assert str(ours.value).startswith(message)
+
+
+@needs_torch
+@pytest.mark.parametrize("call, message", BAD_CALLS)
+def test_the_errors_are_pytorch_s(call, message):
+    import torch
+
+    with pytest.raises(RuntimeError) as theirs:
+        _bad_call(torch, torch.nn.functional, **call)
+    assert str(theirs.value) == message
+
+
+def test_what_pytorch_accepts_is_accepted():
+    """A float32 mask with any query dtype, a mask of fewer dimensions, broadcast batch
+    dimensions, a negative dropout (no dropout), key and value heads shared unevenly."""
+    for call in (dict(mask=((3, 5), "float32")), dict(mask=((5,), "bool")),
+                 dict(shapes=((1, 3, 4), (2, 5, 4), (2, 5, 6))), dict(dropout_p=-0.5),
+                 dict(shapes=((2, 4, 3, 4), (2, 2, 5, 4), (2, 1, 5, 6)), enable_gqa=True)):
+        out = _bad_call(gc, F, **call)
+        assert out.dtype == gc.float64 and out.shape[-2:] == (3, 6)
+
+
 MHA = [({}, {}), (dict(batch_first=True), dict(average_attn_weights=False)),
        (dict(kdim=4, vdim=6), dict(key_padding_mask="pad")),
        ({}, dict(attn_mask="causal")),
@@ -120,3 +229,157 @@ def test_multihead_attention_checks_and_unbatched_inputs():
     out, weights = mha(gc.randn(5, 4), gc.randn(6, 4), gc.randn(6, 4))
     assert tuple(out.shape) == (5, 4) and tuple(weights.shape) == (5, 6)
     assert abs(host(mha.in_proj_bias).sum()) == 0 and abs(host(mha.out_proj.bias).sum()) == 0
+
+
+# ------------------------------------------------- F.multi_head_attention_forward
+E, HEADS, L, S, N = 8, 2, 4, 5, 3
+PACKED = ("in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias")
+SEPARATE = ("q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias",
+            "out_proj_weight", "out_proj_bias")
+PADDED = np.zeros((N, S), bool)
+PADDED[:, -1] = True
+EVERY_KEY = np.zeros((N, S), bool)
+EVERY_KEY[1] = True  # (the second batch element attends to nothing)
+CAUSAL = np.triu(np.ones((L, L), bool), 1)
+FORWARD_CASES = [
+    ("self", PACKED, {}),
+    ("kv", PACKED, dict(key_padding_mask=PADDED)),
+    ("kv", PACKED, dict(key_padding_mask=PADDED, need_weights=False)),
+    ("cross", PACKED, dict(key_padding_mask=EVERY_KEY, need_weights=False)),  # zeros
+    ("cross", PACKED, dict(key_padding_mask=EVERY_KEY)),  # NaN, as PyTorch
+    ("self", PACKED, dict(attn_mask=CAUSAL, is_causal=True, need_weights=False)),
+    ("self", PACKED, dict(attn_mask=CAUSAL, is_causal=True)),
+    ("self", PACKED, dict(attn_mask="heads", average_attn_weights=False)),
+    ("self", PACKED + ("bias_k", "bias_v"), dict(attn_mask=CAUSAL, add_zero_attn=True)),
+    ("cross", PACKED, dict(add_zero_attn=True, key_padding_mask=PADDED)),
+    ("separate", SEPARATE, dict(use_separate_proj_weight=True)),
+    ("cross", PACKED, dict(static_k="static", static_v="static")),
+    ("unbatched", PACKED, dict(key_padding_mask=PADDED[0])),
+    ("unbatched", PACKED, dict(attn_mask="heads", need_weights=False)),
+    ("cross", PACKED, dict(dropout_p=0.5, training=False)),
+]
+
+
+def _forward_inputs(kind, rng):
+    x = rng.standard_normal((L, N, E))
+    if kind == "self":
+        return x, x, x
+    if kind == "kv":
+        kv = rng.standard_normal((S, N, E))
+        return x, kv, kv
+    if kind == "separate":
+        return x, rng.standard_normal((S, N, 6)), rng.standard_normal((S, N, 7))
+    k, v = rng.standard_normal((S, N, E)), rng.standard_normal((S, N, E))
+    return (x[:, 0], k[:, 0], v[:, 0]) if kind == "unbatched" else (x, k, v)
+
+
+def _run_forward(lib, F_, inputs, weights, kw):
+    """The forward and backward of ``F_.multi_head_attention_forward`` on one library's
+    tensors (``query is key`` where the arrays are one): output, weights, gradients."""
+    made = {}
+    tensors = [made.setdefault(id(a), lib.tensor(a, requires_grad=True)) for a in inputs]
+    params = {n: lib.tensor(w, requires_grad=True) for n, w in weights.items()}
+    args = dict(in_proj_weight=None, in_proj_bias=None, bias_k=None, bias_v=None,
+                add_zero_attn=False, dropout_p=0.0, out_proj_weight=None, out_proj_bias=None)
+    args.update(params)
+    args.update({k: lib.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()})
+    out, attn = F_.multi_head_attention_forward(*tensors, E, HEADS, **args)
+    upstream = np.random.default_rng(1).standard_normal(tuple(out.shape))
+    (out * lib.tensor(upstream)).sum().backward()
+    grads = [None if t.grad is None else host(t.grad) if lib is gc else t.grad.numpy()
+             for t in [*made.values(), *params.values()]]
+    as_array = (lambda t: host(t.detach())) if lib is gc else (lambda t: t.detach().numpy())
+    return as_array(out), None if attn is None else as_array(attn), grads
+
+
+@needs_torch
+@pytest.mark.parametrize("kind, names, kw", FORWARD_CASES)
+# (NumPy's note on the softmax of a row of -inf, the NaN case: PyTorch gives NaN silently)
+@pytest.mark.filterwarnings("ignore:invalid value encountered in subtract:RuntimeWarning")
+def test_multi_head_attention_forward_is_pytorch_s(kind, names, kw):
+    import torch
+
+    rng = np.random.default_rng(0)
+    shapes = dict(in_proj_weight=(3 * E, E), in_proj_bias=(3 * E,), out_proj_weight=(E, E),
+                  out_proj_bias=(E,), q_proj_weight=(E, E), k_proj_weight=(E, 6),
+                  v_proj_weight=(E, 7), bias_k=(1, 1, E), bias_v=(1, 1, E))
+    weights = {n: rng.standard_normal(shapes[n]) for n in names}
+    inputs = _forward_inputs(kind, rng)
+    kw = dict(kw)
+    if isinstance(kw.get("attn_mask"), str):  # ("heads": one per head)
+        batch = 1 if kind == "unbatched" else N
+        kw["attn_mask"] = rng.standard_normal((batch * HEADS, L, inputs[1].shape[0]))
+    for name in ("static_k", "static_v"):
+        if name in kw:
+            kw[name] = rng.standard_normal((N * HEADS, 7, E // HEADS))
+    ours = _run_forward(gc, F, inputs, weights, kw)
+    theirs = _run_forward(torch, torch.nn.functional, inputs, weights, kw)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-9, atol=1e-11)
+    assert (ours[1] is None) == (theirs[1] is None)
+    if ours[1] is not None:
+        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-9, atol=1e-11)
+    for a, b in zip(ours[2], theirs[2]):
+        assert (a is None) == (b is None)  # (static keys and values: no key gradient)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+    if kw.get("key_padding_mask") is EVERY_KEY and not kw.get("need_weights", True):
+        assert np.all(ours[0][:, 1] == ours[0][0, 1])  # (zeros through out_proj: its bias)
+
+
+def test_multi_head_attention_forward_checks_its_arguments():
+    rng = np.random.default_rng(0)
+    x, k, v = (gc.tensor(a) for a in _forward_inputs("cross", rng))
+    w = {n: gc.randn(*s, dtype=gc.float64) for n, s in
+         dict(in_proj_weight=(3 * E, E), out_proj_weight=(E, E)).items()}
+
+    def call(q=x, key=k, value=v, **kw):
+        args = dict(in_proj_bias=None, bias_k=None, bias_v=None, add_zero_attn=False,
+                    dropout_p=0.0, out_proj_bias=None, **w)
+        args.update(kw)
+        return F.multi_head_attention_forward(q, key, value, E, HEADS, **args)
+
+    cases = [
+        (dict(q=x[0, 0]), AssertionError, "query should be unbatched 2D or batched 3D tensor "
+                                          "but received 1-D query tensor"),
+        (dict(key=k[:, 0]), AssertionError, "For batched (3-D) `query`, expected `key` and "
+                                            "`value` to be 3-D but found 2-D and 3-D"),
+        (dict(q=x[..., :6]), AssertionError, "was expecting embedding dimension of 8, but got 6"),
+        (dict(value=v[:2]), AssertionError, "key shape gradcore.Size([5, 3, 8]) does not match "
+                                            "value shape gradcore.Size([2, 3, 8])"),
+        (dict(attn_mask=gc.zeros(L, S + 1, dtype=gc.bool)), RuntimeError,
+         "The shape of the 2D attn_mask is gradcore.Size([4, 6]), but should be (4, 5)."),
+        (dict(attn_mask=gc.zeros(L, S, dtype=gc.int64)), AssertionError,
+         "only bool and floating types of attn_mask are supported"),
+        (dict(key_padding_mask=gc.zeros(N, S + 1, dtype=gc.bool)), AssertionError,
+         "Expected key_padded_mask.shape[1] to be 5, but got 6"),
+        (dict(is_causal=True), RuntimeError, "Need attn_mask if specifying the is_causal hint"),
+        (dict(static_k=gc.zeros(N * HEADS, 7, 3)), AssertionError,
+         "expecting static_k.size(2) of 4, but got 3"),
+        (dict(bias_k=gc.zeros(1, 1, E)), AssertionError, "bias_k is set but bias_v is None"),
+        (dict(use_separate_proj_weight=True), AssertionError,
+         "use_separate_proj_weight is True but q_proj_weight is None"),
+    ]
+    for kw, error, message in cases:
+        with pytest.raises(error) as caught:
+            call(**kw)
+        assert str(caught.value).startswith(message), (kw, str(caught.value))
+    with pytest.warns(UserWarning, match="Support for mismatched key_padding_mask and "
+                                         "attn_mask is deprecated"):
+        call(key_padding_mask=gc.zeros(N, S), attn_mask=gc.zeros(L, S, dtype=gc.bool))
+
+
+def test_multihead_attention_goes_through_the_functional_form(monkeypatch):
+    """As PyTorch's module: ``F.multi_head_attention_forward`` with the module's weights,
+    self-attention (``batch_first`` too) keeping ``query is key is value``."""
+    seen = []
+    original = F.multi_head_attention_forward
+
+    def spy(query, key, value, *args, **kwargs):
+        seen.append((query is key is value, kwargs.get("use_separate_proj_weight", False)))
+        return original(query, key, value, *args, **kwargs)
+
+    monkeypatch.setattr(F, "multi_head_attention_forward", spy)
+    x = gc.randn(2, 3, 4)
+    gc.nn.MultiheadAttention(4, 2, batch_first=True)(x, x, x)
+    gc.nn.MultiheadAttention(4, 2, kdim=3, vdim=5)(x, gc.randn(2, 3, 3), gc.randn(2, 3, 5))
+    assert seen == [(True, False), (False, True)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -535,6 +536,55 @@ def test_init_functions_bounds_statistics_and_reproducibility(device):
     a = host(init.normal_(gc.empty(4, 4))).copy()
     gc.manual_seed(7)
     np.testing.assert_array_equal(host(init.normal_(gc.empty(4, 4))), a)
+
+
+
+DEPRECATED_INITS = ["uniform", "normal", "constant", "eye", "dirac", "xavier_uniform",
+                    "xavier_normal", "kaiming_uniform", "kaiming_normal", "orthogonal",
+                    "sparse"]
+
+
+@pytest.mark.parametrize("old", DEPRECATED_INITS)
+def test_init_s_deprecated_names_warn_as_pytorch_and_call_the_new_ones(old):
+    args = {"constant": (0.5,), "sparse": (0.5,)}.get(old, ())
+    shape = (2, 3, 3) if old == "dirac" else (4, 6)
+    gc.manual_seed(3)
+    expected = host(getattr(nn.init, old + "_")(gc.empty(*shape), *args)).copy()
+    gc.manual_seed(3)
+    t = gc.empty(*shape)
+    with pytest.warns(FutureWarning) as record:
+        assert getattr(nn.init, old)(t, *args) is t
+    assert str(record[0].message) == (f"`nn.init.{old}` is now deprecated in favor of "
+                                      f"`nn.init.{old}_`.")
+    assert record[0].filename == __file__  # (stacklevel: the caller's line)
+    np.testing.assert_array_equal(host(t), expected)
+    assert old in nn.init.__all__
+
+
+@pytest.mark.parametrize("mean, std, a, b", [(0.0, 1.0, -2.0, 2.0), (0.0, 1.0, 1.5, 3.0),
+                                             (0.5, 2.0, -1.0, 0.2), (0.0, 1.0, 3.0, 4.0)])
+def test_trunc_normal_has_the_truncated_normal_s_distribution(mean, std, a, b):
+    """Both of PyTorch's samplers (normal redraws when [a, b] holds over 30% of the mass,
+    uniform proposals accepted by density otherwise): values in [a, b] whose empirical
+    CDF is the truncated normal's (Kolmogorov-Smirnov distance), even four std out."""
+    gc.manual_seed(0)
+    n = 20000
+    warn = mean < a - 2 * std or mean > b + 2 * std
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if warn:
+            with pytest.warns(UserWarning, match="mean is more than 2 std from"):
+                t = nn.init.trunc_normal_(gc.empty(n, dtype=gc.float64), mean, std, a, b)
+        else:
+            t = nn.init.trunc_normal_(gc.empty(n, dtype=gc.float64), mean, std, a, b)
+    x = np.sort(host(t))
+    assert a <= x[0] and x[-1] <= b
+    cdf = np.vectorize(lambda z: 0.5 * (1 + math.erf((z - mean) / (std * math.sqrt(2)))))
+    lo, hi = cdf(a), cdf(b)
+    expected = (cdf(x) - lo) / (hi - lo)
+    distance = np.max(np.maximum(np.arange(1, n + 1) / n - expected,
+                                 expected - np.arange(n) / n))
+    assert distance < 1.63 / math.sqrt(n)  # (the 1% critical value)
 
 
 def test_init_writes_into_parameters_without_recording(device):

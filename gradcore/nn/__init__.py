@@ -144,3 +144,15 @@ __all__ += ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
 from .normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: E402
 
 __all__ += ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+
+# transformers (gradcore/nn/transformer.py)
+from .transformer import (  # noqa: E402
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
+
+__all__ += ["TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+            "TransformerDecoder", "Transformer"]

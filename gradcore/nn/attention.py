@@ -1,5 +1,5 @@
-"""``nn.MultiheadAttention``, PyTorch's module over ``F.scaled_dot_product_attention``'s
-arithmetic (PyTorch's parameter names, initialization, masks and returned weights).
+"""``nn.MultiheadAttention``, PyTorch's module over ``F.multi_head_attention_forward``
+(PyTorch's parameter names, initialization, masks and returned weights).
 
 >>> import gradcore as gc
 >>> mha = gc.nn.MultiheadAttention(8, 2, batch_first=True)
@@ -11,9 +11,7 @@ arithmetic (PyTorch's parameter names, initialization, masks and returned weight
 
 from __future__ import annotations
 
-import math
-
-from .. import creation, dtypes
+from .. import creation
 from ..tensor import Parameter
 from . import functional as F
 from . import init
@@ -24,26 +22,6 @@ __all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
 
 class NonDynamicallyQuantizableLinear(Linear):
     """A :class:`Linear` under PyTorch's name for ``MultiheadAttention.out_proj``."""
-
-
-def _merge_masks(attn_mask, key_padding_mask, n, heads, l, s, dtype):
-    """The additive bias ``(N, H, L, S)`` (or broadcastable) of PyTorch's two masks:
-    ``True`` in a boolean mask means *not* attended (``-inf``), a float mask is added."""
-    bias = None
-    for mask, shape in ((attn_mask, None), (key_padding_mask, (n, 1, 1, s))):
-        if mask is None:
-            continue
-        if mask.dtype == dtypes.bool_:
-            m = creation.zeros(tuple(mask.shape), dtype=dtype, device=mask.device)
-            m = m.masked_fill(mask, float("-inf"))
-        else:
-            m = mask.to(dtype)
-        if shape is not None:
-            m = m.reshape(shape)
-        elif m.ndim == 3:  # (N * H, L, S)
-            m = m.reshape(n, heads, l, s)
-        bias = m if bias is None else bias + m
-    return bias
 
 
 class MultiheadAttention(Module):
@@ -108,71 +86,28 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
-        batched = query.ndim == 3
-        if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
-            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        l, n, e = query.shape
-        if e != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
-                                 f"got {e}")
-        if is_causal and attn_mask is None:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use "
-                               "the Transformer module method `generate_square_subsequent_mask`"
-                               " to create this mask.")
-        b = self.in_proj_bias
-        bq, bk, bv = (None, None, None) if b is None else b.chunk(3)
-        if self._qkv_same_embed_dim:
-            wq, wk, wv = self.in_proj_weight.chunk(3)
-        else:
-            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        q, k, v = F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
-        if self.bias_k is not None:
-            k = creation_cat(k, self.bias_k.expand(1, n, e))
-            v = creation_cat(v, self.bias_v.expand(1, n, e))
-            attn_mask = _pad_last(attn_mask)
-            key_padding_mask = _pad_last(key_padding_mask)
-        if self.add_zero_attn:
-            k = creation_cat(k, creation.zeros((1, n, e), dtype=k.dtype, device=k.device))
-            v = creation_cat(v, creation.zeros((1, n, e), dtype=v.dtype, device=v.device))
-            attn_mask = _pad_last(attn_mask)
-            key_padding_mask = _pad_last(key_padding_mask)
-        s, h, d = k.shape[0], self.num_heads, self.head_dim
-        # (L, N, E) -> (N, H, L, D)
-        q = q.reshape(l, n, h, d).permute(1, 2, 0, 3)
-        k = k.reshape(s, n, h, d).permute(1, 2, 0, 3)
-        v = v.reshape(s, n, h, d).permute(1, 2, 0, 3)
-        bias = _merge_masks(attn_mask, key_padding_mask, n, h, l, s, q.dtype)
-        scores = (q * math.sqrt(1.0 / d)) @ k.transpose(-2, -1)
-        if bias is not None:
-            scores = scores + bias
-        weights = F.softmax(scores, dim=-1)
-        if self.dropout > 0.0 and self.training:
-            weights = F.dropout(weights, self.dropout, training=True)
-        out = (weights @ v).permute(2, 0, 1, 3).reshape(l, n, e)
-        out = self.out_proj(out)
-        if self.batch_first and batched:
-            out = out.transpose(0, 1)
-        if not batched:
-            out = out.squeeze(1)
-        if not need_weights:
-            return out, None
-        w = weights.mean(1) if average_attn_weights else weights  # (after dropout, as PyTorch)
-        return out, (w if batched else w.squeeze(0))
-
-
-def creation_cat(a, b):
-    """``a`` and ``b`` joined along the sequence (first) axis."""
-    from ..ops import cat  # noqa: PLC0415  (the ops layer, below nn)
-
-    return cat([a, b], 0)
-
-
-def _pad_last(mask):
-    """A mask with one more key column (not masked), as PyTorch pads for added keys."""
-    if mask is None:
-        return None
-    return F.pad(mask, (0, 1))
+        """The attention output ``(L, N, E)`` (``(N, L, E)`` with ``batch_first``, ``(L,
+        E)`` unbatched) and the attention weights ``(N, L, S)`` (per head: ``(N,
+        num_heads, L, S)``) or ``None`` without ``need_weights``, through
+        :func:`~gradcore.nn.functional.multi_head_attention_forward` as PyTorch."""
+        is_batched = query.ndim == 3
+        key_padding_mask = F._canonical_mask(
+            key_padding_mask, "key_padding_mask",
+            None if attn_mask is None else attn_mask.dtype, "attn_mask", query.dtype)
+        attn_mask = F._canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                      check_other=False)
+        if self.batch_first and is_batched:
+            # (transposed once each, so that `query is key is value` still holds)
+            query, key, value = F._transpose_keeping_identity(query, key, value)
+        separate = {} if self._qkv_same_embed_dim else dict(
+            use_separate_proj_weight=True, q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight)
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            average_attn_weights=average_attn_weights, is_causal=is_causal, **separate)
+        if self.batch_first and is_batched:
+            out = out.transpose(1, 0)
+        return out, weights

@@ -30,6 +30,7 @@ from ..backend import math_of
 from ..ops import _autocast as _ac
 from ..ops import activation as _act
 from ..ops import apply_inplace
+from ..ops import cat as _cat
 from ..ops import conv as _conv
 from ..ops import pointwise as _pw
 from ..ops import reduce as _red
@@ -894,15 +895,82 @@ __all__ += ["dropout1d", "dropout2d"]
 
 
 # ---- attention ----------
+# the C++ names PyTorch's attention messages give dtypes ("query.dtype: double")
+_C_DTYPE_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double",
+                  "bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+                  "int16": "short int", "int32": "int", "int64": "long int"}
+
+
+def _c_dtype(dt):
+    return _C_DTYPE_NAMES.get(dt.name, dt.name)
+
+
+def _broadcast_shapes(a, b, in_place=False):
+    """The broadcast of shapes ``a`` and ``b`` (PyTorch's message when they do not);
+    ``in_place``: ``b`` added into a tensor of shape ``a``, which cannot grow."""
+    n = max(len(a), len(b))
+    out = []
+    for k in range(n, 0, -1):
+        da = a[-k] if k <= len(a) else 1
+        db = b[-k] if k <= len(b) else 1
+        if da != db and da != 1 and db != 1:
+            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b "
+                               f"({db}) at non-singleton dimension {n - k}")
+        out.append(da if db == 1 else db)
+    if in_place and tuple(out) != tuple(a):
+        raise RuntimeError(f"output with shape {list(a)} doesn't match the broadcast shape "
+                           f"{out}")
+    return tuple(out)
+
+
+def _check_bmm(batch, rows, other, first, second):
+    """PyTorch's message (from bmm) when ``other`` does not multiply the ``rows``-long
+    last axis: its axis ``first`` (the contracted one) must match."""
+    if other.shape[first] != rows:
+        b = math.prod(batch)
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{b}, {rows}] but got: [{b}, {other.shape[first]}].")
+    return other.shape[second]
+
+
+def _check_attention_inputs(query, key, value, attn_mask, dropout_p, is_causal):
+    """PyTorch's checks of ``scaled_dot_product_attention``'s arguments, in its order."""
+    if not (query.dtype == key.dtype == value.dtype):
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
+                           f"query.dtype: {_c_dtype(query.dtype)} key.dtype: "
+                           f"{_c_dtype(key.dtype)} and value.dtype: {_c_dtype(value.dtype)} "
+                           f"instead.")
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, "
+                           f"but got query.dim: {query.ndim} key.dim: {key.ndim} and "
+                           f"value.dim: {value.ndim} instead.")
+    if attn_mask is not None and attn_mask.dtype not in (dtypes.bool_, dtypes.float32,
+                                                         query.dtype):
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
+                           f"dtype, but got attn_mask.dtype: {_c_dtype(attn_mask.dtype)} and "
+                           f" query.dtype: {_c_dtype(query.dtype)} instead.")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                           "set when is_causal=True")
+    if dropout_p > 1.0:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got "
+                           f"{dropout_p}")
+    if not query.dtype.is_floating_point:
+        raise RuntimeError(f"expected scalar type Float but found "
+                           f"{dtypes.torch_name(query.dtype)}")
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """``softmax(query @ key^T * scale + bias) @ value`` over the last two dimensions
     (leading ones broadcast), as ``torch.nn.functional.scaled_dot_product_attention``:
     ``scale`` defaults to ``1 / sqrt(E)``; a boolean ``attn_mask`` says which keys each
-    query may attend to (``True``: attend), a float one is added; ``is_causal`` masks
-    the keys after each query (top-left aligned); ``dropout_p`` drops attention weights
-    (from gradcore's generator); ``enable_gqa`` repeats the key/value heads to the
-    query's. Built from matmul and the softmax primitive: differentiable to any order.
+    query may attend to (``True``: attend), a float one (``query``'s dtype or float32)
+    is added; ``is_causal`` masks the keys after each query (top-left aligned);
+    ``dropout_p`` drops attention weights (from gradcore's generator); ``enable_gqa``
+    repeats the key/value heads to the query's. A query whose mask leaves it no key gets
+    zeros (and zero gradients), as PyTorch's math path gives, not NaN. Built from matmul
+    and the softmax primitive: differentiable to any order.
 
     >>> import gradcore as gc
     >>> q = k = v = gc.eye(2).reshape(1, 2, 2)
@@ -910,37 +978,335 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     tensor([[[1.0000, 0.0000],
              [0.3302, 0.6698]]])
     """
-    if is_causal and attn_mask is not None:
-        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
-                           "set when is_causal=True")
-    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
-        raise RuntimeError("scaled_dot_product_attention: query, key and value must have at "
-                           "least 2 dimensions")
+    _check_attention_inputs(query, key, value, attn_mask, dropout_p, is_causal)
     n_q, n_k = query.shape[-2], key.shape[-2]
     factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
-    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
-        if query.shape[-3] % key.shape[-3]:
-            raise RuntimeError("scaled_dot_product_attention: the number of query heads must "
-                               "be a multiple of the number of key/value heads")
-        reps = query.shape[-3] // key.shape[-3]
-        key = key.repeat_interleave(reps, dim=-3)
-        value = value.repeat_interleave(reps, dim=-3)
+    if enable_gqa and query.ndim >= 3:
+        heads = query.shape[-3]
+        if key.ndim < 3 or value.ndim < 3 or heads % key.shape[-3] or heads % value.shape[-3]:
+            raise RuntimeError("Number of heads in key and value must divide the number of "
+                               "heads in query")
+        if key.shape[-3] != heads:
+            key = key.repeat_interleave(heads // key.shape[-3], dim=-3)
+        if value.shape[-3] != heads:
+            value = value.repeat_interleave(heads // value.shape[-3], dim=-3)
+    batch = _broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]))
+    _check_bmm(batch, query.shape[-1], key, -1, -2)
+    scores_shape = batch + (n_q, n_k)
+    if attn_mask is not None:
+        _broadcast_shapes(scores_shape, tuple(attn_mask.shape), in_place=True)
+    _check_bmm(_broadcast_shapes(batch, tuple(value.shape[:-2])), n_k, value, -2, -1)
     scores = (query @ key.transpose(-2, -1)) * factor
     if is_causal:
         allowed = creation.ones((n_q, n_k), dtype=dtypes.bool_, device=query.device).tril()
         scores = scores.masked_fill(allowed.logical_not(), float("-inf"))
-    if attn_mask is not None:
+    if attn_mask is None:
+        weights = softmax(scores, dim=-1)
+    else:
         if attn_mask.dtype == dtypes.bool_:
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
         else:
-            scores = scores + attn_mask
-    weights = softmax(scores, dim=-1)
+            scores = scores + attn_mask.to(query.dtype)
+        weights = _safe_softmax(scores)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return weights @ value
 
 
-__all__ += ["scaled_dot_product_attention"]
+def _safe_softmax(scores):
+    """Softmax over the last axis, with zeros (not NaN) for a row that is ``-inf`` all
+    along (PyTorch's ``_safe_softmax``); such a row passes zero gradient back (its scores
+    are replaced before the softmax, so no NaN reaches the backward pass either)."""
+    dead = (scores == float("-inf")).all(dim=-1, keepdim=True)
+    return softmax(scores.masked_fill(dead, 0.0), dim=-1).masked_fill(dead, 0.0)
+
+
+__all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
+
+
+# ---- multi-head attention ----------
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """PyTorch's checks of the inputs' dimensions; whether the query is batched."""
+    if query.ndim == 3:
+        if key.ndim != 3 or value.ndim != 3:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key` and `value` to be "
+                                 f"3-D but found {key.ndim}-D and {value.ndim}-D tensors "
+                                 f"respectively")
+        if key_padding_mask is not None and key_padding_mask.ndim != 2:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key_padding_mask` to be "
+                                 f"`None` or 2-D but found {key_padding_mask.ndim}-D tensor "
+                                 f"instead")
+        if attn_mask is not None and attn_mask.ndim not in (2, 3):
+            raise AssertionError(f"For batched (3-D) `query`, expected `attn_mask` to be "
+                                 f"`None`, 2-D or 3-D but found {attn_mask.ndim}-D tensor "
+                                 f"instead")
+        return True
+    if query.ndim == 2:
+        if key.ndim != 2 or value.ndim != 2:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key` and `value` to "
+                                 f"be 2-D but found {key.ndim}-D and {value.ndim}-D tensors "
+                                 f"respectively")
+        if key_padding_mask is not None and key_padding_mask.ndim != 1:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key_padding_mask` to "
+                                 f"be `None` or 1-D but found {key_padding_mask.ndim}-D tensor "
+                                 f"instead")
+        if attn_mask is not None:
+            if attn_mask.ndim not in (2, 3):
+                raise AssertionError(f"For unbatched (2-D) `query`, expected `attn_mask` to be "
+                                     f"`None`, 2-D or 3-D but found {attn_mask.ndim}-D tensor "
+                                     f"instead")
+            expected = (num_heads, query.shape[0], key.shape[0])
+            if attn_mask.ndim == 3 and tuple(attn_mask.shape) != expected:
+                raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                     f"{attn_mask.shape}")
+        return False
+    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                         f"{query.ndim}-D query tensor")
+
+
+def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+    """PyTorch's reading of an attention mask: a boolean one (``True``: not attended)
+    becomes an additive float mask of ``target_type`` (``-inf`` where ``True``), a float
+    one is kept; a mask of another dtype than ``other_type`` warns (PyTorch's
+    deprecation)."""
+    if mask is None:
+        return None
+    if mask.dtype != dtypes.bool_ and not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mask.dtype != other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. "
+                      "Use same type for both instead.", stacklevel=3)
+    if mask.dtype == dtypes.bool_:
+        mask = creation.zeros(tuple(mask.shape), dtype=target_type,
+                              device=mask.device).masked_fill(mask, float("-inf"))
+    return mask
+
+
+def _in_projection_packed(q, k, v, w, b=None):
+    """The query, key and value projections by one packed ``(3E, E)`` weight; one matmul
+    where query, key and value are the same tensor (self-attention), as PyTorch."""
+    e = q.shape[-1]
+    if k is v:
+        if q is k:
+            proj = linear(q, w, b).unflatten(-1, (3, e))
+            return proj[..., 0, :], proj[..., 1, :], proj[..., 2, :]
+        w_q, w_kv = w.split([e, 2 * e])
+        b_q, b_kv = (None, None) if b is None else b.split([e, 2 * e])
+        kv = linear(k, w_kv, b_kv).unflatten(-1, (2, e))
+        return linear(q, w_q, b_q), kv[..., 0, :], kv[..., 1, :]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
+    """Three projections by separate weights (PyTorch's shape checks)."""
+    eq, ek, ev = q.shape[-1], k.shape[-1], v.shape[-1]
+    for what, w, shape in (("query", w_q, (eq, eq)), ("key", w_k, (eq, ek)),
+                           ("value", w_v, (eq, ev))):
+        if tuple(w.shape) != shape:
+            raise AssertionError(f"expecting {what} weights shape of {shape}, but got "
+                                 f"{w.shape}")
+    for what, bias in (("query", b_q), ("key", b_k), ("value", b_v)):
+        if bias is not None and tuple(bias.shape) != (eq,):
+            raise AssertionError(f"expecting {what} bias shape of {(eq,)}, but got "
+                                 f"{bias.shape}")
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """The computation of :class:`gradcore.nn.MultiheadAttention` from its weights
+    (PyTorch's ``F.multi_head_attention_forward``, argument for argument): ``query``
+    ``(L, N, E)``, ``key``/``value`` ``(S, N, E_k/E_v)`` or unbatched ``(L, E)``;
+    ``key_padding_mask`` ``(N, S)`` and ``attn_mask`` ``(L, S)`` or ``(N * num_heads, L,
+    S)`` mark with ``True`` what is *not* attended, float masks are added; ``static_k``/
+    ``static_v`` ``(N * num_heads, S, E / num_heads)`` replace the projected keys/values.
+    Returns the output and, with ``need_weights``, the attention weights (averaged over
+    the heads with ``average_attn_weights``), else ``None``. Without ``need_weights`` the
+    attention is :func:`scaled_dot_product_attention`'s (a query with no key left gets
+    zeros); with it, a plain softmax (NaN there, as PyTorch).
+
+    >>> import gradcore as gc
+    >>> mha = gc.nn.MultiheadAttention(4, 2)
+    >>> x = gc.randn(3, 1, 4)
+    >>> out, w = multi_head_attention_forward(
+    ...     x, x, x, 4, 2, mha.in_proj_weight, mha.in_proj_bias, None, None, False, 0.0,
+    ...     mha.out_proj.weight, mha.out_proj.bias)
+    >>> out.shape, w.shape
+    (gradcore.Size([3, 1, 4]), gradcore.Size([1, 3, 3]))
+    """
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query, key, value = _unsqueeze_keeping_identity(query, key, value, 1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                       None if attn_mask is None else attn_mask.dtype,
+                                       "attn_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                           "Transformer module method `generate_square_subsequent_mask` to "
+                           "create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # (the hint alone: scaled_dot_product_attention's is_causal)
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                    check_other=False)
+        if key_padding_mask is not None:
+            is_causal = False  # (the merged mask is not causal any more)
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match "
+                                 f"value's {value.shape[:2]}")
+    elif tuple(key.shape) != tuple(value.shape):
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    else:
+        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight "
+                                     f"is None")
+        b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
+        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight,
+                                 v_proj_weight, b_q, b_k, b_v)
+
+    if attn_mask is not None:
+        if attn_mask.ndim == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.ndim == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
+
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = _cat([k, bias_k.repeat(1, bsz, 1)], 0)
+        v = _cat([v, bias_v.repeat(1, bsz, 1)], 0)
+        attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
+        key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
+    elif bias_k is not None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    elif bias_v is not None:
+        raise AssertionError("bias_v is set but bias_k is None")
+
+    # (L, N, E) -> (N * H, L, D)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = _heads_first(k, static_k, "static_k", bsz * num_heads, head_dim)
+    v = _heads_first(v, static_v, "static_v", bsz * num_heads, head_dim)
+    if add_zero_attn:
+        zeros = (bsz * num_heads, 1, head_dim)
+        k = _cat([k, creation.zeros(zeros, dtype=k.dtype, device=k.device)], 1)
+        v = _cat([v, creation.zeros(zeros, dtype=v.dtype, device=v.device)], 1)
+        attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
+        key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
+    src_len = k.shape[1]
+
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
+                                 f"{key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
+        key_padding_mask = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
+            -1, num_heads, -1, -1).reshape(bsz * num_heads, 1, src_len)
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        q_scaled = q * math.sqrt(1.0 / float(head_dim))
+        if is_causal and attn_mask is None:
+            raise AssertionError("FIXME: is_causal not implemented for need_weights")
+        weights = q_scaled @ k.transpose(-2, -1)
+        if attn_mask is not None:
+            weights = attn_mask + weights
+        weights = softmax(weights, dim=-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, p=dropout_p)
+        out = (weights @ v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+
+    if attn_mask is not None:
+        if attn_mask.shape[0] == 1 and attn_mask.ndim == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+    k = k.reshape(bsz, num_heads, src_len, head_dim)
+    v = v.reshape(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None
+
+
+def _unsqueeze_keeping_identity(query, key, value, dim):
+    """``query``, ``key`` and ``value`` unsqueezed at ``dim``, one new tensor for each
+    distinct one (the projections take one matmul for self-attention: ``q is k is v``)."""
+    return _keeping_identity(lambda t: t.unsqueeze(dim), query, key, value)
+
+
+def _transpose_keeping_identity(query, key, value):
+    """``query``, ``key`` and ``value`` with their first two axes swapped, keeping which
+    of them are the same tensor (``MultiheadAttention`` with ``batch_first``)."""
+    return _keeping_identity(lambda t: t.transpose(1, 0), query, key, value)
+
+
+def _keeping_identity(fn, query, key, value):
+    new_query = fn(query)
+    new_key = new_query if key is query else fn(key)
+    new_value = new_key if value is key else new_query if value is query else fn(value)
+    return new_query, new_key, new_value
+
+
+def _heads_first(x, static, name, batch_heads, head_dim):
+    """Projected keys or values ``(S, N, E)`` as ``(N * H, S, D)``, or ``static`` (checked)
+    in their place."""
+    if static is None:
+        return x.reshape(x.shape[0], batch_heads, head_dim).transpose(0, 1)
+    if static.shape[0] != batch_heads:
+        raise AssertionError(f"expecting {name}.size(0) of {batch_heads}, but got "
+                             f"{static.shape[0]}")
+    if static.shape[2] != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got "
+                             f"{static.shape[2]}")
+    return static
+
 
 
 # ---- resampling ----------

@@ -14,6 +14,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -104,15 +105,41 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Fill with samples of N(mean, std**2) redrawn until they lie in [a, b]."""
+    """Fill with samples of N(mean, std**2) truncated to [a, b], by PyTorch's rejection
+    sampling: normal draws redrawn until they lie in [a, b] when [a, b] holds more than
+    30% of the normal's mass, else uniform draws on [a, b] each kept with probability
+    ``pdf(x) / max pdf`` (so far tails cost no more than near ones). Warns, as PyTorch,
+    when ``mean`` is more than two ``std`` outside [a, b]."""
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
+                      "distribution of values may be incorrect.", stacklevel=2)
     rng = _random.stream(generator, tensor.device.type, "trunc_normal_")
     shape = tuple(tensor.shape)
-    out = rng.normal(mean, std, size=shape)
-    bad = (out < a) | (out > b)
-    while bad.any():
-        out[bad] = rng.normal(mean, std, size=int(bad.sum()))
-        bad = (out < a) | (out > b)
+    mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
+    if mass > 0.3:
+        out = rng.normal(mean, std, size=shape)
+        pending = (out < a) | (out > b)
+        while pending.any():
+            out[pending] = rng.normal(mean, std, size=int(pending.sum()))
+            pending = (out < a) | (out > b)
+        return _write(tensor, out)
+    mode = max(a, min(mean, b))  # where the density peaks on [a, b]
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+    out = np.empty(shape)
+    pending = np.ones(shape, dtype=bool)
+    while pending.any():
+        candidates = rng.uniform(a, b, size=int(pending.sum()))
+        log_ratio = -0.5 * ((candidates - mean) / std) ** 2 - log_peak
+        accepted = np.log(rng.uniform(size=candidates.shape)) <= log_ratio
+        where = np.flatnonzero(pending)[accepted]
+        out.flat[where] = candidates[accepted]
+        pending.flat[where] = False
     return _write(tensor, out)
+
+
+def _normal_cdf(x):
+    """The standard normal's cumulative distribution function."""
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
 
 def constant_(tensor, val):
@@ -226,3 +253,38 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
 
 
 __all__ += ["orthogonal_", "dirac_", "sparse_"]
+
+
+def _make_deprecate(method):
+    """PyTorch's old name of ``method`` (without the trailing underscore): warns with
+    PyTorch's FutureWarning, then calls ``method``."""
+    new_name = method.__name__
+    old_name = new_name[:-1]
+
+    @functools.wraps(method)
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        return method(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = (f"Deprecated (as in PyTorch): warns with a FutureWarning and "
+                               f"calls :func:`{new_name}`.")
+    return deprecated_init
+
+
+# PyTorch's deprecated names
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)
+
+__all__ += ["uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+            "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
