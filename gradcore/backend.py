@@ -408,6 +408,8 @@ class ArrayMath:
         return out if out.shape == shape else out.reshape(shape)
 
     def _sum_to_broadcast(self, grad, shape, axes):
+        if grad.size == 0:  # (expanded to a zero-size shape: nothing flowed back)
+            return self.xp.zeros(shape, dtype=grad.dtype)
         flat = tuple(a for a in axes if grad.strides[a] == 0)
         count = 1
         for a in flat:

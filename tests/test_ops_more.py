@@ -825,3 +825,68 @@ def test_round_with_decimals_is_pytorch_s(decimals, dtype):
     assert not host(t.grad).any()
     with pytest.raises(NotImplementedError, match="'Long'"):
         gc.round(gc.tensor([15]), decimals=-1)
+
+
+# ---- found by tinygrad's op tests (dev/programs/tinygrad_ops.py) ---------------------
+SHIFT_X = [1, -8, 5, 7, -1]
+SHIFT_Y = [0, 1, 31, 32, 40]
+
+
+def _shifts(m):
+    x, y = m.tensor(SHIFT_X, dtype=m.int32), m.tensor(SHIFT_Y, dtype=m.int32)
+    minus = m.tensor(-1, dtype=m.int32)
+    small = m.tensor([1, 2], dtype=m.uint8)
+    return [x << y, x >> y, x << minus, x >> minus, m.bitwise_left_shift(x, 2),
+            m.bitwise_right_shift(x, 3), small << m.tensor([7, 8], dtype=m.uint8),
+            3 << m.tensor([1, 2]), 100 >> m.tensor([1, 2]), m.tensor([True]) << 1,
+            x.bitwise_left_shift(1)]
+
+
+def test_shifts_are_pytorch_s():
+    """``<<``/``>>`` and ``bitwise_left_shift``/``bitwise_right_shift``: shifts by a
+    negative amount or the type's width or more give 0 (-1 for a negative value shifted
+    right), bool promotes to int64, floats raise."""
+    want = [[1, -16, -2147483648, 0, 0], [1, -4, 0, 0, -1], [0] * 5, [0, -1, 0, 0, -1],
+            [4, -32, 20, 28, -4], [0, -1, 0, 0, -1], [128, 0], [6, 12], [50, 25], [2],
+            [2, -16, 10, 14, -2]]
+    got = _shifts(gc)
+    for g, w in zip(got, want):
+        assert g.tolist() == w
+    assert [str(g.dtype).split(".")[1] for g in got[-5:]] == ["uint8", "int64", "int64",
+                                                              "int64", "int32"]
+    with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
+        gc.tensor([1.0]) << 1
+
+
+@needs_torch
+def test_shifts_against_pytorch():
+    import torch
+
+    for g, t in zip(_shifts(gc), _shifts(torch)):
+        assert g.tolist() == t.tolist() and str(g.dtype)[9:] == str(t.dtype)[6:]
+
+
+def test_expanding_to_zero_elements_passes_zero_gradient_back():
+    x = gc.randn(4, 3, 1, 6, requires_grad=True)
+    for shape in [(0, 1, 4, 3, 2, 6), (4, 3, 0, 6)]:
+        (g,) = gc.autograd.grad(x.expand(shape).sum(), [x])
+        assert g.shape == x.shape and not g.abs().sum().item()
+
+
+@pytest.mark.parametrize("name, args", [
+    ("aminmax", ()), ("argsort", ()), ("count_nonzero", ()), ("cumprod", ()),
+    ("cumsum", ()), ("kthvalue", (1,)), ("log_softmax", ()), ("softmax", ()),
+    ("sort", ()), ("std_mean", ()), ("topk", (1,)), ("var_mean", ()), ("unbind", ()),
+    ("unsqueeze", ()), ("squeeze", ()), ("chunk", (2,)), ("repeat_interleave", (2,))])
+def test_numpy_names_axis_and_keepdims_are_accepted(name, args):
+    """PyTorch takes NumPy's ``axis`` for ``dim`` (and ``keepdims`` for ``keepdim``)."""
+    x = gc.tensor(np.arange(12.0).reshape(3, 4))
+    by_axis = getattr(gc, name)(x, *args, axis=0)
+    by_dim = getattr(gc, name)(x, *args, dim=0)
+    flat = (lambda r: [v.tolist() for v in r] if isinstance(r, tuple) else r.tolist())
+    assert flat(by_axis) == flat(by_dim)
+    for fn in (gc.cat, gc.stack, gc.concat):
+        assert fn([x, x], axis=1).tolist() == fn([x, x], dim=1).tolist()
+    assert gc.std_mean(x, axis=1, keepdims=True)[0].shape == (3, 1)
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'dim'"):
+        gc.cumsum(x)

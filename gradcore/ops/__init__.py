@@ -284,6 +284,8 @@ def bind_methods(T) -> None:
         "__and__": pw.bitwise_and, "__or__": pw.bitwise_or, "__xor__": pw.bitwise_xor,
         "__rand__": _r(pw.bitwise_and), "__ror__": _r(pw.bitwise_or),
         "__rxor__": _r(pw.bitwise_xor), "__invert__": pw.bitwise_not,
+        "__lshift__": pw.bitwise_left_shift, "__rshift__": pw.bitwise_right_shift,
+        "__rlshift__": _r(pw.bitwise_left_shift), "__rrshift__": _r(pw.bitwise_right_shift),
         "where": lambda self, cond, other: pw.where(cond, self, other),
         # shape
         "expand_as": lambda self, other: shape.broadcast_to(self, other.shape),

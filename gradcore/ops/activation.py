@@ -108,8 +108,12 @@ def _record_softmax(out, cls, axis, x):
 
 
 @export(torch=True, method=True)
-def softmax(x, dim, dtype=None):
+def softmax(x, dim=None, dtype=None, *, axis=None):
     """``exp(x) / sum(exp(x), dim)``, computed without overflow; one node."""
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
+    if dim is None:
+        raise TypeError("softmax() missing 1 required positional argument: 'dim'")
     return _softmax_op(x, dim, dtype, False, SoftmaxBackward0, "softmax")
 
 
@@ -124,8 +128,12 @@ class LogSoftmaxBackward0(Node):
 
 
 @export(torch=True, method=True)
-def log_softmax(x, dim, dtype=None):
+def log_softmax(x, dim=None, dtype=None, *, axis=None):
     """``x - logsumexp(x, dim)``; one node."""
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
+    if dim is None:
+        raise TypeError("log_softmax() missing 1 required positional argument: 'dim'")
     return _softmax_op(x, dim, dtype, True, LogSoftmaxBackward0, "log_softmax")
 
 

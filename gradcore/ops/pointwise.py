@@ -1794,6 +1794,47 @@ bitwise_or = export(torch=True, method=True)(_bitwise("bitwise_or", lambda x, y:
 bitwise_xor = export(torch=True, method=True)(_bitwise("bitwise_xor", lambda x, y: x ^ y))
 
 
+def _shift(op, left):
+    """``x << y`` / ``x >> y`` as PyTorch computes them: a shift by a negative amount or
+    by the type's width or more gives 0 (a right shift of a negative value: -1)."""
+    def shift(a, b):
+        x, y = binary_operands(a, b, op)
+        for v in (x, y):
+            if isinstance(v, Tensor) and v._data.dtype.kind == "f":
+                raise RuntimeError(f'"{"lshift" if left else "rshift"}_cpu" not implemented '
+                                   f"for '{dtypes.torch_name(v._data.dtype)}'")
+        xd = x._data if isinstance(x, Tensor) else x
+        yd = y._data if isinstance(y, Tensor) else y
+        ref = xd if hasattr(xd, "dtype") else yd
+        m = math_of(ref)
+        try:
+            dt = m.result_type(xd, yd)
+            if dt == np.bool_:  # (bool shifted: PyTorch promotes to int64)
+                dt = np.dtype(np.int64)
+            xa, ya = m.asarray(xd, dtype=dt), m.asarray(yd, dtype=dt)
+            bits = np.dtype(dt).itemsize * 8
+            inside = (ya >= 0) & (ya < bits)
+            amount = m.where(inside, ya, 0)
+            if left:
+                out = m.where(inside, m.left_shift(xa, amount), 0)
+            else:
+                out = m.where(inside, m.right_shift(xa, amount), m.where(xa < 0, -1, 0))
+            return wrap(m.astype(out, dt))
+        except ValueError as exc:
+            raise _broadcast_error(op, x, y, exc) from None
+    shift.__name__ = op
+    shift.__doc__ = (f"Elementwise ``{'x << y' if left else 'x >> y'}`` of integer tensors "
+                     "(or Python ints), with broadcasting, as PyTorch: a shift by a negative "
+                     "amount or by the type's width or more gives 0"
+                     f"{'' if left else ' (-1 for a negative x)'}; floating dtypes raise. "
+                     "Never tracked.")
+    return shift
+
+
+bitwise_left_shift = export(torch=True, method=True)(_shift("bitwise_left_shift", True))
+bitwise_right_shift = export(torch=True, method=True)(_shift("bitwise_right_shift", False))
+
+
 @export(torch=True, method=True)
 def logical_not(x):
     """``True`` where ``x`` is zero (False), as a bool tensor; never tracked."""

@@ -292,16 +292,24 @@ def _cumulative(x, dim, dtype, op, node_type):
 
 
 @export(torch=True, method=True)
-def cumsum(input, dim, *, dtype=None):  # noqa: A002
+def cumsum(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     """Cumulative sum along ``dim``: ``out[k] = input[0] + ... + input[k]``. Integer and
     bool inputs give int64 (as in PyTorch); ``dtype`` casts the input first."""
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
+    if dim is None:
+        raise TypeError("cumsum() missing 1 required positional argument: 'dim'")
     return _cumulative(input, dim, dtype, "cumsum", CumsumBackward0)
 
 
 @export(torch=True, method=True)
-def cumprod(input, dim, *, dtype=None):  # noqa: A002
+def cumprod(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     """Cumulative product along ``dim``: ``out[k] = input[0] * ... * input[k]``, with
     :func:`cumsum`'s dtypes; its gradient is exact where the input has zeros."""
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
+    if dim is None:
+        raise TypeError("cumprod() missing 1 required positional argument: 'dim'")
     return _cumulative(input, dim, dtype, "cumprod", CumprodBackward0)
 
 
@@ -755,7 +763,7 @@ def _scalar_pick(x, cls):
 
 
 @export(torch=True, method=True)
-def sort(input, dim=-1, descending=False, *, stable=False):  # noqa: A002
+def sort(input, dim=-1, descending=False, *, stable=False, axis=None):  # noqa: A002
     """``(values, indices)``: ``input`` sorted along ``dim`` (ascending unless
     ``descending``), and where each value came from. Always stable (equal elements keep
     their order, which ``stable=True`` asks for); NaN sorts as the largest.
@@ -764,6 +772,8 @@ def sort(input, dim=-1, descending=False, *, stable=False):  # noqa: A002
     >>> gc.sort(gc.tensor([3., 1., 2.]), descending=True)
     sort(values=tensor([3., 2., 1.]), indices=tensor([0, 2, 1]))
     """
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
     xd = input._data
     axis = normalize_dim(dim, xd.ndim, "sort")
     if not xd.ndim:
@@ -773,8 +783,10 @@ def sort(input, dim=-1, descending=False, *, stable=False):  # noqa: A002
 
 
 @export(torch=True, method=True)
-def argsort(input, dim=-1, descending=False, *, stable=False):  # noqa: A002
+def argsort(input, dim=-1, descending=False, *, stable=False, axis=None):  # noqa: A002
     """The indices that sort ``input`` along ``dim`` (as :func:`sort`'s, stable)."""
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
     xd = input._data
     axis = normalize_dim(dim, xd.ndim, "argsort")
     if not xd.ndim:
@@ -789,7 +801,7 @@ def msort(input):  # noqa: A002
 
 
 @export(torch=True, method=True)
-def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+def topk(input, k, dim=-1, largest=True, sorted=True, *, axis=None):  # noqa: A002
     """``(values, indices)`` of the ``k`` largest elements along ``dim`` (the smallest
     with ``largest=False``), in order; among equal elements the first ones.
 
@@ -797,6 +809,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     >>> gc.topk(gc.tensor([1., 5., 3., 4.]), 2)
     topk(values=tensor([5., 4.]), indices=tensor([1, 3]))
     """
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
     xd = input._data
     k = int_arg(k, "topk", "k")
     axis = normalize_dim(dim, xd.ndim, "topk")
@@ -812,13 +826,17 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
 
 
 @export(torch=True, method=True)
-def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
+def kthvalue(input, k, dim=-1, keepdim=False, *, axis=None, keepdims=None):  # noqa: A002
     """``(values, indices)`` of the ``k``-th smallest element (from 1) along ``dim``.
 
     >>> import gradcore as gc
     >>> gc.kthvalue(gc.tensor([3., 1., 2.]), 2)
     kthvalue(values=tensor(2.), indices=tensor(2))
     """
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
     xd = input._data
     k = int_arg(k, "kthvalue", "k")
     axis = normalize_dim(dim, xd.ndim, "kthvalue")
@@ -834,7 +852,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
 
 # ---- aminmax, count_nonzero, var_mean, std_mean ----------
 @export(torch=True, method=True)
-def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
+def aminmax(input, *, dim=None, keepdim=False, axis=None, keepdims=None):  # noqa: A002
     """``(min, max)`` over everything, or along ``dim`` (an int); tied extremes share
     the gradient evenly, as :func:`amin` and :func:`amax`.
 
@@ -842,6 +860,10 @@ def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
     >>> gc.aminmax(gc.tensor([[1., 5.], [-2., 3.]]), dim=1)
     aminmax(min=tensor([ 1., -2.]), max=tensor([5., 3.]))
     """
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
     xd = input._data
     if dim is None:
         if xd.size == 0:
@@ -858,9 +880,11 @@ def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
 
 
 @export(torch=True, method=True)
-def count_nonzero(input, dim=None):  # noqa: A002
+def count_nonzero(input, dim=None, *, axis=None):  # noqa: A002
     """How many elements are not zero, over ``dim`` (int or tuple; everything when
     None): int64, never tracked."""
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
     xd = input._data
     axes = None if dim is None or (isinstance(dim, (tuple, list)) and not dim) else \
         normalize_dims(dim, xd.ndim, "count_nonzero")
@@ -877,19 +901,29 @@ def _stat_mean(name, x, dim, unbiased, keepdim, correction, is_std):
 
 
 @export(torch=True)
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None,  # noqa: A002
+             axis=None, keepdims=None):
     """``(var, mean)`` over ``dim``: :func:`var`'s arguments, both differentiable."""
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
     return _stat_mean("var_mean", input, dim, unbiased, keepdim, correction, False)
 
 
 @export(torch=True)
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None,  # noqa: A002
+             axis=None, keepdims=None):
     """``(std, mean)`` over ``dim``: :func:`std`'s arguments, both differentiable.
 
     >>> import gradcore as gc
     >>> gc.std_mean(gc.tensor([1., 2., 4.]))
     (tensor(1.5275), tensor(2.3333))
     """
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
     return _stat_mean("std_mean", input, dim, unbiased, keepdim, correction, True)
 
 

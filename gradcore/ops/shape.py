@@ -155,8 +155,10 @@ class SqueezeBackward(Node):
 
 
 @export(torch=True, method=True)
-def squeeze(x, dim=None):
+def squeeze(x, dim=None, *, axis=None):
     """Drop dimensions of size 1 (only ``dim`` when given)."""
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
     xd = x._data
     if dim is None:
         axes = tuple(i for i, n in enumerate(xd.shape) if n == 1)
@@ -175,8 +177,12 @@ class UnsqueezeBackward0(Node):
 
 
 @export(torch=True, method=True)
-def unsqueeze(x, dim):
+def unsqueeze(x, dim=None, *, axis=None):
     """Insert a dimension of size 1 at ``dim``."""
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
+    if dim is None:
+        raise TypeError("unsqueeze() missing 1 required positional argument: 'dim'")
     xd = x._data
     d = normalize_dim(dim, xd.ndim + 1, "unsqueeze")
     return _view_of(np.expand_dims(xd, d) if type(xd) is np.ndarray
@@ -426,8 +432,10 @@ def _tensors_on_one_device(tensors, op):
 
 
 @export(torch=("cat", "concat"))
-def cat(tensors, dim=0):
+def cat(tensors, dim=0, *, axis=None):
     """Join tensors along an existing dimension."""
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
     ts = _tensors_on_one_device(list(tensors), "cat")
     # PyTorch skips 1-D empty tensors in cat (legacy behaviour)
     ts_nonempty = [t for t in ts if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or ts[:1]
@@ -470,8 +478,10 @@ class StackBackward0(Node):
 
 
 @export(torch=True)
-def stack(tensors, dim=0):
+def stack(tensors, dim=0, *, axis=None):
     """Join same-shaped tensors along a new dimension."""
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
     ts = _tensors_on_one_device(list(tensors), "stack")
     s0 = ts[0]._data.shape
     for t in ts[1:]:
@@ -550,8 +560,10 @@ def _extra_output(data, node, nr):
 
 
 @export(torch=True, method=True)
-def chunk(x, chunks, dim=0):
+def chunk(x, chunks, dim=0, *, axis=None):
     """``chunks`` nearly equal pieces along ``dim``."""
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
     if not x._data.ndim:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     n = x._data.shape[normalize_dim(dim, x._data.ndim, "chunk")]
@@ -562,8 +574,10 @@ def chunk(x, chunks, dim=0):
 
 
 @export(torch=True, method=True)
-def unbind(x, dim=0):
+def unbind(x, dim=0, *, axis=None):
     """The slices along ``dim``, each without that dimension."""
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
     if not x._data.ndim:
         raise _no_dims_error(normalize_dim(dim, 0, "unbind"))
     axis = normalize_dim(dim, x._data.ndim, "unbind")
@@ -714,7 +728,7 @@ def _repeat_positions(m, repeats, n, total=None):
 
 
 @export(torch=True, method=True)
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None, axis=None):  # noqa: A002
     """Each element (each slice along ``dim``) repeated ``repeats`` times, in place;
     ``repeats`` an int or a tensor of counts (one per slice, or one for all); without
     ``dim``, over the flattened elements. ``repeat_interleave(counts)`` alone gives
@@ -726,6 +740,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
             [3, 4],
             [3, 4]])
     """
+    if axis is not None:  # (NumPy's names, which PyTorch accepts too)
+        dim = axis
     if repeats is None:  # repeat_interleave(counts): the positions, counts times each
         counts = _repeat_counts(input, None)
         m = math_of(counts)
