@@ -20,7 +20,18 @@ CASES = [((2, 3, 4, 5), dict(scale_factor=2)), ((2, 3, 4, 5), dict(size=(3, 7)))
          # shift; nearest's float32 source 3 * float32(1 / 0.6) rounds up to 5
          ((1, 2, 7), dict(scale_factor=0.6)), ((1, 2, 5, 3), dict(scale_factor=(1.1, 2.1))),
          ((1, 2, 5), dict(scale_factor=1.1, mode="linear")),
-         ((1, 2, 5, 3), dict(scale_factor=(1.1, 0.7), mode="bilinear"))]
+         ((1, 2, 5, 3), dict(scale_factor=(1.1, 0.7), mode="bilinear")),
+         # the other modes: nearest-exact, bicubic (4-D), trilinear and nearest (5-D), area
+         ((1, 2, 5), dict(size=3, mode="nearest-exact")),
+         ((1, 2, 5), dict(scale_factor=2.5, mode="nearest-exact")),
+         ((1, 2, 4, 5), dict(size=(7, 3), mode="bicubic")),
+         ((1, 2, 4, 5), dict(size=(7, 8), mode="bicubic", align_corners=True)),
+         ((1, 2, 4, 5), dict(scale_factor=1.7, mode="bicubic")),
+         ((1, 2, 3, 4, 5), dict(size=(5, 6, 2), mode="trilinear")),
+         ((1, 2, 3, 4, 5), dict(size=(5, 6, 2), mode="trilinear", align_corners=True)),
+         ((1, 2, 3, 4, 5), dict(scale_factor=2)),
+         ((1, 2, 3, 4, 5), dict(size=(4, 3, 7), mode="nearest-exact")),
+         ((1, 2, 6, 7), dict(size=(4, 3), mode="area")), ((2, 3, 7), dict(size=4, mode="area"))]
 
 
 @needs_torch
@@ -60,6 +71,12 @@ def test_modules_and_errors_as_pytorch():
             F.interpolate(x, **kw)
     with pytest.raises(NotImplementedError, match="bilinear mode needs 4D input"):
         F.interpolate(gc.ones(1, 1, 4), size=3, mode="bilinear")
+    with pytest.raises(NotImplementedError, match="trilinear mode needs 5D input"):
+        F.interpolate(gc.ones(1, 1, 4, 4), size=3, mode="trilinear")
+    with pytest.raises(NotImplementedError, match=r"Only 3D, 4D and 5D .*\(got bogus\)"):
+        F.interpolate(x, size=3, mode="bogus")
+    with pytest.raises(ValueError, match="align_corners"):
+        F.interpolate(x, size=3, mode="area", align_corners=False)
 
 
 def test_source_pixels_are_pytorch_cpu_s(device):

@@ -1320,62 +1320,106 @@ def _source_scale(n_in, n_out, align_corners, scale):
     return 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
 
 
+_CUBIC_A = -0.75  # PyTorch's bicubic coefficient
+
+
+def _cubic_weights(t):
+    """The four weights of PyTorch's cubic convolution (A = -0.75) at fraction ``t``,
+    for the neighbours at offsets -1, 0, 1, 2."""
+    a = _CUBIC_A
+
+    def near(u):  # |u| <= 1
+        return ((a + 2) * u - (a + 3)) * u * u + 1
+
+    def far(u):  # 1 < |u| < 2
+        return ((a * u - 5 * a) * u + 8 * a) * u - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
 def _resample_axis(x, axis, n_out, mode, align_corners, scale):
-    """``x`` resampled along ``axis`` to ``n_out`` points: nearest (a gather) or linear
-    (two gathers, weighted): differentiable through index_select. As PyTorch's CPU
-    kernels: an axis kept at its size is left as it is (whatever ``scale`` says), nearest
-    doubling an axis takes ``i // 2``, and nearest's other sources are ``floor(i * s)``
-    computed in float32."""
+    """``x`` resampled along ``axis`` to ``n_out`` points: nearest or nearest-exact (a
+    gather), linear (two gathers, weighted) or cubic (four): differentiable through
+    index_select. As PyTorch's CPU kernels: an axis kept at its size is left as it is
+    (whatever ``scale`` says), nearest doubling an axis takes ``i // 2``, and the nearest
+    sources are ``floor(i * s)`` (nearest-exact: ``floor((i + 0.5) * s)``) computed in
+    float32."""
     n_in = x.shape[axis]
     if n_out == n_in:
         return x
     m = math_of(x._data)
     s = _source_scale(n_in, n_out, align_corners, scale)
     dst = np.arange(n_out, dtype=np.float64)
-    if mode == "nearest":
-        if n_out == 2 * n_in:
+    if mode in ("nearest", "nearest-exact"):
+        if mode == "nearest" and n_out == 2 * n_in:
             src = np.arange(n_out, dtype=np.int64) // 2
         else:
-            src = np.floor(dst.astype(np.float32) * np.float32(s)).astype(np.int64)
+            at = dst.astype(np.float32) + np.float32(0.5 if mode == "nearest-exact" else 0)
+            src = np.floor(at * np.float32(s)).astype(np.int64)
             src = np.minimum(src, n_in - 1)
         return x.index_select(axis, wrap(m.asarray(src)))
+    cubic = mode == "bicubic"
     if align_corners:
         pos = dst * s
-    else:
-        pos = np.maximum((dst + 0.5) * s - 0.5, 0.0)
+    else:  # (cubic: no clamping at 0, as PyTorch)
+        pos = (dst + 0.5) * s - 0.5
+        if not cubic:
+            pos = np.maximum(pos, 0.0)
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+    if cubic:
+        i0 = np.floor(pos).astype(np.int64)
+        t = pos - i0
+        out = None
+        for k, w in zip(range(-1, 3), _cubic_weights(t)):
+            src = np.clip(i0 + k, 0, n_in - 1)
+            term = x.index_select(axis, wrap(m.asarray(src))) * \
+                wrap(m.asarray(w.astype(x._data.dtype).reshape(shape)))
+            out = term if out is None else out + term
+        return out
     i0 = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
     i1 = np.minimum(i0 + 1, n_in - 1)
     lam = (pos - i0).astype(x._data.dtype)
-    shape = [1] * x.ndim
-    shape[axis] = n_out
     w1 = wrap(m.asarray(lam.reshape(shape)))
     w0 = wrap(m.asarray((1 - lam).reshape(shape)))
     return (x.index_select(axis, wrap(m.asarray(i0))) * w0 +
             x.index_select(axis, wrap(m.asarray(i1))) * w1)
 
 
+_INTERPOLATE_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area",
+                      "nearest-exact")
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest",  # noqa: A002
                 align_corners=None, recompute_scale_factor=None, antialias=False):
-    """Resample the spatial dimensions of ``(N, C, L)`` or ``(N, C, H, W)`` to ``size`` or
-    by ``scale_factor``: ``mode`` ``'nearest'`` (PyTorch's: the source pixel
-    ``floor(i * scale)``), ``'linear'`` (3-D) or ``'bilinear'`` (4-D), with
-    ``align_corners`` as PyTorch. Differentiable (gathers and weighted sums)."""
+    """Resample the spatial dimensions of ``(N, C, L)``, ``(N, C, H, W)`` or
+    ``(N, C, D, H, W)`` to ``size`` or by ``scale_factor``: ``mode`` ``'nearest'``
+    (PyTorch's: the source pixel ``floor(i * scale)``), ``'nearest-exact'``
+    (``floor((i + 0.5) * scale)``), ``'linear'`` (3-D), ``'bilinear'`` (4-D),
+    ``'bicubic'`` (4-D, PyTorch's cubic convolution, A = -0.75), ``'trilinear'`` (5-D)
+    with ``align_corners`` as PyTorch, or ``'area'`` (adaptive average pooling).
+    Differentiable (gathers and weighted sums, the last axis first as PyTorch's kernels
+    sum)."""
+    if mode not in _INTERPOLATE_MODES:
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+            f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+            f"nearest-exact (got {mode})")
     if antialias:
         raise NotImplementedError("interpolate: antialias=True is not supported")
-    if mode not in ("nearest", "linear", "bilinear"):
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, "
-                                  "linear, bilinear)")
-    if mode == "nearest" and align_corners is not None:
+    if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating "
                          "modes: linear | bilinear | bicubic | trilinear")
     dims = input.ndim - 2
-    need = {"linear": 1, "bilinear": 2}.get(mode)
+    need = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}.get(mode)
     if need is not None and dims != need:
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
                                   f"{need + 2}D input")
-    if dims not in (1, 2):
-        raise NotImplementedError(f"interpolate: expected a 3-D or 4-D input, got "
-                                  f"{input.ndim}-D")
+    if dims not in (1, 2, 3):
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+            f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+            f"nearest-exact (got {mode})")
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined" if size is not None
                          else "either size or scale_factor should be defined")
@@ -1392,9 +1436,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest",  # noqa: A0
         raise ValueError(f"Input and output must have the same number of spatial dimensions, "
                          f"but got input with spatial dimensions of {list(input.shape[2:])} "
                          f"and output size of {list(sizes)}.")
+    if mode == "area":
+        if dims == 3:
+            raise NotImplementedError("interpolate: mode 'area' of a 5-D input is not "
+                                      "supported (3-D and 4-D)")
+        pool = adaptive_avg_pool1d if dims == 1 else adaptive_avg_pool2d
+        return pool(input, tuple(int(n) for n in sizes) if dims == 2 else int(sizes[0]))
     y = input
-    for i, (n, f) in enumerate(zip(sizes, scales)):
-        y = _resample_axis(y, 2 + i, int(n), mode, bool(align_corners), f)
+    for i in reversed(range(dims)):  # (the last axis first, as PyTorch's kernels sum)
+        y = _resample_axis(y, 2 + i, int(sizes[i]), mode, bool(align_corners), scales[i])
     return input.clone() if y is input else y
 
 
