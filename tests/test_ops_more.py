@@ -890,3 +890,34 @@ def test_numpy_names_axis_and_keepdims_are_accepted(name, args):
     assert gc.std_mean(x, axis=1, keepdims=True)[0].shape == (3, 1)
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'dim'"):
         gc.cumsum(x)
+
+
+def test_t_and_adjoint_are_transposes():
+    x = gc.arange(6.0).reshape(2, 3).requires_grad_()
+    assert x.t().tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]] == gc.t(x).tolist()
+    assert x.adjoint().shape == (3, 2) and gc.arange(3.0).t().shape == (3,)
+    assert gc.tensor(1.0).t().shape == ()
+    (x.t() * gc.arange(6.0).reshape(3, 2)).sum().backward()
+    assert x.grad.tolist() == [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]
+    with pytest.raises(RuntimeError, match="t\\(\\) expects a tensor with <= 2 dimensions, "
+                       "but self is 3D"):
+        gc.ones(2, 3, 4).t()
+
+
+def test_view_as_a_dtype_reinterprets_the_memory():
+    """``view(dtype)`` reads the same bytes as another dtype (PyTorch's, not a cast): the
+    last dimension scales with the element size, writes show through, never tracked."""
+    x = gc.tensor([[1.0, 2.0], [0.5, -1.0]], requires_grad=True)
+    bits = x.view(gc.int32)
+    assert bits.tolist() == np.array([[1.0, 2.0], [0.5, -1.0]], np.float32).view(
+        np.int32).tolist()
+    assert not bits.requires_grad and bits.grad_fn is None
+    assert x.view(gc.float16).shape == (2, 4) and x.view(gc.float64).shape == (2, 1)
+    a = gc.zeros(3)
+    a.view(gc.int32)[0] = 1065353216  # the bits of 1.0
+    assert a.tolist() == [1.0, 0.0, 0.0]
+    for bad, match in ((lambda: gc.ones(3, 2).t().view(gc.float16), "stride\\(-1\\) must be 1"),
+                       (lambda: gc.ones(2, 3).view(gc.float64), "divisible by 2"),
+                       (lambda: gc.tensor(1.0).view(gc.float16), "dim\\(\\) cannot be 0")):
+        with pytest.raises(RuntimeError, match=match):
+            bad()

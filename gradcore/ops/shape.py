@@ -102,7 +102,7 @@ def reshape(x, *shape):
 def view(x, *shape):
     """Like :func:`reshape`, but raises when the result cannot share memory."""
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
-        return x.to(dtype=shape[0])  # view(dtype): a cast is the honest NumPy equivalent
+        return _view_as_dtype(x, shape[0])
     xd = x._data
     shape = _infer_shape(_shape_arg(shape, "view"), xd.size, "view", xd.shape)
     try:
@@ -118,6 +118,29 @@ def view(x, *shape):
             f"(view: input shape {tuple(xd.shape)} with strides {strides}, requested "
             f"{shape})") from None
     return _view_of(out, x, ViewBackward0, in_shape=xd.shape)
+
+
+def _view_as_dtype(x, dtype):
+    """``x.view(dtype)``: the same memory read as ``dtype`` (PyTorch's reinterpretation,
+    not a cast); with another element size the last dimension (contiguous) scales.
+    Never tracked, as PyTorch's."""
+    xd = x._data
+    new = dtypes.to_dtype(dtype)
+    old_name, new_name = dtypes.torch_name(xd.dtype), dtypes.torch_name(new)
+    size, old_size = new.np.itemsize, xd.dtype.itemsize
+    if size != old_size:
+        what = f"to view {old_name} as {new_name} (different element sizes)"
+        if xd.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        if xd.shape[-1] != 1 and xd.strides[-1] != old_size:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got "
+                               f"{xd.strides[-1] // old_size}")
+        if size > old_size and (xd.shape[-1] * old_size) % size:
+            raise RuntimeError(f"self.size(-1) must be divisible by {size // old_size} "
+                               f"{what}, but got {xd.shape[-1]}")
+    t = wrap(xd.view(new.np))
+    t._vc = x._version_cell()  # (the same memory: in-place writes show through)
+    return t
 
 
 @export(torch=True, method=True)
@@ -208,6 +231,31 @@ def transpose(x, dim0, dim1):
 
 swapaxes = transpose
 swapdims = transpose
+
+
+@export(torch=True, method=True)
+def t(input):  # noqa: A002
+    """The transpose of a matrix (a view); 0-d and 1-D tensors come back as they are
+    (as views), as PyTorch's ``t``.
+
+    >>> import gradcore as gc
+    >>> gc.arange(6).reshape(2, 3).t().shape
+    gradcore.Size([3, 2])
+    """
+    nd = input._data.ndim
+    if nd > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
+    return transpose(input, 0, -1 if nd else 0)
+
+
+@export(torch=True, method=True)
+def adjoint(input):  # noqa: A002
+    """The last two dimensions swapped (a view): each matrix's conjugate transpose
+    (``Tensor.mH``; gradcore has no complex dtypes)."""
+    if input._data.ndim < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
+                           f"matrices. Got {input._data.ndim}-D tensor.")
+    return transpose(input, -2, -1)
 
 
 class PermuteBackward0(Node):
