@@ -43,6 +43,7 @@ from .creation import (
     full,
     full_like,
     linspace,
+    logspace,
     ones,
     ones_like,
     rand,

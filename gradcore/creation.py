@@ -12,7 +12,7 @@ from ._random import seed_generator
 from .autograd.tensor_base import Tensor, _wrap, from_data
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full",
-           "empty", "arange", "linspace", "eye", "randn", "rand", "randint", "randperm",
+           "empty", "arange", "linspace", "logspace", "eye", "randn", "rand", "randint", "randperm",
            "zeros_like", "ones_like", "full_like", "empty_like", "randn_like", "rand_like",
            "randint_like", "seed_generator"]
 
@@ -203,22 +203,50 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if dtype is None:
         floaty = any(isinstance(v, float) for v in vals)
         dtype = dtypes.default_float if floaty else dtypes.int64
+    _no_bool(dtype, "arange")
     if vals[2] == 0:
         raise RuntimeError("arange: step must be nonzero")
     arr = _dev(device).math.arange(vals[0], vals[1], vals[2], dtype=_np_dtype(dtype))
     return _finish(arr, requires_grad)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
-    npd = _np_dtype(dtype) or dtypes.default_float.np
+def _no_bool(dtype, op):
+    if dtype is not None and dtypes.to_dtype(dtype) == dtypes.bool_:
+        raise NotImplementedError(f'"{op}_cpu" not implemented for \'Bool\'')
+
+
+def _steps(steps, op):
     n = _as_int(steps)
     if n is None:
-        raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not "
+        raise TypeError(f"{op}(): argument 'steps' (position 3) must be int, not "
                         f"{_type_name(steps)}")
     if n < 0:
-        raise RuntimeError("linspace(): number of steps must be non-negative")
+        raise RuntimeError(f"{op}(): number of steps must be non-negative")
+    return n
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    _no_bool(dtype, "linspace")
+    npd = _np_dtype(dtype) or dtypes.default_float.np
+    n = _steps(steps, "linspace")
     arr = _dev(device).math.linspace(start, end, n, dtype=np.float64).astype(npd)
+    return _finish(arr, requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """``steps`` values from ``base ** start`` to ``base ** end`` inclusive, evenly
+    spaced in the exponent (PyTorch's ``logspace``).
+
+    >>> import gradcore as gc
+    >>> gc.logspace(0, 2, 3)
+    tensor([  1.,  10., 100.])
+    """
+    _no_bool(dtype, "logspace")
+    npd = _np_dtype(dtype) or dtypes.default_float.np
+    n = _steps(steps, "logspace")
+    exps = np.linspace(start, end, n, dtype=np.float64)
+    arr = _dev(device).math.asarray(np.power(float(base), exps).astype(npd))
     return _finish(arr, requires_grad)
 
 

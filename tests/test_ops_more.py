@@ -921,3 +921,17 @@ def test_view_as_a_dtype_reinterprets_the_memory():
                        (lambda: gc.tensor(1.0).view(gc.float16), "dim\\(\\) cannot be 0")):
         with pytest.raises(RuntimeError, match=match):
             bad()
+
+
+@needs_torch
+def test_logspace_and_bool_ranges_as_pytorch():
+    import torch
+
+    for args, kw in [((0, 2, 3), {}), ((-1, 1, 5), dict(base=2)), ((1, 2, 0), {})]:
+        assert gc.logspace(*args, **kw).tolist() == torch.logspace(*args, **kw).tolist()
+    assert gc.logspace(0, 3, 4, dtype=gc.int64).tolist() == [1, 10, 100, 1000]
+    for op in ("linspace", "arange", "logspace"):
+        args = (0, 3) if op == "arange" else (0, 3, 4)
+        with pytest.raises(NotImplementedError, match=f'"{op}_cpu" not implemented for '
+                                                      "'Bool'"):
+            getattr(gc, op)(*args, dtype=gc.bool)
