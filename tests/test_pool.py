@@ -158,3 +158,43 @@ def test_a_compiled_step_with_pooling_replays_as_eager():
         assert eager().item() == compiled().item()
     for p, q in zip(m1.parameters(), m2.parameters()):
         np.testing.assert_array_equal(host(p), host(q))
+
+
+@needs_torch
+@pytest.mark.parametrize("shape, kw, nd, size", [
+    ((2, 3, 6, 8), dict(kernel_size=2), 2, None),
+    ((2, 3, 5, 7), dict(kernel_size=3, stride=2, padding=1), 2, (5, 7)),
+    ((3, 9), dict(kernel_size=3, stride=2), 1, None), ((2, 3, 9), dict(kernel_size=2), 1, (9,))])
+def test_max_unpool_is_pytorch_s(shape, kw, nd, size, device):
+    """``F.max_unpool1d/2d`` and their modules: each value put back at its pooled index,
+    the unpooled size (given or PyTorch's default), the gradient a gather; PyTorch's
+    errors for a bad output size and an index outside the output."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape)
+    pool, unpool = f"max_pool{nd}d", f"max_unpool{nd}d"
+    ty, ti = getattr(torch.nn.functional, pool)(torch.tensor(x), return_indices=True, **kw)
+    gy, gi = getattr(F, pool)(gc.tensor(x, device=device), return_indices=True, **kw)
+    t, g = ty.clone().requires_grad_(), gc.tensor(ty.numpy(), device=device,
+                                                   requires_grad=True)
+    a = getattr(torch.nn.functional, unpool)(t, ti, output_size=size, **kw)
+    b = getattr(F, unpool)(g, gi, output_size=size, **kw)
+    np.testing.assert_array_equal(host(b.detach()), a.detach().numpy())
+    w = rng.standard_normal(tuple(a.shape))
+    (a * torch.tensor(w)).sum().backward()
+    (b * gc.tensor(w, device=device)).sum().backward()
+    np.testing.assert_array_equal(host(g.grad), t.grad.numpy())
+    module = getattr(gc.nn, f"MaxUnpool{nd}d")(**kw)
+    assert repr(module) == repr(getattr(torch.nn, f"MaxUnpool{nd}d")(**kw))
+    np.testing.assert_array_equal(host(module(g, gi, size).detach()), a.detach().numpy())
+
+
+def test_max_unpool_errors():
+    y, i = F.max_pool2d(gc.arange(16.0).reshape(1, 1, 4, 4), 2, return_indices=True)
+    with pytest.raises(ValueError, match=r'invalid output_size "\(9, 9\)" \(dim 0 must be '
+                                         r"between 2 and 6\)"):
+        F.max_unpool2d(y, i, 2, output_size=(9, 9))
+    with pytest.raises(RuntimeError, match=r"Found an invalid max index: 50 \(output volumes "
+                                           r"are of size 4x4\)"):
+        F.max_unpool2d(y, i * 10, 2)

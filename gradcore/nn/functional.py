@@ -770,6 +770,8 @@ max_pool1d, max_pool2d = _pool.max_pool1d, _pool.max_pool2d
 avg_pool1d, avg_pool2d = _pool.avg_pool1d, _pool.avg_pool2d
 adaptive_avg_pool1d, adaptive_avg_pool2d = _pool.adaptive_avg_pool1d, _pool.adaptive_avg_pool2d
 adaptive_max_pool1d, adaptive_max_pool2d = _pool.adaptive_max_pool1d, _pool.adaptive_max_pool2d
+max_unpool1d, max_unpool2d = _pool.max_unpool1d, _pool.max_unpool2d
+__all__ += ["max_unpool1d", "max_unpool2d"]
 __all__ += ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
             "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"]
 

@@ -15,7 +15,8 @@ from ..ops import pool as _pool
 from .modules import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxUnpool1d",
+           "MaxUnpool2d"]
 
 
 def _single(v):
@@ -149,3 +150,40 @@ class AdaptiveMaxPool2d(_AdaptivePool):
 
     def forward(self, input):
         return _pool.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class _MaxUnpoolNd(Module):
+    _n = 1
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        n = self._n
+        as_tuple = (lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,) * n)
+        self.kernel_size = as_tuple(kernel_size)
+        self.stride = as_tuple(stride if stride is not None else kernel_size)
+        self.padding = as_tuple(padding)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The inverse of :class:`MaxPool1d` (``F.max_unpool1d``): ``forward(input, indices,
+    output_size=None)``."""
+
+    _n = 1
+
+    def forward(self, input, indices, output_size=None):
+        return _pool.max_unpool1d(input, indices, self.kernel_size, self.stride,
+                                  self.padding, output_size)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The inverse of :class:`MaxPool2d` (``F.max_unpool2d``): ``forward(input, indices,
+    output_size=None)``."""
+
+    _n = 2
+
+    def forward(self, input, indices, output_size=None):
+        return _pool.max_unpool2d(input, indices, self.kernel_size, self.stride,
+                                  self.padding, output_size)

@@ -30,7 +30,7 @@ from ._export import export
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-           "pool_output_size"]
+           "max_unpool1d", "max_unpool2d", "pool_output_size"]
 
 
 def _ints(value, n, name, op):
@@ -363,3 +363,75 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
     ``return_indices`` also returns indices into each flattened plane."""
     return _adaptive_max(2, "adaptive_max_pool2d", input, output_size, return_indices)
 
+
+
+def _max_unpool(nd, op, input, indices, kernel_size, stride, padding, output_size):  # noqa: A002
+    """The inverse of a max pool: zeros of the unpooled size with each value put back at
+    its index in its plane (``scatter`` along the flattened plane: differentiable)."""
+    from .. import creation  # noqa: PLC0415  (creation imports the ops)
+
+    k = _ints(kernel_size, nd, "kernel_size", op)
+    s = k if stride is None else _ints(stride, nd, "stride", op)
+    p = _ints(padding, nd, "padding", op)
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D input, but got "
+                           f"{input.ndim}D")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    size = tuple(input.shape[-nd:])
+    default = tuple((n - 1) * ss - 2 * pp + kk for n, kk, ss, pp in zip(size, k, s, p))
+    if output_size is None:
+        out = default
+    else:
+        out = tuple(int(v) for v in output_size)[-nd:]
+        if len(out) != nd:
+            raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} "
+                             f"elements, but it has a length of '{len(tuple(output_size))}'")
+        for d, (o, want, ss) in enumerate(zip(out, default, s)):
+            if not want - ss < o < want + ss:
+                shown = "(" + ", ".join(str(v) for v in tuple(output_size)) + ")"
+                raise ValueError(f'invalid output_size "{shown}" (dim {d} must be between '
+                                 f"{want - ss} and {want + ss})")
+    plane = int(np.prod(out))
+    lead = tuple(input.shape[:-nd])
+    flat_x = _shape.reshape(input, lead + (-1,))
+    flat_i = _shape.reshape(indices, lead + (-1,))
+    if flat_i.numel():
+        lo, hi = int(flat_i.min().item()), int(flat_i.max().item())  # (PyTorch checks too)
+        if lo < 0 or hi >= plane:  # (the first one in order, as PyTorch names it)
+            every = np.asarray(flat_i.detach().cpu().numpy()).reshape(-1)
+            bad = int(every[(every < 0) | (every >= plane)][0])
+            raise RuntimeError(f"Found an invalid max index: {bad} "
+                               f"(output volumes are of size {'x'.join(map(str, out))})")
+    zeros = creation.zeros(lead + (plane,), dtype=input.dtype, device=input.device)
+    return _shape.reshape(zeros.scatter(-1, flat_i, flat_x), lead + out)
+
+
+@export()
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0,  # noqa: A002
+                 output_size=None):
+    """The inverse of :func:`max_pool1d` (``F.max_unpool1d``): ``input`` ``(N, C, L)`` or
+    ``(C, L)`` put back at ``indices`` (as ``return_indices`` gives them) in zeros of
+    length ``(L - 1) * stride - 2 * padding + kernel_size`` (or ``output_size``)."""
+    return _max_unpool(1, "max_unpool1d", input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+@export()
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0,  # noqa: A002
+                 output_size=None):
+    """The inverse of :func:`max_pool2d` (``F.max_unpool2d``): ``input`` ``(N, C, H, W)``
+    or ``(C, H, W)`` put back at ``indices`` (positions in each output plane, as
+    ``return_indices`` gives them) in zeros of the unpooled size (``output_size``, or
+    ``(H - 1) * stride - 2 * padding + kernel_size`` per axis).
+
+    >>> import gradcore as gc
+    >>> y, i = gc.nn.functional.max_pool2d(gc.arange(16.).reshape(1, 1, 4, 4), 2,
+    ...                                    return_indices=True)
+    >>> gc.nn.functional.max_unpool2d(y, i, 2)[0, 0, 1]
+    tensor([ 0.,  5.,  0.,  7.])
+    """
+    return _max_unpool(2, "max_unpool2d", input, indices, kernel_size, stride, padding,
+                       output_size)
