@@ -431,7 +431,7 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0,  # noqa: A
     >>> y, i = gc.nn.functional.max_pool2d(gc.arange(16.).reshape(1, 1, 4, 4), 2,
     ...                                    return_indices=True)
     >>> gc.nn.functional.max_unpool2d(y, i, 2)[0, 0, 1]
-    tensor([ 0.,  5.,  0.,  7.])
+    tensor([0., 5., 0., 7.])
     """
     return _max_unpool(2, "max_unpool2d", input, indices, kernel_size, stride, padding,
                        output_size)
