@@ -20,6 +20,7 @@ from . import (
     dtypes,
     kernels,
     nn,
+    onnx,
     optim,
     random,
     sampling,

@@ -368,8 +368,6 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
 def _max_unpool(nd, op, input, indices, kernel_size, stride, padding, output_size):  # noqa: A002
     """The inverse of a max pool: zeros of the unpooled size with each value put back at
     its index in its plane (``scatter`` along the flattened plane: differentiable)."""
-    from .. import creation  # noqa: PLC0415  (creation imports the ops)
-
     k = _ints(kernel_size, nd, "kernel_size", op)
     s = k if stride is None else _ints(stride, nd, "stride", op)
     p = _ints(padding, nd, "padding", op)
@@ -405,7 +403,7 @@ def _max_unpool(nd, op, input, indices, kernel_size, stride, padding, output_siz
             bad = int(every[(every < 0) | (every >= plane)][0])
             raise RuntimeError(f"Found an invalid max index: {bad} "
                                f"(output volumes are of size {'x'.join(map(str, out))})")
-    zeros = creation.zeros(lead + (plane,), dtype=input.dtype, device=input.device)
+    zeros = wrap(math_of(input._data).zeros(lead + (plane,), dtype=input._data.dtype))
     return _shape.reshape(zeros.scatter(-1, flat_i, flat_x), lead + out)
 
 
