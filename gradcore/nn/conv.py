@@ -25,7 +25,8 @@ from ..tensor import Parameter
 from . import init
 from .modules import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold",
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d", "Unfold", "Fold",
            "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
            "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
            "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
@@ -41,7 +42,7 @@ def _ntuple(n):
     return parse
 
 
-_single, _pair = _ntuple(1), _ntuple(2)
+_single, _pair, _triple = _ntuple(1), _ntuple(2), _ntuple(3)
 
 
 def _reverse_repeat_tuple(t, n):
@@ -192,6 +193,40 @@ class Conv2d(_ConvNd):
         return self._conv_forward(input, self.weight, self.bias)
 
 
+class Conv3d(_ConvNd):
+    """A 3-D convolution over ``(N, C_in, D, H, W)`` (or ``(C_in, D, H, W)``) inputs:
+    weight ``(out_channels, in_channels / groups, kd, kh, kw)``, bias
+    ``(out_channels,)``; ``kernel_size``, ``stride``, ``padding``, ``dilation`` an int or
+    a triple (``padding`` also ``"valid"`` or ``"same"``); ``padding_mode`` ``"zeros"``,
+    ``"reflect"``, ``"replicate"`` or ``"circular"``.
+
+    >>> import gradcore as gc
+    >>> from gradcore import nn
+    >>> nn.Conv3d(2, 4, 3, padding=1)(gc.zeros(1, 2, 4, 5, 5)).shape
+    gradcore.Size([1, 4, 4, 5, 5])
+    """
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride),
+                         padding if isinstance(padding, str) else _triple(padding),
+                         _triple(dilation), False, _triple(0), groups, bias, padding_mode,
+                         device=device, dtype=dtype)
+
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            return _conv.conv3d(_conv.pad(input, self._reversed_padding_repeated_twice,
+                                          mode=self.padding_mode),
+                                weight, bias, self.stride, _triple(0), self.dilation,
+                                self.groups)
+        return _conv.conv3d(input, weight, bias, self.stride, self.padding, self.dilation,
+                            self.groups)
+
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
+
+
 class _ConvTransposeNd(_ConvNd):
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
                  transposed, output_padding, groups, bias, padding_mode, device=None,
@@ -282,6 +317,29 @@ class ConvTranspose2d(_ConvTransposeNd):
         output_padding = self._output_padding(input, output_size, self.stride, self.padding,
                                               self.kernel_size, 2, self.dilation)
         return _conv.conv_transpose2d(input, self.weight, self.bias, self.stride,
+                                      self.padding, output_padding, self.groups,
+                                      self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """A 3-D transposed convolution: weight ``(in_channels, out_channels / groups, kd,
+    kh, kw)``, each output size ``(S - 1) * stride - 2 * padding + dilation * (k - 1) +
+    output_padding + 1``; ``forward`` takes an optional ``output_size`` that picks the
+    output padding."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride),
+                         _triple(padding), _triple(dilation), True, _triple(output_padding),
+                         groups, bias, padding_mode, device=device, dtype=dtype)
+
+    def forward(self, input, output_size=None):
+        if self.padding_mode != "zeros":
+            raise ValueError("Only `zeros` padding mode is supported for ConvTranspose3d")
+        output_padding = self._output_padding(input, output_size, self.stride, self.padding,
+                                              self.kernel_size, 3, self.dilation)
+        return _conv.conv_transpose3d(input, self.weight, self.bias, self.stride,
                                       self.padding, output_padding, self.groups,
                                       self.dilation)
 

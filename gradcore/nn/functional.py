@@ -760,6 +760,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 conv1d, conv2d = _conv.conv1d, _conv.conv2d
 conv_transpose1d, conv_transpose2d = _conv.conv_transpose1d, _conv.conv_transpose2d
 unfold, fold, pad = _conv.unfold, _conv.fold, _conv.pad
+conv3d, conv_transpose3d = _conv.conv3d, _conv.conv_transpose3d
+__all__ += ["conv3d", "conv_transpose3d"]
 __all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold", "pad"]
 
 
@@ -771,7 +773,9 @@ avg_pool1d, avg_pool2d = _pool.avg_pool1d, _pool.avg_pool2d
 adaptive_avg_pool1d, adaptive_avg_pool2d = _pool.adaptive_avg_pool1d, _pool.adaptive_avg_pool2d
 adaptive_max_pool1d, adaptive_max_pool2d = _pool.adaptive_max_pool1d, _pool.adaptive_max_pool2d
 max_unpool1d, max_unpool2d = _pool.max_unpool1d, _pool.max_unpool2d
-__all__ += ["max_unpool1d", "max_unpool2d"]
+max_pool3d, avg_pool3d = _pool.max_pool3d, _pool.avg_pool3d
+adaptive_avg_pool3d = _pool.adaptive_avg_pool3d
+__all__ += ["max_unpool1d", "max_unpool2d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d"]
 __all__ += ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
             "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"]
 

@@ -16,7 +16,7 @@ from .modules import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxUnpool1d",
-           "MaxUnpool2d"]
+           "MaxUnpool2d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d"]
 
 
 def _single(v):
@@ -187,3 +187,32 @@ class MaxUnpool2d(_MaxUnpoolNd):
     def forward(self, input, indices, output_size=None):
         return _pool.max_unpool2d(input, indices, self.kernel_size, self.stride,
                                   self.padding, output_size)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """The maximum of each window (``F.max_pool3d``): input ``(N, C, D, H, W)`` or
+    ``(C, D, H, W)``; ``stride`` defaults to ``kernel_size``."""
+
+    def forward(self, input):
+        return _pool.max_pool3d(input, self.kernel_size, self.stride, self.padding,
+                                self.dilation, ceil_mode=self.ceil_mode,
+                                return_indices=self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """The mean of each window (``F.avg_pool3d``: ``count_include_pad``,
+    ``divisor_override``): input ``(N, C, D, H, W)`` or ``(C, D, H, W)``."""
+
+    def forward(self, input):
+        return _pool.avg_pool3d(input, self.kernel_size, self.stride, self.padding,
+                                self.ceil_mode, self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """Average pooling to ``output_size`` (an int, a triple, ``None`` keeping an axis)."""
+
+    def __init__(self, output_size):
+        super().__init__(output_size)
+
+    def forward(self, input):
+        return _pool.adaptive_avg_pool3d(input, self.output_size)

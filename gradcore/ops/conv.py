@@ -46,7 +46,8 @@ from . import shape as _shape
 from ._core import Node, Tensor, check_same_device, mode, record, record1, wrap
 from ._export import export
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold",
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d", "unfold", "fold",
            "pad", "constant_pad_nd", "im2col", "col2im"]
 
 _TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long",
@@ -261,7 +262,7 @@ def _convolution(x, w, b, stride, padding, dilation, groups, transposed, output_
             # (in 2-D terms: a 1-D convolution is one of height 1)
             (oph, sth, dih), (opw, stw, diw) = ((0, 1, 1), (output_padding[0], stride[0],
                                                              dilation[0])) if dim == 1 else \
-                tuple(zip(output_padding, stride, dilation))
+                tuple(zip(output_padding, stride, dilation))[-2:]
             raise RuntimeError(
                 f"output padding must be smaller than either stride or dilation, but got "
                 f"output_padding_height: {oph} output_padding_width: {opw} stride_height: "
@@ -281,6 +282,9 @@ def _convolution(x, w, b, stride, padding, dilation, groups, transposed, output_
     check_same_device(xd, wd, op)
     if bd is not None:
         check_same_device(xd, bd, op)
+    if dim == 3:
+        return _convolution3d(x, w, b, stride, padding, dilation, groups, transposed,
+                              output_padding, op)
 
     # the geometry in 2-D terms (a 1-D convolution: height 1)
     def pair(values, fill):
@@ -311,6 +315,51 @@ def _convolution(x, w, b, stride, padding, dilation, groups, transposed, output_
     node.geometry, node.transposed, node.has_bias = geo, transposed, b is not None
     node.save(x, w)
     return t
+
+
+def _convolution3d(x, w, b, stride, padding, dilation, groups, transposed, output_padding,
+                   op):
+    """A 3-D convolution (checked) as 2-D ones: for each depth position ``i`` of the
+    kernel, the depth slices it meets, taken as a batch, convolved with the kernel's
+    slice ``i`` and summed; a transposed one adds each slice's transposed convolution at
+    the depths it reaches. Composed of differentiable ops: gradients of any order."""
+    (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = stride, padding, dilation
+    n, c = x.shape[0], x.shape[1]
+    kd = w.shape[2]
+    if not transposed:
+        xp = constant_pad_nd(x, (0, 0, 0, 0, pd, pd), 0) if pd else x
+        od = (xp.shape[2] - dd * (kd - 1) - 1) // sd + 1
+        total = None
+        for i in range(kd):
+            slab = xp[:, :, i * dd:i * dd + sd * (od - 1) + 1:sd]  # (N, C, OD, H, W)
+            slab = _shape.reshape(_shape.permute(slab, 0, 2, 1, 3, 4),
+                                  (n * od, c) + tuple(x.shape[3:]))
+            y = _convolution(slab, w[:, :, i], None, (sh, sw), (ph, pw), (dh, dw), groups,
+                             False, (0, 0), op)
+            total = y if total is None else total + y
+        c_out = w.shape[0]
+        out = _shape.permute(_shape.reshape(total, (n, od, c_out) + tuple(total.shape[2:])),
+                             0, 2, 1, 3, 4)
+    else:
+        d_in = x.shape[2]
+        c_out = w.shape[1] * groups
+        slab = _shape.reshape(_shape.permute(x, 0, 2, 1, 3, 4), (n * d_in, c) +
+                              tuple(x.shape[3:]))
+        full = (d_in - 1) * sd + dd * (kd - 1) + 1 + output_padding[0]
+        total = None
+        m = math_of(x._data)
+        for i in range(kd):
+            y = _convolution(slab, w[:, :, i], None, (sh, sw), (ph, pw), (dh, dw), groups,
+                             True, tuple(output_padding[1:]), op)
+            y = _shape.reshape(y, (n, d_in) + tuple(y.shape[1:]))
+            if total is None:
+                total = wrap(m.zeros((n, full) + tuple(y.shape[2:]), dtype=y._data.dtype))
+            at = wrap(m.arange(d_in, dtype=np.int64) * sd + i * dd)
+            total = total.index_add(1, at, y)
+        out = _shape.permute(total[:, pd:full - pd], 0, 2, 1, 3, 4)
+    if b is not None:
+        out = out + _shape.reshape(b, (1, c_out, 1, 1, 1))
+    return out.contiguous()
 
 
 _warned_same = [False]
@@ -403,6 +452,31 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     gradcore.Size([1, 3, 5, 5])
     """
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+@export(torch=True)
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution (cross-correlation) of ``input`` (N, C_in, D, H, W) or (C_in, D,
+    H, W) with ``weight`` (C_out, C_in / groups, kd, kh, kw), plus ``bias`` (C_out);
+    ``stride``, ``padding``, ``dilation`` an int or a triple, ``padding`` also
+    ``"valid"`` or ``"same"``. Computed as 2-D convolutions over the depth slices the
+    kernel meets (one per depth position of the kernel), summed.
+
+    >>> import gradcore as gc
+    >>> gc.conv3d(gc.ones(1, 2, 4, 5, 5), gc.ones(3, 2, 3, 3, 3), padding=1).shape
+    gradcore.Size([1, 3, 4, 5, 5])
+    """
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+@export(torch=True)
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """3-D transposed convolution of ``input`` (N, C_in, D, H, W) with ``weight`` (C_in,
+    C_out / groups, kd, kh, kw): each output size ``(S - 1) * stride - 2 * padding +
+    dilation * (k - 1) + output_padding + 1``."""
+    return _conv("conv_transpose3d", 3, input, weight, bias, stride, padding, dilation,
+                 groups, True, output_padding)
 
 
 @export(torch=True)

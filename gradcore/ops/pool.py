@@ -30,7 +30,8 @@ from ._export import export
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-           "max_unpool1d", "max_unpool2d", "pool_output_size"]
+           "max_unpool1d", "max_unpool2d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
+           "pool_output_size"]
 
 
 def _ints(value, n, name, op):
@@ -433,3 +434,153 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0,  # noqa: A
     """
     return _max_unpool(2, "max_unpool2d", input, indices, kernel_size, stride, padding,
                        output_size)
+
+
+# ---- 3-D pools, as 2-D ones over the depth slices each window meets ----------
+def _geometry3d(x, kernel_size, stride, padding, dilation, ceil_mode, op):
+    """The input as ``(N, C, D, H, W)``, whether it was batched, and per axis (kernel,
+    stride, pad, dilation, out), checked as PyTorch."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    if x.ndim not in (4, 5):
+        raise RuntimeError(f"{op}: Expected 4D or 5D tensor for input, but got "
+                           f"{list(x.shape)}")
+    k = _ints(kernel_size, 3, "kernel_size", op)
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and not stride) else \
+        _ints(stride, 3, "stride", op)
+    p, d = _ints(padding, 3, "padding", op), _ints(dilation, 3, "dilation", op)
+    for name, v in (("kernel_size", k), ("stride", s), ("padding", p), ("dilation", d)):
+        if len(v) != 3:
+            raise RuntimeError(f"{op}: {name} must either be a single int, or a tuple of "
+                               f"three ints")
+    if any(v <= 0 for v in k + s):
+        raise RuntimeError("stride should not be zero" if 0 in s else
+                           f"{op}: kernel_size and stride must be greater than zero")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationT: {d[0]} "
+                           f"dilationH: {d[1]} dilationW: {d[2]}")
+    for kk, pp, dd in zip(k, p, d):
+        if pp < 0 or pp > ((kk - 1) * dd + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but "
+                               f"got pad={pp}, kernel_size={kk} and dilation={dd}")
+    size = tuple(x.shape[-3:])
+    out = tuple(pool_output_size(n, kk, pp, ss, dd, ceil_mode)
+                for n, kk, pp, ss, dd in zip(size, k, p, s, d))
+    if any(o < 1 for o in out) or any(n == 0 for n in size):
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[-4:]))}). "
+                           f"Calculated output size: "
+                           f"({'x'.join(map(str, (x.shape[-4],) + out))}). Output size is "
+                           f"too small")
+    batched = x.ndim == 5
+    return (x if batched else _shape.unsqueeze(x, 0)), batched, size, k, s, p, d, out
+
+
+def _depth_slices(x5, k, s, p, d, out, fill):
+    """The depth slices each depth position ``i`` of the kernel meets, one ``(N, C * OD,
+    H, W)`` tensor per ``i`` (the depth padded with ``fill``)."""
+    n, c, depth = x5.shape[0], x5.shape[1], x5.shape[2]
+    right = max(0, (out[0] - 1) * s[0] + d[0] * (k[0] - 1) + 1 - (depth + 2 * p[0]))
+    if p[0] or right:
+        x5 = _conv._constant_pad(x5, (0, 0, 0, 0, p[0], p[0] + right), fill)
+    slabs = []
+    for i in range(k[0]):
+        at = i * d[0]
+        slab = x5[:, :, at:at + s[0] * (out[0] - 1) + 1:s[0]]
+        slabs.append(_shape.reshape(slab, (n, c * out[0]) + tuple(x5.shape[3:])))
+    return slabs
+
+
+@export(torch=True)
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """The maximum of each window of ``(N, C, D, H, W)`` or ``(C, D, H, W)``: arguments
+    as :func:`max_pool2d`, an int or a triple each; ``return_indices`` also returns each
+    maximum's index into its flattened ``D x H x W`` volume. The first maximum in
+    raster order wins (a NaN is one); computed as 2-D pools of the depth slices each
+    window meets."""
+    x5, batched, size, k, s, p, d, out = _geometry3d(input, kernel_size, stride, padding,
+                                                     dilation, ceil_mode, "max_pool3d")
+    if x5.dtype == dtypes.bool_:
+        raise RuntimeError("\"max_pool3d\" not implemented for 'Bool'")
+    fill = -np.inf if x5._data.dtype.kind == "f" else int(np.iinfo(x5._data.dtype).min)
+    n, c = x5.shape[0], x5.shape[1]
+    values, places = [], []
+    for slab in _depth_slices(x5, k, s, p, d, out, fill):
+        y, idx = _max_pool(2, "max_pool3d", slab, k[1:], s[1:], p[1:], d[1:], ceil_mode, True)
+        values.append(y)
+        places.append(idx)
+    best = _red.max(_shape.stack(values, 0), 0)  # (the first depth position of a tie)
+    y = _shape.reshape(best.values, (n, c) + out)
+    y = y if batched else _shape.squeeze(y, 0)
+    if not return_indices:
+        return y
+    m = math_of(x5._data)
+    plane = size[1] * size[2]
+    which = best.indices._data.reshape((1,) + best.indices.shape)
+    pos = m.take_along_axis(m.stack([i._data for i in places], 0), which, 0)[0]
+    depth = (m.arange(out[0], dtype=np.int64) * s[0] - p[0]).reshape((1, 1, -1, 1, 1)) + \
+        which[0].reshape((n, c) + out) * d[0]
+    idx = wrap(depth * plane + pos.reshape((n, c) + out))
+    return y, (idx if batched else _shape.squeeze(idx, 0))
+
+
+@export(torch=True)
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):
+    """The mean of each window of ``(N, C, D, H, W)`` or ``(C, D, H, W)``: arguments as
+    :func:`avg_pool2d`, an int or a triple each (PyTorch's divisor: the window within
+    the padded input, or its elements inside the input when ``count_include_pad`` is
+    False, or ``divisor_override``). Sums of 2-D windows over the depth slices."""
+    x5, batched, size, k, s, p, d, out = _geometry3d(input, kernel_size, stride, padding, 1,
+                                                     ceil_mode, "avg_pool3d")
+    if x5._data.dtype.kind != "f":
+        raise RuntimeError(f"\"avg_pool3d\" not implemented for "
+                           f"'{dtypes.torch_name(x5._data.dtype)}'")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    half = x5.dtype == dtypes.float16  # (summed in float32, as PyTorch's kernels do)
+    xs = x5.to(dtypes.float32) if half else x5
+    total = None
+    for slab in _depth_slices(xs, k, s, p, d, out, 0.0):
+        part = _avg_pool(2, "avg_pool3d", slab, k[1:], s[1:], p[1:], ceil_mode, True, 1)
+        total = part if total is None else total + part
+    n, c = x5.shape[0], x5.shape[1]
+    total = _shape.reshape(total, (n, c) + out)
+    if divisor_override is not None:
+        div = np.full(out, float(divisor_override))
+    else:
+        counts = []
+        for size_, kk, ss, pp, o in zip(size, k, s, p, out):
+            start = np.arange(o) * ss - pp
+            end = np.minimum(start + kk, size_ + pp)  # (windows end at the padding's edge)
+            inside = np.minimum(end, size_) - np.maximum(start, 0)
+            counts.append(end - start if count_include_pad else inside)
+        div = np.einsum("i,j,k->ijk", *counts).astype(np.float64)
+    m = math_of(total._data)
+    y = total * wrap(m.asarray((1.0 / div).astype(total._data.dtype)))
+    y = y.to(dtypes.float16) if half else y
+    return y if batched else _shape.squeeze(y, 0)
+
+
+@export(torch=True)
+def adaptive_avg_pool3d(input, output_size):  # noqa: A002
+    """Average pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to ``output_size`` (an
+    int or a triple; ``None`` keeps that axis), PyTorch's windows ``floor(i*n/out)`` to
+    ``ceil((i+1)*n/out)`` along each axis."""
+    x = input
+    sizes = _adaptive_sizes(x, 3, output_size, "adaptive_avg_pool3d")
+    if x._data.dtype.kind != "f":
+        raise RuntimeError(f"\"adaptive_avg_pool3d\" not implemented for "
+                           f"'{dtypes.torch_name(x._data.dtype)}'")
+    m = math_of(x._data)
+    half = x.dtype == dtypes.float16
+    xs = x.to(dtypes.float32) if half else x
+    dt = xs._data.dtype
+    (dn, hn, wn), (do, ho, wo) = tuple(x.shape[-3:]), sizes
+    lead = tuple(x.shape[:-3])
+    y = _linalg.matmul(xs, _shape.transpose(_averaging(wn, wo, dt, m), 0, 1))
+    y = _linalg.matmul(_averaging(hn, ho, dt, m), y)                   # (..., D, ho, wo)
+    y = _linalg.matmul(_averaging(dn, do, dt, m), _shape.reshape(y, lead + (dn, ho * wo)))
+    y = _shape.reshape(y, lead + (do, ho, wo))
+    return y.to(dtypes.float16) if half else y
