@@ -721,15 +721,13 @@ def _scatter_checks(op, x, axis, index, src):
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
     xd = x._data
     if idd.ndim != xd.ndim:
-        raise RuntimeError(f"Index tensor must have the same number of dimensions as self "
-                           f"tensor (index shape {tuple(idd.shape)}, self shape "
-                           f"{tuple(xd.shape)})")
+        raise RuntimeError("Index tensor must have the same number of dimensions as self "
+                           "tensor")
     sd = src._data if src is not None else None
     if sd is not None:
         if idd.ndim != sd.ndim:
-            raise RuntimeError(f"Index tensor must have the same number of dimensions as "
-                               f"src tensor (index shape {tuple(idd.shape)}, src shape "
-                               f"{tuple(sd.shape)})")
+            raise RuntimeError("Index tensor must have the same number of dimensions as src "
+                               "tensor")
         if sd.dtype != xd.dtype:
             raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
     for d, n in enumerate(idd.shape):
@@ -850,8 +848,6 @@ def _reduce_identity(reduce, dtype):
     if reduce == "prod":
         return 1
     largest = reduce in ("amax", "max")
-    if dtype.kind == "b":
-        return not largest
     if dtype.kind == "f":
         return -np.inf if largest else np.inf
     info = np.iinfo(dtype)
@@ -862,6 +858,10 @@ def _scatter_reduce_arrays(xd, tup, sd, reduce, include_self):
     """``xd``'s copy with ``sd`` reduced in at ``tup`` (and the counts of mean): the
     values of :func:`scatter_reduce`."""
     m = math_of(xd)
+    if xd.dtype.kind == "b":  # or, and: as int64 (CuPy has no logical_or.at), then != 0
+        out = _scatter_reduce_arrays(xd.astype(np.int64), tup, sd.astype(np.int64), reduce,
+                                     include_self)[0]
+        return out != 0, None
     out = xd.copy()
     if not include_self:
         out[tup] = _reduce_identity(reduce, xd.dtype)
@@ -870,10 +870,9 @@ def _scatter_reduce_arrays(xd, tup, sd, reduce, include_self):
     elif reduce == "prod":
         m.multiply_at(out, tup, sd)
     elif reduce in ("amax", "max"):
-        m.maximum.at(out, tup, sd) if out.dtype.kind != "b" else m.logical_or.at(out, tup, sd)
+        m.maximum.at(out, tup, sd)
     else:
-        m.minimum.at(out, tup, sd) if out.dtype.kind != "b" else \
-            m.logical_and.at(out, tup, sd)
+        m.minimum.at(out, tup, sd)
     counts = None
     if reduce == "mean":
         counts = m.full(xd.shape, 1 if include_self else 0, dtype=xd.dtype)
@@ -975,7 +974,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
                         f"{type(src).__name__}")
     index = index if isinstance(index, Tensor) else as_tensor(index)
     xd = input._data
-    axis = normalize_dim(dim, xd.ndim, "scatter_reduce")
+    axis = normalize_dim(dim, xd.ndim)  # (PyTorch's message names no op here)
     _scatter_checks("scatter", input, axis, index, src)
     if reduce not in _REDUCTIONS + ("max", "min"):  # (max and min: PyTorch's aliases)
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, "

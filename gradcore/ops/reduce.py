@@ -326,11 +326,22 @@ class CumminBackward0(CummaxBackward0):
     pass
 
 
+def _dim_int(dim, op):
+    """``dim`` as an int, or PyTorch's TypeError naming the argument's position."""
+    if type(dim) is int:
+        return dim
+    try:
+        return int_arg(dim, op)
+    except TypeError:
+        kind = "Tensor" if isinstance(dim, Tensor) else type(dim).__name__
+        raise TypeError(f"{op}(): argument 'dim' (position 2) must be int, not "
+                        f"{kind}") from None
+
+
 def _running_extreme(input, dim, largest, op, node_type, result):  # noqa: A002
-    if type(dim) is not int:
-        dim = int_arg(dim, op)
+    dim = _dim_int(dim, op)
     xd = input._data
-    axis = normalize_dim(dim, xd.ndim, op)
+    axis = normalize_dim(dim, xd.ndim)  # (PyTorch's message names no op here)
     values, indices = math_of(xd).cummax(xd, axis, largest)
     if not (mode.enabled and input._rg) or values.dtype.kind != "f":
         return result(wrap(values), wrap(indices))
@@ -399,10 +410,9 @@ def logcumsumexp(input, dim):  # noqa: A002
     >>> gc.logcumsumexp(gc.tensor([0., 0., 1000.]), 0)
     tensor([0.0000e+00, 6.9315e-01, 1.0000e+03])
     """
-    if type(dim) is not int:
-        dim = int_arg(dim, "logcumsumexp")
+    dim = _dim_int(dim, "logcumsumexp")
     xd = input._data
-    axis = normalize_dim(dim, xd.ndim, "logcumsumexp")
+    axis = normalize_dim(dim, xd.ndim)  # (PyTorch's message names no op here)
     if xd.dtype.kind != "f":
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
                                   f"'{dtypes.torch_name(input.dtype)}'")

@@ -728,9 +728,12 @@ def unfold(self, dimension, size, step):
     else:
         out = m.lib.stride_tricks.as_strided(xd, shape, strides)
     if not (mode.enabled and self._rg):
-        return _view_of(out, self, UnfoldBackward0)
-    return _view_of(out, self, UnfoldBackward0, in_shape=xd.shape,
-                    index=_window_index(m, xd.shape, axis, windows, size, step))
+        return make_view(wrap(out), self)  # (a view, whatever the array's .base says)
+    t = record(out, UnfoldBackward0, self)
+    node = t.grad_fn
+    node.in_shape = xd.shape
+    node.index = _window_index(m, xd.shape, axis, windows, size, step)
+    return make_view(t, self)
 
 
 class RollBackward0(Node):
