@@ -105,6 +105,20 @@ def test_scatter_reduce_second_derivatives_match_pytorch(reduce, include_self, d
             _same(got, want)
 
 
+def test_prod_double_backward_refused_where_zeros_meet_as_pytorch(device):
+    x = gc.ones(2, dtype=gc.float64, requires_grad=True)
+    src = gc.tensor([0.0, 0.0, 2.0], dtype=gc.float64, requires_grad=True)
+    y = x.scatter_reduce(0, gc.tensor([0, 0, 1]), src, "prod")
+    gx, gs = gc.autograd.grad([y.sum()], [x, src], create_graph=True)
+    assert host(gs).tolist() == [0.0, 0.0, 1.0]
+    assert gs.grad_fn.name() == "Error"
+    with pytest.raises(RuntimeError, match=r"^scatter_reduce\(\): Double backward is "
+                                           r"unsupported for src when >1 zeros"):
+        gs.sum().backward()
+    (gx.sum() * 2).backward()  # self's gradient stays differentiable
+    assert host(src.grad).tolist() == [0.0, 0.0, 2.0]
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "int64", "int32", "uint8", "bool"])
 @pytest.mark.parametrize("reduce", REDUCTIONS)
 def test_scatter_reduce_dtypes_match_pytorch(reduce, dtype, device):

@@ -916,6 +916,9 @@ class ScatterReduceBackward0(Node):
             without = _scatter_reduce_again(F, x, tup, masked_src, reduce, include_self)
             grad_src = F.where(single_zero, (g * without)[tup],
                                (g * y)[tup] / F.where(src_zero, 1, src))
+            if isinstance(grad_src, Tensor) and grad_src._rg and \
+                    bool((self.src_zeros > 1).any()):  # (read back, as PyTorch does)
+                grad_src = record(grad_src._data, _DoubleBackwardError, grad_src)
         else:
             y = self.output(F)
             value = y[tup]
@@ -927,6 +930,18 @@ class ScatterReduceBackward0(Node):
         if not include_self:
             grad_self = F.zero_at(grad_self, tup)
         return (grad_self if self.needs(0) else None), (grad_src if self.needs(1) else None)
+
+
+class _DoubleBackwardError(Node):
+    """prod's gradient for ``src`` where two zeros or more went to one place: its own
+    derivative is not that formula's, and PyTorch refuses it when a backward reaches it."""
+
+    def apply(self, F, g):
+        raise RuntimeError("scatter_reduce(): Double backward is unsupported for src when "
+                           ">1 zeros in src are scattered to the same position in self")
+
+    def name(self):
+        return "Error"
 
 
 def _scatter_reduce_again(F, x, tup, src, reduce, include_self):
