@@ -420,7 +420,8 @@ for _name in ("all", "amax", "amin", "any", "argmax", "argmin", "broadcast_to", 
               "flip", "fliplr", "flipud", "histc", "index_add", "index_copy", "kthvalue",
               "masked_scatter", "masked_select", "msort", "nan_to_num", "repeat_interleave",
               "roll", "scatter", "sort", "std_mean", "take_along_dim", "topk", "trace",
-              "tril", "triu", "unique", "var_mean"):
+              "tril", "triu", "unique", "var_mean", "scatter_reduce", "cummax", "cummin",
+              "logcumsumexp"):
     globals()[_name] = _tensor_input(globals()[_name])
 del _name
 

@@ -542,6 +542,56 @@ class ArrayMath:
         out = fn(a, axis=axis, dtype=_CUM_ACC.get(res, res))
         return out if out.dtype == res else out.astype(res)
 
+    def scan(self, a, axis, combine):
+        """The inclusive scan of ``a`` along ``axis`` under the associative, elementwise
+        ``combine(earlier, later)``: ``out[k] = a[0] (+) a[1] (+) ... (+) a[k]``, by
+        doubling (log2(n) whole-array steps, the same on every device; no ``ufunc``
+        method CuPy may lack, no value read back)."""
+        xp = self.xp
+        n = a.shape[axis] if a.ndim else 1
+        lead = (slice(None),) * axis
+        d = 1
+        while d < n:
+            head = a[lead + (slice(0, d),)]
+            tail = combine(a[lead + (slice(0, n - d),)], a[lead + (slice(d, n),)])
+            a = xp.concatenate([head, tail], axis=axis)
+            d *= 2
+        return a.copy() if n <= 1 else a
+
+    def logcumsumexp(self, a, axis):
+        """``log(cumsum(exp(a)))`` along ``axis``, without overflow: a scan of
+        ``logaddexp`` (float16 computed in float32, rounded once)."""
+        if a.ndim == 0:
+            return a.copy()
+        wide = a.astype(np.float32) if a.dtype == np.float16 else a
+        out = self.scan(wide, axis, self.xp.logaddexp)
+        return out.astype(a.dtype) if out.dtype != a.dtype else out
+
+    def cummax(self, a, axis, largest=True):
+        """PyTorch's ``cummax`` (``cummin`` when not ``largest``) of an array along
+        ``axis``: the running maximum, NaN once one is met, and the int64 index where each
+        running value was last met (ties and later NaNs move it on, as in PyTorch)."""
+        xp = self.xp
+        if a.ndim == 0:
+            return a.copy(), xp.zeros((), dtype=_INT64)
+        if a.dtype.kind == "b":
+            best = self.scan(a, axis, xp.logical_or if largest else xp.logical_and)
+        else:
+            best = self.scan(a, axis, xp.maximum if largest else xp.minimum)
+        # where a new running value is met: the last such place is its index
+        met = a == best
+        if a.dtype.kind == "f":
+            met |= xp.isnan(a)
+        shape = [1] * a.ndim
+        shape[axis] = a.shape[axis]
+        places = xp.arange(a.shape[axis], dtype=_INT64).reshape(shape)
+        return best, self.scan(xp.where(met, places, 0), axis, xp.maximum)
+
+    def multiply_at(self, out, index, values):
+        """``out[index] *= values`` in place, repeated indices multiplying in turn
+        (``multiply.at``)."""
+        self.xp.multiply.at(out, index, values)
+
     def expm1(self, x, out=None):
         """``exp(x) - 1``; float32 computed in float64 and rounded once: NumPy's own
         float32 expm1 is an ulp off the correctly rounded value for about 7% of inputs
@@ -852,6 +902,37 @@ class _CupyMath(ArrayMath):
         if x.dtype in (np.float16, np.float32):
             return fn(x.astype(np.float64)).astype(x.dtype)
         return fn(x)
+
+    def multiply_at(self, out, index, values):
+        """``out[index] *= values`` (CuPy has no ``multiply.at``; ``out`` contiguous): the
+        values sorted by the place they go, each run of one place multiplied by a
+        segmented scan, and each run's product multiplied in."""
+        xp = self.xp
+        idx = xp.broadcast_arrays(*[xp.asarray(i) for i in index])
+        values = xp.broadcast_to(values, idx[0].shape).reshape(-1)
+        flat = xp.zeros(idx[0].shape, dtype=_INT64)
+        for i, n in zip(idx, out.shape):
+            flat = flat * n + i
+        flat = flat.reshape(-1)
+        if not flat.size:
+            return
+        order = xp.argsort(flat, kind="stable")
+        place, vals = flat[order], values[order]
+        k = xp.arange(place.size, dtype=_INT64)
+        starts = xp.concatenate([xp.ones(1, dtype=bool), place[1:] != place[:-1]])
+        run_start = self.scan(xp.where(starts, k, 0), 0, xp.maximum)
+        d = 1
+        while d < place.size:  # vals[k] *= vals[k - d] while k - d is in k's run
+            inside = (k[d:] - d) >= run_start[d:]
+            vals = xp.concatenate([vals[:d], xp.where(inside, vals[d:] * vals[:-d],
+                                                      vals[d:])])
+            d *= 2
+        # every member of a run reads the run's product at its end, so that the writes
+        # to one place agree (no nonzero(): it would read a size back)
+        last = xp.concatenate([place[1:] != place[:-1], xp.ones(1, dtype=bool)])
+        run_end = self.scan(xp.where(last, k, place.size)[::-1], 0, xp.minimum)[::-1]
+        target = out.reshape(-1)  # (out: a new, contiguous array)
+        target[place] = target[place] * vals[run_end]
 
     def asarray(self, data, dtype=None):
         with self.xp.cuda.Device(self.device.index or 0):

@@ -593,6 +593,44 @@ OPS = [
        lambda x, w, b: _norm_np(x, (-2, -1), 1e-3, w, b), [((2, 3, 4), (3, 4), (3, 4))]),
     Op("layer_norm_plain", lambda m, x: m.nn.functional.layer_norm(x, x.shape[-1:]),
        lambda x: _norm_np(x, (-1,), 1e-5), [(2, 3, 4), (5, 2), (3,)]),
+    # ---- issue 14: scatter_reduce, cummax/cummin, logcumsumexp, unfold ----
+    Op("scatter_reduce_sum", lambda m, a, b: m.scatter_reduce(a, 0, m.tensor(REDUCE_IDX), b,
+                                                              "sum"),
+       lambda a, b: _scatter_reduce_np(a, b, "sum", True), [((3, 4), (2, 4))]),
+    Op("scatter_reduce_prod", lambda m, a, b: a.scatter_reduce(0, m.tensor(REDUCE_IDX), b,
+                                                               "prod"),
+       lambda a, b: _scatter_reduce_np(a, b, "prod", True), [((3, 4), (2, 4))],
+       domain=(0.5, 1.5)),
+    Op("scatter_reduce_prod_exclude", lambda m, a, b: a.scatter_reduce(
+        0, m.tensor(REDUCE_IDX), b, "prod", include_self=False),
+       lambda a, b: _scatter_reduce_np(a, b, "prod", False), [((3, 4), (2, 4))],
+       domain=(0.5, 1.5)),
+    Op("scatter_reduce_mean", lambda m, a, b: m.scatter_reduce(a, 0, m.tensor(REDUCE_IDX), b,
+                                                               "mean"),
+       lambda a, b: _scatter_reduce_np(a, b, "mean", True), [((3, 4), (2, 4))]),
+    Op("scatter_reduce_mean_exclude", lambda m, a, b: m.scatter_reduce(
+        a, 0, m.tensor(REDUCE_IDX), b, "mean", include_self=False),
+       lambda a, b: _scatter_reduce_np(a, b, "mean", False), [((3, 4), (2, 4))]),
+    Op("scatter_reduce_amax", lambda m, a, b: m.scatter_reduce(a, 0, m.tensor(REDUCE_IDX), b,
+                                                               "amax"),
+       lambda a, b: _scatter_reduce_np(a, b, "amax", True), [((3, 4), (2, 4))],
+       distinct=True),
+    Op("scatter_reduce_amin_exclude", lambda m, a, b: a.scatter_reduce(
+        0, m.tensor(REDUCE_IDX), b, "amin", include_self=False),
+       lambda a, b: _scatter_reduce_np(a, b, "amin", False), [((3, 4), (2, 4))],
+       distinct=True),
+    Op("cummax", lambda m, x: m.cummax(x, 1)[0], lambda x: np.maximum.accumulate(x, 1), M3,
+       distinct=True),
+    Op("cummin_method", lambda m, x: x.cummin(-1).values * x,
+       lambda x: np.minimum.accumulate(x, -1) * x, M3, distinct=True),
+    Op("logcumsumexp", lambda m, x: m.logcumsumexp(x, 1), lambda x: np.logaddexp.accumulate(x, 1),
+       M3),
+    Op("logcumsumexp_method", lambda m, x: x.logcumsumexp(-1) * x,
+       lambda x: _cum_np(np.logaddexp.accumulate, x, -1) * x),
+    Op("tensor_unfold", lambda m, x: x.unfold(1, 2, 1),
+       lambda x: _view_windows_np(x, 1, 2, 1), M3),
+    Op("tensor_unfold_step", lambda m, x: x.unfold(-1, 3, 2) ** 2,
+       lambda x: _view_windows_np(x, -1, 3, 2) ** 2, [(5,), (2, 7), (3, 2, 4)]),
 ]
 
 _SELU_A = 1.6732632423543772848170429916717
@@ -653,6 +691,29 @@ def _scatter_add_np(a, b):
     for j in range(idx.shape[1]):
         out[idx[0, j], j] += b[0, j]
     return out
+
+
+REDUCE_IDX = np.array([[0, 1, 2, 0], [0, 1, 1, 0]])  # repeats, and a place never written
+
+
+def _scatter_reduce_np(a, b, reduce, include_self):
+    """scatter_reduce along dim 0 at REDUCE_IDX, one value at a time."""
+    out = a.copy()
+    sent: dict = {}
+    for (i, j), target in np.ndenumerate(REDUCE_IDX):
+        sent.setdefault((target, j), []).append(b[i, j])
+    for place, values in sent.items():
+        values = ([a[place]] if include_self else []) + values
+        fold = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "amax": np.max,
+                "amin": np.min}[reduce]
+        out[place] = fold(values)
+    return out
+
+
+def _view_windows_np(x, dim, size, step):
+    """Tensor.unfold's windows (not F.unfold's)."""
+    windows = np.lib.stride_tricks.sliding_window_view(x, size, axis=dim)
+    return windows[(slice(None),) * (dim % x.ndim) + (slice(None, None, step),)]
 
 
 OPS_BY_NAME = {op.name: op for op in OPS}

@@ -314,9 +314,10 @@ def bind_methods(T) -> None:
                  "sqrt", "tanh", "sigmoid", "relu", "abs", "square", "reciprocal", "erf",
                  "masked_fill", "tan", "asin", "acos", "atan", "sinh", "cosh", "log2",
                  "log10", "exp2", "floor", "ceil", "round", "trunc", "frac", "tril", "triu",
-                 "scatter", "index_copy", "index_add", "masked_scatter", "clamp_min",
-                 "clamp_max", "fmod", "remainder", "lerp", "atan2", "arctan2", "hypot",
-                 "copysign", "erfc", "erfinv", "xlogy", "nan_to_num"):
+                 "scatter", "scatter_add", "scatter_reduce", "index_copy", "index_add",
+                 "masked_scatter", "clamp_min", "clamp_max", "fmod", "remainder", "lerp",
+                 "atan2", "arctan2", "hypot", "copysign", "erfc", "erfinv", "xlogy",
+                 "nan_to_num"):
         # (no asinh_/acosh_/atanh_: PyTorch has no derivative for them in place)
         methods[name + "_"] = _inplace_method(name + "_", methods[name])
     for name, op in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul"),

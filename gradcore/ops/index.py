@@ -1,5 +1,6 @@
-"""Indexing: ``t[...]``, ``t[...] = v``, gather, scatter, scatter_add, index_select,
-index_copy, index_add, masked_fill, masked_select, masked_scatter, take_along_dim.
+"""Indexing: ``t[...]``, ``t[...] = v``, gather, scatter, scatter_add, scatter_reduce,
+index_select, index_copy, index_add, masked_fill, masked_select, masked_scatter,
+take_along_dim.
 
 Gradients of advanced (integer array) indices accumulate where indices repeat.
 """
@@ -720,15 +721,13 @@ def _scatter_checks(op, x, axis, index, src):
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
     xd = x._data
     if idd.ndim != xd.ndim:
-        raise RuntimeError(f"Index tensor must have the same number of dimensions as self "
-                           f"tensor (index shape {tuple(idd.shape)}, self shape "
-                           f"{tuple(xd.shape)})")
+        raise RuntimeError("Index tensor must have the same number of dimensions as self "
+                           "tensor")
     sd = src._data if src is not None else None
     if sd is not None:
         if idd.ndim != sd.ndim:
-            raise RuntimeError(f"Index tensor must have the same number of dimensions as "
-                               f"src tensor (index shape {tuple(idd.shape)}, src shape "
-                               f"{tuple(sd.shape)})")
+            raise RuntimeError("Index tensor must have the same number of dimensions as src "
+                               "tensor")
         if sd.dtype != xd.dtype:
             raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
     for d, n in enumerate(idd.shape):
@@ -754,11 +753,31 @@ class ScatterBackward1(Node):  # a number written: x's gradient elsewhere
         return (F.zero_at(g, self.index),)
 
 
+class ScatterReduceNotImplemented(Node):
+    """scatter's deprecated ``reduce=``: PyTorch has no derivative for it, and says so
+    when a backward pass reaches it."""
+
+    def apply(self, F, g):
+        raise RuntimeError("derivative for aten::scatter is not implemented")
+
+    def name(self):
+        return "torch::autograd::NotImplemented"
+
+
+_SCATTER_REDUCE_DEPRECATED = (
+    "The reduce argument of torch.scatter with Tensor src is deprecated and will be removed "
+    "in a future PyTorch release. Use torch.scatter_reduce instead for more reduction "
+    "options.")
+
+
 @export(torch=True, method=True)
-def scatter(input, dim, index, src=None, *, value=None):  # noqa: A002
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
     """A copy of ``input`` with ``src[i][j]`` written at ``[index[i][j]][j]`` (``dim=0``;
     and so on), or the number ``value`` (also given in ``src``'s place); where an index
-    repeats, one of the writes wins, as in PyTorch.
+    repeats, one of the writes wins, as in PyTorch. With ``reduce="add"`` or
+    ``"multiply"`` (deprecated, as in PyTorch: see :func:`scatter_reduce`) the values are
+    added to or multiply what is there, repeats accumulating; that result has no
+    gradient (a backward pass through it raises, as PyTorch's does).
 
     >>> import gradcore as gc
     >>> gc.scatter(gc.zeros(2, 3), 0, gc.tensor([[1, 0, 1]]), gc.tensor([[1., 2., 3.]]))
@@ -773,14 +792,34 @@ def scatter(input, dim, index, src=None, *, value=None):  # noqa: A002
     xd = input._data
     axis = normalize_dim(dim, xd.ndim, "scatter")
     _scatter_checks("scatter", input, axis, index, src)
+    if reduce is not None:
+        if src is not None:
+            warnings.warn(_SCATTER_REDUCE_DEPRECATED, UserWarning, stacklevel=2)
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError("reduce argument must be either add or multiply.")
     if not xd.ndim:  # a scalar behaves as a one-element vector, as in PyTorch
         one = (src.reshape(1),) if src is not None else ()
         return scatter(input.reshape(1), 0, index.reshape(-1), *one,
-                       value=value).reshape(())
+                       value=value, reduce=reduce).reshape(())
     tup = _along_index(index._data.astype(np.int64, copy=False), axis)
     n = xd.shape[axis]  # [0, n), as in PyTorch; on a GPU, at the next read
     check_range(tup[axis], 0, n, _out_of_bounds("", axis, n, xd.shape, RuntimeError))
     out = xd.copy()
+    if reduce is not None:
+        m = math_of(out)
+        if src is None:
+            values = m.full(index._data.shape, value, dtype=out.dtype) \
+                if out.dtype.kind != "b" else m.full(index._data.shape, bool(value))
+        else:
+            values = src._data[tuple(slice(0, k) for k in index._data.shape)]
+        if reduce == "add":
+            m.add.at(out, tup, values)
+        else:
+            m.multiply_at(out, tup, values)
+        tracked = (input,) if src is None else (input, src)
+        if not (mode.enabled and builtins.any(t._rg for t in tracked)):
+            return wrap(out)
+        return record(out, ScatterReduceNotImplemented, *tracked)
     if src is None:
         out[tup] = value
         if not (mode.enabled and input._rg):
@@ -797,6 +836,178 @@ def scatter(input, dim, index, src=None, *, value=None):  # noqa: A002
     t = record(out, ScatterBackward0, input, src if whole else getitem(src, region))
     t.grad_fn.index = tup
     return t
+
+
+_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def _reduce_identity(reduce, dtype):
+    """What a place that takes no value of itself starts from (``include_self=False``)."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    largest = reduce in ("amax", "max")
+    if dtype.kind == "f":
+        return -np.inf if largest else np.inf
+    info = np.iinfo(dtype)
+    return info.min if largest else info.max
+
+
+def _scatter_reduce_arrays(xd, tup, sd, reduce, include_self):
+    """``xd``'s copy with ``sd`` reduced in at ``tup`` (and the counts of mean): the
+    values of :func:`scatter_reduce`."""
+    m = math_of(xd)
+    if xd.dtype.kind == "b":  # or, and: as int64 (CuPy has no logical_or.at), then != 0
+        out = _scatter_reduce_arrays(xd.astype(np.int64), tup, sd.astype(np.int64), reduce,
+                                     include_self)[0]
+        return out != 0, None
+    out = xd.copy()
+    if not include_self:
+        out[tup] = _reduce_identity(reduce, xd.dtype)
+    if reduce in ("sum", "mean"):
+        m.add.at(out, tup, sd)
+    elif reduce == "prod":
+        m.multiply_at(out, tup, sd)
+    elif reduce in ("amax", "max"):
+        m.maximum.at(out, tup, sd)
+    else:
+        m.minimum.at(out, tup, sd)
+    counts = None
+    if reduce == "mean":
+        counts = m.full(xd.shape, 1 if include_self else 0, dtype=xd.dtype)
+        m.add.at(counts, tup, m.ones(sd.shape, dtype=xd.dtype))
+        counts[counts == 0] = 1
+        out = out / counts if out.dtype.kind == "f" else out // counts
+    return out, counts
+
+
+class ScatterReduceBackward0(Node):
+    """PyTorch's scatter_reduce_backward: sum passes the gradient on (``src`` takes it at
+    ``index``); mean divides it by each place's count; prod multiplies it by the product
+    of the others (recomputed without a zero of ``self``, or without the one zero among
+    the values sent to a place: exact where there are zeros); amax and amin share it
+    evenly among the values equal to the result. Where ``include_self=False``, ``self``
+    gets none at the places written."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        reduce, tup, include_self = self.reduce, self.index, self.include_self
+        if reduce not in _REDUCTIONS:
+            raise RuntimeError(f"Expected 'reduce' to be one of 'sum', 'prod', 'mean', "
+                               f"'amax', 'amin' but got {reduce}.")
+        x, src = self.unpack(F)
+        if reduce == "sum":
+            grad_self, grad_src = g * 1, g[tup]
+        elif reduce == "mean":
+            counts = F.constant(self.counts)
+            grad_self = g / counts
+            grad_src = g[tup] / counts[tup]
+        elif reduce == "prod":
+            y = self.output(F)
+            masked_self = F.where(x == 0, 1, x)
+            grad_self = g * _scatter_reduce_again(F, masked_self, tup, src, reduce,
+                                                  include_self) / masked_self
+            src_zero = src == 0
+            zeros_there = F.constant(self.src_zeros)
+            single_zero = src_zero & (zeros_there == 1)
+            masked_src = F.where(single_zero, 1, src)
+            without = _scatter_reduce_again(F, x, tup, masked_src, reduce, include_self)
+            grad_src = F.where(single_zero, (g * without)[tup],
+                               (g * y)[tup] / F.where(src_zero, 1, src))
+            if isinstance(grad_src, Tensor) and grad_src._rg and \
+                    bool((self.src_zeros > 1).any()):  # (read back, as PyTorch does)
+                grad_src = record(grad_src._data, _DoubleBackwardError, grad_src)
+        else:
+            y = self.output(F)
+            value = y[tup]
+            self_is = F.astype(x == y, self.dtype)
+            src_is = F.astype(src == value, self.dtype)
+            share = g / (self_is + F.index_add_into_zeros(src_is, tup, self.in_shape))
+            grad_self = self_is * share
+            grad_src = src_is * share[tup]
+        if not include_self:
+            grad_self = F.zero_at(grad_self, tup)
+        return (grad_self if self.needs(0) else None), (grad_src if self.needs(1) else None)
+
+
+class _DoubleBackwardError(Node):
+    """prod's gradient for ``src`` where two zeros or more went to one place: its own
+    derivative is not that formula's, and PyTorch refuses it when a backward reaches it."""
+
+    def apply(self, F, g):
+        raise RuntimeError("scatter_reduce(): Double backward is unsupported for src when "
+                           ">1 zeros in src are scattered to the same position in self")
+
+    def name(self):
+        return "Error"
+
+
+def _scatter_reduce_again(F, x, tup, src, reduce, include_self):
+    """scatter_reduce of arrays, or of tensors (differentiably) under create_graph."""
+    if isinstance(x, Tensor):
+        return _scatter_reduce_tup(x, tup, src, reduce, include_self)
+    return _scatter_reduce_arrays(x, tup, src, reduce, include_self)[0]
+
+
+def _scatter_reduce_tup(x, tup, src, reduce, include_self):
+    """:func:`scatter_reduce` at an index tuple already checked (``src`` its size)."""
+    out, counts = _scatter_reduce_arrays(x._data, tup, src._data, reduce, include_self)
+    if not (mode.enabled and (x._rg or src._rg)) or out.dtype.kind != "f":
+        return wrap(out)
+    t = record(out, ScatterReduceBackward0, x, src)
+    node = t.grad_fn
+    node.reduce, node.index, node.include_self = reduce, tup, include_self
+    node.counts, node.in_shape, node.dtype = counts, x._data.shape, x._data.dtype
+    if reduce == "prod":
+        m = math_of(out)
+        node.src_zeros = m.zeros(x._data.shape, dtype=np.int64)
+        m.add.at(node.src_zeros, tup, (src._data == 0).astype(np.int64))
+        node.src_zeros = node.src_zeros[tup]
+    node.save(x, src)
+    node.save_output(t)
+    return t
+
+
+@export(torch=True, method=True)
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noqa: A002
+    """A copy of ``input`` with the values of ``src`` reduced into it at ``index`` along
+    ``dim`` (:func:`scatter`'s places): ``reduce`` is ``"sum"``, ``"prod"``, ``"mean"``,
+    ``"amax"`` or ``"amin"``; with ``include_self=False`` the places written start from
+    the values sent there alone. An integer mean rounds down, as in PyTorch.
+    Differentiable in ``input`` and ``src`` (amax and amin share the gradient evenly
+    among equal values).
+
+    >>> import gradcore as gc
+    >>> gc.scatter_reduce(gc.tensor([1., 2., 3.]), 0, gc.tensor([0, 0, 2]),
+    ...                   gc.tensor([5., 6., 7.]), "amax", include_self=False)
+    tensor([6., 2., 7.])
+    """
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_reduce(): argument 'src' (position 4) must be Tensor, not "
+                        f"{type(src).__name__}")
+    index = index if isinstance(index, Tensor) else as_tensor(index)
+    xd = input._data
+    axis = normalize_dim(dim, xd.ndim)  # (PyTorch's message names no op here)
+    _scatter_checks("scatter", input, axis, index, src)
+    if reduce not in _REDUCTIONS + ("max", "min"):  # (max and min: PyTorch's aliases)
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, "
+                           f"got {reduce}")
+    if reduce == "mean" and xd.dtype.kind == "b":
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not "
+                                  "implemented for 'Bool'")
+    if not xd.ndim:  # a scalar behaves as a one-element vector, as in PyTorch
+        return scatter_reduce(input.reshape(1), 0, index.reshape(-1), src.reshape(-1),
+                              reduce, include_self=include_self).reshape(())
+    tup = _along_index(index._data.astype(np.int64, copy=False), axis)
+    n = xd.shape[axis]  # [0, n), as in PyTorch; on a GPU, at the next read
+    check_range(tup[axis], 0, n, _out_of_bounds("", axis, n, xd.shape, RuntimeError))
+    region = tuple(slice(0, k) for k in index._data.shape)
+    if src._data.shape != index._data.shape:
+        src = getitem(src, region) if mode.enabled and src._rg else \
+            wrap(src._data[region])
+    return _scatter_reduce_tup(input, tup, src, reduce, include_self)
 
 
 def _index_along(op, x, dim, index, long_only):

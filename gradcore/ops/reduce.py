@@ -1,7 +1,7 @@
 """Reductions: sum, mean, prod, var, std, max, min, amax, amin, aminmax, arg*, logsumexp,
-norm, count_nonzero, var_mean, std_mean; the cumulative cumsum, cumprod; sorting and
-searching (sort, argsort, msort, topk, kthvalue, searchsorted, bucketize) and counting
-(unique, bincount, histc)."""
+norm, count_nonzero, var_mean, std_mean; the cumulative cumsum, cumprod, cummax, cummin,
+logcumsumexp; sorting and searching (sort, argsort, msort, topk, kthvalue, searchsorted,
+bucketize) and counting (unique, bincount, histc)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ..backend import check_range, math_of
 from . import pointwise as pw
 from ._core import Node, Tensor, int_arg, mode, normalize_dim, normalize_dims, record, wrap
 from ._export import export
+from .index import _along_index
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -311,6 +312,127 @@ def cumprod(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     if dim is None:
         raise TypeError("cumprod() missing 1 required positional argument: 'dim'")
     return _cumulative(input, dim, dtype, "cumprod", CumprodBackward0)
+
+
+cummax_result = namedtuple("cummax", ["values", "indices"])
+cummin_result = namedtuple("cummin", ["values", "indices"])
+
+
+class CummaxBackward0(Node):
+    """PyTorch's cummaxmin_backward: each gradient goes back to the index its running
+    value came from; repeats (a value held over several places) accumulate."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        if not self.in_shape:  # a 0-d input is its own value (a new array: fresh_grads)
+            return (g * 1,)
+        return (F.index_add_into_zeros(g, self.index, self.in_shape),)
+
+
+class CumminBackward0(CummaxBackward0):
+    pass
+
+
+def _dim_int(dim, op):
+    """``dim`` as an int, or PyTorch's TypeError naming the argument's position."""
+    if type(dim) is int:
+        return dim
+    try:
+        return int_arg(dim, op)
+    except TypeError:
+        kind = "Tensor" if isinstance(dim, Tensor) else type(dim).__name__
+        raise TypeError(f"{op}(): argument 'dim' (position 2) must be int, not "
+                        f"{kind}") from None
+
+
+def _running_extreme(input, dim, largest, op, node_type, result):  # noqa: A002
+    dim = _dim_int(dim, op)
+    xd = input._data
+    axis = normalize_dim(dim, xd.ndim)  # (PyTorch's message names no op here)
+    values, indices = math_of(xd).cummax(xd, axis, largest)
+    if not (mode.enabled and input._rg) or values.dtype.kind != "f":
+        return result(wrap(values), wrap(indices))
+    t = record(values, node_type, input)
+    node = t.grad_fn
+    node.in_shape = xd.shape
+    if xd.ndim:
+        node.index = _along_index(indices, axis)
+    return result(t, wrap(indices))
+
+
+@export(torch=True, method=True)
+def cummax(input, dim):  # noqa: A002
+    """``(values, indices)``: the running maximum of ``input`` along ``dim`` and the
+    int64 index it was last met at (a tie moves it on; NaN, once met, is the maximum).
+    The gradient goes back to those indices.
+
+    >>> import gradcore as gc
+    >>> gc.cummax(gc.tensor([1., 3., 2., 3.]), 0)
+    cummax(values=tensor([1., 3., 3., 3.]), indices=tensor([0, 1, 1, 3]))
+    """
+    return _running_extreme(input, dim, True, "cummax", CummaxBackward0, cummax_result)
+
+
+@export(torch=True, method=True)
+def cummin(input, dim):  # noqa: A002
+    """``(values, indices)``: the running minimum of ``input`` along ``dim`` and the
+    int64 index it was last met at (:func:`cummax`'s rules).
+
+    >>> import gradcore as gc
+    >>> gc.cummin(gc.tensor([2., 1., 3., 1.]), 0).indices
+    tensor([0, 1, 1, 3])
+    """
+    return _running_extreme(input, dim, False, "cummin", CumminBackward0, cummin_result)
+
+
+class LogcumsumexpBackward0(Node):
+    """PyTorch's logcumsumexp_backward: ``sum_{j >= k} g[j] exp(x[k] - y[j])``, the
+    positive and the negative parts of ``g`` each summed in log space (a reversed
+    logcumsumexp), so that nothing overflows."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        if not g.shape or 0 in g.shape:
+            return (g * 1,)
+        y, axis = self.output(F), self.axis
+        lowest = float(np.finfo(self.dtype).min)
+        log_abs = F.log(F.abs(g))
+        positive = F.where(g > 0, log_abs, lowest)
+        negative = F.where(g < 0, log_abs, lowest)
+
+        def from_end(a):
+            return _flip(F.logcumsumexp(_flip(a, axis), axis), axis)
+
+        return (F.exp(from_end(positive - y) + x) - F.exp(from_end(negative - y) + x),)
+
+
+@export(torch=True, method=True)
+def logcumsumexp(input, dim):  # noqa: A002
+    """``log(cumsum(exp(input)))`` along ``dim``, computed without overflow (floating
+    point inputs only, as in PyTorch).
+
+    >>> import gradcore as gc
+    >>> gc.logcumsumexp(gc.tensor([0., 0., 1000.]), 0)
+    tensor([0.0000e+00, 6.9315e-01, 1.0000e+03])
+    """
+    dim = _dim_int(dim, "logcumsumexp")
+    xd = input._data
+    axis = normalize_dim(dim, xd.ndim)  # (PyTorch's message names no op here)
+    if xd.dtype.kind != "f":
+        raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
+                                  f"'{dtypes.torch_name(input.dtype)}'")
+    out = math_of(xd).logcumsumexp(xd, axis)
+    if not (mode.enabled and input._rg):
+        return wrap(out)
+    t = record(out, LogcumsumexpBackward0, input)
+    node = t.grad_fn
+    node.axis, node.dtype = axis, xd.dtype
+    node.save(input)
+    node.save_output(t)
+    return t
 
 
 # ---- var / std ----------

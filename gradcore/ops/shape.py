@@ -717,6 +717,87 @@ def flipud(input):  # noqa: A002
     return flip(input, (0,))
 
 
+class UnfoldBackward0(Node):
+    """The windows' gradients added back where the windows lie in the input (overlapping
+    windows accumulate)."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (F.index_add_into_zeros(g, self.index, self.in_shape),)
+
+
+def _window_index(m, shape, axis, windows, size, step):
+    """Where each element of an unfolded tensor lies in its input of ``shape``: a tuple
+    of int arrays, one per input dimension, broadcasting to the unfolded shape."""
+    nd = len(shape)
+    index = []
+    for d in range(nd):
+        if d == axis:
+            where = [1] * (nd + 1)
+            where[d] = windows
+            starts = m.arange(windows, dtype=np.int64).reshape(where) * step
+            where = [1] * nd + [size]
+            index.append(starts + m.arange(size, dtype=np.int64).reshape(where))
+        else:
+            where = [1] * (nd + 1)
+            where[d] = shape[d]
+            index.append(m.arange(shape[d], dtype=np.int64).reshape(where))
+    return tuple(index)
+
+
+@export(method=True)
+def unfold(self, dimension, size, step):
+    """A view of every window of ``size`` elements along ``dimension``, one every
+    ``step``: that dimension becomes the number of windows, and each window is a new
+    last dimension. Windows may overlap; their gradients add up.
+
+    >>> import gradcore as gc
+    >>> gc.arange(5.).unfold(0, 2, 2)
+    tensor([[0., 1.],
+            [2., 3.]])
+    """
+    for position, (name, value) in enumerate((("dimension", dimension), ("size", size),
+                                               ("step", step)), 1):
+        if type(value) is not int:
+            try:
+                int_arg(value, "unfold", name)
+            except TypeError:
+                kind = type(value).__name__ if not isinstance(value, Tensor) else "Tensor"
+                raise TypeError(f"unfold(): argument '{name}' (position {position}) must "
+                                f"be int, not {kind}") from None
+    dimension, size, step = (int_arg(v, "unfold") for v in (dimension, size, step))
+    xd = self._data
+    axis = normalize_dim(dimension, xd.ndim)
+    length = xd.shape[axis] if xd.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {axis} is {length} but "
+                           f"size is {size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if not xd.ndim:  # the one element, or none: a 1-D view
+        return _index.getitem(reshape(self, (1,)), slice(0, size))
+    windows = (length - size) // step + 1
+    shape = xd.shape[:axis] + (windows,) + xd.shape[axis + 1:] + (size,)
+    strides = xd.strides[:axis] + (xd.strides[axis] * step,) + xd.strides[axis + 1:] + \
+        (xd.strides[axis],)
+    m = math_of(xd)
+    if type(xd) is np.ndarray:
+        # (subok: gc.compile's recording finds what the view reads through its base)
+        out = np.lib.stride_tricks.as_strided(xd, shape, strides, subok=True)
+    else:
+        out = m.lib.stride_tricks.as_strided(xd, shape, strides)
+    if not (mode.enabled and self._rg):
+        return make_view(wrap(out), self)  # (a view, whatever the array's .base says)
+    t = record(out, UnfoldBackward0, self)
+    node = t.grad_fn
+    node.in_shape = xd.shape
+    node.index = _window_index(m, xd.shape, axis, windows, size, step)
+    return make_view(t, self)
+
+
 class RollBackward0(Node):
     def apply(self, F, g):
         return (F.roll(g, self.back, self.axes),)

@@ -125,6 +125,10 @@ def cumprod(x, axis, dtype=None):
     return _red.cumprod(x, axis, dtype=dtype)
 
 
+def logcumsumexp(x, axis):
+    return _red.logcumsumexp(x, axis)
+
+
 def astype(x, dtype):
     return _pw.to_dtype(x, dtype)
 
