@@ -221,6 +221,31 @@ def _softmax_forward_kernel(math, x, log):
     return y
 
 
+def _attention_kernel(math, s, bias, scale, n_q):
+    xp = math.xp
+    dtype = s.dtype
+    s = _dense(xp, s, dtype)
+    y = xp.empty(s.shape, dtype=dtype)
+    _launch(math, "attention_softmax_rows", dtype,
+            [s, s if bias is None else _dense(xp, bias, dtype), np.int64(bias is not None),
+             _acc(dtype).type(scale), np.int64(n_q), y], *s.shape, "rows")
+    return y
+
+
+def _attention_backward_kernel(math, g, y, scale, need_d):
+    xp = math.xp
+    dtype = y.dtype
+    acc = _acc(dtype)
+    y = _dense(xp, y, dtype)
+    out = xp.empty(y.shape, dtype=dtype)
+    # (without need_d: a valid pointer, never written)
+    d = xp.empty(y.shape if need_d else (1,), dtype=acc)
+    _launch(math, "attention_softmax_backward_rows", dtype,
+            [_dense(xp, g, dtype), y, acc.type(scale), np.int64(bool(need_d)), out, d],
+            *y.shape, "rows")
+    return out, (d if need_d else None)
+
+
 def _ln_forward_kernel(math, x, w, b, eps, inv_n):
     xp = math.xp
     dtype = x.dtype
@@ -452,6 +477,9 @@ _ROW_LAUNCHERS = {
     "softmax_xent_forward": lambda math: functools.partial(_xent_forward_kernel, math),
     "mul_sum_rows": lambda math: functools.partial(_mul_sum_rows_kernel, math),
     "softmax_forward_rows": lambda math: functools.partial(_softmax_forward_kernel, math),
+    "attention_softmax_rows": lambda math: functools.partial(_attention_kernel, math),
+    "attention_softmax_backward_rows": lambda math: functools.partial(
+        _attention_backward_kernel, math),
     "layer_norm_forward_rows": lambda math: functools.partial(_ln_forward_kernel, math),
     "layer_norm_backward_rows": lambda math: functools.partial(_ln_backward_kernel, math),
     "layer_norm_param_grads": lambda math: functools.partial(_ln_params_kernel, math),
