@@ -1,5 +1,7 @@
 """F.scaled_dot_product_attention against PyTorch and by finite differences."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -164,6 +166,34 @@ def test_attention_is_one_safe_softmax_node_between_the_matmuls():
         assert below[0] in ("BmmBackward0", "UnsafeViewBackward0", "ViewBackward0"), below
         assert below[1:] == (["AccumulateGrad"] if kw.get("attn_mask") is not None and
                              kw["attn_mask"].requires_grad else []), below
+
+
+@pytest.mark.parametrize("kind", [None, "causal", "bool", "float"])
+def test_attention_replays_under_compile(kind, device):
+    """A compiled step with attention (its masks included) replays, bit for bit as
+    eager, and refuses nothing."""
+    rng = np.random.default_rng(8)
+    q = gc.tensor(rng.standard_normal((2, 5, 4)), requires_grad=True)
+    mask = {"bool": gc.tensor(rng.random((5, 6)) > 0.3),
+            "float": gc.tensor(rng.standard_normal((5, 6)))}.get(kind)
+
+    def step(x):
+        q.grad = None
+        out = F.scaled_dot_product_attention(q, x, x, attn_mask=mask,
+                                             is_causal=kind == "causal")
+        out.sum().backward()
+        return out.detach()
+
+    fn = gc.compile(step)
+    xs = [gc.tensor(rng.standard_normal((2, 6, 4))) for _ in range(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = [(host(fn(x)).copy(), host(q.grad).copy()) for x in xs]
+    assert fn.replays == (1 if device == "cuda" else 2)  # (CUDA: a graph captured first)
+    want = [(host(step(x)).copy(), host(q.grad).copy()) for x in xs]
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
 
 
 @needs_torch

@@ -164,7 +164,8 @@ def attention_softmax(F, scores, bias, scale, causal):
         s += bias
     if causal and s.ndim >= 2 and s.size:
         n_q, n_k = s.shape[-2:]
-        s[..., F.arange(n_k) > F.arange(n_q)[:, None]] = -np.inf
+        # (where, not a boolean index: gc.compile replays no value-dependent shapes)
+        s = F.where(F.arange(n_k) > F.arange(n_q)[:, None], s.dtype.type(-np.inf), s)
     if s.size == 0:
         return s
     mx = s.max(axis=-1, keepdims=True)
