@@ -6,9 +6,9 @@ fail (a CUDA or CuPy version this source has not met), the device warns once and
 its namespace to the same formulas over CuPy's own ufuncs (:func:`fall_back`:
 ``math.use_device_kernels(False)``). :func:`pointwise` and :func:`update` wrap a
 declaration as a launcher; the row kernels' launchers (softmax, cross-entropy,
-layer_norm, the unbroadcasting product) are below, each taking the arguments of its
-NumPy twin in :mod:`.rows`, and the convolution's (im2col, col2im), taking those of
-their twins in :mod:`.conv`.
+layer_norm, attention's safe softmax, the unbroadcasting product) are below, each
+taking the arguments of its NumPy twin in :mod:`.rows`, and the convolution's (im2col,
+col2im), taking those of their twins in :mod:`.conv`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Row formulas (softmax, log_softmax, layer_norm, cross-entropy), the row kernels
-that fuse them on a device, and the fused unbroadcasting product.
+"""Row formulas (softmax, log_softmax, layer_norm, cross-entropy, attention's safe
+softmax), the row kernels that fuse them on a device, and the fused unbroadcasting
+product.
 
 A softmax backward needs a sum over each row, the gradient of a row-broadcast factor a
 sum over the rows: not one expression per element. Each such formula is written once

@@ -1,8 +1,9 @@
 """Primitives of neural networks with their own backward nodes.
 
 softmax, log_softmax, erf, gelu, softplus, layer_norm, linear, embedding and the losses
-(nll_loss, mse_loss, binary_cross_entropy_with_logits).  Written from smaller ops they
-would record five to ten nodes each; as primitives they record one, with PyTorch's
+(nll_loss, mse_loss, binary_cross_entropy_with_logits); ``attention_softmax``, the
+scale, masks and safe softmax of ``F.scaled_dot_product_attention``.  Written from
+smaller ops they would record five to ten nodes each; as primitives they record one, with PyTorch's
 name and derivative formula (``SoftmaxBackward0``: ``g*y - y*sum(g*y)``), and run
 their forward in a few array passes.
 
