@@ -197,6 +197,37 @@ def test_attention_replays_under_compile(kind, device):
 
 
 @needs_torch
+@pytest.mark.parametrize("kind", ["float", "bool", "causal"])
+def test_attention_under_autocast_is_pytorch_s(kind):
+    """Under float16 autocast the scores, a float32 mask and the weights are float16, as
+    PyTorch casts every floating argument of scaled_dot_product_attention."""
+    import torch
+
+    rng = np.random.default_rng(9)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 4), (2, 5, 4),
+                                                                  (2, 5, 6))]
+    mask = {"float": rng.standard_normal((3, 5)).astype(np.float32),
+            "bool": rng.random((3, 5)) > 0.3}.get(kind)
+    kw = dict(is_causal=kind == "causal")
+    ours = [gc.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    with gc.autocast("cpu", dtype=gc.float16):
+        a = F.scaled_dot_product_attention(
+            *ours, attn_mask=None if mask is None else gc.tensor(mask), **kw)
+    with torch.autocast("cpu", dtype=torch.float16):
+        b = torch.nn.functional.scaled_dot_product_attention(
+            *theirs, attn_mask=None if mask is None else torch.tensor(mask), **kw)
+    assert a.dtype == gc.float16 and b.dtype == torch.float16
+    np.testing.assert_allclose(host(a.detach()).astype(np.float64),
+                               b.detach().double().numpy(), rtol=5e-3, atol=5e-3)
+    a.float().sum().backward()
+    b.float().sum().backward()
+    for x, y in zip(ours, theirs):
+        assert x.grad.dtype == gc.float32
+        np.testing.assert_allclose(host(x.grad), y.grad.numpy(), rtol=2e-2, atol=2e-2)
+
+
+@needs_torch
 @pytest.mark.filterwarnings("ignore:invalid value encountered in matmul")
 def test_a_row_of_minus_inf_scores_gets_zeros_without_a_mask(device):
     """PyTorch's math path is its safe softmax with or without a mask: a query whose

@@ -997,15 +997,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is not None:
         _broadcast_shapes(scores_shape, tuple(attn_mask.shape), in_place=True)
     _check_bmm(_broadcast_shapes(batch, tuple(value.shape[:-2])), n_k, value, -2, -1)
-    bias = None
+    scores = query @ key.transpose(-2, -1)
+    bias = None  # (in the scores' dtype: float16 under autocast, the mask too, as PyTorch)
     if attn_mask is not None:
         if attn_mask.dtype == dtypes.bool_:  # 0 where attended, -inf elsewhere
             md = attn_mask._data
-            fill = np.dtype(query._data.dtype).type
+            fill = np.dtype(scores._data.dtype).type
             bias = wrap(math_of(md).where(md, fill(0), fill(-np.inf)).astype(fill, copy=False))
         else:
-            bias = attn_mask.to(query.dtype)
-    weights = _act.attention_softmax(query @ key.transpose(-2, -1), bias, factor, is_causal)
+            bias = attn_mask.to(scores.dtype)
+    weights = _act.attention_softmax(scores, bias, factor, is_causal)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return weights @ value
