@@ -398,4 +398,65 @@ __device__ __forceinline__ void norm_backward_channels(
     }
 }
 
+// scaled_dot_product_attention's weights, a block per row of `cols` keys: the score of
+// key j is s * scale (+ bias, of the scores' shape, when has_bias), or -inf where causal
+// (n_q > 0: row r is query r % n_q, which sees the keys j <= r % n_q); then softmax's
+// operations, except that a row left with no key (-inf all along) gives zeros (PyTorch's
+// _safe_softmax): its maximum is taken as 0, its sum of exponentials (0) as 1.
+template <typename T, typename C>
+__device__ __forceinline__ C attention_score(const T* __restrict__ s, const T* __restrict__ bias,
+                                             long long has_bias, C scale, long long last,
+                                             long long base, long long j) {
+    if (j > last) return -infinity(C(0));
+    const C v = load(s[base + j]) * scale;
+    return has_bias ? v + load(bias[base + j]) : v;
+}
+
+template <typename T, typename C>
+__device__ __forceinline__ void attention_softmax_rows(
+        const T* __restrict__ s, const T* __restrict__ bias, long long has_bias, C scale,
+        long long n_q, T* __restrict__ y, long long rows, long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const long long base = r * cols;
+        const long long last = n_q ? r % n_q : cols;  // the last key the query sees
+        C m = -infinity(C(0));
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
+            m = maximum(m, attention_score(s, bias, has_bias, scale, last, base, j));
+        C mx = block_max(m, buf);
+        if (mx == -infinity(C(0))) mx = C(0);
+        C acc = C(0);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
+            acc += exp(attention_score(s, bias, has_bias, scale, last, base, j) - mx);
+        C total = block_sum(acc, buf);
+        if (total == C(0)) total = C(1);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
+            y[base + j] = store<T>(
+                exp(attention_score(s, bias, has_bias, scale, last, base, j) - mx) / total);
+    }
+}
+
+// Its gradients, a block per row: d = g * y - y * sum(g * y) (softmax's backward; 0 in
+// a row with no key, whose y is 0), out = d * scale (the scores') and, when need_d, d
+// itself in the compute type (which the bias's gradient sums).
+template <typename T, typename C>
+__device__ __forceinline__ void attention_softmax_backward_rows(
+        const T* __restrict__ g, const T* __restrict__ y, C scale, long long need_d,
+        T* __restrict__ out, C* __restrict__ d, long long rows, long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const long long base = r * cols;
+        C acc = C(0);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x)
+            acc += load(g[base + j]) * load(y[base + j]);
+        const C sum = block_sum(acc, buf);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+            const C yj = load(y[base + j]);
+            const C dj = load(g[base + j]) * yj - yj * sum;
+            out[base + j] = store<T>(dj * scale);
+            if (need_d) d[base + j] = dj;
+        }
+    }
+}
+
 }  // namespace gradcore

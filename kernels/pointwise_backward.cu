@@ -2402,6 +2402,14 @@ extern "C" __global__ void norm_backward_channels_float16(const gc_half* __restr
 extern "C" __global__ void softmax_xent_forward_float16(const gc_half* __restrict__ x, const long long* __restrict__ target, const float* __restrict__ weight, long long has_weight, long long ignore_index, gc_half* __restrict__ logp, float* __restrict__ loss, float* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
     gradcore::softmax_xent_forward<gc_half, float>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
 }
+// attention_softmax_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void attention_softmax_rows_float16(const gc_half* __restrict__ s, const gc_half* __restrict__ bias, long long has_bias, float scale, long long n_q, gc_half* __restrict__ y, long long rows, long long cols) {
+    gradcore::attention_softmax_rows<gc_half, float>(s, bias, has_bias, scale, n_q, y, rows, cols);
+}
+// attention_softmax_backward_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void attention_softmax_backward_rows_float16(const gc_half* __restrict__ g, const gc_half* __restrict__ y, float scale, long long need_d, gc_half* __restrict__ out, float* __restrict__ d, long long rows, long long cols) {
+    gradcore::attention_softmax_backward_rows<gc_half, float>(g, y, scale, need_d, out, d, rows, cols);
+}
 // im2col: hand-written in gradcore_conv.cuh
 extern "C" __global__ void im2col_float16(const gc_half* __restrict__ x, gc_half* __restrict__ cols, long long batch, long long channels, long long height, long long width, long long kernel_h, long long kernel_w, long long pad_h, long long pad_w, long long stride_h, long long stride_w, long long dilation_h, long long dilation_w, long long out_h, long long out_w) {
     gradcore::im2col<gc_half, float>(x, cols, batch, channels, height, width, kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, out_h, out_w);
@@ -2711,6 +2719,14 @@ extern "C" __global__ void norm_backward_channels_float32(const float* __restric
 extern "C" __global__ void softmax_xent_forward_float32(const float* __restrict__ x, const long long* __restrict__ target, const float* __restrict__ weight, long long has_weight, long long ignore_index, float* __restrict__ logp, float* __restrict__ loss, float* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
     gradcore::softmax_xent_forward<float, float>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
 }
+// attention_softmax_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void attention_softmax_rows_float32(const float* __restrict__ s, const float* __restrict__ bias, long long has_bias, float scale, long long n_q, float* __restrict__ y, long long rows, long long cols) {
+    gradcore::attention_softmax_rows<float, float>(s, bias, has_bias, scale, n_q, y, rows, cols);
+}
+// attention_softmax_backward_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void attention_softmax_backward_rows_float32(const float* __restrict__ g, const float* __restrict__ y, float scale, long long need_d, float* __restrict__ out, float* __restrict__ d, long long rows, long long cols) {
+    gradcore::attention_softmax_backward_rows<float, float>(g, y, scale, need_d, out, d, rows, cols);
+}
 // im2col: hand-written in gradcore_conv.cuh
 extern "C" __global__ void im2col_float32(const float* __restrict__ x, float* __restrict__ cols, long long batch, long long channels, long long height, long long width, long long kernel_h, long long kernel_w, long long pad_h, long long pad_w, long long stride_h, long long stride_w, long long dilation_h, long long dilation_w, long long out_h, long long out_w) {
     gradcore::im2col<float, float>(x, cols, batch, channels, height, width, kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, out_h, out_w);
@@ -3019,6 +3035,14 @@ extern "C" __global__ void norm_backward_channels_float64(const double* __restri
 // softmax_xent_forward: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_xent_forward_float64(const double* __restrict__ x, const long long* __restrict__ target, const double* __restrict__ weight, long long has_weight, long long ignore_index, double* __restrict__ logp, double* __restrict__ loss, double* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
     gradcore::softmax_xent_forward<double, double>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
+}
+// attention_softmax_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void attention_softmax_rows_float64(const double* __restrict__ s, const double* __restrict__ bias, long long has_bias, double scale, long long n_q, double* __restrict__ y, long long rows, long long cols) {
+    gradcore::attention_softmax_rows<double, double>(s, bias, has_bias, scale, n_q, y, rows, cols);
+}
+// attention_softmax_backward_rows: hand-written in gradcore_rows.cuh
+extern "C" __global__ void attention_softmax_backward_rows_float64(const double* __restrict__ g, const double* __restrict__ y, double scale, long long need_d, double* __restrict__ out, double* __restrict__ d, long long rows, long long cols) {
+    gradcore::attention_softmax_backward_rows<double, double>(g, y, scale, need_d, out, d, rows, cols);
 }
 // im2col: hand-written in gradcore_conv.cuh
 extern "C" __global__ void im2col_float64(const double* __restrict__ x, double* __restrict__ cols, long long batch, long long channels, long long height, long long width, long long kernel_h, long long kernel_w, long long pad_h, long long pad_w, long long stride_h, long long stride_w, long long dilation_h, long long dilation_w, long long out_h, long long out_w) {

@@ -1,5 +1,7 @@
 """F.scaled_dot_product_attention against PyTorch and by finite differences."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -100,6 +102,152 @@ def test_fully_masked_rows_are_differentiable_twice():
     fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=keep)  # noqa: E731
     assert gradcheck(fn, (q, k, v))
     assert gradgradcheck(fn, (q, k, v))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kind", [None, "causal", "bool", "float"])
+def test_attention_runs_its_fused_kernels_on_cuda(kind, dtype, standin):
+    """On the CuPy stand-in's CUDA device, what lies between the two matmuls (scale,
+    mask, safe softmax) is one launch forward and one backward (SafeSoftmaxBackward0's
+    kernels), with the CPU's values and gradients, a float mask's included, and zeros
+    for a query left with no key."""
+    from gradcore.kernels import device as kdevice
+
+    rng = np.random.default_rng(6)
+    arrays = [rng.standard_normal(s).astype(dtype) for s in ((2, 3, 5, 4), (2, 3, 6, 4),
+                                                             (2, 3, 6, 7))]
+    w = rng.standard_normal((2, 3, 5, 7)).astype(dtype)
+    keep = rng.random((5, 6)) > 0.3
+    keep[2] = False  # query 2 attends to nothing
+    mask = {"bool": keep, "float": np.where(keep, rng.standard_normal((5, 6)),
+                                            -np.inf).astype(dtype)}.get(kind)
+    names = []
+    launch = kdevice.launch
+
+    def spy(math, name, *args, **kwargs):
+        names.append(name)
+        return launch(math, name, *args, **kwargs)
+
+    results = []
+    for dev in ("cpu", "cuda"):
+        ts = [gc.tensor(a, device=dev, requires_grad=True) for a in arrays]
+        m = None if mask is None else gc.tensor(mask, device=dev,
+                                                requires_grad=kind == "float")
+        kdevice.launch, names[:] = spy, []
+        try:
+            out = F.scaled_dot_product_attention(*ts, attn_mask=m, is_causal=kind == "causal")
+            forward = list(names)
+            names[:] = []
+            (out * gc.tensor(w, device=dev)).sum().backward()
+        finally:
+            kdevice.launch = launch
+        grads = [t.grad for t in ts] + ([m.grad] if kind == "float" else [])
+        results.append((host(out.detach()), [host(g) for g in grads], forward, list(names)))
+    (y0, g0, _, _), (y1, g1, forward, backward) = results
+    tol = dict(rtol=1e-12, atol=1e-13) if dtype == "float64" else dict(rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(y1, y0, **tol)
+    for a, b in zip(g1, g0):
+        np.testing.assert_allclose(a, b, **tol)
+    if kind in ("bool", "float"):
+        assert np.all(y1[:, :, 2] == 0) and np.all(g1[0][:, :, 2] == 0)
+    assert forward == [f"attention_softmax_rows_{dtype}"]
+    assert backward == [f"attention_softmax_backward_rows_{dtype}"]
+
+
+def test_attention_is_one_safe_softmax_node_between_the_matmuls():
+    q, k, v = (gc.randn(2, 3, 4, requires_grad=True) for _ in range(3))
+    for kw in ({}, dict(is_causal=True), dict(attn_mask=gc.ones(3, 3, dtype=gc.bool)),
+               dict(attn_mask=gc.zeros(3, 3, requires_grad=True))):
+        out = F.scaled_dot_product_attention(q, k, v, **kw)
+        node = out.grad_fn
+        while node.name() != "SafeSoftmaxBackward0":
+            node = node.next_functions[0][0]
+        below = [fn.name() for fn, _ in node.next_functions if fn is not None]
+        assert below[0] in ("BmmBackward0", "UnsafeViewBackward0", "ViewBackward0"), below
+        assert below[1:] == (["AccumulateGrad"] if kw.get("attn_mask") is not None and
+                             kw["attn_mask"].requires_grad else []), below
+
+
+@pytest.mark.parametrize("kind", [None, "causal", "bool", "float"])
+def test_attention_replays_under_compile(kind, device):
+    """A compiled step with attention (its masks included) replays, bit for bit as
+    eager, and refuses nothing."""
+    rng = np.random.default_rng(8)
+    q = gc.tensor(rng.standard_normal((2, 5, 4)), requires_grad=True)
+    mask = {"bool": gc.tensor(rng.random((5, 6)) > 0.3),
+            "float": gc.tensor(rng.standard_normal((5, 6)))}.get(kind)
+
+    def step(x):
+        q.grad = None
+        out = F.scaled_dot_product_attention(q, x, x, attn_mask=mask,
+                                             is_causal=kind == "causal")
+        out.sum().backward()
+        return out.detach()
+
+    fn = gc.compile(step)
+    xs = [gc.tensor(rng.standard_normal((2, 6, 4))) for _ in range(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = [(host(fn(x)).copy(), host(q.grad).copy()) for x in xs]
+    assert fn.replays == (1 if device == "cuda" else 2)  # (CUDA: a graph captured first)
+    want = [(host(step(x)).copy(), host(q.grad).copy()) for x in xs]
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["float", "bool", "causal"])
+def test_attention_under_autocast_is_pytorch_s(kind):
+    """Under float16 autocast the scores, a float32 mask and the weights are float16, as
+    PyTorch casts every floating argument of scaled_dot_product_attention."""
+    import torch
+
+    rng = np.random.default_rng(9)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 4), (2, 5, 4),
+                                                                  (2, 5, 6))]
+    mask = {"float": rng.standard_normal((3, 5)).astype(np.float32),
+            "bool": rng.random((3, 5)) > 0.3}.get(kind)
+    kw = dict(is_causal=kind == "causal")
+    ours = [gc.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    with gc.autocast("cpu", dtype=gc.float16):
+        a = F.scaled_dot_product_attention(
+            *ours, attn_mask=None if mask is None else gc.tensor(mask), **kw)
+    with torch.autocast("cpu", dtype=torch.float16):
+        b = torch.nn.functional.scaled_dot_product_attention(
+            *theirs, attn_mask=None if mask is None else torch.tensor(mask), **kw)
+    assert a.dtype == gc.float16 and b.dtype == torch.float16
+    np.testing.assert_allclose(host(a.detach()).astype(np.float64),
+                               b.detach().double().numpy(), rtol=5e-3, atol=5e-3)
+    a.float().sum().backward()
+    b.float().sum().backward()
+    for x, y in zip(ours, theirs):
+        assert x.grad.dtype == gc.float32
+        np.testing.assert_allclose(host(x.grad), y.grad.numpy(), rtol=2e-2, atol=2e-2)
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore:invalid value encountered in matmul")
+def test_a_row_of_minus_inf_scores_gets_zeros_without_a_mask(device):
+    """PyTorch's math path is its safe softmax with or without a mask: a query whose
+    scores are all -inf gets zeros, not NaN."""
+    import torch
+
+    q = np.array([[-np.inf, 0.0], [1.0, 0.0]])
+    k = np.array([[1.0, 0.0], [2.0, 0.0]])
+    v = np.eye(2)
+    for causal in (False, True):
+        ours = [gc.tensor(a, device=device, requires_grad=True) for a in (q, k, v)]
+        theirs = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+        a = F.scaled_dot_product_attention(*ours, is_causal=causal)
+        b = torch.nn.functional.scaled_dot_product_attention(*theirs, is_causal=causal)
+        np.testing.assert_allclose(host(a.detach()), b.detach().numpy(), rtol=1e-12)
+        assert np.all(host(a.detach())[0] == 0)
+        a.sum().backward()
+        b.sum().backward()
+        for x, y in zip(ours, theirs):  # (k's gradient is 0 * -inf: NaN in both)
+            np.testing.assert_allclose(host(x.grad), y.grad.numpy(), rtol=1e-12)
 
 
 # (arguments, PyTorch 2.13's error) for shapes, dtypes and masks it refuses

@@ -927,6 +927,59 @@ def test_layer_norm_kernels_match_the_twins(dtype, host_lib):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_attention_softmax_kernels_match_the_twins(dtype, host_lib):
+    """scaled_dot_product_attention's weights (a block per row: scale, bias, causal
+    mask, safe softmax) and their gradients against the twins, for rows of 1 to 257
+    keys, causal and not, with and without a bias, and rows with no key left (a bias
+    of -inf all along: zeros forward, zero gradients back)."""
+    if not khost.host_supports(dtype, host_lib):
+        pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
+    from gradcore.kernels import rows as fused_rows
+
+    acc = np.dtype(np.float32 if dtype == "float16" else dtype)
+    rng = np.random.default_rng(12)
+    tol = _row_tol(dtype)
+    scale = 0.37
+    for rows, cols in ROW_SHAPES + [(12, 5)]:
+        s = (3 * rng.standard_normal((rows, cols))).astype(dtype)
+        g = rng.standard_normal((rows, cols)).astype(dtype)
+        bias = rng.standard_normal((rows, cols))
+        bias[rng.random((rows, cols)) < 0.3] = -np.inf
+        bias[rows // 2] = -np.inf  # a row with no key
+        bias = bias.astype(dtype)
+        for b in (bias, None):
+            for n_q in sorted({0, 1, rows} | ({3} if rows % 3 == 0 else set())):
+                want = fused_rows.attention_softmax_rows(np, s, b, scale, n_q)
+                if b is not None:
+                    assert np.all(want[rows // 2] == 0)
+                for grid, block in ROW_LAUNCHES:
+                    y = np.full((rows, cols), np.nan, dtype)
+                    khost.launch_host(f"attention_softmax_rows_{dtype}",
+                                      [s, s if b is None else b, np.int64(b is not None),
+                                       acc.type(scale), np.int64(n_q), y, np.int64(rows),
+                                       np.int64(cols)], grid, block, lib=host_lib)
+                    np.testing.assert_allclose(
+                        y, want, err_msg=f"{rows}x{cols} n_q={n_q} {grid}x{block}", **tol)
+                for need_d in (True, False):
+                    want_out, want_d = fused_rows.attention_softmax_backward_rows(
+                        np, g, want, scale, need_d)
+                    out = np.full((rows, cols), np.nan, dtype)
+                    d = np.full((rows, cols) if need_d else (1,), np.nan, acc)
+                    khost.launch_host(f"attention_softmax_backward_rows_{dtype}",
+                                      [g, want, acc.type(scale), np.int64(need_d), out, d,
+                                       np.int64(rows), np.int64(cols)], 3, 96, lib=host_lib)
+                    np.testing.assert_allclose(out, want_out, err_msg=f"grad {rows}x{cols}",
+                                               **tol)
+                    if need_d:
+                        np.testing.assert_allclose(d, want_d, err_msg=f"d {rows}x{cols}",
+                                                   **tol)
+                        if b is not None:
+                            assert np.all(d[rows // 2] == 0)
+                    else:
+                        assert np.isnan(d).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_batch_norm_channel_kernels_match_the_twins(dtype, host_lib):
     """Batch norm's channel kernels (x as (outer, C, inner), a block per channel) against
     their twins: the forward with and without weight and bias, the three gradients in

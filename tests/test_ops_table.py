@@ -68,6 +68,8 @@ ZMASK = np.array([[False, False, False, False], [False, True, False, False],
                   [True, False, False, True]])  # no zero, one, two per row
 M3 = [(3, 4), (2, 3, 4)]
 BCE_WEIGHT = np.array([0.5, 2.0, 1.0, 1.5])
+# which keys each of 3 queries attends to: query 1 to none (zeros, no gradient)
+ATTEND = np.array([[True, False, True, True], [False] * 4, [False, True, True, False]])
 
 OPS = [
     # pointwise unary
@@ -631,6 +633,22 @@ OPS = [
        lambda x: _view_windows_np(x, 1, 2, 1), M3),
     Op("tensor_unfold_step", lambda m, x: x.unfold(-1, 3, 2) ** 2,
        lambda x: _view_windows_np(x, -1, 3, 2) ** 2, [(5,), (2, 7), (3, 2, 4)]),
+    # ---- issue 14: scaled_dot_product_attention (scale, mask and safe softmax: one node)
+    Op("sdpa", lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(q, k, v),
+       lambda q, k, v: _sdpa_np(q, k, v), [((2, 3, 4), (2, 5, 4), (2, 5, 2)),
+                                           ((3, 2), (4, 2), (4, 3))]),
+    Op("sdpa_causal", lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(
+        q, k, v, is_causal=True, scale=0.7),
+       lambda q, k, v: _sdpa_np(q, k, v, causal=True, scale=0.7),
+       [((2, 4, 3), (2, 3, 3), (2, 3, 2)), ((1, 2, 3, 2), (1, 2, 5, 2), (1, 2, 5, 3))]),
+    Op("sdpa_float_mask", lambda m, q, k, v, b: m.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=b), lambda q, k, v, b: _sdpa_np(q, k, v, bias=b),
+       [((2, 3, 4), (2, 4, 4), (2, 4, 2), (3, 4)), ((2, 3, 2), (1, 4, 2), (1, 4, 3),
+                                                    (2, 1, 4))]),
+    Op("sdpa_bool_mask", lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=m.tensor(ATTEND)),
+       lambda q, k, v: _sdpa_np(q, k, v, bias=np.where(ATTEND, 0.0, -np.inf)),
+       [((2, 3, 4), (2, 4, 4), (2, 4, 2)), ((3, 2), (4, 2), (4, 3))]),
 ]
 
 _SELU_A = 1.6732632423543772848170429916717
@@ -1003,6 +1021,19 @@ RUN_VAR = np.array([0.8, 1.5, 0.4])
 
 def _spatial(x):
     return tuple(range(2, x.ndim))
+
+
+def _sdpa_np(q, k, v, bias=None, causal=False, scale=None):
+    """softmax(q k^T * scale + bias) v, the keys after each query masked where causal; a
+    query with no key left gets zeros (PyTorch's safe softmax)."""
+    s = q @ k.swapaxes(-1, -2) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    if bias is not None:
+        s = s + bias
+    if causal:
+        s = np.where(np.tri(*s.shape[-2:], dtype=bool), s, -np.inf)
+    dead = np.all(s == -np.inf, axis=-1, keepdims=True)
+    w = _softmax_np(np.where(dead, 0.0, s), -1)
+    return np.where(dead, 0.0, w) @ v
 
 
 def _norm_np(x, axes, eps, w=None, b=None):

@@ -30,7 +30,8 @@ Where each name is declared:
   ``layer_norm_backward``, ``cross_entropy_backward``, ...: ``FORMULAS``), each written
   once over a namespace and served here over the array namespace, or as one launch of
   its row kernel where that applies; the row kernels themselves (softmax, cross-entropy,
-  layer_norm, ``mul_sum_rows``) and ``mul_sum_to``'s one-pass form on a device;
+  layer_norm, attention's safe softmax, ``mul_sum_rows``) and ``mul_sum_to``'s
+  one-pass form on a device;
 * :mod:`.updates`: the optimizers' updates (``sgd_update``, ``adam_update``) and their
   single-kernel steps (``sgd_step``, ``adam_step``, ...);
 * :mod:`.conv`: the convolution's window kernels (``im2col``, ``col2im``: a launch each

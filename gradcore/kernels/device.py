@@ -6,9 +6,9 @@ fail (a CUDA or CuPy version this source has not met), the device warns once and
 its namespace to the same formulas over CuPy's own ufuncs (:func:`fall_back`:
 ``math.use_device_kernels(False)``). :func:`pointwise` and :func:`update` wrap a
 declaration as a launcher; the row kernels' launchers (softmax, cross-entropy,
-layer_norm, the unbroadcasting product) are below, each taking the arguments of its
-NumPy twin in :mod:`.rows`, and the convolution's (im2col, col2im), taking those of
-their twins in :mod:`.conv`.
+layer_norm, attention's safe softmax, the unbroadcasting product) are below, each
+taking the arguments of its NumPy twin in :mod:`.rows`, and the convolution's (im2col,
+col2im), taking those of their twins in :mod:`.conv`.
 """
 
 from __future__ import annotations
@@ -219,6 +219,31 @@ def _softmax_forward_kernel(math, x, log):
     _launch(math, "softmax_forward_rows", dtype, [x, np.int64(bool(log)), y], *x.shape,
             "rows")
     return y
+
+
+def _attention_kernel(math, s, bias, scale, n_q):
+    xp = math.xp
+    dtype = s.dtype
+    s = _dense(xp, s, dtype)
+    y = xp.empty(s.shape, dtype=dtype)
+    _launch(math, "attention_softmax_rows", dtype,
+            [s, s if bias is None else _dense(xp, bias, dtype), np.int64(bias is not None),
+             _acc(dtype).type(scale), np.int64(n_q), y], *s.shape, "rows")
+    return y
+
+
+def _attention_backward_kernel(math, g, y, scale, need_d):
+    xp = math.xp
+    dtype = y.dtype
+    acc = _acc(dtype)
+    y = _dense(xp, y, dtype)
+    out = xp.empty(y.shape, dtype=dtype)
+    # (without need_d: a valid pointer, never written)
+    d = xp.empty(y.shape if need_d else (1,), dtype=acc)
+    _launch(math, "attention_softmax_backward_rows", dtype,
+            [_dense(xp, g, dtype), y, acc.type(scale), np.int64(bool(need_d)), out, d],
+            *y.shape, "rows")
+    return out, (d if need_d else None)
 
 
 def _ln_forward_kernel(math, x, w, b, eps, inv_n):
@@ -452,6 +477,9 @@ _ROW_LAUNCHERS = {
     "softmax_xent_forward": lambda math: functools.partial(_xent_forward_kernel, math),
     "mul_sum_rows": lambda math: functools.partial(_mul_sum_rows_kernel, math),
     "softmax_forward_rows": lambda math: functools.partial(_softmax_forward_kernel, math),
+    "attention_softmax_rows": lambda math: functools.partial(_attention_kernel, math),
+    "attention_softmax_backward_rows": lambda math: functools.partial(
+        _attention_backward_kernel, math),
     "layer_norm_forward_rows": lambda math: functools.partial(_ln_forward_kernel, math),
     "layer_norm_backward_rows": lambda math: functools.partial(_ln_backward_kernel, math),
     "layer_norm_param_grads": lambda math: functools.partial(_ln_params_kernel, math),

@@ -1,5 +1,6 @@
-"""Row formulas (softmax, log_softmax, layer_norm, cross-entropy), the row kernels
-that fuse them on a device, and the fused unbroadcasting product.
+"""Row formulas (softmax, log_softmax, layer_norm, cross-entropy, attention's safe
+softmax), the row kernels that fuse them on a device, and the fused unbroadcasting
+product.
 
 A softmax backward needs a sum over each row, the gradient of a row-broadcast factor a
 sum over the rows: not one expression per element. Each such formula is written once
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..backend import math_of
 from .spec import RowKernel
 
 __all__ = ["FORMULAS", "TWINS", "ROW_KERNELS", "row_block"]
@@ -149,6 +151,42 @@ def softmax_xent_forward(F, x, target, weight, ignore_index):
     return logp, loss, wt, tsafe
 
 
+def attention_softmax(F, scores, bias, scale, causal):
+    """scaled_dot_product_attention's weights from its scores (``q @ k^T``): softmax over
+    the last axis of ``scores * scale + bias`` (``bias`` None or an additive array that
+    broadcasts to ``scores``), with the keys after each query at -inf where ``causal``
+    (key ``j > i`` for query ``i``, the second-last axis: top-left aligned, as PyTorch's
+    ``is_causal``). A row left with no key (-inf all along) gives zeros, not NaN (PyTorch's
+    ``_safe_softmax``): its maximum is taken as 0, so its exponentials and their sum are
+    0, and it is divided by 1. Other rows are softmax's operations (NaN for a row holding
+    +inf or NaN, as softmax gives)."""
+    s = _fresh(F, scores * scale)  # (arrays: updated in place)
+    if bias is not None:
+        s += bias
+    if causal and s.ndim >= 2 and s.size:
+        n_q, n_k = s.shape[-2:]
+        # (where, not a boolean index: gc.compile replays no value-dependent shapes)
+        s = F.where(F.arange(n_k) > F.arange(n_q)[:, None], s.dtype.type(-np.inf), s)
+    if s.size == 0:
+        return s
+    mx = s.max(axis=-1, keepdims=True)
+    s -= F.where(mx == -np.inf, 0, mx)
+    F.exp(s, out=s)
+    total = s.sum(axis=-1, keepdims=True)
+    s /= F.where(total == 0, 1, total)
+    return s
+
+
+def attention_softmax_backward(F, g, y, scale, bias_shape, need_scores, need_bias):
+    """The gradients of :func:`attention_softmax` (those asked for, else None), from its
+    output ``y``: with ``d = softmax_backward(g, y)`` over the last axis, the scores'
+    ``d * scale`` and the bias's ``d`` summed to ``bias_shape``. A row with no key has
+    ``y`` 0, hence ``d`` 0: no gradient reaches its scores."""
+    d = softmax_backward(F, g, y, -1)
+    return (d * scale if need_scores else None,
+            F.sum_to(d, tuple(bias_shape)) if need_bias else None)
+
+
 def log_sigmoid(F, x):
     """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))`` without overflow."""
     return F.minimum(x, 0) - F.log1p(F.exp(-F.abs(x)))
@@ -239,6 +277,26 @@ def norm_backward_channels(xp, g, x, w, mean, rstd, inv_n, need_x, need_params):
     return None if gx is None else gx.astype(x.dtype), dw, db
 
 
+def attention_softmax_rows(xp, s, bias, scale, n_q):
+    """:func:`attention_softmax` over rows of ``cols`` keys: ``bias`` None or of the
+    scores' shape, ``n_q`` the queries per matrix where causal (row ``r`` is query
+    ``r % n_q``), else 0."""
+    acc = _acc(s.dtype)
+    shape = (s.shape[0] // n_q, n_q, s.shape[1]) if n_q else s.shape
+    y = attention_softmax(xp, _up(s).reshape(shape),
+                          None if bias is None else _up(bias).reshape(shape), acc.type(scale),
+                          bool(n_q))
+    return y.reshape(s.shape).astype(s.dtype)
+
+
+def attention_softmax_backward_rows(xp, g, y, scale, need_d):
+    """The scores' gradient of :func:`attention_softmax` over rows (``d * scale``) and,
+    when ``need_d``, ``d`` itself in the compute type (which the bias's sums read)."""
+    acc = _acc(y.dtype)
+    d = softmax_backward(xp, _up(g), _up(y), -1)
+    return (d * acc.type(scale)).astype(y.dtype), (d if need_d else None)
+
+
 def mul_sum_rows(xp, g, x):
     """``sum(g * x, axis=0)``: the gradient of a factor broadcast along the rows."""
     return (g * x).sum(axis=0)
@@ -249,7 +307,8 @@ TWINS = {f.__name__: f for f in (softmax_backward_rows, log_softmax_backward_row
                                   softmax_forward_rows,
                                   layer_norm_forward_rows, layer_norm_backward_rows,
                                   layer_norm_param_grads, mul_sum_rows,
-                                  norm_forward_channels, norm_backward_channels)}
+                                  norm_forward_channels, norm_backward_channels,
+                                  attention_softmax_rows, attention_softmax_backward_rows)}
 
 
 # ---- what the registry serves -----------------------------------------------------
@@ -353,6 +412,35 @@ def _ln_backward_launch(kernels, g, x, w, mean, rstd, axes, lead, inv_n, eps, ne
     return gx, dw, db
 
 
+def _attention_launch(kernel, scores, bias, scale, causal):
+    """One launch, a block per row of keys; the bias passed dense, of the scores'
+    shape."""
+    if not (scores.ndim and scores.size and scores.dtype.name in _FLOATS) or \
+            (bias is not None and bias.dtype != scores.dtype):
+        return None
+    cols = scores.shape[-1]
+    if bias is not None:
+        if bias.shape != scores.shape:
+            bias = math_of(scores).broadcast_to(bias, scores.shape)
+        bias = bias.reshape(-1, cols)
+    n_q = scores.shape[-2] if causal and scores.ndim >= 2 else 0  # (as the formula)
+    return kernel(scores.reshape(-1, cols), bias, scale, n_q).reshape(scores.shape)
+
+
+def _attention_backward_launch(kernel, g, y, scale, bias_shape, need_scores, need_bias):
+    """One launch for the scores' gradient (and ``d``, in the compute type, for the
+    bias's, then summed to its shape)."""
+    if not (y.ndim and y.size and y.dtype.name in _FLOATS and g.dtype == y.dtype):
+        return None
+    cols = y.shape[-1]
+    gs, d = kernel(g.reshape(-1, cols), y.reshape(-1, cols), scale, need_bias)
+    gb = None
+    if need_bias:
+        gb = math_of(d).sum_to(d.reshape(y.shape), tuple(bias_shape))
+        gb = gb.astype(y.dtype, copy=False)
+    return (gs.reshape(y.shape) if need_scores else None), gb
+
+
 @dataclass(frozen=True)
 class Formula:
     """A formula of this module as the registry serves it on array namespaces:
@@ -387,6 +475,11 @@ FORMULAS = {
     # (only logp computed in float32: g * coef in the loss's dtype, as nll_loss's step)
     "cross_entropy_backward": Formula(softmax_xent_backward, (0,), "softmax_xent_backward",
                                       _rows_2d),
+    "attention_softmax": Formula(attention_softmax, (0, 1), "attention_softmax_rows",
+                                 _attention_launch),
+    "attention_softmax_backward": Formula(attention_softmax_backward, (0, 1),
+                                          "attention_softmax_backward_rows",
+                                          _attention_backward_launch),
     "log_sigmoid": Formula(log_sigmoid),
     "bce_logits_backward": Formula(bce_logits_backward, (1, 0, 2, 3)),
 }
@@ -436,4 +529,10 @@ ROW_KERNELS = {k.name: k for k in [
         ("in", "x"), ("index", "target"), ("cin", "weight"), ("int", "has_weight"),
         ("int", "ignore_index"), ("out", "logp"), ("cout", "loss"), ("cout", "wt"),
         ("index_out", "tsafe"), ("int", "rows"), ("int", "cols"))),
+    RowKernel("attention_softmax_rows", (
+        ("in", "s"), ("in", "bias"), ("int", "has_bias"), ("scalar", "scale"),
+        ("int", "n_q"), ("out", "y"), ("int", "rows"), ("int", "cols"))),
+    RowKernel("attention_softmax_backward_rows", (
+        ("in", "g"), ("in", "y"), ("scalar", "scale"), ("int", "need_d"), ("out", "out"),
+        ("cout", "d"), ("int", "rows"), ("int", "cols"))),
 ]}

@@ -975,8 +975,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     is added; ``is_causal`` masks the keys after each query (top-left aligned);
     ``dropout_p`` drops attention weights (from gradcore's generator); ``enable_gqa``
     repeats the key/value heads to the query's. A query whose mask leaves it no key gets
-    zeros (and zero gradients), as PyTorch's math path gives, not NaN. Built from matmul
-    and the softmax primitive: differentiable to any order.
+    zeros (and zero gradients), as PyTorch's math path gives, not NaN. Two matmuls around
+    one node for the scale, mask and softmax (``SafeSoftmaxBackward0``: on a CUDA device
+    one kernel launch forward and one backward); differentiable to any order.
 
     >>> import gradcore as gc
     >>> q = k = v = gc.eye(2).reshape(1, 2, 2)
@@ -1002,29 +1003,19 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is not None:
         _broadcast_shapes(scores_shape, tuple(attn_mask.shape), in_place=True)
     _check_bmm(_broadcast_shapes(batch, tuple(value.shape[:-2])), n_k, value, -2, -1)
-    scores = (query @ key.transpose(-2, -1)) * factor
-    if is_causal:
-        allowed = creation.ones((n_q, n_k), dtype=dtypes.bool_, device=query.device).tril()
-        scores = scores.masked_fill(allowed.logical_not(), float("-inf"))
-    if attn_mask is None:
-        weights = softmax(scores, dim=-1)
-    else:
-        if attn_mask.dtype == dtypes.bool_:
-            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+    scores = query @ key.transpose(-2, -1)
+    bias = None  # (in the scores' dtype: float16 under autocast, the mask too, as PyTorch)
+    if attn_mask is not None:
+        if attn_mask.dtype == dtypes.bool_:  # 0 where attended, -inf elsewhere
+            md = attn_mask._data
+            fill = np.dtype(scores._data.dtype).type
+            bias = wrap(math_of(md).where(md, fill(0), fill(-np.inf)).astype(fill, copy=False))
         else:
-            scores = scores + attn_mask.to(query.dtype)
-        weights = _safe_softmax(scores)
+            bias = attn_mask.to(scores.dtype)
+    weights = _act.attention_softmax(scores, bias, factor, is_causal)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return weights @ value
-
-
-def _safe_softmax(scores):
-    """Softmax over the last axis, with zeros (not NaN) for a row that is ``-inf`` all
-    along (PyTorch's ``_safe_softmax``); such a row passes zero gradient back (its scores
-    are replaced before the softmax, so no NaN reaches the backward pass either)."""
-    dead = (scores == float("-inf")).all(dim=-1, keepdim=True)
-    return softmax(scores.masked_fill(dead, 0.0), dim=-1).masked_fill(dead, 0.0)
 
 
 __all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]

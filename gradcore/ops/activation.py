@@ -1,8 +1,9 @@
 """Primitives of neural networks with their own backward nodes.
 
 softmax, log_softmax, erf, gelu, softplus, layer_norm, linear, embedding and the losses
-(nll_loss, mse_loss, binary_cross_entropy_with_logits).  Written from smaller ops they
-would record five to ten nodes each; as primitives they record one, with PyTorch's
+(nll_loss, mse_loss, binary_cross_entropy_with_logits); ``attention_softmax``, the
+scale, masks and safe softmax of ``F.scaled_dot_product_attention``.  Written from
+smaller ops they would record five to ten nodes each; as primitives they record one, with PyTorch's
 name and derivative formula (``SoftmaxBackward0``: ``g*y - y*sum(g*y)``), and run
 their forward in a few array passes.
 
@@ -115,6 +116,50 @@ def softmax(x, dim=None, dtype=None, *, axis=None):
     if dim is None:
         raise TypeError("softmax() missing 1 required positional argument: 'dim'")
     return _softmax_op(x, dim, dtype, False, SoftmaxBackward0, "softmax")
+
+
+# ---- attention_softmax (scaled_dot_product_attention's weights) ----------
+class SafeSoftmaxBackward0(Node):
+    """The weights' gradients (``kernels.rows.attention_softmax_backward``): with
+    ``d = g * y - y * sum(g * y)`` over the keys, the scores' ``d * scale`` and the
+    bias's ``d`` summed to its shape. (PyTorch's name for the safe softmax this node
+    ends with; the scale, mask and bias before it are in the same node.)"""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        want_bias = self.has_bias and self.needs(1)
+        gs, gb = F.attention_softmax_backward(g, self.output(F), self.scale, self.bias_shape,
+                                              self.needs(0), want_bias)
+        return (gs, gb) if self.has_bias else (gs,)
+
+
+def attention_softmax(scores: Tensor, bias: Tensor | None, scale: float,
+                      causal: bool) -> Tensor:
+    """scaled_dot_product_attention's weights from its scores ``q @ k^T``: the softmax
+    over the last dimension of ``scores * scale + bias`` (``bias``: None or a floating
+    tensor of the scores' dtype that broadcasts to them), the keys after each query
+    (top-left aligned) masked when ``causal``; a query left with no key gets zeros and
+    passes no gradient back (PyTorch's ``_safe_softmax``). One node
+    (``SafeSoftmaxBackward0``) and, on a device with kernels, one launch each way."""
+    sd = scores._data
+    bd = None
+    if bias is not None:
+        bd = bias._data
+        check_same_device(sd, bd, "scaled_dot_product_attention")
+        if bd.dtype != sd.dtype:
+            raise RuntimeError(f"attention_softmax: expected a bias of the scores' dtype "
+                               f"{scores.dtype}, got {bias.dtype}")
+    out = math_of(sd).attention_softmax(sd, bd, float(scale), bool(causal))
+    inputs = (scores,) if bias is None else (scores, bias)
+    if not (mode.enabled and any(t._rg for t in inputs)):
+        return wrap(out)
+    t = record(out, SafeSoftmaxBackward0, *inputs)
+    node = t.grad_fn
+    node.scale, node.has_bias = float(scale), bias is not None
+    node.bias_shape = None if bias is None else tuple(bd.shape)
+    node.save_output(t)
+    return t
 
 
 class LogSoftmaxBackward0(Node):

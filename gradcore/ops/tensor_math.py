@@ -187,6 +187,11 @@ def log_softmax_backward(g, y, axis, out=None):
     return _rows.log_softmax_backward(_this, g, y, axis)
 
 
+def attention_softmax_backward(g, y, scale, bias_shape, need_scores, need_bias):
+    return _rows.attention_softmax_backward(_this, g, y, scale, bias_shape, need_scores,
+                                            need_bias)
+
+
 def _ln_stats(x, axes, inv_n, eps):
     mean = sum(x, axis=axes, keepdims=True) * inv_n
     xc = x - mean
