@@ -319,7 +319,8 @@ def bind_methods(T) -> None:
                  "copysign", "erfc", "erfinv", "xlogy", "nan_to_num"):
         # (no asinh_/acosh_/atanh_: PyTorch has no derivative for them in place)
         methods[name + "_"] = _inplace_method(name + "_", methods[name])
-    for name in ("put", "index_put", "index_fill"):
+    for name in ("put", "index_put", "index_fill", "addmm", "addmv", "addr", "addbmm", "baddbmm",
+                 "addcmul", "addcdiv"):
         methods[name + "_"] = _inplace_method(name + "_", methods[name])
     for name, op in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul"),
                      ("__itruediv__", "div"), ("__ipow__", "pow")):

@@ -1479,6 +1479,37 @@ def _np_lerp(a, b, w):
 
 
 @export(torch=True, method=True)
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """``input + value * tensor1 * tensor2``, broadcast.
+
+    >>> import gradcore as gc
+    >>> gc.addcmul(gc.ones(2), gc.tensor([1., 2.]), gc.tensor([3., 4.]), value=0.5)
+    tensor([2.5000, 5.0000])
+    """
+    prod = mul(tensor1, tensor2)
+    return add(input, prod if value == 1 else mul(prod, value))
+
+
+@export(torch=True, method=True)
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """``input + value * tensor1 / tensor2``, broadcast (integer ``tensor1`` and
+    ``tensor2`` are refused, as PyTorch does)."""
+    t1 = tensor1 if isinstance(tensor1, Tensor) else None
+    t2 = tensor2 if isinstance(tensor2, Tensor) else None
+    if t1 is not None and t2 is not None and t1._data.dtype.kind in "biu" and \
+            t2._data.dtype.kind in "biu":
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic "
+            "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+            "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+            "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    q = div(tensor1, tensor2)
+    return add(input, q if value == 1 else mul(q, value))
+
+
+@export(torch=True, method=True)
 def lerp(input, end, weight):  # noqa: A002
     """``input + weight * (end - input)``, broadcasting; ``weight`` a number or a
     tensor, of ``input``'s (floating) dtype as ``end`` is (a 0-d weight is cast to it).
