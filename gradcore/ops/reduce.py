@@ -15,6 +15,7 @@ from ..backend import check_range, math_of
 from . import pointwise as pw
 from ._core import Node, Tensor, int_arg, mode, normalize_dim, normalize_dims, record, wrap
 from ._export import export
+from .shape import cat, narrow
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -848,6 +849,143 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, axis=None, keepdims=None):  # n
     order = _order(xd, axis, False)
     idx = order[(slice(None),) * axis + (slice(k - 1, k),)].astype(np.int64, copy=False)
     return kthvalue_result(*_picked(input, idx, axis, KthvalueBackward0, keepdim))
+
+
+# ---- median, nanmedian, nansum, nanmean ----------
+median_result = namedtuple("median", ["values", "indices"])
+nanmedian_result = namedtuple("nanmedian", ["values", "indices"])
+
+
+class MedianBackward1(_PickedBackward):
+    pass
+
+
+class NanmedianBackward1(_PickedBackward):
+    pass
+
+
+class _EvenlyBackward(Node):
+    """A whole-tensor median: the gradient shared evenly by the elements equal to it."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (g * F.constant(self.weights),)
+
+    def name(self):
+        return self._name
+
+
+def _median_positions(xd, axis, ignore_nan):
+    """The index along ``axis`` (kept) of PyTorch's lower median: the ``(n - 1) // 2``-th
+    smallest (equal values in their order); a NaN's, the first one, where there is one,
+    unless ``ignore_nan`` (then among the others; the first NaN where all are)."""
+    m = math_of(xd)
+    order = _order(xd, axis, False)
+    n = xd.shape[axis]
+    nans = m.isnan(xd).sum(axis=axis, keepdims=True) if xd.dtype.kind == "f" else \
+        m.zeros(_keep_shape(xd.shape, (axis,)), dtype=np.int64)
+    if ignore_nan:
+        k = m.maximum((n - nans - 1) // 2, 0)
+    else:
+        k = m.where(nans > 0, n - nans, (n - 1) // 2)
+    return m.take_along_axis(order, k.astype(np.int64), axis).astype(np.int64, copy=False)
+
+
+def _median(x, dim, keepdim, ignore_nan, op):
+    xd = x._data
+    names = ("NanmedianBackward", nanmedian_result) if ignore_nan else \
+        ("MedianBackward", median_result)
+    if dim is None:
+        if not xd.size:
+            return wrap(math_of(xd).full((), np.nan, dtype=xd.dtype))
+        flat = xd.reshape(-1)
+        pos = _median_positions(flat, 0, ignore_nan)
+        m = math_of(xd)
+        value = flat[pos].reshape(())
+        if not (mode.enabled and x._rg):
+            return wrap(value)
+        same = m.isnan(xd) if xd.dtype.kind == "f" and bool(m.isnan(value)) else xd == value
+        t = record(value, _EvenlyBackward, x)
+        weights = same.astype(xd.dtype)
+        weights /= weights.sum()
+        t.grad_fn.weights = weights
+        t.grad_fn._name = names[0] + "0"
+        return t
+    axis = normalize_dim(dim, xd.ndim, op)
+    if not xd.ndim:
+        cls = NanmedianBackward1 if ignore_nan else MedianBackward1
+        return names[1](*_scalar_pick(x, cls))
+    if not xd.shape[axis]:
+        raise IndexError(f"{op}(): Expected reduction dim {axis} to have non-zero size.")
+    idx = _median_positions(xd, axis, ignore_nan)
+    cls = NanmedianBackward1 if ignore_nan else MedianBackward1
+    return names[1](*_picked(x, idx, axis, cls, keepdim))
+
+
+@export(torch=True, method=True)
+def median(input, dim=None, keepdim=False):  # noqa: A002
+    """The lower median (the ``(n - 1) // 2``-th smallest; NaN where there is one): of
+    every element without ``dim``, else ``(values, indices)`` along ``dim``, the index
+    that of the value's first occurrence in sorted order. Without ``dim`` the gradient is
+    shared by the elements equal to the median, as PyTorch's.
+
+    >>> import gradcore as gc
+    >>> gc.tensor([[3., 1., 2., 2.]]).median(1)
+    median(values=tensor([2.]), indices=tensor([2]))
+    """
+    return _median(input, dim, keepdim, False, "median")
+
+
+@export(torch=True, method=True)
+def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
+    """:func:`median` ignoring NaN (NaN only where everything is)."""
+    return _median(input, dim, keepdim, True, "nanmedian")
+
+
+@export(torch=True, method=True)
+def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """:func:`sum` with NaN counted as zero (and a zero gradient there)."""
+    if input._data.dtype.kind == "f":
+        input = pw.where(pw.isnan(input), 0.0, input)
+    return sum(input, dim, keepdim, dtype=dtype)
+
+
+@export(torch=True, method=True)
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """:func:`mean` of the elements that are not NaN (NaN where there are none)."""
+    if input._data.dtype.kind != "f" and dtype is None:
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {dtypes.torch_name(input.dtype)}")
+    keep = pw.logical_not(pw.isnan(input))
+    return nansum(input, dim, keepdim, dtype=dtype) / sum(keep, dim, keepdim)
+
+
+# ---- diff ----------
+@export(torch=True, method=True)
+def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
+    """The ``n``-th forward difference along ``dim`` (``x[i + 1] - x[i]``, repeated;
+    for bool tensors, ``!=``), after joining ``prepend`` and ``append`` there.
+
+    >>> import gradcore as gc
+    >>> gc.diff(gc.tensor([1, 4, 9, 16]))
+    tensor([3, 5, 7])
+    """
+    if input._data.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    n = int_arg(n, "diff", "n")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    axis = normalize_dim(dim, input._data.ndim, "diff")
+    parts = [p for p in (prepend, input, append) if p is not None]
+    x = cat(parts, axis) if len(parts) > 1 else input
+    for _ in range(n):
+        size = x._data.shape[axis]
+        if size == 0:
+            break
+        hi, lo = narrow(x, axis, 1, size - 1), narrow(x, axis, 0, size - 1)
+        x = pw.ne(hi, lo) if x._data.dtype.kind == "b" else pw.sub(hi, lo)
+    return x
 
 
 # ---- aminmax, count_nonzero, var_mean, std_mean ----------
