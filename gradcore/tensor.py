@@ -157,6 +157,8 @@ def get_device(self) -> int:
 
 Tensor.nbytes = property(lambda self: int(self._data.nbytes),
                          doc="The number of bytes of the elements.")
+Tensor.is_cpu = property(lambda self: self.device.type == "cpu",
+                         doc="Whether the data is in the CPU's memory.")
 Tensor.itemsize = property(lambda self: self._data.dtype.itemsize,
                            doc="The size of one element in bytes.")
 

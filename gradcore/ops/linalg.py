@@ -12,7 +12,8 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.grad_mode import autocast_blocks as _autocast_blocks
-from ..backend import math_of
+from ..backend import device as _device
+from ..backend import get_default_device, math_of
 from . import _autocast
 from ._core import (
     TENSOR_TYPES,
@@ -309,6 +310,123 @@ def diag(x, diagonal=0):
     t.grad_fn.index = index
     return t
 
+
+
+@export(torch=True, method=True)
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
+    """Matrices with the last dimension of ``input`` on their ``offset``-th diagonal, in
+    the plane of the new dimensions ``dim1`` and ``dim2`` (zeros elsewhere).
+
+    >>> import gradcore as gc
+    >>> gc.diag_embed(gc.tensor([[1, 2]]))
+    tensor([[[1, 0],
+             [0, 2]]])
+    """
+    xd = input._data
+    if not xd.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but "
+                         f"got {dim1})")
+    nd = xd.ndim + 1
+    d1 = normalize_dim(dim1, nd, "diag_embed")
+    d2 = normalize_dim(dim2, nd, "diag_embed")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = int_arg(offset, "diag_embed", "offset")
+    lead = list(xd.shape[:-1])
+    n = xd.shape[-1] + builtins.abs(offset)
+    shape = []
+    for k in range(nd):
+        shape.append(n if k in (d1, d2) else lead.pop(0))
+    m = math_of(xd)
+    out = m.zeros(tuple(shape), dtype=xd.dtype)
+    index = _diagonal_index(m, tuple(shape), offset, d1, d2)
+    out[index] = xd
+    if not (mode.enabled and input._rg):
+        return wrap(out)
+    t = record(out, DiagEmbedBackward0, input)
+    t.grad_fn.index = index
+    return t
+
+
+@export(torch=True, method=True)
+def diagflat(input, offset=0):  # noqa: A002
+    """A square matrix with the elements of ``input``, flattened, on its ``offset``-th
+    diagonal."""
+    return diag(input.reshape(-1), offset)
+
+
+@export(torch=True)
+def block_diag(*tensors):
+    """The tensors as the blocks of a block-diagonal matrix (a 0-d one as ``(1, 1)``, a
+    1-D one as a row), in their promoted dtype; differentiable.
+
+    >>> import gradcore as gc
+    >>> gc.block_diag(gc.tensor([[1, 2]]), gc.tensor(3))
+    tensor([[1, 2, 0],
+            [0, 0, 3]])
+    """
+    mats = []
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"block_diag(): expected Tensors, got {type(t).__name__}")
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input {i} has {t.ndim} dimensions")
+        mats.append(t.reshape(1, -1) if t.ndim < 2 else t)
+    if not mats:
+        return wrap(get_default_device().math.zeros((1, 0), dtype=dtypes.default_float.np))
+    dt = mats[0].dtype
+    for t in mats[1:]:
+        dt = dtypes.promote_types(dt, t.dtype)
+    mats = [t.to(dtype=dt) for t in mats]
+    total = builtins.sum(t.shape[1] for t in mats)
+    m = math_of(mats[0]._data)
+    rows, before = [], 0
+    for t in mats:
+        r, c = t.shape
+        left = wrap(m.zeros((r, before), dtype=t._data.dtype))
+        right = wrap(m.zeros((r, total - before - c), dtype=t._data.dtype))
+        rows.append(cat([left, t, right], 1))
+        before += c
+    return cat(rows, 0)
+
+
+def _triangle_indices(row, col, offset, dtype, device, lower):
+    op = "tril_indices" if lower else "triu_indices"
+    row, col = int_arg(row, op, "row"), int_arg(col, op, "col")
+    offset = int_arg(offset, op, "offset")
+    for name, v in (("row", row), ("col", col)):
+        if v < 0:
+            raise RuntimeError(f"{name} must be non-negative, got{v}")
+    dt = dtypes.int64 if dtype is None else dtypes.to_dtype(dtype)
+    if dt not in (dtypes.int64, dtypes.int32):
+        raise NotImplementedError(f"\"{op}\" not implemented for '{dtypes.torch_name(dt)}'")
+    fn = np.tril_indices if lower else np.triu_indices
+    idx = np.stack(fn(row, offset, col)).astype(dt.np).reshape(2, -1)
+    dev = get_default_device() if device is None else _device(device)
+    return wrap(dev.math.asarray(idx))
+
+
+@export(torch=True)
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The ``(row, column)`` indices, as a ``2 x N`` tensor in row-major order, of the
+    lower triangle (on and below diagonal ``offset``) of a ``row x col`` matrix.
+    ``layout`` is accepted as PyTorch's (strided, the only one).
+
+    >>> import gradcore as gc
+    >>> gc.tril_indices(2, 2)
+    tensor([[0, 1, 1],
+            [0, 0, 1]])
+    """
+    return _triangle_indices(row, col, offset, dtype, device, True)
+
+
+@export(torch=True)
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The ``(row, column)`` indices, as a ``2 x N`` tensor in row-major order, of the
+    upper triangle (on and above diagonal ``offset``) of a ``row x col`` matrix.
+    ``layout`` is accepted as PyTorch's (strided, the only one)."""
+    return _triangle_indices(row, col, offset, dtype, device, False)
 
 
 # ---- tril / triu ----------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import itertools
 import warnings
 
 import numpy as np
@@ -497,6 +498,168 @@ def stack(tensors, dim=0, *, axis=None):
     node = t.grad_fn
     node.axis, node.n = axis, len(ts)
     return t
+
+
+# ---- atleast_nd, the *stack family, broadcast_tensors, cartesian_prod, combinations ----
+def _tensor_list(tensors, op):
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        return list(tensors[0]), True
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected Tensors, got {type(t).__name__}")
+    return list(tensors), len(tensors) != 1
+
+
+def _atleast(tensors, nd, op):
+    ts, many = _tensor_list(tensors, op)
+    out = []
+    for t in ts:
+        n = t._data.ndim
+        if n >= nd:
+            out.append(t)
+        elif nd == 3 and n == 2:
+            out.append(unsqueeze(t, -1))
+        elif nd == 3 and n == 1:
+            out.append(reshape(t, (1, -1, 1)))
+        else:  # 0-d, or 1-d made 2-d: ones in front
+            out.append(reshape(t, (1,) * (nd - n) + tuple(t._data.shape)))
+    return tuple(out) if many else out[0]
+
+
+@export(torch=True)
+def atleast_1d(*tensors):
+    """Each tensor with at least one dimension (a 0-d one as one element); one tensor
+    in, one out, else a tuple."""
+    return _atleast(tensors, 1, "atleast_1d")
+
+
+@export(torch=True)
+def atleast_2d(*tensors):
+    """Each tensor with at least two dimensions (ones in front); one tensor in, one
+    out, else a tuple."""
+    return _atleast(tensors, 2, "atleast_2d")
+
+
+@export(torch=True)
+def atleast_3d(*tensors):
+    """Each tensor with at least three dimensions: ``(n,)`` as ``(1, n, 1)``, ``(m, n)``
+    as ``(m, n, 1)``; one tensor in, one out, else a tuple."""
+    return _atleast(tensors, 3, "atleast_3d")
+
+
+def _stack_list(tensors, op):
+    ts = list(tensors)
+    if not ts:
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
+    return ts
+
+
+@export(torch=True)
+def hstack(tensors):
+    """Join tensors column-wise: along dim 1, or dim 0 for 1-D ones (0-d count as 1-D).
+
+    >>> import gradcore as gc
+    >>> gc.hstack([gc.tensor([1, 2]), gc.tensor([3])])
+    tensor([1, 2, 3])
+    """
+    ts = list(atleast_1d(_stack_list(tensors, "hstack")))
+    return cat(ts, 0 if ts[0]._data.ndim == 1 else 1)
+
+
+@export(torch=("vstack", "row_stack"))
+def vstack(tensors):
+    """Join tensors row-wise, along dim 0, each made at least 2-D (``row_stack`` too)."""
+    return cat(list(atleast_2d(_stack_list(tensors, "vstack"))), 0)
+
+
+@export(torch=True)
+def dstack(tensors):
+    """Join tensors depth-wise, along dim 2, each made at least 3-D."""
+    return cat(list(atleast_3d(_stack_list(tensors, "dstack"))), 2)
+
+
+@export(torch=True)
+def column_stack(tensors):
+    """Join tensors as the columns of a matrix: 0-d and 1-D ones become columns
+    (``(n, 1)``), the others join along dim 1."""
+    ts = [reshape(t, (-1, 1)) if t._data.ndim <= 1 else t
+          for t in _stack_list(tensors, "column_stack")]
+    return cat(ts, 1)
+
+
+@export(torch=True)
+def broadcast_tensors(*tensors):
+    """The tensors expanded to their common broadcast shape (views).
+
+    >>> import gradcore as gc
+    >>> [t.shape for t in gc.broadcast_tensors(gc.zeros(2, 1), gc.zeros(3))]
+    [gradcore.Size([2, 3]), gradcore.Size([2, 3])]
+    """
+    ts, _ = _tensor_list(tensors, "broadcast_tensors")
+    shape = ()
+    for t in ts:
+        try:
+            shape = np.broadcast_shapes(shape, tuple(t._data.shape))
+        except ValueError:
+            a, b = shape, tuple(t._data.shape)
+            n = builtins.max(len(a), len(b))
+            a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+            bad = next(i for i in range(n) if a[i] != b[i] and 1 not in (a[i], b[i]))
+            raise RuntimeError(f"The size of tensor a ({a[bad]}) must match the size of tensor "
+                               f"b ({b[bad]}) at non-singleton dimension {bad}") from None
+    return tuple(broadcast_to(t, shape) for t in ts)
+
+
+def _vectors(tensors, op):
+    for t in tensors:
+        if t._data.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t._data.shape)}")
+
+
+@export(torch=True)
+def cartesian_prod(*tensors):
+    """The rows of every combination of one element of each 1-D tensor, the last
+    varying fastest (one tensor: itself).
+
+    >>> import gradcore as gc
+    >>> gc.cartesian_prod(gc.tensor([1, 2]), gc.tensor([3, 4]))
+    tensor([[1, 3],
+            [1, 4],
+            [2, 3],
+            [2, 4]])
+    """
+    ts, _ = _tensor_list(tensors, "cartesian_prod")
+    _vectors(ts, "cartesian_prod")
+    if len(ts) == 1:
+        return ts[0]
+    grids = meshgrid(*ts, indexing="ij")
+    return stack([reshape(g, -1) for g in grids], 1)
+
+
+@export(torch=True)
+def combinations(input, r=2, with_replacement=False):  # noqa: A002
+    """The rows of the ``r``-element combinations of a 1-D tensor's elements, in
+    order (``with_replacement``: an element may repeat), as ``itertools.combinations``.
+
+    >>> import gradcore as gc
+    >>> gc.combinations(gc.tensor([1, 2, 3]))
+    tensor([[1, 2],
+            [1, 3],
+            [2, 3]])
+    """
+    _vectors([input], "combinations")
+    r = int_arg(r, "combinations", "r")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return wrap(math_of(input._data).zeros((0,), dtype=input._data.dtype))
+    n = input._data.shape[0]
+    pick = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    rows = np.array(list(pick(range(n), r)), dtype=np.int64).reshape(-1, r)
+    m = math_of(input._data)
+    cols = [_index.index_select(input, 0, wrap(m.asarray(rows[:, k]))) for k in range(r)]
+    return stack(cols, 1)
 
 
 class SplitBackward0(Node):
