@@ -143,6 +143,32 @@ CASES = {
                                m.tril_indices(0, 0), m.tril_indices(4, 2, 5)),
     "triu_indices": lambda m: (m.triu_indices(2, 3, -1), m.triu_indices(3, 3, 1),
                                m.triu_indices(3, 2, -5)),
+    "mode": lambda m: (m.tensor([[1.0, 2.0, 2.0, 3.0, 3.0], [5.0, 4.0, 4.0, 5.0, 1.0]]).mode(),
+                       m.mode(m.tensor([[1, 2], [5, 2], [1, 3]]), 0, keepdim=True),
+                       m.tensor([1, 1, 2, 2]).mode(), m.tensor(3.0).mode()),
+    "quantile": lambda m: (m.tensor(M).quantile(0.3), m.tensor(M)[0].quantile(0.5),
+                           m.quantile(m.tensor(M), m.tensor([0.1, 0.9]), dim=1, keepdim=True),
+                           m.tensor(M).quantile(0.25, 0, keepdim=True),
+                           m.tensor(M).quantile(m.tensor([0.0, 1.0]), keepdim=True)),
+    "quantile_interpolation": lambda m: tuple(
+        m.tensor(M).quantile(m.tensor([0.1, 0.4, 0.5, 0.75]), 1, interpolation=i)
+        for i in ("linear", "lower", "higher", "midpoint", "nearest")),
+    "nanquantile": lambda m: (m.tensor(M).nanquantile(0.3), m.nanquantile(m.tensor(M), 0.5, 1),
+                              m.tensor([NAN, NAN]).nanquantile(m.tensor([0.2, 0.7])),
+                              m.tensor(M).nanquantile(0.4, 1, interpolation="nearest")),
+    "cov": lambda m: (m.cov(m.tensor(SQ)), m.tensor(SQ)[0].cov(), m.cov(m.tensor(SQ), correction=0),
+                      m.cov(m.tensor(SQ), fweights=m.tensor([1, 2, 1])),
+                      m.cov(m.tensor(SQ), aweights=m.tensor([0.5, 1.0, 2.0])),
+                      m.cov(m.tensor(SQ), fweights=m.tensor([1, 2, 1]),
+                            aweights=m.tensor([0.5, 1.0, 2.0]), correction=2),
+                      m.cov(m.tensor([[1, 2, 4]]))),
+    "corrcoef": lambda m: (m.corrcoef(m.tensor(SQ)), m.tensor(SQ)[1].corrcoef()),
+    "unique_consecutive": lambda m: (
+        m.unique_consecutive(m.tensor([1, 1, 2, 2, 3, 1, 1, 2])),
+        m.tensor([[1, 1], [2, 3]]).unique_consecutive(return_inverse=True, return_counts=True),
+        m.unique_consecutive(m.tensor([[1, 1], [1, 1], [2, 3]]), True, True, dim=0),
+        m.unique_consecutive(m.tensor([[1, 1, 2], [1, 1, 3]]), return_counts=True, dim=1),
+        m.unique_consecutive(m.tensor([]), return_inverse=True, return_counts=True)),
 }
 
 
@@ -241,6 +267,11 @@ GRADS = {
                m.dstack([a, b]).sum() + m.column_stack([a, b]).sum(), [(3, 1), (3, 1)]),
     "broadcast_tensors": (lambda m, a, b: m.broadcast_tensors(a, b)[0] * 2 +
                           m.broadcast_tensors(a, b)[1], [(2, 1), (3,)]),
+    "mode": (lambda m, x: m.mode(x.round(), 0)[0], [(3, 4)]),
+    "quantile": (lambda m, x: m.quantile(x, m.tensor([0.2, 0.5, 0.9], dtype=x.dtype), 1), [(3, 4)]),
+    "nanquantile": (lambda m, x: m.nanquantile(x, 0.3, 1, interpolation="midpoint"), [(3, 4)]),
+    "cov": (lambda m, x, a: m.cov(x, aweights=a.abs() + 0.5), [(3, 4), (4,)]),
+    "corrcoef": (lambda m, x: m.corrcoef(x), [(3, 4)]),
 }
 
 
@@ -325,6 +356,16 @@ ERRORS = {
     "broadcast_tensors": lambda m: m.broadcast_tensors(m.ones(2), m.ones(3)),
     "tril_indices_float": lambda m: m.tril_indices(3, 3, dtype=m.float32),
     "tril_indices_negative": lambda m: m.triu_indices(-1, 3),
+    "mode_empty": lambda m: m.zeros(2, 0).mode(1),
+    "quantile_q": lambda m: m.ones(3).quantile(1.5),
+    "quantile_interpolation": lambda m: m.ones(3).quantile(0.5, interpolation="foo"),
+    "quantile_int": lambda m: m.tensor([1, 2]).quantile(0.5),
+    "quantile_q_2d": lambda m: m.ones(3).quantile(m.tensor([[0.5]])),
+    "quantile_empty": lambda m: m.zeros(0).quantile(0.5),
+    "quantile_q_dtype": lambda m: m.ones(3).quantile(m.tensor([0.5], dtype=m.float64)),
+    "cov_3d": lambda m: m.cov(m.ones(2, 2, 2)),
+    "cov_fweights_float": lambda m: m.cov(m.ones(2, 3), fweights=m.ones(3)),
+    "cov_weights_numel": lambda m: m.cov(m.ones(2, 3), aweights=m.ones(2)),
 }
 
 
@@ -392,3 +433,37 @@ def test_second_order_gradients_of_the_matrix_functions():
         x = gc.tensor(a, requires_grad=True)
         assert gc.autograd.gradcheck(fn, [x])
         assert gc.autograd.gradgradcheck(fn, [x])
+
+
+# ---- hooks after accumulation, new_empty_strided ----------
+def test_post_accumulate_grad_hooks_run_after_the_add(device):
+    x = gc.ones(2, requires_grad=True)
+    seen = []
+    handle = x.register_post_accumulate_grad_hook(lambda t: seen.append(host(t.grad).tolist()))
+    (x * 2).sum().backward()
+    (x * 3).sum().backward()
+    assert seen == [[2.0, 2.0], [5.0, 5.0]]
+    gc.autograd.grad((x * 2).sum(), x)  # nothing accumulated: no call
+    handle.remove()
+    (x * 2).sum().backward()
+    assert len(seen) == 2
+    x.register_post_accumulate_grad_hook(lambda t: 1)
+    with pytest.raises(TypeError, match="hook returned 'int'"):
+        (x * 2).sum().backward()
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (x * 2).register_post_accumulate_grad_hook(lambda t: None)
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        gc.ones(2).register_post_accumulate_grad_hook(lambda t: None)
+
+
+def test_new_empty_strided_has_the_strides_asked(device):
+    t = gc.ones(1, dtype=gc.float64).new_empty_strided((2, 3), (1, 2), requires_grad=True)
+    assert (t.shape, t.stride(), t.dtype, t.requires_grad) == ((2, 3), (1, 2), gc.float64, True)
+    assert t.device.type == gc.device(device).type
+    assert gc.zeros(1).new_empty_strided((2, 0), (1, 2)).shape == (2, 0)
+    with pytest.raises(RuntimeError, match="mismatch in length"):
+        gc.zeros(1).new_empty_strided((2, 3), (1,))
+
+
+def test_is_cpu(device):
+    assert gc.ones(1).is_cpu == (gc.device(device).type == "cpu")
