@@ -906,7 +906,9 @@ def _median(x, dim, keepdim, ignore_nan, op):
         value = flat[pos].reshape(())
         if not (mode.enabled and x._rg):
             return wrap(value)
-        same = m.isnan(xd) if xd.dtype.kind == "f" and bool(m.isnan(value)) else xd == value
+        same = xd == value
+        if xd.dtype.kind == "f":  # (a NaN median: shared by the NaNs)
+            same = same | (m.isnan(xd) & m.isnan(value))
         t = record(value, _EvenlyBackward, x)
         weights = same.astype(xd.dtype)
         weights /= weights.sum()
@@ -1027,7 +1029,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
         if q._data.dtype != xd.dtype:
             raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor")
         qs = q._data.reshape(-1)
-    if qs.size and m.values_on_host and (float(qs.min()) < 0 or float(qs.max()) > 1):
+    if qs.size and (float(qs.min()) < 0 or float(qs.max()) > 1):  # (read, as PyTorch's)
         bad = next(float(v) for v in qs.tolist() if not 0 <= v <= 1)
         raise RuntimeError(f"{op}() q must be in the range [0, 1] but got {bad}")
     if not xd.size:

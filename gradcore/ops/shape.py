@@ -1052,7 +1052,7 @@ def stride(x, dim=None):
     ``dim``: PyTorch's strides, read from the array's.
 
     >>> import gradcore as gc
-    >>> gc.zeros(2, 3).stride(), gc.zeros(2, 3).t().stride()
+    >>> gc.zeros(2, 3).stride(), gc.zeros(2, 3).mT.stride()
     ((3, 1), (1, 3))
     """
     xd = x._data
