@@ -169,6 +169,15 @@ CASES = {
         m.unique_consecutive(m.tensor([[1, 1], [1, 1], [2, 3]]), True, True, dim=0),
         m.unique_consecutive(m.tensor([[1, 1, 2], [1, 1, 3]]), return_counts=True, dim=1),
         m.unique_consecutive(m.tensor([]), return_inverse=True, return_counts=True)),
+    "histogram": lambda m: (m.histogram(m.tensor([1.0, 2.0, 2.0, 5.0]), bins=3),
+                            m.tensor(M).histogram(m.tensor([-1.0, 0.5, 2.0, 6.0]), density=True),
+                            m.histogram(m.tensor([1.0, 2.0, 2.0, 5.0]), 2, range=(0.0, 4.0),
+                                        weight=m.tensor([1.0, 2.0, 3.0, 4.0])),
+                            m.histogram(m.tensor([2.0, 2.0]), 2),
+                            m.histogram(m.tensor([]), 2)),
+    "in_place_functions": lambda m: (
+        m.index_put_(m.zeros(3), (m.tensor([0, 0, 2]),), m.tensor(1.0), True),
+        m.addmv_(m.ones(2), _ar(m, 2, 2), _ar(m, 2), beta=2)),
 }
 
 
@@ -211,8 +220,8 @@ def test_matches_pytorch(name, device):
     _assert_same(_plain(ours), _plain(theirs), name)
     if type(theirs).__module__ == "torch.return_types":
         assert type(ours).__name__ == type(theirs).__name__
-        assert ours._fields == tuple(f for f in ("values", "indices", "sign", "logabsdet")
-                                     if hasattr(theirs, f))
+        assert ours._fields == tuple(f for f in ("values", "indices", "sign", "logabsdet",
+                                                 "hist", "bin_edges") if hasattr(theirs, f))
     for t in ours if isinstance(ours, tuple) else (ours,):
         if isinstance(t, gc.Tensor) and name not in ("conj",):
             assert t.device.type == gc.device(device).type, name
@@ -366,6 +375,13 @@ ERRORS = {
     "cov_3d": lambda m: m.cov(m.ones(2, 2, 2)),
     "cov_fweights_float": lambda m: m.cov(m.ones(2, 3), fweights=m.ones(3)),
     "cov_weights_numel": lambda m: m.cov(m.ones(2, 3), aweights=m.ones(2)),
+    "histogram_int": lambda m: m.histogram(m.tensor([1, 2]), 2),
+    "histogram_bins": lambda m: m.histogram(m.ones(2), 0),
+    "histogram_range": lambda m: m.histogram(m.ones(2), 2, range=(3.0, 1.0)),
+    "histogram_edges_2d": lambda m: m.histogram(m.ones(2), m.ones(1, 2)),
+    "histogram_weight": lambda m: m.histogram(m.ones(2), 2, weight=m.ones(3)),
+    "histogram_nan": lambda m: m.histogram(m.tensor([1.0, NAN]), 2),
+    "histogram_edges_dtype": lambda m: m.histogram(m.ones(2).double(), m.tensor([0.0, 1.0])),
 }
 
 

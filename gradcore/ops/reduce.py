@@ -1449,6 +1449,81 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
     return wrap(counts.astype(xd.dtype))
 
 
+histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
+
+
+@export(torch=True, method=True)
+def histogram(input, bins, *, range=None, weight=None, density=False):  # noqa: A001, A002
+    """``(hist, bin_edges)``: how many elements (or how much ``weight``) fall in each
+    bin. ``bins`` an int (equal bins over ``range``, by default the elements' own, widened
+    by 0.5 each way when all are equal) or a 1-D tensor of increasing edges. Each bin holds
+    its left edge, the last its right one too; elements outside are not counted.
+    ``density=True`` divides by the total and the bin widths. Never tracked.
+
+    >>> import gradcore as gc
+    >>> gc.histogram(gc.tensor([1., 2., 2., 5.]), bins=2)
+    histogram(hist=tensor([3., 1.]), bin_edges=tensor([1., 3., 5.]))
+    """
+    xd = input._data
+    if xd.dtype.kind != "f":
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{dtypes.torch_name(input.dtype)}'")
+    m = math_of(xd)
+    flat = xd.reshape(-1)
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have "
+                               f"the same shape as the input tensor excluding its innermost "
+                               f"dimension, but got input with shape {[flat.shape[0], 1]} and "
+                               f"weight with shape {list(weight.shape)}")
+    if isinstance(bins, Tensor):
+        bd = bins._data
+        if bd.ndim != 1:
+            raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but "
+                               f"got {bd.ndim} dimensions in the bins tensor for dimension 0")
+        if bd.dtype != xd.dtype:
+            raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have "
+                               f"the same dtype, but got input with dtype "
+                               f"{dtypes.torch_name(input.dtype).lower()} and bins for dimension "
+                               f"0 with dtype {dtypes.torch_name(bins.dtype).lower()}")
+        edges = bd
+    else:
+        n = int_arg(bins, "histogram", "bins")
+        if n <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {n} for "
+                               f"dimension 0")
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif flat.size:
+            lo, hi = float(flat.min()), float(flat.max())
+        else:
+            lo, hi = 0.0, 1.0
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                               f"{lo:g} max {hi:g} for dimension 0")
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise RuntimeError(f"torch.histogramdd: dimension 0's range [{lo:g}, {hi:g}] is "
+                               f"not finite")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = m.asarray(np.linspace(lo, hi, n + 1).astype(xd.dtype))
+    nb = edges.shape[0] - 1
+    if nb < 1:
+        hist = m.zeros((0,), dtype=xd.dtype)
+        return histogram_result(wrap(hist), wrap(edges.copy()))
+    inside = (flat >= edges[0]) & (flat <= edges[-1])  # (NaN is not)
+    pos = m.searchsorted(edges, flat, side="right") - 1
+    pos = m.clip(pos, 0, nb - 1)  # (the last edge itself: the last bin)
+    w = inside.astype(np.float64)
+    if weight is not None:
+        w = w * weight._data.reshape(-1).astype(np.float64)
+    hist = m.zeros(nb, dtype=np.float64)
+    m.add.at(hist, pos, w)
+    if density:
+        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]).astype(np.float64))
+    return histogram_result(wrap(hist.astype(xd.dtype)), wrap(edges.copy()))
+
+
 # ---- searchsorted / bucketize ----------
 @export(torch=True)
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False,  # noqa: A002
