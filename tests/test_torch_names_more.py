@@ -256,6 +256,7 @@ GRADS = {
     "kron": (lambda m, a, b: m.kron(a, b), [(2, 3), (3, 2)]),
     "inverse": (lambda m, a: m.inverse(a + 3 * m.eye(3, dtype=a.dtype)), [(2, 3, 3)]),
     "det": (lambda m, a: m.det(a), [(2, 3, 3)]),
+    "det_singular_in_batch": (lambda m, a: m.det(m.stack([a, a[[0, 0]]])), [(2, 2)]),
     "slogdet": (lambda m, a: m.slogdet(a)[1], [(3, 3)]),
     "logdet": (lambda m, a: m.logdet(a @ a.mT + m.eye(3, dtype=a.dtype)), [(3, 3)]),
     "matrix_power": (lambda m, a: m.matrix_power(a + 3 * m.eye(3, dtype=a.dtype), -3),

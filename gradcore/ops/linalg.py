@@ -975,9 +975,12 @@ def _cofactor(a, det):
     as PyTorch's (its determinant, 0, times the solve)."""
     m = math_of(a)
     try:
-        return det[..., None, None] * m.linalg.inv(a).swapaxes(-1, -2)
-    except np.linalg.LinAlgError:
-        pass
+        inv_t = m.linalg.inv(a).swapaxes(-1, -2)
+    except np.linalg.LinAlgError:  # (NumPy's check; CuPy's inverse does not check)
+        inv_t = None
+    if inv_t is not None:
+        d = det[..., None, None]
+        return m.where(d != 0, d * inv_t, 0).astype(a.dtype, copy=False)
     out = m.zeros(a.shape, dtype=a.dtype)
     for pos in np.ndindex(*a.shape[:-2]):  # the invertible ones of a batch
         try:
