@@ -35,6 +35,7 @@ CASES = {
     "moveaxis": lambda m: m.moveaxis(_ar(m, 2, 3, 4), (0, 1), (2, 0)),
     "tile_short": lambda m: _ar(m, 2, 3).tile((2,)),
     "tile_long": lambda m: m.tile(_ar(m, 2, 3), (2, 1, 2)),
+    "tile_ints": lambda m: (_ar(m, 2, 3).tile(2, 1), _ar(m, 3).tile([2])),
     "rot90": lambda m: _ar(m, 2, 3).rot90(),
     "rot90_k": lambda m: tuple(m.rot90(_ar(m, 2, 3, 2), k, (2, 0)) for k in (-1, 0, 2, 3, 5)),
     "take": lambda m: _ar(m, 2, 3).take(m.tensor([[0, -1], [4, 2]])),

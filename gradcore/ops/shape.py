@@ -807,7 +807,7 @@ def ravel(input):  # noqa: A002
 
 
 @export(torch=True, method=True)
-def tile(input, dims):  # noqa: A002
+def tile(input, *dims):  # noqa: A002
     """``input`` repeated ``dims[i]`` times along each dimension; ``dims`` shorter than
     ``input.ndim`` is padded with ones in front (unlike :func:`repeat`).
 
@@ -815,7 +815,7 @@ def tile(input, dims):  # noqa: A002
     >>> gc.tensor([1, 2]).tile((2,))
     tensor([1, 2, 1, 2])
     """
-    reps = _shape_arg((dims,) if isinstance(dims, (tuple, list)) else (dims,), "tile")
+    reps = _shape_arg(dims, "tile")  # (a tuple, or ints: x.tile(2, 1))
     nd = input._data.ndim
     if len(reps) < nd:
         reps = (1,) * (nd - len(reps)) + reps
