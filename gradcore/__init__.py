@@ -382,6 +382,17 @@ def detach(t):
     return t.detach()
 
 
+def index_put_(input, indices, values, accumulate=False):  # noqa: A002
+    """``input.index_put_(indices, values, accumulate)``: ``values`` written (or added)
+    into ``input`` at ``indices``, in place."""
+    return input.index_put_(indices, values, accumulate)
+
+
+def addmv_(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
+    """``input.addmv_(mat, vec)``: ``beta * input + alpha * (mat @ vec)`` into ``input``."""
+    return input.addmv_(mat, vec, beta=beta, alpha=alpha)
+
+
 # Like PyTorch, gradcore computes inf and NaN silently: NumPy's floating-point warnings
 # raised inside gradcore's own modules (1/0, inf*0, exp overflow) are not shown. User
 # code calling NumPy directly keeps its warnings.

@@ -127,6 +127,39 @@ def new_empty(self, *size, dtype=None, device=None, requires_grad=False, **kwarg
                      requires_grad, "new_empty")
 
 
+def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                      **kwargs):
+    """A tensor of ``size`` (zeros here) whose elements lie ``stride`` elements apart
+    along each dimension in memory of its own (``stride()`` reads them back), with this
+    tensor's dtype and device unless given.
+
+    >>> import gradcore as gc
+    >>> gc.zeros(1).new_empty_strided((2, 3), (1, 2)).stride()
+    (1, 2)
+    """
+    shape = _shape_arg((size,), "new_empty_strided")
+    stride = tuple(stride)
+    for s in stride:
+        if not isinstance(s, int) or isinstance(s, bool):
+            raise TypeError(f"new_empty_strided(): argument 'stride' must be tuple of ints, "
+                            f"but found element of type {type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"as_strided: Negative strides are not supported at the "
+                               f"moment, got strides: {list(stride)}")
+    if len(stride) != len(shape):
+        raise RuntimeError(f"mismatch in length of strides and shape (new_empty_strided: "
+                           f"size {list(shape)}, stride {list(stride)})")
+    need = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+    flat = _new_like(self, lambda m, s, d: m.zeros(s, dtype=d), (need,), dtype, device,
+                     False, "new_empty_strided")._data
+    m = math_of(flat)
+    out = _wrap(m.lib.stride_tricks.as_strided(
+        flat, shape=shape, strides=tuple(s * flat.itemsize for s in stride)))
+    if requires_grad:
+        out.requires_grad = True
+    return out
+
+
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
              **kwargs):
     """``fill_value`` everywhere in ``size``, with this tensor's dtype and device unless
@@ -157,12 +190,14 @@ def get_device(self) -> int:
 
 Tensor.nbytes = property(lambda self: int(self._data.nbytes),
                          doc="The number of bytes of the elements.")
+Tensor.is_cpu = property(lambda self: self.device.type == "cpu",
+                         doc="Whether the data is in the CPU's memory.")
 Tensor.itemsize = property(lambda self: self._data.dtype.itemsize,
                            doc="The size of one element in bytes.")
 
 type_.__name__ = "type"  # (Tensor.type; `type` stays the builtin in this module)
-for _fn in (backward, size, type_, new_zeros, new_ones, new_empty, new_full, new_tensor,
-            data_ptr, get_device):
+for _fn in (backward, size, type_, new_zeros, new_ones, new_empty, new_empty_strided, new_full,
+            new_tensor, data_ptr, get_device):
     _fn.__qualname__ = f"Tensor.{_fn.__name__}"
     setattr(Tensor, _fn.__name__, _fn)
 del _fn

@@ -658,6 +658,133 @@ _SELU_S = 1.0507009873554804934193349852946
 SCATTER_IDX = np.array([[0, 1, 2, 0], [2, 0, 1, 1]])  # each place written once
 
 
+# ---- issue 14: more of PyTorch's names (tests/test_torch_names_more.py has the rest) ----
+SQ3 = [(3, 3), (2, 3, 3)]
+OPS += [
+    Op("narrow", lambda m, x: x.narrow(-1, 1, 2) * 2, lambda x: x[..., 1:3] * 2, M3),
+    Op("select", lambda m, x: m.select(x, 0, -1), lambda x: x[-1], M3),
+    Op("tile", lambda m, x: x.tile((2, 1)), lambda x: np.tile(x, (2, 1)), M3),
+    Op("rot90", lambda m, x: m.rot90(x, 3, (1, 0)) * 2, lambda x: np.rot90(x, 3, (1, 0)) * 2, M3),
+    Op("take", lambda m, x: x.take(m.tensor([[0, 5], [5, -1]])),
+       lambda x: x.reshape(-1)[[[0, 5], [5, -1]]], [(3, 4)]),
+    Op("put_accumulate", lambda m, a, b: a.put(m.tensor([0, 5, 5]), b, accumulate=True),
+       lambda a, b: _put_np(a, [0, 5, 5], b), [((3, 4), (3,))]),
+    Op("index_put", lambda m, a, b: a.index_put((m.tensor([2, 0]),), b),
+       lambda a, b: _index_put_np(a, [2, 0], b, False), [((3, 4), (4,))]),
+    Op("index_put_accumulate", lambda m, a, b: m.index_put(a, (m.tensor([2, 0, 2]),), b, True),
+       lambda a, b: _index_put_np(a, [2, 0, 2], b, True), [((3, 4), (4,))]),
+    Op("index_fill", lambda m, x: x.index_fill(1, m.tensor([0, 2]), 0.5) * x,
+       lambda x: _index_fill_np(x, [0, 2], 0.5) * x, [(3, 4)]),
+    Op("tensor_split", lambda m, x: x.tensor_split(3, 1)[1] * 2 + x.tensor_split([1], 1)[0],
+       lambda x: np.array_split(x, 3, 1)[1] * 2 + x[:, :1], [(3, 4), (2, 5)]),
+    Op("as_strided", lambda m, x: x.as_strided((3, 3), (1, 2), 1),
+       lambda x: np.lib.stride_tricks.as_strided(x.reshape(-1)[1:], (3, 3), (8, 16)),
+       [(3, 4)]),
+    Op("sum_to_size", lambda m, x: x.sum_to_size(1, 4) * x, lambda x: x.sum(0) * x, [(3, 4)]),
+    Op("diff", lambda m, x: m.diff(x, 2, -1), lambda x: np.diff(x, 2, -1), M3),
+    Op("diff_prepend", lambda m, a, b: m.diff(a, dim=0, prepend=b, append=b * 2),
+       lambda a, b: np.diff(np.concatenate([b, a, b * 2]), axis=0), [((3, 4), (1, 4))]),
+    Op("median_dim", lambda m, x: x.median(1)[0], lambda x: np.sort(x, 1)[:, 1], [(3, 4)],
+       distinct=True),
+    Op("nanmedian_dim", lambda m, x: m.nanmedian(x, 0, keepdim=True).values,
+       lambda x: np.sort(x, 0)[(x.shape[0] - 1) // 2][None], M3, distinct=True),
+    Op("mode", lambda m, x: m.mode(x, 1)[0], lambda x: np.sort(x, 1)[:, 0], [(3, 4)],
+       distinct=True),
+    Op("nansum", lambda m, x: m.nansum(m.where(m.tensor(ZMASK), float("nan"), x), 1),
+       lambda x: np.nansum(np.where(ZMASK, np.nan, x), 1), [(3, 4)]),
+    Op("nanmean", lambda m, x: m.where(m.tensor(ZMASK), float("nan"), x).nanmean(0),
+       lambda x: np.nanmean(np.where(ZMASK, np.nan, x), 0), [(3, 4)]),
+    Op("quantile", lambda m, x: m.quantile(x, 0.3, dim=1), lambda x: np.quantile(x, 0.3, 1),
+       [(3, 4), (2, 5)], distinct=True, half=False),
+    Op("nanquantile_midpoint", lambda m, x: x.nanquantile(0.5, 0, interpolation="midpoint"),
+       lambda x: np.quantile(x, 0.5, 0, method="midpoint"), [(4, 3)], distinct=True,
+       half=False),
+    Op("cov", lambda m, x: m.cov(x), np.cov, [(3, 4), (2, 5)]),
+    Op("corrcoef", lambda m, x: m.corrcoef(x), np.corrcoef, [(3, 4), (2, 5)], half=False),
+    Op("addmm", lambda m, a, b, c: m.addmm(a, b, c, beta=0.5, alpha=1.5),
+       lambda a, b, c: 0.5 * a + 1.5 * (b @ c), [((4,), (3, 2), (2, 4)), ((3, 4), (3, 2), (2, 4))]),
+    Op("addmv", lambda m, a, b, c: a.addmv(b, c, beta=2), lambda a, b, c: 2 * a + b @ c,
+       [((3,), (3, 2), (2,))]),
+    Op("addr", lambda m, a, b, c: m.addr(a, b, c, alpha=-1),
+       lambda a, b, c: a - np.outer(b, c), [((3, 4), (3,), (4,))]),
+    Op("addbmm", lambda m, a, b, c: m.addbmm(a, b, c), lambda a, b, c: a + (b @ c).sum(0),
+       [((2, 4), (3, 2, 5), (3, 5, 4))]),
+    Op("baddbmm", lambda m, a, b, c: a.baddbmm(b, c, alpha=0.5), lambda a, b, c: a + 0.5 * b @ c,
+       [((3, 2, 4), (3, 2, 5), (3, 5, 4))]),
+    Op("addcmul", lambda m, a, b, c: m.addcmul(a, b, c, value=0.5), lambda a, b, c: a + 0.5 * b * c,
+       [((2, 3), (3,), (2, 1))]),
+    Op("addcdiv", lambda m, a, b, c: a.addcdiv(b, c, value=2), lambda a, b, c: a + 2 * b / c,
+       [((2, 3), (3,), (2, 1))], away=0.5),
+    Op("inner", lambda m, a, b: m.inner(a, b), np.inner, [((2, 3), (4, 3)), ((3,), (3,))]),
+    Op("kron", lambda m, a, b: m.kron(a, b), np.kron, [((2, 3), (3, 2)), ((2,), (2, 2))]),
+    Op("inverse", lambda m, x: m.inverse(x + 3 * m.eye(3, dtype=x.dtype)),
+       lambda x: np.linalg.inv(x + 3 * np.eye(3)), SQ3, half=False),
+    Op("det", lambda m, x: m.det(x), np.linalg.det, SQ3, half=False),
+    Op("slogdet", lambda m, x: m.slogdet(x + 3 * m.eye(3, dtype=x.dtype)).logabsdet,
+       lambda x: np.linalg.slogdet(x + 3 * np.eye(3))[1], SQ3, half=False),
+    Op("logdet", lambda m, x: m.logdet(x @ x.mT + m.eye(3, dtype=x.dtype)),
+       lambda x: np.linalg.slogdet(x @ x.swapaxes(-1, -2) + np.eye(3))[1], SQ3, half=False),
+    Op("matrix_power", lambda m, x: m.matrix_power(x + 3 * m.eye(3, dtype=x.dtype), -3) +
+       m.matrix_power(x, 2), lambda x: np.linalg.matrix_power(x + 3 * np.eye(3), -3) +
+       x @ x, SQ3, half=False),
+    Op("pinverse", lambda m, x: m.pinverse(x), np.linalg.pinv, [(3, 2), (2, 4)], half=False),
+    Op("diag_embed", lambda m, x: m.diag_embed(x, 1, 0, 2), lambda x: _diag_embed_np(x, 1),
+       [(2, 3)]),
+    Op("diagflat", lambda m, x: x.diagflat(-1), lambda x: np.diagflat(x, -1), [(2, 2), (3,)]),
+    Op("block_diag", lambda m, a, b: m.block_diag(a, b, a.sum()),
+       lambda a, b: _block_diag_np(a, b, a.sum()), [((2, 3), (2,))]),
+    Op("cartesian_prod", lambda m, a, b: m.cartesian_prod(a, b),
+       lambda a, b: np.stack(np.meshgrid(a, b, indexing="ij"), -1).reshape(-1, 2),
+       [((3,), (2,))]),
+    Op("combinations", lambda m, x: m.combinations(x, 2, with_replacement=True),
+       lambda x: np.array([[x[i], x[j]] for i in range(len(x)) for j in range(i, len(x))]),
+       [(3,)]),
+    Op("stacks", lambda m, a, b: m.hstack([a, b]) * m.vstack([a, b]).sum() +
+       m.dstack([a, b]).sum() * m.column_stack([a, b]),
+       lambda a, b: np.hstack([a, b]) * np.vstack([a, b]).sum() +
+       np.dstack([a, b]).sum() * np.column_stack([a, b]), [((3, 1), (3, 1))]),
+]
+
+
+def _put_np(a, index, b):
+    r = a.copy().reshape(-1)
+    np.add.at(r, index, b)
+    return r.reshape(a.shape)
+
+
+def _index_put_np(a, index, b, accumulate):
+    r = a.copy()
+    if accumulate:
+        np.add.at(r, index, b)
+    else:
+        r[index] = b
+    return r
+
+
+def _index_fill_np(x, index, value):
+    r = x.copy()
+    r[:, index] = value
+    return r
+
+
+def _diag_embed_np(x, offset):
+    n = x.shape[-1] + abs(offset)
+    out = np.zeros((n, x.shape[0], n))
+    for i in range(x.shape[0]):
+        out[:, i, :] = np.diag(x[i], offset)
+    return out
+
+
+def _block_diag_np(*blocks):
+    blocks = [np.atleast_2d(b) for b in blocks]
+    rows, cols = sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)
+    out, r, c = np.zeros((rows, cols)), 0, 0
+    for b in blocks:
+        out[r:r + b.shape[0], c:c + b.shape[1]] = b
+        r, c = r + b.shape[0], c + b.shape[1]
+    return out
+
+
 def _scatter_np(a, dim, index, src):
     out = a.copy()
     for pos in np.ndindex(*index.shape):

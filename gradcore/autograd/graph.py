@@ -196,6 +196,7 @@ class AccumulateGrad(Node):
     """
 
     is_sink = True
+    _post_hooks = None  # Tensor.register_post_accumulate_grad_hook's, run after each add
 
     def __init__(self, variable):
         self._variable = weakref.ref(variable)  # the leaf holds this node, not vice versa
@@ -246,6 +247,13 @@ def _leaf_accumulate(node, leaf, grad, F, create_graph, owned=False):
                 leaf.grad = _wrap(od + grad)
         else:
             leaf.grad = _wrap(old._data + grad)
+    hooks = node._post_hooks
+    if hooks:
+        for hook in list(hooks):
+            result = hook(leaf)
+            if result is not None:
+                raise TypeError(f"expected Variable, but hook returned "
+                                f"'{type(result).__name__}'")
 
 
 def _collect(roots):

@@ -226,6 +226,22 @@ class Tensor:
             hooks.append(hook)
         return _HookHandle(hooks, hook)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` each time backward has added into this leaf's ``.grad``
+        (an optimizer step per parameter, as its gradient is ready). The hook returns
+        None. Returns a handle whose ``remove()`` unregisters it."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        node = self._accumulator()
+        if node._post_hooks is None:
+            node._post_hooks = []
+        node._post_hooks.append(hook)
+        return _HookHandle(node._post_hooks, hook)
+
     # -- description ----------------------------------------------------------------------
     @property
     def shape(self) -> Size:

@@ -33,7 +33,8 @@ from . import (
     tensor_math,
 )
 from . import device as _device_ops
-from ._core import Tensor, adopt_views, as_tensor, fresh_history, mode, same_device, wrap
+from ._core import Tensor, adopt_views, as_tensor, fresh_history, same_device, wrap
+from ._core import mode as _mode
 from .index import _check_inplace, _internal_overlap, check_writable, view_needs_rebase
 
 # The families' public ops, each declared where it is written (`@export(...)` above its
@@ -82,7 +83,7 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
         return index.inplace_on_view(x, None, r)
     xd = x._data
     # builtins.any: this module's `any` is the tensor reduction
-    tracked = mode.enabled and (x._rg or builtins.any(isinstance(a, Tensor) and a._rg
+    tracked = _mode.enabled and (x._rg or builtins.any(isinstance(a, Tensor) and a._rg
                                                       for a in args))
     if not tracked and len(args) == 1 and not kwargs:
         ufunc = _DIRECT_UFUNCS.get(fn)
@@ -172,7 +173,7 @@ def _inplace_method(name, fn):
 
     def method(self, *args, **kwargs):
         # an optimizer step under no_grad: straight into the tensor's memory
-        if ufunc is not None and not mode.enabled and len(args) == 1 and not kwargs and \
+        if ufunc is not None and not _mode.enabled and len(args) == 1 and not kwargs and \
                 _write_direct(self, self._data, ufunc, args[0]):
             return self
         return apply_inplace(self, name, fn, *args, **kwargs)
@@ -319,6 +320,9 @@ def bind_methods(T) -> None:
                  "atan2", "arctan2", "hypot", "copysign", "erfc", "erfinv", "xlogy",
                  "nan_to_num"):
         # (no asinh_/acosh_/atanh_: PyTorch has no derivative for them in place)
+        methods[name + "_"] = _inplace_method(name + "_", methods[name])
+    for name in ("put", "index_put", "index_fill", "addmm", "addmv", "addr", "addbmm", "baddbmm",
+                 "addcmul", "addcdiv"):
         methods[name + "_"] = _inplace_method(name + "_", methods[name])
     for name, op in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul"),
                      ("__itruediv__", "div"), ("__ipow__", "pow")):

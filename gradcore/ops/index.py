@@ -150,7 +150,7 @@ def _inverse(axes):
     return tuple(inv)
 
 
-def take(arr, index):
+def _take(arr, index):
     """``arr[index]`` for a converted index, with PyTorch's order of axes."""
     out = arr[index]
     order = _torch_order(index, arr.ndim)
@@ -397,7 +397,7 @@ def inplace_on_view(v: Tensor, index, value) -> Tensor:
     positions = everywhere
     if index is not None:
         sub = _convert_index(index, v)
-        positions = tuple(take(p, sub) for p in everywhere)
+        positions = tuple(_take(p, sub) for p in everywhere)
     setitem(base, positions, value, _skip=v)
     base.grad_fn.copy_slices = True
     view_history(v, base, everywhere)
@@ -1254,6 +1254,172 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
     shape_x[axis], shape_i[axis] = xd.shape[axis], idd.shape[axis]
     return gather(broadcast_to(input, tuple(shape_x)), axis,
                   broadcast_to(indices, tuple(shape_i)))
+
+
+# ---- take / put / index_put / index_fill ----------
+def _long_index(index, op):
+    """``index`` as an int64 tensor where PyTorch takes only one."""
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if index._data.dtype != np.int64:
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got "
+                           f"{dtypes.torch_name(index.dtype)}")
+    return index
+
+
+def _check_flat(idd, n):
+    """Each flat index in ``[-n, n)``, PyTorch's IndexError otherwise."""
+    def error(value):
+        return IndexError(f"out of range: tried to access index {value} on a tensor of {n} "
+                          f"elements.")
+    check_range(idd, -n, n, error)
+
+
+@export(torch=True, method=True)
+def take(input, index):  # noqa: A002
+    """The elements of ``input`` at the flat positions ``index`` (an int64 tensor; negative
+    positions count from the end), in ``index``'s shape.
+
+    >>> import gradcore as gc
+    >>> gc.tensor([[4, 3], [5, 6]]).take(gc.tensor([0, 3, -1]))
+    tensor([4, 6, 6])
+    """
+    index = _long_index(index, "take")
+    if index.device != input.device:
+        raise RuntimeError(f"take: expected all tensors to be on the same device, but found "
+                           f"at least two devices, {input.device} and {index.device}!")
+    _check_flat(index._data, input._data.size)
+    out = getitem(input.reshape(-1), index)
+    if out.grad_fn is not None:
+        out.grad_fn._name = "TakeBackward0"
+    return out
+
+
+def _region_index(x, indices, op):
+    """``indices`` (a sequence of index tensors, or None for a whole dimension) as the
+    index tuple of ``x[indices]``."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'indices' must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    if len(indices) > x._data.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x._data.ndim} (got "
+                         f"{len(indices)})")
+    return tuple(slice(None) if i is None else i for i in indices)
+
+
+@export(torch=True, method=True)
+def index_put(input, indices, values, accumulate=False):  # noqa: A002
+    """A copy of ``input`` with ``values`` written at ``input[indices]`` (``indices`` a
+    tuple of index tensors), or added there with ``accumulate=True`` (repeated
+    positions then add up).
+
+    >>> import gradcore as gc
+    >>> gc.zeros(3).index_put((gc.tensor([0, 0, 2]),), gc.tensor(1.), accumulate=True)
+    tensor([2., 0., 1.])
+    """
+    idx = _region_index(input, indices, "index_put")
+    values = values if isinstance(values, Tensor) else as_tensor(values, input)
+    if values.dtype != input.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{dtypes.torch_name(input.dtype)} for the destination and "
+                           f"{dtypes.torch_name(values.dtype)} for the source.")
+    if not accumulate:
+        out = input.clone()
+        setitem(out, idx, values)
+        return out
+    xd = input._data
+    index = _convert_index(idx, input)
+    _check_arrays(math_of(xd), index, xd.shape, "index_put: ")
+    try:
+        region = xd[index].shape
+    except IndexError as exc:
+        raise _index_error(exc, idx, xd.shape, "index_put: ") from None
+    order = _torch_order(index, xd.ndim)
+    if order is not None:
+        region = tuple(region[a] for a in _torch_axes(order, len(region)))
+    try:
+        v = values.expand(*region)
+    except RuntimeError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} cannot "
+                           f"be broadcast to indexing result of shape {list(region)}") from None
+    if order is not None:
+        v = v.permute(*_inverse(_torch_axes(order, len(region))))
+    added = into_zeros(v, _expand_bool(index), xd.shape)
+    return input + added
+
+
+def _put_operands(input, index, source, op):
+    index = _long_index(index, op)
+    if not isinstance(source, Tensor):
+        raise TypeError(f"{op}(): argument 'source' must be Tensor, not "
+                        f"{type(source).__name__}")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"{op}(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {dtypes.torch_name(input.dtype)} and source.dtype = "
+                           f"{dtypes.torch_name(source.dtype)}")
+    if source._data.size != index._data.size:
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                         f"elements, but got source.numel() = {source._data.size}, "
+                         f"index.numel() = {index._data.size}")
+    _check_flat(index._data, input._data.size)
+    return index.reshape(-1), source.reshape(-1)
+
+
+@export(torch=True, method=True)
+def put(input, index, source, accumulate=False):  # noqa: A002
+    """A copy of ``input`` with the elements of ``source`` written at the flat positions
+    ``index`` (an int64 tensor of as many elements), or added there with
+    ``accumulate=True``.
+
+    >>> import gradcore as gc
+    >>> gc.zeros(2, 2).put(gc.tensor([0, 3]), gc.tensor([1., 2.]))
+    tensor([[1., 0.],
+            [0., 2.]])
+    """
+    index, source = _put_operands(input, index, source, "put")
+    flat = index_put(input.reshape(-1), (index,), source, accumulate)
+    return flat.reshape(input.shape)
+
+
+def _fill_operands(input, dim, index, value, op):
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if index._data.dtype != np.int64:
+        raise IndexError(f"{op}(): Expected dtype int64 for index.")
+    if index._data.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    if isinstance(value, Tensor) and value._data.ndim:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value._data.ndim} dimension(s).")
+    xd = input._data
+    axis = normalize_dim(dim, xd.ndim, op)
+    n = xd.shape[axis] if xd.ndim else 1
+
+    def error(v):
+        return IndexError(f"index {v} is out of bounds for dimension {axis} with size {n}")
+    check_range(index._data, -n, n, error)
+    return axis, index.reshape(-1)
+
+
+@export(torch=True, method=True)
+def index_fill(input, dim, index, value):  # noqa: A002
+    """A copy of ``input`` with the slices ``index`` (an int64 tensor) along ``dim`` set
+    to ``value`` (a number or a 0-d tensor, which gets their gradient).
+
+    >>> import gradcore as gc
+    >>> gc.zeros(2, 3).index_fill(1, gc.tensor([0, 2]), 5.)
+    tensor([[5., 0., 5.],
+            [5., 0., 5.]])
+    """
+    axis, idx = _fill_operands(input, dim, index, value, "index_fill_")
+    out = input.clone()
+    if isinstance(value, Tensor):
+        value = value.to(dtype=input.dtype)
+    if input._data.ndim:
+        setitem(out, (slice(None),) * axis + (idx,), value)
+    elif idx._data.size:  # a 0-d input: index 0 (or -1) is the element
+        setitem(out, Ellipsis, value)
+    return out
 
 
 # ---- differentiable helpers for create_graph=True (the engine's tensor math) ----------

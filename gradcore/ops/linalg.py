@@ -6,12 +6,14 @@ from __future__ import annotations
 import builtins
 import string
 import warnings
+from collections import namedtuple
 
 import numpy as np
 
 from .. import dtypes
 from ..autograd.grad_mode import autocast_blocks as _autocast_blocks
-from ..backend import math_of
+from ..backend import device as _device
+from ..backend import get_default_device, math_of
 from . import _autocast
 from ._core import (
     TENSOR_TYPES,
@@ -27,7 +29,7 @@ from ._core import (
     wrap,
 )
 from ._export import export
-from .pointwise import _float, clamp, sqrt
+from .pointwise import _float, clamp, sqrt, where
 from .reduce import norm
 from .reduce import sum as _sum
 from .shape import cat, unsqueeze
@@ -308,6 +310,123 @@ def diag(x, diagonal=0):
     t.grad_fn.index = index
     return t
 
+
+
+@export(torch=True, method=True)
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
+    """Matrices with the last dimension of ``input`` on their ``offset``-th diagonal, in
+    the plane of the new dimensions ``dim1`` and ``dim2`` (zeros elsewhere).
+
+    >>> import gradcore as gc
+    >>> gc.diag_embed(gc.tensor([[1, 2]]))
+    tensor([[[1, 0],
+             [0, 2]]])
+    """
+    xd = input._data
+    if not xd.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but "
+                         f"got {dim1})")
+    nd = xd.ndim + 1
+    d1 = normalize_dim(dim1, nd, "diag_embed")
+    d2 = normalize_dim(dim2, nd, "diag_embed")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = int_arg(offset, "diag_embed", "offset")
+    lead = list(xd.shape[:-1])
+    n = xd.shape[-1] + builtins.abs(offset)
+    shape = []
+    for k in range(nd):
+        shape.append(n if k in (d1, d2) else lead.pop(0))
+    m = math_of(xd)
+    out = m.zeros(tuple(shape), dtype=xd.dtype)
+    index = _diagonal_index(m, tuple(shape), offset, d1, d2)
+    out[index] = xd
+    if not (mode.enabled and input._rg):
+        return wrap(out)
+    t = record(out, DiagEmbedBackward0, input)
+    t.grad_fn.index = index
+    return t
+
+
+@export(torch=True, method=True)
+def diagflat(input, offset=0):  # noqa: A002
+    """A square matrix with the elements of ``input``, flattened, on its ``offset``-th
+    diagonal."""
+    return diag(input.reshape(-1), offset)
+
+
+@export(torch=True)
+def block_diag(*tensors):
+    """The tensors as the blocks of a block-diagonal matrix (a 0-d one as ``(1, 1)``, a
+    1-D one as a row), in their promoted dtype; differentiable.
+
+    >>> import gradcore as gc
+    >>> gc.block_diag(gc.tensor([[1, 2]]), gc.tensor(3))
+    tensor([[1, 2, 0],
+            [0, 0, 3]])
+    """
+    mats = []
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"block_diag(): expected Tensors, got {type(t).__name__}")
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input {i} has {t.ndim} dimensions")
+        mats.append(t.reshape(1, -1) if t.ndim < 2 else t)
+    if not mats:
+        return wrap(get_default_device().math.zeros((1, 0), dtype=dtypes.default_float.np))
+    dt = mats[0].dtype
+    for t in mats[1:]:
+        dt = dtypes.promote_types(dt, t.dtype)
+    mats = [t.to(dtype=dt) for t in mats]
+    total = builtins.sum(t.shape[1] for t in mats)
+    m = math_of(mats[0]._data)
+    rows, before = [], 0
+    for t in mats:
+        r, c = t.shape
+        left = wrap(m.zeros((r, before), dtype=t._data.dtype))
+        right = wrap(m.zeros((r, total - before - c), dtype=t._data.dtype))
+        rows.append(cat([left, t, right], 1))
+        before += c
+    return cat(rows, 0)
+
+
+def _triangle_indices(row, col, offset, dtype, device, lower):
+    op = "tril_indices" if lower else "triu_indices"
+    row, col = int_arg(row, op, "row"), int_arg(col, op, "col")
+    offset = int_arg(offset, op, "offset")
+    for name, v in (("row", row), ("col", col)):
+        if v < 0:
+            raise RuntimeError(f"{name} must be non-negative, got{v}")
+    dt = dtypes.int64 if dtype is None else dtypes.to_dtype(dtype)
+    if dt not in (dtypes.int64, dtypes.int32):
+        raise NotImplementedError(f"\"{op}\" not implemented for '{dtypes.torch_name(dt)}'")
+    fn = np.tril_indices if lower else np.triu_indices
+    idx = np.stack(fn(row, offset, col)).astype(dt.np).reshape(2, -1)
+    dev = get_default_device() if device is None else _device(device)
+    return wrap(dev.math.asarray(idx))
+
+
+@export(torch=True)
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The ``(row, column)`` indices, as a ``2 x N`` tensor in row-major order, of the
+    lower triangle (on and below diagonal ``offset``) of a ``row x col`` matrix.
+    ``layout`` is accepted as PyTorch's (strided, the only one).
+
+    >>> import gradcore as gc
+    >>> gc.tril_indices(2, 2)
+    tensor([[0, 1, 1],
+            [0, 0, 1]])
+    """
+    return _triangle_indices(row, col, offset, dtype, device, True)
+
+
+@export(torch=True)
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The ``(row, column)`` indices, as a ``2 x N`` tensor in row-major order, of the
+    upper triangle (on and above diagonal ``offset``) of a ``row x col`` matrix.
+    ``layout`` is accepted as PyTorch's (strided, the only one)."""
+    return _triangle_indices(row, col, offset, dtype, device, False)
 
 
 # ---- tril / triu ----------
@@ -649,3 +768,365 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         b = cat([x2, n2 * 0 + 1, n2], -1)
         return sqrt(clamp(matmul(a, b.mT), min=1e-30))
     return norm(unsqueeze(x1, -2) - unsqueeze(x2, -3), p, dim=-1)
+
+
+# ---- products with an added term: addmm, addmv, addbmm, baddbmm, addr ----------
+def _check_dtypes(op, *ts):
+    for t in ts[1:]:
+        if t.dtype != ts[0].dtype:
+            raise RuntimeError(f"{op}: expected the operands to have the same dtype, but got "
+                               f"{dtypes.torch_name(ts[0].dtype)} and "
+                               f"{dtypes.torch_name(t.dtype)}")
+
+
+def _scaled_sum(input, product, beta, alpha):
+    """``beta * input + alpha * product``, ``input`` broadcast to the product's shape (its
+    shape checked as PyTorch's ``expand``; ``beta == 0`` ignores its values, NaN too)."""
+    shape = tuple(product.shape)
+    term = input.expand(*shape)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product
+    return (term if beta == 1 else term * beta) + product
+
+
+def _need_dims(op, name, t, n):
+    if t.ndim != n:
+        what = {1: "vector", 2: "matrix", 3: "batch of matrices"}[n]
+        raise RuntimeError(f"{name} must be a {what}, got {t.ndim}-D tensor" if n != 3 else
+                           f"{name} must be a 3D tensor")
+
+
+@export(torch=True, method=True)
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * (mat1 @ mat2)`` for matrices ``mat1`` and ``mat2``,
+    ``input`` broadcast to the product's shape (``beta=0`` ignores it, NaN and all).
+
+    >>> import gradcore as gc
+    >>> gc.addmm(gc.ones(2, 2), gc.eye(2), gc.eye(2) * 3, alpha=0.5)
+    tensor([[2.5000, 1.0000],
+            [1.0000, 2.5000]])
+    """
+    _need_dims("addmm", "mat1", mat1, 2)
+    _need_dims("addmm", "mat2", mat2, 2)
+    _check_dtypes("addmm", input, mat1, mat2)
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x"
+                           f"{mat1.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
+    return _scaled_sum(input, matmul(mat1, mat2), beta, alpha)
+
+
+@export(torch=True, method=True)
+def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * (mat @ vec)`` for a matrix ``mat`` and a vector ``vec``."""
+    _need_dims("addmv", "mat", mat, 2)
+    _need_dims("addmv", "vec", vec, 1)
+    _check_dtypes("addmv", input, mat, vec)
+    if mat.shape[1] != vec.shape[0] or (input.ndim == 1 and input.shape[0] not in
+                                        (1, mat.shape[0])):
+        raise RuntimeError(f"size mismatch, got input ({', '.join(map(str, input.shape))}), "
+                           f"mat ({mat.shape[0]}x{mat.shape[1]}), vec ({vec.shape[0]})")
+    return _scaled_sum(input, matmul(mat, vec), beta, alpha)
+
+
+@export(torch=True, method=True)
+def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    _need_dims("addr", "vec1", vec1, 1)
+    _need_dims("addr", "vec2", vec2, 1)
+    _check_dtypes("addr", input, vec1, vec2)
+    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+
+
+def _check_batches(op, b1, b2):
+    for name, t in (("batch1", b1), ("batch2", b2)):
+        if t.ndim != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    if b1.shape[0] != b2.shape[0] or b1.shape[2] != b2.shape[1]:
+        raise RuntimeError(f"Incompatible matrix sizes for bmm ({b1.shape[1]}x{b1.shape[2]} "
+                           f"and {b2.shape[1]}x{b2.shape[2]})" if b1.shape[0] == b2.shape[0]
+                           else f"batch1 and batch2 must have same number of batches, got "
+                                f"{b1.shape[0]} and {b2.shape[0]}")
+
+
+@export(torch=True, method=True)
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * bmm(batch1, batch2)``, batch by batch."""
+    _check_batches("baddbmm", batch1, batch2)
+    _check_dtypes("baddbmm", input, batch1, batch2)
+    return _scaled_sum(input, matmul(batch1, batch2), beta, alpha)
+
+
+@export(torch=True, method=True)
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * sum_i(batch1[i] @ batch2[i])``: the batch's products
+    added up into one matrix."""
+    _check_batches("addbmm", batch1, batch2)
+    _check_dtypes("addbmm", input, batch1, batch2)
+    return _scaled_sum(input, _sum(matmul(batch1, batch2), 0), beta, alpha)
+
+
+# ---- inner, vdot, kron ----------
+@export(torch=True, method=True)
+def inner(input, other):  # noqa: A002
+    """The sums of products over the last dimension of both: shape
+    ``input.shape[:-1] + other.shape[:-1]`` (a product with a number for a 0-d one)."""
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    k = input.shape[-1]
+    out = matmul(input.reshape(-1, k), other.reshape(-1, k).mT)
+    return out.reshape(tuple(input.shape[:-1]) + tuple(other.shape[:-1]))
+
+
+@export(torch=True, method=True)
+def vdot(input, other):  # noqa: A002
+    """The dot product of two 1-D tensors (the first conjugated: for real tensors,
+    :func:`dot`)."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           f"tensors")
+    return dot(input, other)
+
+
+@export(torch=True, method=True)
+def kron(input, other):  # noqa: A002
+    """The Kronecker product: each element of ``input`` times the whole of ``other``,
+    in blocks (the shorter shape padded with ones in front).
+
+    >>> import gradcore as gc
+    >>> gc.kron(gc.tensor([1, 2]), gc.tensor([1, 10]))
+    tensor([ 1, 10,  2, 20])
+    """
+    nd = builtins.max(input.ndim, other.ndim)
+    a_shape = (1,) * (nd - input.ndim) + tuple(input.shape)
+    b_shape = (1,) * (nd - other.ndim) + tuple(other.shape)
+    a = input.reshape(tuple(v for n in a_shape for v in (n, 1)))
+    b = other.reshape(tuple(v for n in b_shape for v in (1, n)))
+    return (a * b).reshape(tuple(p * q for p, q in zip(a_shape, b_shape)))
+
+
+# ---- inverse, det, slogdet, logdet, matrix_power, pinverse ----------
+def _square(op, a):
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{op}(): argument 'A' must be Tensor, not {type(a).__name__}")
+    if a.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    if a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
+                           f"{a.shape[-2]} by {a.shape[-1]} matrices")
+    _floating(op, a)
+
+
+def _floating(op, a):
+    kind = a._data.dtype.kind
+    if kind != "f":
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
+                           f"{dtypes.torch_name(a.dtype)}")
+    if a._data.dtype == np.float16:
+        raise NotImplementedError(f"\"{op}\" not implemented for 'Half'")
+
+
+def _inv_array(a, op="linalg.inv"):
+    try:
+        return math_of(a).linalg.inv(a)
+    except np.linalg.LinAlgError:
+        raise RuntimeError(f"{op}: The inversion could not be completed because the input "
+                           f"matrix is singular.") from None
+
+
+def _inv(F, a):
+    """``a``'s inverse: an array, or (create_graph) a differentiable tensor."""
+    return inverse(a) if isinstance(a, Tensor) else _inv_array(a)
+
+
+class LinalgInvExBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        it = self.output(F).swapaxes(-1, -2)
+        return (-F.matmul(F.matmul(it, g), it),)
+
+
+@export(torch=True, method=True)
+def inverse(input):  # noqa: A002
+    """The inverse of each square matrix in the last two dimensions (``gc.linalg.inv``);
+    a RuntimeError for a singular one. Differentiable: ``-A^-T g A^-T``.
+
+    >>> import gradcore as gc
+    >>> gc.inverse(gc.tensor([[2., 0.], [0., 4.]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.2500]])
+    """
+    _square("linalg.inv", input)
+    out = _inv_array(input._data)
+    if not (mode.enabled and input._rg):
+        return wrap(out)
+    t = record(out, LinalgInvExBackward0, input)
+    t.grad_fn.save_output(t)
+    return t
+
+
+def _cofactor(a, det):
+    """The gradient of the determinant: ``det * A^-T``; zeros where ``A`` is singular,
+    as PyTorch's (its determinant, 0, times the solve)."""
+    m = math_of(a)
+    try:
+        inv_t = m.linalg.inv(a).swapaxes(-1, -2)
+    except np.linalg.LinAlgError:  # (NumPy's check; CuPy's inverse does not check)
+        inv_t = None
+    if inv_t is not None:
+        d = det[..., None, None]
+        return m.where(d != 0, d * inv_t, 0).astype(a.dtype, copy=False)
+    out = m.zeros(a.shape, dtype=a.dtype)
+    for pos in np.ndindex(*a.shape[:-2]):  # the invertible ones of a batch
+        try:
+            out[pos] = det[pos] * m.linalg.inv(a[pos]).swapaxes(-1, -2)
+        except np.linalg.LinAlgError:
+            pass
+    return out
+
+
+class LinalgDetBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (a,) = self.unpack(F)
+        det = self.output(F)
+        if isinstance(a, Tensor):  # create_graph: det * A^-T, differentiable
+            return ((g * det)[..., None, None] * _inv(F, a).swapaxes(-1, -2),)
+        return (g[..., None, None] * _cofactor(a, det),)
+
+
+@export(torch=True, method=True)
+def det(input):  # noqa: A002
+    """The determinant of each square matrix in the last two dimensions
+    (``gc.linalg.det``). Differentiable (at a singular matrix the gradient is zero, as
+    PyTorch's).
+
+    >>> import gradcore as gc
+    >>> gc.det(gc.tensor([[1., 2.], [3., 4.]]))
+    tensor(-2.)
+    """
+    _square("linalg.det", input)
+    xd = input._data
+    out = math_of(xd).asarray(math_of(xd).linalg.det(xd)).astype(xd.dtype, copy=False)
+    if not (mode.enabled and input._rg):
+        return wrap(out)
+    t = record(out, LinalgDetBackward0, input)
+    t.grad_fn.save(input)
+    t.grad_fn.save_output(t)
+    return t
+
+
+slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
+
+
+class LinalgSlogdetBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (a,) = self.unpack(F)
+        return (g[..., None, None] * _inv(F, a).swapaxes(-1, -2),)
+
+
+@export(torch=True, method=True)
+def slogdet(input):  # noqa: A002
+    """``(sign, logabsdet)`` of each square matrix's determinant: its sign (0 for a
+    singular matrix, whose ``logabsdet`` is ``-inf``) and the log of its absolute value,
+    without overflow. Differentiable through ``logabsdet``: ``g A^-T``.
+
+    >>> import gradcore as gc
+    >>> gc.slogdet(gc.tensor([[1., 2.], [2., 1.]]))
+    slogdet(sign=tensor(-1.), logabsdet=tensor(1.0986))
+    """
+    _square("linalg.slogdet", input)
+    xd = input._data
+    m = math_of(xd)
+    sign, logabs = m.linalg.slogdet(xd)
+    sign = m.asarray(sign).astype(xd.dtype, copy=False)
+    logabs = m.asarray(logabs).astype(xd.dtype, copy=False)
+    if not (mode.enabled and input._rg):
+        return slogdet_result(wrap(sign), wrap(logabs))
+    t = record(logabs, LinalgSlogdetBackward0, input)
+    t.grad_fn.save(input)
+    return slogdet_result(wrap(sign), t)
+
+
+@export(torch=True, method=True)
+def logdet(input):  # noqa: A002
+    """The log of each square matrix's determinant: NaN where it is negative, ``-inf``
+    where it is 0."""
+    sign, logabs = slogdet(input)
+    return where(sign < 0, float("nan"), logabs)
+
+
+@export(torch=True, method=True)
+def matrix_power(input, n):  # noqa: A002
+    """Each square matrix to the integer power ``n``: the identity for 0, products of
+    squares for ``n > 0``, of the inverse's for ``n < 0``.
+
+    >>> import gradcore as gc
+    >>> gc.matrix_power(gc.tensor([[1., 1.], [0., 1.]]), 3)
+    tensor([[1., 3.],
+            [0., 1.]])
+    """
+    n = int_arg(n, "matrix_power", "n")
+    if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but "
+                           f"they are {input.shape[-2] if input.ndim > 1 else 1} by "
+                           f"{input.shape[-1] if input.ndim else 1} matrices")
+    if n == 0:
+        m = math_of(input._data)
+        eye = m.eye(input.shape[-1], dtype=input._data.dtype)
+        return wrap(m.ascontiguousarray(m.broadcast_to(eye, tuple(input.shape))))
+    a = inverse(input) if n < 0 else input
+    n = builtins.abs(n)
+    result = None
+    while n:
+        if n & 1:
+            result = a if result is None else matmul(result, a)
+        n >>= 1
+        if n:
+            a = matmul(a, a)
+    return result if result is not input else input * 1
+
+
+class LinalgPinvBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (a,) = self.unpack(F)
+        p = self.output(F)
+        pt, gt = p.swapaxes(-1, -2), g.swapaxes(-1, -2)
+        mm_ = F.matmul
+        # -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)
+        first = -mm_(mm_(pt, g), pt)
+        gpp = mm_(gt, mm_(p, pt))
+        second = gpp - mm_(a, mm_(p, gpp))
+        ppg = mm_(mm_(pt, p), gt)
+        third = ppg - mm_(mm_(ppg, p), a)
+        return (first + second + third,)
+
+
+@export(torch=True, method=True)
+def pinverse(input, rcond=1e-15):  # noqa: A002
+    """The Moore-Penrose pseudo-inverse of each matrix in the last two dimensions (from
+    its singular value decomposition; singular values below ``rcond`` times the largest
+    count as zero). Differentiable where the rank does not change."""
+    if input.ndim < 2:
+        raise RuntimeError("linalg.pinv(" + dtypes.torch_name(input.dtype) + "{" +
+                           ",".join(map(str, input.shape)) + "}): expected a tensor with 2 "
+                           "or more dimensions of float, double, cfloat or cdouble types")
+    _floating("linalg.pinv", input)
+    xd = input._data
+    out = math_of(xd).linalg.pinv(xd, rcond=rcond).astype(xd.dtype, copy=False)
+    if not (mode.enabled and input._rg):
+        return wrap(out)
+    t = record(out, LinalgPinvBackward0, input)
+    t.grad_fn.save(input)
+    t.grad_fn.save_output(t)
+    return t

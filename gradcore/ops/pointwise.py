@@ -1478,6 +1478,125 @@ def _np_lerp(a, b, w):
     return out.astype(dtype, copy=False)
 
 
+# ---- what a tensor is: real tensors have no conjugate or negative bit ----------
+@export(torch=True, method=True)
+def is_signed(input):  # noqa: A002
+    """Whether the dtype holds negative numbers (every dtype but bool and uint8)."""
+    return input._data.dtype.kind in "if"
+
+
+@export(torch=True, method=True)
+def is_complex(input):  # noqa: A002
+    """Whether the dtype is complex: never, gradcore's tensors are real."""
+    return False
+
+
+@export(torch=True, method=True)
+def is_conj(input):  # noqa: A002
+    """Whether the tensor is a lazily conjugated view: never for real tensors."""
+    return False
+
+
+@export(torch=True, method=True)
+def is_neg(input):  # noqa: A002
+    """Whether the tensor is a lazily negated view: never for real tensors."""
+    return False
+
+
+@export(torch=True, method=True)
+def conj(input):  # noqa: A002
+    """The complex conjugate: ``input`` itself for a real tensor."""
+    return input
+
+
+@export(torch=True, method=True)
+def resolve_conj(input):  # noqa: A002
+    """``input`` with a lazy conjugation applied: itself for a real tensor."""
+    return input
+
+
+@export(torch=True, method=True)
+def resolve_neg(input):  # noqa: A002
+    """``input`` with a lazy negation applied: itself for a real tensor."""
+    return input
+
+
+@export(torch=True, method=True)
+def is_nonzero(input):  # noqa: A002
+    """Whether the one element of ``input`` is not zero (a RuntimeError for more or
+    fewer elements)."""
+    n = input._data.size
+    if n != 1:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if n == 0 else
+                           "Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+@export(torch=True, method=True)
+def is_same_size(input, other):  # noqa: A002
+    """Whether ``input`` and ``other`` have the same shape."""
+    return tuple(input._data.shape) == tuple(other._data.shape)
+
+
+@export(torch=True, method=True)
+def is_inference(input):  # noqa: A002
+    """Whether ``input`` is an inference tensor: never, as gradcore's
+    ``inference_mode`` makes ordinary tensors (it only stops recording)."""
+    return False
+
+
+@export(method=True)
+def byte(input, *, memory_format=None):  # noqa: A002
+    """``input`` as uint8 (itself when it is uint8 already;
+    ``memory_format`` is accepted as PyTorch's: the copy is row-major)."""
+    return to_dtype(input, dtypes.uint8)
+
+
+@export(method=True)
+def char(input, *, memory_format=None):  # noqa: A002
+    """``input`` as int8 (itself when it is int8 already;
+    ``memory_format`` is accepted as PyTorch's: the copy is row-major)."""
+    return to_dtype(input, dtypes.int8)
+
+
+@export(method=True)
+def short(input, *, memory_format=None):  # noqa: A002
+    """``input`` as int16 (itself when it is int16 already;
+    ``memory_format`` is accepted as PyTorch's: the copy is row-major)."""
+    return to_dtype(input, dtypes.int16)
+
+
+@export(torch=True, method=True)
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """``input + value * tensor1 * tensor2``, broadcast.
+
+    >>> import gradcore as gc
+    >>> gc.addcmul(gc.ones(2), gc.tensor([1., 2.]), gc.tensor([3., 4.]), value=0.5)
+    tensor([2.5000, 5.0000])
+    """
+    prod = mul(tensor1, tensor2)
+    return add(input, prod if value == 1 else mul(prod, value))
+
+
+@export(torch=True, method=True)
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """``input + value * tensor1 / tensor2``, broadcast (integer ``tensor1`` and
+    ``tensor2`` are refused, as PyTorch does)."""
+    t1 = tensor1 if isinstance(tensor1, Tensor) else None
+    t2 = tensor2 if isinstance(tensor2, Tensor) else None
+    if t1 is not None and t2 is not None and t1._data.dtype.kind in "biu" and \
+            t2._data.dtype.kind in "biu":
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic "
+            "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+            "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+            "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    q = div(tensor1, tensor2)
+    return add(input, q if value == 1 else mul(q, value))
+
+
 @export(torch=True, method=True)
 def lerp(input, end, weight):  # noqa: A002
     """``input + weight * (end - input)``, broadcasting; ``weight`` a number or a

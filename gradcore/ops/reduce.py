@@ -15,7 +15,8 @@ from ..backend import check_range, math_of
 from . import pointwise as pw
 from ._core import Node, Tensor, int_arg, mode, normalize_dim, normalize_dims, record, wrap
 from ._export import export
-from .index import _along_index
+from .index import _along_index, take_along_dim
+from .shape import cat, movedim, narrow, reshape, squeeze, unsqueeze
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -972,6 +973,401 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, axis=None, keepdims=None):  # n
     return kthvalue_result(*_picked(input, idx, axis, KthvalueBackward0, keepdim))
 
 
+# ---- median, nanmedian, nansum, nanmean ----------
+median_result = namedtuple("median", ["values", "indices"])
+nanmedian_result = namedtuple("nanmedian", ["values", "indices"])
+
+
+class MedianBackward1(_PickedBackward):
+    pass
+
+
+class NanmedianBackward1(_PickedBackward):
+    pass
+
+
+class _EvenlyBackward(Node):
+    """A whole-tensor median: the gradient shared evenly by the elements equal to it."""
+
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (g * F.constant(self.weights),)
+
+    def name(self):
+        return self._name
+
+
+def _median_positions(xd, axis, ignore_nan):
+    """The index along ``axis`` (kept) of PyTorch's lower median: the ``(n - 1) // 2``-th
+    smallest (equal values in their order); a NaN's, the first one, where there is one,
+    unless ``ignore_nan`` (then among the others; the first NaN where all are)."""
+    m = math_of(xd)
+    order = _order(xd, axis, False)
+    n = xd.shape[axis]
+    nans = m.isnan(xd).sum(axis=axis, keepdims=True) if xd.dtype.kind == "f" else \
+        m.zeros(_keep_shape(xd.shape, (axis,)), dtype=np.int64)
+    if ignore_nan:
+        k = m.maximum((n - nans - 1) // 2, 0)
+    else:
+        k = m.where(nans > 0, n - nans, (n - 1) // 2)
+    return m.take_along_axis(order, k.astype(np.int64), axis).astype(np.int64, copy=False)
+
+
+def _median(x, dim, keepdim, ignore_nan, op):
+    xd = x._data
+    names = ("NanmedianBackward", nanmedian_result) if ignore_nan else \
+        ("MedianBackward", median_result)
+    if dim is None:
+        if not xd.size:
+            return wrap(math_of(xd).full((), np.nan, dtype=xd.dtype))
+        flat = xd.reshape(-1)
+        pos = _median_positions(flat, 0, ignore_nan)
+        m = math_of(xd)
+        value = flat[pos].reshape(())
+        if not (mode.enabled and x._rg):
+            return wrap(value)
+        same = xd == value
+        if xd.dtype.kind == "f":  # (a NaN median: shared by the NaNs)
+            same = same | (m.isnan(xd) & m.isnan(value))
+        t = record(value, _EvenlyBackward, x)
+        weights = same.astype(xd.dtype)
+        weights /= weights.sum()
+        t.grad_fn.weights = weights
+        t.grad_fn._name = names[0] + "0"
+        return t
+    axis = normalize_dim(dim, xd.ndim, op)
+    if not xd.ndim:
+        cls = NanmedianBackward1 if ignore_nan else MedianBackward1
+        return names[1](*_scalar_pick(x, cls))
+    if not xd.shape[axis]:
+        raise IndexError(f"{op}(): Expected reduction dim {axis} to have non-zero size.")
+    idx = _median_positions(xd, axis, ignore_nan)
+    cls = NanmedianBackward1 if ignore_nan else MedianBackward1
+    return names[1](*_picked(x, idx, axis, cls, keepdim))
+
+
+@export(torch=True, method=True)
+def median(input, dim=None, keepdim=False):  # noqa: A002
+    """The lower median (the ``(n - 1) // 2``-th smallest; NaN where there is one): of
+    every element without ``dim``, else ``(values, indices)`` along ``dim``, the index
+    that of the value's first occurrence in sorted order. Without ``dim`` the gradient is
+    shared by the elements equal to the median, as PyTorch's.
+
+    >>> import gradcore as gc
+    >>> gc.tensor([[3., 1., 2., 2.]]).median(1)
+    median(values=tensor([2.]), indices=tensor([2]))
+    """
+    return _median(input, dim, keepdim, False, "median")
+
+
+@export(torch=True, method=True)
+def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
+    """:func:`median` ignoring NaN (NaN only where everything is)."""
+    return _median(input, dim, keepdim, True, "nanmedian")
+
+
+@export(torch=True, method=True)
+def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """:func:`sum` with NaN counted as zero (and a zero gradient there)."""
+    if input._data.dtype.kind == "f":
+        input = pw.where(pw.isnan(input), 0.0, input)
+    return sum(input, dim, keepdim, dtype=dtype)
+
+
+@export(torch=True, method=True)
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """:func:`mean` of the elements that are not NaN (NaN where there are none)."""
+    if input._data.dtype.kind != "f" and dtype is None:
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {dtypes.torch_name(input.dtype)}")
+    keep = pw.logical_not(pw.isnan(input))
+    return nansum(input, dim, keepdim, dtype=dtype) / sum(keep, dim, keepdim)
+
+
+# ---- mode, quantile, nanquantile ----------
+mode_result = namedtuple("mode", ["values", "indices"])
+
+
+class ModeBackward0(_PickedBackward):
+    pass
+
+
+@export(torch="mode", method="mode")
+def mode_values(input, dim=-1, keepdim=False):  # noqa: A002
+    """``(values, indices)``: the most frequent value along ``dim`` (the smallest of
+    those equally frequent) and the index of its last occurrence.
+
+    >>> import gradcore as gc
+    >>> gc.tensor([[1, 2, 2, 3, 3]]).mode()
+    mode(values=tensor([2]), indices=tensor([2]))
+    """
+    xd = input._data
+    axis = normalize_dim(dim, xd.ndim, "mode")
+    if not xd.ndim:
+        return mode_result(*_scalar_pick(input, ModeBackward0))
+    n = xd.shape[axis]
+    if not n:
+        raise IndexError(f"mode(): Expected reduction dim {axis} to have non-zero size.")
+    m = math_of(xd)
+    moved = m.moveaxis(xd, axis, -1)
+    rows = moved.reshape(-1, n)
+    order = m.argsort(rows, axis=1, kind="stable")
+    s = m.take_along_axis(rows, order, 1)
+    starts = m.ones(rows.shape, dtype=bool)
+    starts[:, 1:] = s[:, 1:] != s[:, :-1]
+    runs = starts.reshape(-1).cumsum() - 1  # each run of equal values, numbered
+    length = m.bincount(runs)[runs].reshape(rows.shape)
+    best = m.argmax(length, axis=1)  # the first position of the first longest run
+    r = m.arange(rows.shape[0])
+    last = best + length[r, best] - 1
+    idx = order[r, last].reshape(moved.shape[:-1] + (1,))
+    idx = m.moveaxis(idx, -1, axis).astype(np.int64, copy=False)
+    return mode_result(*_picked(input, idx, axis, ModeBackward0, keepdim))
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
+    op = "nanquantile" if ignore_nan else "quantile"
+    xd = input._data
+    m = math_of(xd)
+    if xd.dtype.kind != "f" or xd.dtype == np.float16:
+        raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest, but got {interpolation}")
+    scalar_q = not isinstance(q, Tensor)
+    if scalar_q:
+        if not isinstance(q, (int, float)) or isinstance(q, bool):
+            raise TypeError(f"{op}(): argument 'q' must be float or Tensor, not "
+                            f"{type(q).__name__}")
+        qs = m.asarray([float(q)], dtype=xd.dtype)
+    else:
+        if q._data.ndim > 1:
+            raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
+        if q._data.dtype != xd.dtype:
+            raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor")
+        qs = q._data.reshape(-1)
+    if qs.size and (float(qs.min()) < 0 or float(qs.max()) > 1):  # (read, as PyTorch's)
+        bad = next(float(v) for v in qs.tolist() if not 0 <= v <= 1)
+        raise RuntimeError(f"{op}() q must be in the range [0, 1] but got {bad}")
+    if not xd.size:
+        raise RuntimeError(f"{op}() input tensor must be non-empty")
+    nd = xd.ndim
+    if dim is None:
+        x, axis = reshape_flat(input), 0
+    else:
+        axis = normalize_dim(dim, nd, op)
+        x = movedim(input, axis, -1) if nd else reshape_flat(input)
+    srt = sort(x, -1).values  # NaN last
+    sd = srt._data
+    n = sd.shape[-1]
+    nans = m.isnan(sd).sum(-1, keepdims=True)
+    count = (n - nans) if ignore_nan else m.full(nans.shape, n, dtype=nans.dtype)
+    rank = qs.reshape((1,) * (sd.ndim - 1) + (-1,)) * (count - 1).astype(sd.dtype)
+    rank = m.maximum(rank, 0)
+    if interpolation == "nearest":
+        rank = m.round(rank)
+    lo = m.floor(rank).astype(np.int64)
+    hi = m.minimum(m.ceil(rank).astype(np.int64), n - 1)
+    lo = m.minimum(lo, n - 1)
+    if interpolation in ("lower", "nearest"):
+        out = take_along_dim(srt, wrap(lo), -1)
+    elif interpolation == "higher":
+        out = take_along_dim(srt, wrap(hi), -1)
+    else:
+        a, b = take_along_dim(srt, wrap(lo), -1), take_along_dim(srt, wrap(hi), -1)
+        if interpolation == "midpoint":
+            out = pw.lerp(a, b, 0.5)
+        else:
+            out = pw.lerp(a, b, wrap((rank - lo).astype(sd.dtype)))
+    if not ignore_nan:  # a NaN anywhere makes the quantile NaN
+        out = pw.where(wrap(nans > 0), float("nan"), out)
+    out = movedim(out, -1, 0)  # (q, ...)
+    if keepdim:
+        out = reshape(out, (out.shape[0],) + ((1,) * nd if dim is None else
+                                              tuple(1 if k == axis else s for k, s in
+                                                    enumerate(xd.shape))))
+    if scalar_q:
+        out = reshape(out, tuple(out.shape[1:]))
+    return out
+
+
+def reshape_flat(x):
+    return reshape(x, -1)
+
+
+@export(torch=True, method=True)
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
+    """The ``q``-th quantiles (``q`` a number or a 1-D tensor in [0, 1], giving a
+    leading dimension) of all elements or along ``dim``; between two elements by
+    ``interpolation``: ``linear``, ``lower``, ``higher``, ``midpoint`` or ``nearest``
+    (halves to even). NaN where there is a NaN. Differentiable.
+
+    >>> import gradcore as gc
+    >>> gc.quantile(gc.tensor([0., 1., 2., 10.]), 0.5)
+    tensor(1.5000)
+    """
+    return _quantile(input, q, dim, keepdim, interpolation, False)
+
+
+@export(torch=True, method=True)
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
+    """:func:`quantile` of the elements that are not NaN (NaN where all are)."""
+    return _quantile(input, q, dim, keepdim, interpolation, True)
+
+
+# ---- cov, corrcoef ----------
+@export(torch=True, method=True)
+def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
+    """The covariance matrix of the variables in the rows of ``input`` (one variable
+    for a 1-D tensor, then a 0-d result), the columns its observations; ``fweights``
+    (integer repeat counts) and ``aweights`` weigh the observations; ``correction``
+    (1: Bessel's) is subtracted from the number of observations. Differentiable.
+
+    >>> import gradcore as gc
+    >>> gc.cov(gc.tensor([[0., 1., 2.], [2., 1., 0.]]))
+    tensor([[ 1., -1.],
+            [-1.,  1.]])
+    """
+    if input.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {input.ndim} dimensions")
+    x = input if input.ndim == 2 else reshape(input, (1, -1))
+    if x._data.dtype.kind != "f":
+        x = x.to(dtype=dtypes.default_float)
+    n = x.shape[1]
+    w = None
+    for name, wt in (("fweights", fweights), ("aweights", aweights)):
+        if wt is None:
+            continue
+        if wt.ndim > 1:
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but "
+                               f"got {name} with {wt.ndim} dimensions")
+        if wt.numel() != n:
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                               f"observations in the input but got {wt.numel()} != {n}")
+        if name == "fweights" and wt._data.dtype.kind not in "iu":
+            raise RuntimeError("cov(): expected fweights to have integral dtype but got "
+                               f"fweights with {dtypes.torch_name(wt.dtype)} dtype")
+        if name == "aweights" and wt._data.dtype.kind != "f":
+            raise RuntimeError("cov(): expected aweights to have floating point dtype but got "
+                               f"aweights with {dtypes.torch_name(wt.dtype)} dtype")
+        w = wt if w is None else pw.mul(w, wt)
+    if w is None:
+        w_sum = float(n)
+        avg = mean(x, 1)
+        norm_factor = w_sum - correction
+    else:
+        w = w.to(dtype=x.dtype) if w.dtype != x.dtype else w
+        w_sum = sum(w)
+        avg = sum(pw.mul(x, w), 1) / w_sum
+        if aweights is not None and correction != 0:
+            norm_factor = w_sum - correction * sum(pw.mul(w, aweights)) / w_sum
+        else:
+            norm_factor = w_sum - correction
+    if isinstance(norm_factor, Tensor):
+        if float(norm_factor.item()) <= 0:
+            warnings.warn("cov(): degrees of freedom is <= 0", UserWarning, stacklevel=2)
+            norm_factor = pw.clamp(norm_factor, min=0)
+    elif norm_factor <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0", UserWarning, stacklevel=2)
+        norm_factor = 0.0
+    xc = x - unsqueeze(avg, 1)
+    other = xc if w is None else pw.mul(xc, w)
+    c = xc @ other.mT
+    return squeeze(pw.div(c, norm_factor))
+
+
+@export(torch=True, method=True)
+def corrcoef(input):  # noqa: A002
+    """The Pearson correlation coefficients of the variables in the rows of ``input``
+    (:func:`cov` normalized by the standard deviations, clamped to [-1, 1])."""
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    sd = pw.sqrt(c.diagonal())
+    c = c / unsqueeze(sd, 1)
+    c = c / unsqueeze(sd, 0)
+    return pw.clamp(c, -1, 1)
+
+
+# ---- unique_consecutive ----------
+@export(torch=True, method=True)
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """``input`` with each run of equal consecutive elements (slices along ``dim``)
+    kept once; with where each element went (``return_inverse``) and the runs' lengths
+    (``return_counts``). Never tracked.
+
+    >>> import gradcore as gc
+    >>> gc.unique_consecutive(gc.tensor([1, 1, 2, 2, 3, 1, 1]), return_counts=True)
+    (tensor([1, 2, 3, 1]), tensor([2, 2, 1, 2]))
+    """
+    xd = input._data
+    m = math_of(xd)
+    if dim is None:
+        flat = xd.reshape(-1)
+        starts = m.ones(flat.shape, dtype=bool)
+        starts[1:] = flat[1:] != flat[:-1]
+        values = flat[starts]
+        inverse_shape = xd.shape
+        n = flat.shape[0]
+    else:
+        axis = normalize_dim(dim, xd.ndim, "unique_consecutive")
+        rows = m.moveaxis(xd, axis, 0)
+        n = rows.shape[0]
+        rows = rows.reshape(n, -1)
+        starts = m.ones((n,), dtype=bool)
+        if n > 1 and rows.shape[1]:
+            starts[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+        elif n > 1:
+            starts[1:] = False
+        keep = m.flatnonzero(starts)
+        values = m.take(xd, keep, axis=axis)
+        inverse_shape = (n,)
+    out = wrap(values)
+    if not (return_inverse or return_counts):
+        return out
+    res = (out,)
+    if return_inverse:
+        inverse = starts.astype(np.int64).cumsum() - 1
+        res += (wrap(inverse.reshape(inverse_shape).astype(np.int64, copy=False)),)
+    if return_counts:
+        where_ = m.flatnonzero(starts)
+        ends = m.concatenate([where_[1:], m.asarray([n], dtype=where_.dtype)])
+        res += (wrap((ends - where_).astype(np.int64, copy=False)),)
+    return res
+
+
+# ---- diff ----------
+@export(torch=True, method=True)
+def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
+    """The ``n``-th forward difference along ``dim`` (``x[i + 1] - x[i]``, repeated;
+    for bool tensors, ``!=``), after joining ``prepend`` and ``append`` there.
+
+    >>> import gradcore as gc
+    >>> gc.diff(gc.tensor([1, 4, 9, 16]))
+    tensor([3, 5, 7])
+    """
+    if input._data.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    n = int_arg(n, "diff", "n")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    axis = normalize_dim(dim, input._data.ndim, "diff")
+    parts = [p for p in (prepend, input, append) if p is not None]
+    x = cat(parts, axis) if len(parts) > 1 else input
+    for _ in range(n):
+        size = x._data.shape[axis]
+        if size == 0:
+            break
+        hi, lo = narrow(x, axis, 1, size - 1), narrow(x, axis, 0, size - 1)
+        x = pw.ne(hi, lo) if x._data.dtype.kind == "b" else pw.sub(hi, lo)
+    return x
+
+
 # ---- aminmax, count_nonzero, var_mean, std_mean ----------
 @export(torch=True, method=True)
 def aminmax(input, *, dim=None, keepdim=False, axis=None, keepdims=None):  # noqa: A002
@@ -1172,6 +1568,81 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
         counts = m.zeros(bins, dtype=np.float64)
         m.add.at(counts, pos, inside.astype(np.float64))
     return wrap(counts.astype(xd.dtype))
+
+
+histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
+
+
+@export(torch=True, method=True)
+def histogram(input, bins, *, range=None, weight=None, density=False):  # noqa: A001, A002
+    """``(hist, bin_edges)``: how many elements (or how much ``weight``) fall in each
+    bin. ``bins`` an int (equal bins over ``range``, by default the elements' own, widened
+    by 0.5 each way when all are equal) or a 1-D tensor of increasing edges. Each bin holds
+    its left edge, the last its right one too; elements outside are not counted.
+    ``density=True`` divides by the total and the bin widths. Never tracked.
+
+    >>> import gradcore as gc
+    >>> gc.histogram(gc.tensor([1., 2., 2., 5.]), bins=2)
+    histogram(hist=tensor([3., 1.]), bin_edges=tensor([1., 3., 5.]))
+    """
+    xd = input._data
+    if xd.dtype.kind != "f":
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{dtypes.torch_name(input.dtype)}'")
+    m = math_of(xd)
+    flat = xd.reshape(-1)
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have "
+                               f"the same shape as the input tensor excluding its innermost "
+                               f"dimension, but got input with shape {[flat.shape[0], 1]} and "
+                               f"weight with shape {list(weight.shape)}")
+    if isinstance(bins, Tensor):
+        bd = bins._data
+        if bd.ndim != 1:
+            raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but "
+                               f"got {bd.ndim} dimensions in the bins tensor for dimension 0")
+        if bd.dtype != xd.dtype:
+            raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have "
+                               f"the same dtype, but got input with dtype "
+                               f"{dtypes.torch_name(input.dtype).lower()} and bins for dimension "
+                               f"0 with dtype {dtypes.torch_name(bins.dtype).lower()}")
+        edges = bd
+    else:
+        n = int_arg(bins, "histogram", "bins")
+        if n <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {n} for "
+                               f"dimension 0")
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif flat.size:
+            lo, hi = float(flat.min()), float(flat.max())
+        else:
+            lo, hi = 0.0, 1.0
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                               f"{lo:g} max {hi:g} for dimension 0")
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise RuntimeError(f"torch.histogramdd: dimension 0's range [{lo:g}, {hi:g}] is "
+                               f"not finite")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = m.asarray(np.linspace(lo, hi, n + 1).astype(xd.dtype))
+    nb = edges.shape[0] - 1
+    if nb < 1:
+        hist = m.zeros((0,), dtype=xd.dtype)
+        return histogram_result(wrap(hist), wrap(edges.copy()))
+    inside = (flat >= edges[0]) & (flat <= edges[-1])  # (NaN is not)
+    pos = m.searchsorted(edges, flat, side="right") - 1
+    pos = m.clip(pos, 0, nb - 1)  # (the last edge itself: the last bin)
+    w = inside.astype(np.float64)
+    if weight is not None:
+        w = w * weight._data.reshape(-1).astype(np.float64)
+    hist = m.zeros(nb, dtype=np.float64)
+    m.add.at(hist, pos, w)
+    if density:
+        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]).astype(np.float64))
+    return histogram_result(wrap(hist.astype(xd.dtype)), wrap(edges.copy()))
 
 
 # ---- searchsorted / bucketize ----------

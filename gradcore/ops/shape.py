@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import itertools
 import warnings
 
 import numpy as np
@@ -279,7 +280,7 @@ def permute(x, *dims):
     return _view_of(xd.transpose(axes), x, PermuteBackward0, inverse=inverse)
 
 
-@export(torch=True, method=True)
+@export(torch=("movedim", "moveaxis"), method=("movedim", "moveaxis"))
 def movedim(x, source, destination):
     """Move the dimensions ``source`` (an int or a sequence) to the positions
     ``destination``, the others keeping their order (a view).
@@ -547,6 +548,168 @@ def stack(tensors, dim=0, *, axis=None):
     return t
 
 
+# ---- atleast_nd, the *stack family, broadcast_tensors, cartesian_prod, combinations ----
+def _tensor_list(tensors, op):
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        return list(tensors[0]), True
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected Tensors, got {type(t).__name__}")
+    return list(tensors), len(tensors) != 1
+
+
+def _atleast(tensors, nd, op):
+    ts, many = _tensor_list(tensors, op)
+    out = []
+    for t in ts:
+        n = t._data.ndim
+        if n >= nd:
+            out.append(t)
+        elif nd == 3 and n == 2:
+            out.append(unsqueeze(t, -1))
+        elif nd == 3 and n == 1:
+            out.append(reshape(t, (1, -1, 1)))
+        else:  # 0-d, or 1-d made 2-d: ones in front
+            out.append(reshape(t, (1,) * (nd - n) + tuple(t._data.shape)))
+    return tuple(out) if many else out[0]
+
+
+@export(torch=True)
+def atleast_1d(*tensors):
+    """Each tensor with at least one dimension (a 0-d one as one element); one tensor
+    in, one out, else a tuple."""
+    return _atleast(tensors, 1, "atleast_1d")
+
+
+@export(torch=True)
+def atleast_2d(*tensors):
+    """Each tensor with at least two dimensions (ones in front); one tensor in, one
+    out, else a tuple."""
+    return _atleast(tensors, 2, "atleast_2d")
+
+
+@export(torch=True)
+def atleast_3d(*tensors):
+    """Each tensor with at least three dimensions: ``(n,)`` as ``(1, n, 1)``, ``(m, n)``
+    as ``(m, n, 1)``; one tensor in, one out, else a tuple."""
+    return _atleast(tensors, 3, "atleast_3d")
+
+
+def _stack_list(tensors, op):
+    ts = list(tensors)
+    if not ts:
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
+    return ts
+
+
+@export(torch=True)
+def hstack(tensors):
+    """Join tensors column-wise: along dim 1, or dim 0 for 1-D ones (0-d count as 1-D).
+
+    >>> import gradcore as gc
+    >>> gc.hstack([gc.tensor([1, 2]), gc.tensor([3])])
+    tensor([1, 2, 3])
+    """
+    ts = list(atleast_1d(_stack_list(tensors, "hstack")))
+    return cat(ts, 0 if ts[0]._data.ndim == 1 else 1)
+
+
+@export(torch=("vstack", "row_stack"))
+def vstack(tensors):
+    """Join tensors row-wise, along dim 0, each made at least 2-D (``row_stack`` too)."""
+    return cat(list(atleast_2d(_stack_list(tensors, "vstack"))), 0)
+
+
+@export(torch=True)
+def dstack(tensors):
+    """Join tensors depth-wise, along dim 2, each made at least 3-D."""
+    return cat(list(atleast_3d(_stack_list(tensors, "dstack"))), 2)
+
+
+@export(torch=True)
+def column_stack(tensors):
+    """Join tensors as the columns of a matrix: 0-d and 1-D ones become columns
+    (``(n, 1)``), the others join along dim 1."""
+    ts = [reshape(t, (-1, 1)) if t._data.ndim <= 1 else t
+          for t in _stack_list(tensors, "column_stack")]
+    return cat(ts, 1)
+
+
+@export(torch=True)
+def broadcast_tensors(*tensors):
+    """The tensors expanded to their common broadcast shape (views).
+
+    >>> import gradcore as gc
+    >>> [t.shape for t in gc.broadcast_tensors(gc.zeros(2, 1), gc.zeros(3))]
+    [gradcore.Size([2, 3]), gradcore.Size([2, 3])]
+    """
+    ts, _ = _tensor_list(tensors, "broadcast_tensors")
+    shape = ()
+    for t in ts:
+        try:
+            shape = np.broadcast_shapes(shape, tuple(t._data.shape))
+        except ValueError:
+            a, b = shape, tuple(t._data.shape)
+            n = builtins.max(len(a), len(b))
+            a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+            bad = next(i for i in range(n) if a[i] != b[i] and 1 not in (a[i], b[i]))
+            raise RuntimeError(f"The size of tensor a ({a[bad]}) must match the size of tensor "
+                               f"b ({b[bad]}) at non-singleton dimension {bad}") from None
+    return tuple(broadcast_to(t, shape) for t in ts)
+
+
+def _vectors(tensors, op):
+    for t in tensors:
+        if t._data.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t._data.shape)}")
+
+
+@export(torch=True)
+def cartesian_prod(*tensors):
+    """The rows of every combination of one element of each 1-D tensor, the last
+    varying fastest (one tensor: itself).
+
+    >>> import gradcore as gc
+    >>> gc.cartesian_prod(gc.tensor([1, 2]), gc.tensor([3, 4]))
+    tensor([[1, 3],
+            [1, 4],
+            [2, 3],
+            [2, 4]])
+    """
+    ts, _ = _tensor_list(tensors, "cartesian_prod")
+    _vectors(ts, "cartesian_prod")
+    if len(ts) == 1:
+        return ts[0]
+    grids = meshgrid(*ts, indexing="ij")
+    return stack([reshape(g, -1) for g in grids], 1)
+
+
+@export(torch=True)
+def combinations(input, r=2, with_replacement=False):  # noqa: A002
+    """The rows of the ``r``-element combinations of a 1-D tensor's elements, in
+    order (``with_replacement``: an element may repeat), as ``itertools.combinations``.
+
+    >>> import gradcore as gc
+    >>> gc.combinations(gc.tensor([1, 2, 3]))
+    tensor([[1, 2],
+            [1, 3],
+            [2, 3]])
+    """
+    _vectors([input], "combinations")
+    r = int_arg(r, "combinations", "r")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return wrap(math_of(input._data).zeros((0,), dtype=input._data.dtype))
+    n = input._data.shape[0]
+    pick = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    rows = np.array(list(pick(range(n), r)), dtype=np.int64).reshape(-1, r)
+    m = math_of(input._data)
+    cols = [_index.index_select(input, 0, wrap(m.asarray(rows[:, k]))) for k in range(r)]
+    return stack(cols, 1)
+
+
 class SplitBackward0(Node):
     """One node, several outputs: the pieces' gradients are joined back (zeros if unused)."""
 
@@ -630,6 +793,403 @@ def unbind(x, dim=0, *, axis=None):
         raise _no_dims_error(normalize_dim(dim, 0, "unbind"))
     axis = normalize_dim(dim, x._data.ndim, "unbind")
     return tuple(squeeze(p, axis) for p in split(x, 1, axis))
+
+
+# ---- narrow / select / ravel / tile / rot90 / tensor_split ----------
+@export(torch=True, method=True)
+def narrow(input, dim, start, length):  # noqa: A002
+    """The ``length`` slices of ``input`` along ``dim`` from ``start`` (a view; a
+    negative ``start`` counts from the end).
+
+    >>> import gradcore as gc
+    >>> gc.arange(6).reshape(2, 3).narrow(1, 1, 2)
+    tensor([[1, 2],
+            [4, 5]])
+    """
+    xd = input._data
+    if not xd.ndim:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = normalize_dim(dim, xd.ndim, "narrow")
+    start = int_arg(start, "narrow", "start")
+    length = int_arg(length, "narrow", "length")
+    n = xd.shape[d]
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but "
+                         f"got {start})")
+    if start < 0:
+        start += n
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({n}).")
+    return _index.getitem(input, (slice(None),) * d + (slice(start, start + length),))
+
+
+@export(torch=True, method=True)
+def narrow_copy(input, dim, start, length):  # noqa: A002
+    """:func:`narrow` as a copy with its own memory."""
+    return _device_ops.clone(narrow(input, dim, start, length))
+
+
+@export(torch=True, method=True)
+def select(input, dim, index):  # noqa: A002
+    """The slice ``index`` of ``input`` along ``dim``, that dimension removed (a view:
+    ``x.select(1, 2)`` is ``x[:, 2]``)."""
+    xd = input._data
+    if not xd.ndim:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = normalize_dim(dim, xd.ndim, "select")
+    i = int_arg(index, "select", "index")
+    n = xd.shape[d]
+    if not -n <= i < n:
+        raise IndexError(f"select(): index {i} out of range for tensor of size "
+                         f"{list(xd.shape)} at dimension {d}")
+    return _index.getitem(input, (slice(None),) * d + (i % n,))
+
+
+@export(torch=True, method=True)
+def ravel(input):  # noqa: A002
+    """The elements as a 1-D tensor (a view when the memory allows: ``reshape(-1)``)."""
+    return reshape(input, -1)
+
+
+@export(torch=True, method=True)
+def tile(input, *dims):  # noqa: A002
+    """``input`` repeated ``dims[i]`` times along each dimension; ``dims`` shorter than
+    ``input.ndim`` is padded with ones in front (unlike :func:`repeat`).
+
+    >>> import gradcore as gc
+    >>> gc.tensor([1, 2]).tile((2,))
+    tensor([1, 2, 1, 2])
+    """
+    reps = _shape_arg(dims, "tile")  # (a tuple, or ints: x.tile(2, 1))
+    nd = input._data.ndim
+    if len(reps) < nd:
+        reps = (1,) * (nd - len(reps)) + reps
+    return repeat(input, reps)
+
+
+@export(torch=True, method=True)
+def rot90(input, k=1, dims=(0, 1)):  # noqa: A002
+    """``input`` rotated by 90 degrees ``k`` times in the plane of ``dims``, from the
+    first towards the second.
+
+    >>> import gradcore as gc
+    >>> gc.tensor([[1, 2], [3, 4]]).rot90()
+    tensor([[2, 4],
+            [1, 3]])
+    """
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    nd = input._data.ndim
+    if nd < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
+    d0, d1 = (normalize_dim(d, nd, "rot90") for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k = int_arg(k, "rot90", "k") % 4
+    if k == 1:
+        return transpose(flip(input, (d1,)), d0, d1)
+    if k == 2:
+        return flip(input, (d0, d1))
+    if k == 3:
+        return transpose(flip(input, (d0,)), d0, d1)
+    return _device_ops.clone(input)
+
+
+@export(torch=True, method=True)
+def split_with_sizes(input, split_sizes, dim=0):  # noqa: A002
+    """Pieces of the listed sizes along ``dim`` (views), as ``split(x, [sizes])``."""
+    return split(input, list(split_sizes), dim)
+
+
+def _sections(x, sections, op):
+    if isinstance(sections, Tensor):
+        sd = sections._data
+        if sd.dtype.kind not in "iu":
+            raise RuntimeError(f"{op} expected tensor_indices_or_sections to have integer "
+                               f"dtype, but got {dtypes.torch_name(sections.dtype)}")
+        if sd.ndim > 1:
+            raise RuntimeError(f"{op} expected tensor_indices_or_sections to be a "
+                               f"zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {sd.ndim} dims")
+        if sd.ndim == 0:
+            return int(sections.item())
+        return [int(v) for v in sections.tolist()]
+    if isinstance(sections, (tuple, list)):
+        return [int_arg(v, op, "indices", i) for i, v in enumerate(sections)]
+    return int_arg(sections, op, "sections")
+
+
+@export(torch=True, method=True)
+def tensor_split(input, indices_or_sections, dim=0):  # noqa: A002
+    """``input`` cut along ``dim`` into views: into ``n`` pieces as equal as possible
+    (the first ``size % n`` one longer) for an int ``n``, or before each of the listed
+    indices.
+
+    >>> import gradcore as gc
+    >>> [p.tolist() for p in gc.arange(5).tensor_split(3)]
+    [[0, 1], [2, 3], [4]]
+    >>> [p.tolist() for p in gc.arange(5).tensor_split([1, 4])]
+    [[0], [1, 2, 3], [4]]
+    """
+    xd = input._data
+    if not xd.ndim:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got "
+                           "a tensor with 0 dims")
+    axis = normalize_dim(dim, xd.ndim, "tensor_split")
+    n = xd.shape[axis]
+    spec = _sections(indices_or_sections, indices_or_sections, "tensor_split")
+    if isinstance(spec, int):
+        if spec <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {spec}")
+        size, extra = divmod(n, spec)
+        bounds, start = [], 0
+        for i in range(spec):
+            stop = start + size + (i < extra)
+            bounds.append((start, stop))
+            start = stop
+    else:
+        cuts = [0] + spec + [n]
+        bounds = list(zip(cuts[:-1], cuts[1:]))
+    pre = (slice(None),) * axis
+    return tuple(_index.getitem(input, pre + (slice(a, b),)) for a, b in bounds)
+
+
+def _split_along(x, sections, dim, op, least):
+    nd = x._data.ndim
+    if nd < least:
+        which = "dimension" if least == 1 else "dimension"
+        raise RuntimeError(f"torch.{op} requires a tensor with at least {least} {which}, but "
+                           f"got a tensor with {nd} dimensions!")
+    spec = _sections(sections, sections, op)
+    if isinstance(spec, int):
+        size = x._data.shape[dim]
+        if spec == 0 or size % spec:
+            raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the "
+                               f"size of the dimension {size} is not divisible by the "
+                               f"split_size {spec}!")
+    return tensor_split(x, spec, dim)
+
+
+@export(torch=True, method=True)
+def hsplit(input, indices_or_sections):  # noqa: A002
+    """:func:`tensor_split` along dim 1 (dim 0 of a 1-D tensor); an int must divide the
+    size."""
+    return _split_along(input, indices_or_sections, 1 if input._data.ndim > 1 else 0,
+                        "hsplit", 1)
+
+
+@export(torch=True, method=True)
+def vsplit(input, indices_or_sections):  # noqa: A002
+    """:func:`tensor_split` along dim 0 of a tensor of at least 2 dimensions; an int
+    must divide the size."""
+    return _split_along(input, indices_or_sections, 0, "vsplit", 2)
+
+
+@export(torch=True, method=True)
+def dsplit(input, indices_or_sections):  # noqa: A002
+    """:func:`tensor_split` along dim 2 of a tensor of at least 3 dimensions; an int
+    must divide the size."""
+    return _split_along(input, indices_or_sections, 2, "dsplit", 3)
+
+
+@export(method=True)
+def sum_to_size(x, *size):
+    """``x`` summed down to ``size``, a shape ``x`` broadcasts from (the gradient of an
+    ``expand``).
+
+    >>> import gradcore as gc
+    >>> gc.ones(2, 3).sum_to_size(1, 3)
+    tensor([[2., 2., 2.]])
+    """
+    shape = _shape_arg(size, "sum_to_size")
+    xs = tuple(x._data.shape)
+    lead = len(xs) - len(shape)
+    if lead < 0 or builtins.any(s not in (1, xs[lead + i]) for i, s in enumerate(shape)):
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(xs)}}}.")
+    return sum_to(x, shape)
+
+
+# ---- in-place view ops: x.squeeze_(), x.transpose_(0, 1), ... ----------
+class _InplaceViewBackward(Node):
+    """An in-place view op's rule: the gradient transposed (``dims``) or reshaped back."""
+
+    def apply(self, F, g):
+        if self.dims is not None:
+            return (g.swapaxes(*self.dims),)
+        return (g.reshape(self.in_shape),)
+
+    def name(self):
+        return self._name
+
+
+def _inplace_view(x, op, out, name, dims=None):
+    """Make ``x`` itself the view ``out`` of its memory: its shape and strides change,
+    its memory and version counter stay (the version moves on, as PyTorch's), and its
+    history becomes the view's, a node named ``name``."""
+    _index._check_inplace(x, op)
+    if mode.enabled and x._rg:
+        t = record(out, _InplaceViewBackward, x)
+        node = t.grad_fn
+        node.dims, node.in_shape, node._name = dims, x._data.shape, name
+        x.grad_fn, x._out_nr = node, 0
+    x._data = out
+    x._bump()
+    return x
+
+
+@export(method=True)
+def squeeze_(x, dim=None):
+    """:func:`squeeze` in place: ``x`` loses its dimensions of size 1 (only ``dim``'s
+    when given)."""
+    out = squeeze(wrap(x._data), dim)._data
+    name = "SqueezeBackward3" if dim is None else \
+        ("SqueezeBackward5" if isinstance(dim, (tuple, list)) else "SqueezeBackward4")
+    return _inplace_view(x, "squeeze_", out, name)
+
+
+@export(method=True)
+def unsqueeze_(x, dim):
+    """:func:`unsqueeze` in place: ``x`` gains a dimension of size 1 at ``dim``."""
+    return _inplace_view(x, "unsqueeze_", unsqueeze(wrap(x._data), dim)._data,
+                         "UnsqueezeBackward1")
+
+
+def _transpose_(x, dim0, dim1, op):
+    xd = x._data
+    a, b = normalize_dim(dim0, xd.ndim, "transpose"), normalize_dim(dim1, xd.ndim, "transpose")
+    out = xd.swapaxes(a, b) if xd.ndim else xd.view()
+    return _inplace_view(x, op, out, "TransposeBackward1", (a, b) if xd.ndim else None)
+
+
+@export(method=True)
+def transpose_(x, dim0, dim1):
+    """:func:`transpose` in place: ``x`` becomes its view with ``dim0`` and ``dim1``
+    swapped."""
+    return _transpose_(x, dim0, dim1, "transpose_")
+
+
+@export(method=True)
+def swapaxes_(x, axis0, axis1):
+    """:func:`transpose_` by NumPy's name."""
+    return _transpose_(x, axis0, axis1, "swapaxes_")
+
+
+@export(method=True)
+def swapdims_(x, dim0, dim1):
+    """:func:`transpose_` by another of PyTorch's names."""
+    return _transpose_(x, dim0, dim1, "swapdims_")
+
+
+# ---- strides and storage ----------
+def _storage_root(xd):
+    """The array that owns ``xd``'s memory (PyTorch's storage)."""
+    root = xd
+    while root.base is not None and type(root.base) is type(xd):
+        root = root.base
+    return root
+
+
+@export(method=True)
+def stride(x, dim=None):
+    """The step in elements between neighbours along each dimension (a tuple), or along
+    ``dim``: PyTorch's strides, read from the array's.
+
+    >>> import gradcore as gc
+    >>> gc.zeros(2, 3).stride(), gc.zeros(2, 3).mT.stride()
+    ((3, 1), (1, 3))
+    """
+    xd = x._data
+    strides = tuple(s // xd.itemsize for s in xd.strides)
+    if dim is None:
+        return strides
+    if not xd.ndim:
+        raise _no_dims_error(int_arg(dim, "stride"))
+    return strides[normalize_dim(dim, xd.ndim, "stride")]
+
+
+@export(method=True)
+def storage_offset(x) -> int:
+    """Where the first element lies in the memory ``x`` shares, in elements (0 unless
+    ``x`` is a view starting past the start of its base).
+
+    >>> import gradcore as gc
+    >>> gc.arange(6)[2:].storage_offset()
+    2
+    """
+    return _offset_of(x._data)
+
+
+def _offset_of(xd) -> int:
+    m = math_of(xd)
+    return (m.address(xd) - m.address(_storage_root(xd))) // xd.itemsize
+
+
+class AsStridedBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        index = self.index
+        if index is None:
+            index = self.index = math_of(self.base_arr).positions_in(self.view_arr,
+                                                                     self.base_arr)
+        return (F.index_add_into_zeros(g, index, self.in_shape),)
+
+
+@export(torch=True, method=True)
+def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
+    """A view of the memory ``input`` shares with the given ``size`` and ``stride`` (in
+    elements), starting ``storage_offset`` elements in (``input``'s own offset by
+    default). Its gradient reaches the elements of ``input`` it reads (an element read
+    twice gets both).
+
+    >>> import gradcore as gc
+    >>> gc.arange(6).as_strided((2, 2), (1, 2))
+    tensor([[0, 2],
+            [1, 3]])
+    """
+    xd = input._data
+    size = tuple(int_arg(s, "as_strided", "size", i) for i, s in enumerate(size))
+    stride = tuple(int_arg(s, "as_strided", "stride", i) for i, s in enumerate(stride))
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape (as_strided: size "
+                           f"{list(size)}, stride {list(stride)})")
+    for s in stride:
+        if s < 0:
+            raise RuntimeError("as_strided: Negative strides are not supported at the moment, "
+                               f"got strides: {list(stride)}")
+    root = _storage_root(xd)
+    m = math_of(xd)
+    offset = _offset_of(xd) if storage_offset is None else \
+        int_arg(storage_offset, "as_strided", "storage_offset")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    if not root.flags.c_contiguous:
+        raise RuntimeError("as_strided: the memory of this tensor is not one contiguous "
+                           "block gradcore can address (copy it with .contiguous() first)")
+    total = root.size
+    need = 0 if 0 in size else offset + 1 + builtins.sum((n - 1) * s
+                                                         for n, s in zip(size, stride))
+    if need > total:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                           f"offset {offset}, and itemsize {xd.itemsize} requiring a storage "
+                           f"size of {need * xd.itemsize} are out of bounds for storage of "
+                           f"size {total * xd.itemsize}")
+    flat = root.reshape(-1)[builtins.min(offset, total):]
+    out = m.lib.stride_tricks.as_strided(flat, shape=size,
+                                         strides=tuple(s * xd.itemsize for s in stride))
+    if mode.enabled and input._rg:
+        t = record(out, AsStridedBackward0, input)
+        node = t.grad_fn
+        node.view_arr, node.base_arr, node.index = out, xd, None
+        node.in_shape = xd.shape
+    else:
+        t = wrap(out)
+    return make_view(t, input)
 
 
 # ---- the differentiable sum_to (used by the engine when create_graph=True) ----------

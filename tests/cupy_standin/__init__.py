@@ -859,6 +859,23 @@ class _Lib:
 lib = _Lib()
 
 
+class _Linalg:
+    """``cupy.linalg``: NumPy's, on the device arrays."""
+
+    def __getattr__(self, name):
+        if name not in ("inv", "det", "slogdet", "pinv", "svd", "solve", "norm"):
+            raise AttributeError(name)
+        fn = getattr(_np.linalg, name)
+
+        def f(*args, **kwargs):
+            out = _call(fn, args, kwargs)
+            return tuple(out) if isinstance(out, tuple) else out
+        return f
+
+
+linalg = _Linalg()
+
+
 def scatter_add(a, slices, value):
     add.at(a, slices, value)  # noqa: F821  (defined above by the ufunc loop)
 
