@@ -817,4 +817,28 @@ def test_nn_page_examples_run_and_print_what_they_say(capsys):
     assert capsys.readouterr().out.splitlines() == [
         "PReLU(num_parameters=8)", "gradcore.Size([8])",
         "['calls', 'heads.cls.weight', 'heads.cls.bias', 'heads.box.weight', "
-        "'heads.box.bias', 'scales.0', 'scales.1']", "[gradcore.Size([3, 2])]"]
+        "'heads.box.bias', 'scales.0', 'scales.1']", "[gradcore.Size([3, 2])]",
+        "gradcore.Size([8, 12, 64])"]
+
+
+def test_replacing_a_submodule_or_parameter_keeps_its_place():
+    """Assigning an existing submodule's or parameter's name again keeps its place in
+    ``_modules``/``_parameters`` (PyTorch's order of ``parameters()``, which optimizer
+    state follows): pytorch/examples' TransformerModel replaces ``nn.Transformer``'s
+    ``decoder`` with a Linear."""
+    import gradcore as gc
+
+    class Net(gc.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = gc.nn.Linear(2, 2)
+            self.b = gc.nn.Linear(2, 3)
+            self.w = gc.nn.Parameter(gc.ones(1))
+            self.c = gc.nn.Linear(3, 1)
+
+    net = Net()
+    net.a = gc.nn.Linear(2, 4)
+    net.w = gc.nn.Parameter(gc.zeros(1))
+    assert list(net._modules) == ["a", "b", "c"]
+    assert [n for n, _ in net.named_parameters()] == ["w", "a.weight", "a.bias", "b.weight",
+                                                      "b.bias", "c.weight", "c.bias"]

@@ -309,7 +309,7 @@ class Module:
         params = d.get("_parameters")
         if isinstance(value, Parameter):
             self._check_init("parameters")
-            self._forget(name)
+            self._forget(name, keep="_parameters")
             params[name] = value
             return
         if params is not None and name in params:
@@ -320,7 +320,7 @@ class Module:
             return
         if isinstance(value, Module):
             self._check_init("module")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             d["_modules"][name] = value
             return
         modules = d.get("_modules")
@@ -339,11 +339,15 @@ class Module:
             return
         object.__setattr__(self, name, value)
 
-    def _forget(self, name):
+    def _forget(self, name, keep=None):
+        """Drop ``name`` from the attributes and the tables, except ``keep`` (the table it
+        is being assigned in again: the entry keeps its place, as in PyTorch, so that
+        ``parameters()`` keeps its order when a subclass replaces a submodule)."""
         d = self.__dict__
         d.pop(name, None)
         for key in ("_parameters", "_buffers", "_modules"):
-            d[key].pop(name, None)
+            if key != keep:
+                d[key].pop(name, None)
         d["_non_persistent_buffers"].discard(name)
 
     def __getattr__(self, name):
