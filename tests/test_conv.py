@@ -779,3 +779,44 @@ def test_max_pool_runs_its_kernels_on_cuda(standin):
     np.testing.assert_allclose(g1, g0, rtol=1e-12)
     assert [n for n in launched if "pool" in n or "index" in n or "col" in n] == \
         ["max_pool_backward_float64"]
+
+
+def test_compiled_cnn_step_is_eagers_on_both_devices(device):
+    """The digits CNN's step (conv, batch norm, ReLU, max pool, twice; linear; Adam)
+    under gc.compile: on the CPU a replay, on CUDA (the stand-in) a captured graph whose
+    launches are the window, channel and pool kernels and cuBLAS's products; either way
+    eager's losses, parameters and running statistics bit for bit, with no warning (no
+    eager fallback)."""
+    def run(compiled):
+        gc.manual_seed(0)
+        layers = []
+        for c_in, c_out in ((1, 4), (4, 8)):
+            layers += [nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU(),
+                       nn.MaxPool2d(2)]
+        model = nn.Sequential(*layers, nn.Flatten(), nn.Linear(8 * 2 * 2, 3)).to(device)
+        opt = gc.optim.Adam(model.parameters(), lr=1e-2)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = gc.compile(step) if compiled else step
+        rng = np.random.default_rng(2)
+        losses = [fn(gc.tensor(rng.standard_normal((6, 1, 8, 8)).astype(np.float32),
+                               device=device),
+                     gc.tensor(rng.integers(0, 3, 6), device=device)).item()
+                  for _ in range(5)]
+        state = [host(t.detach()) for t in list(model.parameters()) + list(model.buffers())]
+        return losses, state, fn
+
+    eager = run(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = run(True)
+    assert compiled[2].replays >= 2
+    assert compiled[0] == eager[0]
+    for a, b in zip(compiled[1], eager[1]):
+        np.testing.assert_array_equal(a, b)
