@@ -77,7 +77,11 @@ SYNC_NEEDED = {"getitem_mask": "a boolean mask's output size is the number of it
                "masked_select": "its output size is the number of the mask's trues",
                "masked_select_broadcast": "its output size is the number of the mask's trues",
                "repeat_interleave_counts": "its output size is the sum of the counts "
-                                           "(PyTorch reads it too, unless output_size=)"}
+                                           "(PyTorch reads it too, unless output_size=)",
+               "mode": "its counts (bincount) are as long as the largest value, read back",
+               "quantile": "q is checked to lie in [0, 1] on the host, as PyTorch checks it",
+               "nanquantile_midpoint": "q is checked to lie in [0, 1] on the host, as "
+                                       "PyTorch checks it"}
 
 
 def _op_params():

@@ -584,6 +584,7 @@ def test_nn_page_recurrent_section_shows_what_it_says():
 
     text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "nn.md").read_text()
     section = text[text.index("## Recurrent layers"):]
+    section = section[:section.index("\n## ", 3)]  # (up to the next section)
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     assert len(blocks) == 2
     namespace, shown = {}, 0
