@@ -19,6 +19,7 @@ from . import (
     distributed,
     dtypes,
     kernels,
+    linalg,
     nn,
     onnx,
     optim,
