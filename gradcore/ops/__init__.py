@@ -47,11 +47,6 @@ __all__ = [n for n in dir() if not n.startswith("_") and
 # not import the ops, it is handed them here, once.
 set_differentiable_namespace(tensor_math)
 
-# NumPy's spellings, here only (not gradcore.<name> nor Tensor methods)
-negative = pointwise.neg
-greater, less, greater_equal, less_equal, not_equal = (
-    pointwise.gt, pointwise.lt, pointwise.ge, pointwise.le, pointwise.ne)
-
 
 # ---- in-place ops ----------
 def _alias(x: Tensor) -> Tensor:
@@ -316,9 +311,24 @@ def bind_methods(T) -> None:
                  "log10", "exp2", "floor", "ceil", "round", "trunc", "frac", "tril", "triu",
                  "scatter", "index_copy", "index_add", "masked_scatter", "clamp_min",
                  "clamp_max", "fmod", "remainder", "lerp", "atan2", "arctan2", "hypot",
-                 "copysign", "erfc", "erfinv", "xlogy", "nan_to_num"):
-        # (no asinh_/acosh_/atanh_: PyTorch has no derivative for them in place)
+                 "copysign", "erfc", "erfinv", "xlogy", "nan_to_num",
+                 # PyTorch's other spellings
+                 "absolute", "negative", "multiply", "subtract", "divide", "true_divide",
+                 "floor_divide", "arcsin", "arccos", "arctan", "fix",
+                 "sin", "cos", "sign", "expm1", "log1p", "rsqrt", "cumsum", "cumprod",
+                 "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
+                 "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+                 "bitwise_right_shift"):
         methods[name + "_"] = _inplace_method(name + "_", methods[name])
+    # comparisons in place: x holds 1 and 0, with a zero gradient back
+    for name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less",
+                 "less_equal", "not_equal"):
+        methods[name + "_"] = _inplace_method(name + "_", pw.comparison_in_place(methods[name]))
+    # asinh_, acosh_, atanh_ run, but PyTorch has no derivative for them
+    for name, op in (("asinh", "asinh"), ("arcsinh", "asinh"), ("acosh", "acosh"),
+                     ("arccosh", "acosh"), ("atanh", "atanh"), ("arctanh", "atanh")):
+        methods[name + "_"] = _inplace_method(
+            name + "_", pw.without_derivative_in_place(op, methods[name]))
     for name, op in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul"),
                      ("__itruediv__", "div"), ("__ipow__", "pow")):
         methods[name] = _inplace_method(name, methods[op])

@@ -243,7 +243,7 @@ class NegBackward0(Node):
         return (-g if out is None else F.negative(g, out=out),)
 
 
-@export(torch=True, method=True)
+@export(torch=("neg", "negative"), method=("neg", "negative"))
 @op_function
 def neg(x):
     """``-x``."""
@@ -257,6 +257,23 @@ def neg(x):
     if not (mode.enabled and x._rg):
         return wrap(out)
     return record(out, NegBackward0, x)
+
+
+@export(torch=True, method=True)
+def positive(input):  # noqa: A002
+    """``+input``: ``input`` itself (bool tensors raise, as in PyTorch).
+
+    >>> import gradcore as gc
+    >>> x = gc.tensor([1, -2])
+    >>> gc.positive(x) is x
+    True
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"positive(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
 
 
 def _times(F, g, other, out):
@@ -360,7 +377,7 @@ class RdivBackward(Node):  # scalar / tensor
         return "MulBackward0"
 
 
-@export(torch=("div", "divide"), method=("div", "divide", "true_divide"))
+@export(torch=("div", "divide", "true_divide"), method=("div", "divide", "true_divide"))
 @op_function
 def div(a, b, *, rounding_mode=None):
     """``a / b`` (true division: integers give float32, as in PyTorch)."""
@@ -755,7 +772,7 @@ class AbsBackward0(Node):
         return (F.abs_backward(g, x),)
 
 
-@export(torch=True, method=True)
+@export(torch=("abs", "absolute"), method=("abs", "absolute"))
 def abs(x):  # noqa: A001
     """Absolute value (gradient 0 at 0, as in PyTorch)."""
     if isinstance(x, Tensor) and x._data.dtype.kind == "b":
@@ -971,6 +988,31 @@ class AtanhBackward0(Node):
 def atanh(x):
     """Inverse hyperbolic tangent."""
     return _unary(x, "arctanh", AtanhBackward0, save_input=True)
+
+
+# PyTorch has no derivative for asinh_, acosh_ and atanh_: they run, and a backward pass
+# through them raises
+class InPlaceWithoutDerivative(Node):
+    def apply(self, F, g):
+        raise NotImplementedError(f"the derivative for 'inplace version of {self.op}' is "
+                                  "not implemented.")
+
+    def name(self):  # PyTorch's AsinhBackward1, ...
+        return f"{self.op.capitalize()}Backward1"
+
+
+def without_derivative_in_place(op, fn):
+    """The out-of-place form of ``x.<op>_()``: ``fn(x)``, whose node, when ``x`` requires
+    grad, raises PyTorch's error in backward."""
+    def in_place(x):
+        r = fn(x)
+        if r.grad_fn is None:
+            return r
+        t = record1(r._data, InPlaceWithoutDerivative, x)
+        t.grad_fn.op = op
+        return t
+    in_place.__name__ = op
+    return in_place
 
 
 declare(Kernel("log2_backward", ("g", "x"), "g / (x * 0.6931471805599453)"))
@@ -1757,17 +1799,55 @@ def _compare(op, fwd):
 
 
 eq = export(torch=True, method=True)(_compare("eq", lambda x, y: x == y))
-ne = export(torch=True, method=True)(_compare("ne", lambda x, y: x != y))
-lt = export(torch=True, method=True)(_compare("lt", lambda x, y: x < y))
-le = export(torch=True, method=True)(_compare("le", lambda x, y: x <= y))
-gt = export(torch=True, method=True)(_compare("gt", lambda x, y: x > y))
-ge = export(torch=True, method=True)(_compare("ge", lambda x, y: x >= y))
+ne = export(torch=("ne", "not_equal"), method=("ne", "not_equal"))(
+    _compare("ne", lambda x, y: x != y))
+lt = export(torch=("lt", "less"), method=("lt", "less"))(_compare("lt", lambda x, y: x < y))
+le = export(torch=("le", "less_equal"), method=("le", "less_equal"))(
+    _compare("le", lambda x, y: x <= y))
+gt = export(torch=("gt", "greater"), method=("gt", "greater"))(
+    _compare("gt", lambda x, y: x > y))
+ge = export(torch=("ge", "greater_equal"), method=("ge", "greater_equal"))(
+    _compare("ge", lambda x, y: x >= y))
 logical_and = export(torch=True, method=True)(_compare(
     "logical_and", lambda x, y: math_of(x if hasattr(x, "dtype") else y).logical_and(x, y)))
 logical_or = export(torch=True, method=True)(_compare(
     "logical_or", lambda x, y: math_of(x if hasattr(x, "dtype") else y).logical_or(x, y)))
 logical_xor = export(torch=True, method=True)(_compare(
     "logical_xor", lambda x, y: math_of(x if hasattr(x, "dtype") else y).logical_xor(x, y)))
+
+
+class ComparisonBackward(Node):
+    """``x.eq_(other)`` and the other comparisons in place: zero gradients (PyTorch's
+    ``EqBackward0`` for a number, ``EqBackward1`` for a tensor)."""
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return tuple(F.zeros_like(g) for _ in self.next_functions)
+
+    def name(self):
+        return self.node_name
+
+
+def comparison_in_place(compare):
+    """The out-of-place form of ``x.<op>_(other)``: ``compare``'s bool result (which the
+    in-place method writes into ``x`` as 1 and 0), recorded with a zero gradient when an
+    operand requires grad, so that ``x``'s old history gets nothing."""
+    op = compare.__name__
+
+    def in_place(x, other):
+        r = compare(x, other)
+        inputs = [v for v in (x, other) if isinstance(v, Tensor)]
+        if not (mode.enabled and any(v._rg for v in inputs)):
+            return r
+        t = record(r._data, ComparisonBackward, *inputs)
+        node = t.grad_fn
+        node.node_name = "".join(w.capitalize() for w in op.split("_")) + \
+            f"Backward{len(inputs) - 1}"
+        if len(inputs) == 2 and tuple(x.shape) != tuple(other.shape):
+            node.shapes = (tuple(x.shape), tuple(other.shape))
+        return t
+    in_place.__name__ = op
+    return in_place
 
 
 def _bitwise(op, fwd):
