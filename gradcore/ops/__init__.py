@@ -318,8 +318,10 @@ def bind_methods(T) -> None:
                  "sin", "cos", "sign", "expm1", "log1p", "rsqrt", "cumsum", "cumprod",
                  "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
                  "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
-                 "bitwise_right_shift"):
+                 "bitwise_right_shift", "sgn", "logit", "sinc", "deg2rad", "rad2deg", "gcd",
+                 "lcm", "heaviside", "ldexp", "nextafter"):
         methods[name + "_"] = _inplace_method(name + "_", methods[name])
+    methods["float_power_"] = _inplace_method("float_power_", pw.float_power_in_place_form)
     # comparisons in place: x holds 1 and 0, with a zero gradient back
     for name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less",
                  "less_equal", "not_equal"):
