@@ -1175,6 +1175,32 @@ __device__ __forceinline__ void fmin_backward(const T* __restrict__ a0, long lon
     }
 }
 
+// nextafter_backward(g, a, b) = where(a == b, 0, g)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void nextafter_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
+        out0[i] = store<T>(where(a == b, C(0), g));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void nextafter_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        nextafter_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, (unsigned int)n);
+    } else {
+        nextafter_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, n);
+    }
+}
+
 // erf_backward(g, x) = g * (exp(-(x * x)) * 1.1283791670955126)
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void erf_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
@@ -2390,6 +2416,9 @@ extern "C" __global__ void fmax_backward_float16(const gc_half* __restrict__ a0,
 extern "C" __global__ void fmin_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
     gradcore::fmin_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
 }
+extern "C" __global__ void nextafter_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, long long n) {
+    gradcore::nextafter_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
 extern "C" __global__ void erf_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::erf_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
@@ -2714,6 +2743,9 @@ extern "C" __global__ void fmax_backward_float32(const float* __restrict__ a0, l
 extern "C" __global__ void fmin_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
     gradcore::fmin_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
 }
+extern "C" __global__ void nextafter_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, long long n) {
+    gradcore::nextafter_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
 extern "C" __global__ void erf_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::erf_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
@@ -3037,6 +3069,9 @@ extern "C" __global__ void fmax_backward_float64(const double* __restrict__ a0, 
 }
 extern "C" __global__ void fmin_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
     gradcore::fmin_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void nextafter_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, long long n) {
+    gradcore::nextafter_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, n);
 }
 extern "C" __global__ void erf_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::erf_backward<double, double>(a0, a1, a2, a3, out0, n);

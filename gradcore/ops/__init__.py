@@ -99,9 +99,9 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
                            f"broadcast shape {list(rd.shape)}")
     if rd.dtype != xd.dtype:
         if not _can_cast(rd.dtype, xd.dtype):
-            raise RuntimeError(f"{op_name}: result type {dtypes.from_numpy_dtype(rd.dtype)!r} "
-                               f"can't be cast to the desired output type "
-                               f"{dtypes.from_numpy_dtype(xd.dtype)!r}")
+            raise RuntimeError(f"{op_name}: result type {dtypes.torch_name(rd.dtype)} can't "
+                               f"be cast to the desired output type "
+                               f"{dtypes.torch_name(xd.dtype)}")  # (PyTorch's words)
     math_of(xd).copyto(xd, rd, casting="unsafe")
     x._bump()
     if tracked and r.grad_fn is not None:

@@ -2083,7 +2083,9 @@ class LogitBackward0(Node):
         (x,) = self.unpack(F)
         if self.eps is None or self.eps < 0:
             return (F.logit_backward(g, x),)
-        return (F.logit_backward_eps(g, x, self.eps, 1.0 - self.eps),)
+        # the bounds in x's dtype, as PyTorch's kernel holds them (x == eps in float16)
+        lo = float(np.asarray(self.eps, dtype=x.dtype))
+        return (F.logit_backward_eps(g, x, lo, float(np.asarray(1.0 - self.eps, x.dtype))),)
 
 
 @export(torch=True, method=True)
@@ -2099,7 +2101,10 @@ def logit(input, eps=None):  # noqa: A002
     x = _float(as_tensor(input))
     xd = x._data
     m = math_of(xd)
-    z = xd if eps is None else m.clip(xd, eps, 1 - eps).astype(xd.dtype, copy=False)
+    z = xd
+    if eps is not None:  # (PyTorch's clamp: lo wins where lo > 1 - eps)
+        z = m.where(xd < eps, eps, m.where(xd > 1 - eps, 1 - eps, xd)).astype(xd.dtype,
+                                                                             copy=False)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = m.log(z / (1 - z)).astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
@@ -2443,12 +2448,16 @@ def ldexp(input, other):  # noqa: A002
     return t
 
 
-class NextafterBackward0(Node):  # PyTorch's: g for input, zeros for other
+# PyTorch's NextafterBackward0: g for input, but 0 where input == other (the result is
+# other there); zeros for other
+declare(Kernel("nextafter_backward", ("g", "a", "b"), "where(a == b, 0, g)"))
+class NextafterBackward0(Node):
     fresh_grads = True
-    passes = (0,)
 
     def apply(self, F, g):
-        return g, (F.zeros_like(g) if self.needs(1) else None)
+        a, b = self.unpack(F)
+        return (F.nextafter_backward(g, a, b) if self.needs(0) else None,
+                F.zeros_like(g) if self.needs(1) else None)
 
 
 def _np_nextafter(x, y):
@@ -2469,7 +2478,8 @@ def nextafter(input, other):  # noqa: A002
     if x._data.dtype.kind != "f":
         raise NotImplementedError(f"\"nextafter_cpu\" not implemented for "
                                   f"'{dtypes.torch_name(x.dtype)}'")
-    return _binary("nextafter", NextafterBackward0, None, None, _np_nextafter, x, y)
+    return _binary("nextafter", NextafterBackward0, None, None, _np_nextafter, x, y,
+                   save_inputs=True)
 
 
 # The NumPy ufunc behind each elementwise forward, for writing into a temporary operand
