@@ -443,6 +443,18 @@ OPS = [
     Op("frexp", lambda m, x: m.frexp(x * 1.3)[0] * x, lambda x: np.frexp(x * 1.3)[0] * x,
        away=0.05, extra={"avoid": (-1 / 1.3, -0.5 / 1.3, 0.5 / 1.3, 1 / 1.3)}),
     Op("ldexp", lambda m, a, b: m.ldexp(a, b), lambda a, b: a * 2.0 ** b, "binary"),
+    Op("lgamma", lambda m, x: m.lgamma(x), lambda x: _np_of(math.lgamma, x), domain=(0.3, 4.0)),
+    Op("lgamma_negative", lambda m, x: (x - 1.5).lgamma(), lambda x: _np_of(math.lgamma, x - 1.5),
+       domain=(-0.4, 0.4)),
+    Op("digamma", lambda m, x: m.digamma(x), lambda x: _digamma_np(x), domain=(0.3, 3.0)),
+    # (n = 1 is PyTorch's trigamma, to about 1e-9 in float64: tests/test_pointwise_more.py
+    # compares it with PyTorch's)
+    Op("polygamma", lambda m, x: m.polygamma(2, x) + x.polygamma(3), lambda x:
+       _polygamma_np(2, x) + _polygamma_np(3, x), domain=(0.5, 3.0)),
+    Op("mvlgamma", lambda m, x: m.mvlgamma(x, 3), lambda x: sum(
+       _np_of(math.lgamma, x - i / 2) for i in range(3)) + 1.5 * math.log(math.pi),
+       domain=(1.2, 3.0)),
+    Op("i0", lambda m, x: m.i0(x * 2), lambda x: np.i0(x * 2)),
     # statistics
     Op("var_mean", lambda m, x: m.var_mean(x, 1)[0] + m.var_mean(x, 1)[1],
        lambda x: x.var(1, ddof=1) + x.mean(1), M3),
@@ -652,6 +664,29 @@ def _masked_scatter_np(a, mask, src):
 def _cdist_np(a, b, p):
     diff = np.abs(a[..., :, None, :] - b[..., None, :, :])
     return (diff ** p).sum(-1) ** (1 / p)
+
+
+def _np_of(fn, x):
+    return np.vectorize(fn, otypes=[np.float64])(x)
+
+
+def _polygamma_np(n, x, terms=1000):
+    """``(-1)^(n+1) n! sum_k (x + k)^-(n+1)``: the first terms, and Euler-Maclaurin's
+    tail."""
+    k = np.arange(terms, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    y = x + terms
+    s = ((x[..., None] + k) ** -(n + 1.0)).sum(-1) + y ** -float(n) / n + \
+        0.5 * y ** -(n + 1.0) + (n + 1) / 12 * y ** -(n + 2.0)
+    return (-1) ** (n + 1) * math.factorial(n) * s
+
+
+def _digamma_np(x):
+    """digamma(x + 50) by its asymptotic series (to 1e-17), less ``1 / (x + k)``."""
+    y = x + 50.0
+    r = 1 / (y * y)
+    big = np.log(y) - 0.5 / y - r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r / 240)))
+    return big - sum(1 / (x + k) for k in range(50))
 
 
 def _erfc_np(x):

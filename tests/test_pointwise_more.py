@@ -99,6 +99,31 @@ CASES = {
                                             _f(m, [0.0, 3.0], m.float16)),
     "nextafter_double": lambda m: m.tensor([1.0, 2.0], dtype=m.float64).nextafter(
         m.tensor([0.0, 3.0])),
+    # the gamma family, i0 (float32 at the poles: PyTorch's sin(pi * x) in float)
+    "lgamma_int_bool": lambda m: (m.lgamma(m.tensor([1, -2, 0])), m.lgamma(m.tensor([True]))),
+    "lgamma": lambda m: m.lgamma(_f(m, [-1.5, -2.0, 0.0, 0.5, -0.0, INF, -INF, NAN, 1e30])),
+    "lgamma_double": lambda m: m.tensor([-1.5, 2.5, 1.0001, 0.5, 100.0, -100.25],
+                                        dtype=m.float64).lgamma(),
+    "lgamma_half": lambda m: m.lgamma(_f(m, [-1.5, 2.5, 0.0, 0.5, 100.0], m.float16)),
+    "digamma": lambda m: m.digamma(_f(m, [-1.5, -2.0, 0.0, -0.0, 0.5, 1.0, INF, -INF, NAN])),
+    "digamma_int": lambda m: m.digamma(m.tensor([1, -2, 0])),
+    "digamma_double": lambda m: m.digamma(_f(m, [-1.5, 2.5, 0.5, 1.4616321, 1e20],
+                                             m.float64)),
+    "polygamma_1": lambda m: m.polygamma(1, _f(m, [-1.5, -2.0, 0.0, 0.5, 1.0, INF])),
+    "polygamma_0_int": lambda m: m.polygamma(0, m.tensor([1, -2, 0])),
+    "polygamma_3_double": lambda m: m.polygamma(3, _f(m, [0.5, 2.0, -2.5, 30.0, -20.75, -1.0,
+                                                          INF, -INF], m.float64)),
+    "polygamma_method": lambda m: m.tensor([0.5, 2.0]).polygamma(2),
+    "polygamma_": lambda m: m.tensor([0.5, 2.0]).polygamma_(4),
+    "mvlgamma": lambda m: m.mvlgamma(m.tensor([2.5, 3.0, 0.2]), 2),
+    "mvlgamma_int": lambda m: m.mvlgamma(m.tensor([2, 3]), 1),
+    "mvlgamma_double": lambda m: m.mvlgamma(_f(m, [2.5, 7.0], m.float64), 3),
+    "mvlgamma_": lambda m: m.tensor([2.5, 3.0]).mvlgamma_(2),
+    "i0_int": lambda m: m.i0(m.tensor([1, -2, 0])),
+    "i0": lambda m: m.i0(_f(m, [0.0, 1.0, -2.0, 50.0, 800.0, NAN])),
+    "i0_double": lambda m: m.tensor([0.0, 1.0, -2.0, 50.0, 800.0], dtype=m.float64).i0(),
+    "i0_half_bool": lambda m: (m.i0(_f(m, [1.0, 3.0], m.float16)), m.i0(m.tensor([True]))),
+    "i0_lgamma_digamma_": lambda m: m.tensor([1.0, 3.0]).i0_().lgamma_().digamma_(),
     # in place: values and dtypes
     "float_power_": lambda m: _f(m, [1.0, 2.0], m.float64).float_power_(m.tensor([2, 3])),
     "gcd_": lambda m: m.tensor([1, 2]).gcd_(m.tensor([4, 6])),
@@ -132,7 +157,9 @@ CASES = {
 # the CUDA path (the stand-in, or a GPU) for these
 ON_DEVICES = ["sgn_float", "signbit_float", "logit", "logit_eps", "sinc", "deg2rad_int",
               "float_power_tensors", "fmax", "fmin_broadcast", "gcd", "lcm", "heaviside",
-              "frexp", "ldexp_int", "nextafter", "eq_", "logit_", "float_power_", "frexp_half"]
+              "frexp", "ldexp_int", "nextafter", "eq_", "logit_", "float_power_", "frexp_half",
+              "lgamma", "lgamma_double", "digamma", "polygamma_1", "polygamma_3_double",
+              "mvlgamma", "i0", "i0_double"]
 
 
 def _plain(value):
@@ -239,6 +266,14 @@ ERRORS = {
     "true_divide_in_place_int": (lambda m: m.tensor([1, 2]).true_divide_(2),
                                  "result type Float can't be cast to the desired output type "
                                  "Long"),
+    "polygamma_negative": (lambda m: m.polygamma(-1, m.tensor([1.0])),
+                           "polygamma\\(n, x\\) does not support negative n"),
+    "polygamma_float_n": (lambda m: m.polygamma(1.5, m.tensor([1.0])),
+                          "argument 'n' \\(position 1\\) must be int, not float"),
+    "mvlgamma_p0": (lambda m: m.mvlgamma(m.tensor([2.5]), 0),
+                    "p has to be greater than or equal to 1"),
+    "mvlgamma_float_p": (lambda m: m.mvlgamma(m.tensor([2.5]), 2.5),
+                         "argument 'p' \\(position 2\\) must be int, not float"),
     "eq_in_place_broadcast": (lambda m: m.tensor([1.0, 2.0]).eq_(m.ones(3, 2)),
                               "doesn't match the broadcast shape"),
 }
@@ -284,6 +319,11 @@ GRADIENTS = {
     "frexp": (lambda m, x: m.frexp(x)[0], [0.75, 3.0, -1000.0, 0.0]),
     "float_power": (lambda m, a, b: m.float_power(a, b), [0.75, 3.0, 0.0], [2.0, -1.5, 2.0]),
     "deg2rad": (lambda m, x: m.rad2deg(m.deg2rad(x) * x), [0.75, 3.0, -1.0]),
+    "lgamma": (lambda m, x: m.lgamma(x), [0.5, 2.5, -1.5, 7.0, 1.0]),
+    "digamma": (lambda m, x: m.digamma(x), [0.5, 2.5, -1.5, 7.0]),
+    "polygamma": (lambda m, x: m.polygamma(1, x) + x.polygamma(3), [0.5, 2.5, -1.5, 7.0]),
+    "mvlgamma": (lambda m, x: m.mvlgamma(x, 3), [1.5, 2.5, 7.0]),
+    "i0": (lambda m, x: m.i0(x), [0.5, 2.5, -1.5, 0.0, 40.0]),
     # the comparisons in place: zero gradients from there back, to both operands
     "eq_": (lambda m, a, b: (a * 2).eq_(b) * a, [0.75, 3.0], [0.75, 1.0]),
     "gt_scalar": (lambda m, x: (x * 2).gt_(1.0) + x, [0.75, 3.0]),
@@ -366,7 +406,8 @@ def test_names_exist_where_pytorch_has_them():
     arctanh acosh asinh atanh fix cos sin sign expm1 log1p rsqrt cumsum cumprod eq ne lt
     le gt ge logical_and logical_or logical_xor logical_not bitwise_and bitwise_or
     bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift float_power heaviside
-    ldexp logit sinc deg2rad rad2deg nextafter gcd lcm sgn signbit fmax fmin frexp
+    ldexp logit sinc deg2rad rad2deg nextafter gcd lcm sgn signbit fmax fmin frexp lgamma
+    digamma polygamma mvlgamma i0
     """.split()
     for name in names:
         assert hasattr(gc, name) == hasattr(torch, name), name

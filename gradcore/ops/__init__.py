@@ -282,6 +282,7 @@ def bind_methods(T) -> None:
         "__lshift__": pw.bitwise_left_shift, "__rshift__": pw.bitwise_right_shift,
         "__rlshift__": _r(pw.bitwise_left_shift), "__rrshift__": _r(pw.bitwise_right_shift),
         "where": lambda self, cond, other: pw.where(cond, self, other),
+        "polygamma": pw.polygamma_method,
         # shape
         "expand_as": lambda self, other: shape.broadcast_to(self, other.shape),
         "view_as": lambda self, other: shape.view(self, other.shape),
@@ -319,7 +320,8 @@ def bind_methods(T) -> None:
                  "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
                  "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
                  "bitwise_right_shift", "sgn", "logit", "sinc", "deg2rad", "rad2deg", "gcd",
-                 "lcm", "heaviside", "ldexp", "nextafter"):
+                 "lcm", "heaviside", "ldexp", "nextafter", "lgamma", "digamma", "mvlgamma",
+                 "i0", "polygamma"):
         methods[name + "_"] = _inplace_method(name + "_", methods[name])
     methods["float_power_"] = _inplace_method("float_power_", pw.float_power_in_place_form)
     # comparisons in place: x holds 1 and 0, with a zero gradient back

@@ -2482,6 +2482,161 @@ def nextafter(input, other):  # noqa: A002
                    save_inputs=True)
 
 
+# ---- the gamma family and the Bessel function i0 (gradcore.backend's formulas) ----------
+class LgammaBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g * F.digamma(x),)
+
+
+@export(torch=True, method=True)
+def lgamma(input):  # noqa: A002
+    """``log|Gamma(input)|`` (inf at 0 and the negative integers); integers give
+    float32. Its gradient is :func:`digamma`.
+
+    >>> import gradcore as gc
+    >>> gc.lgamma(gc.tensor([0.5, 1.0, 10.0]))
+    tensor([ 0.5724,  0.0000, 12.8018])
+    """
+    return _unary(input, "lgamma", LgammaBackward0, save_input=True)
+
+
+class DigammaBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g * F.polygamma(1, x),)
+
+
+@export(torch=True, method=True)
+def digamma(input):  # noqa: A002
+    """The logarithmic derivative of Gamma, ``Gamma'(x) / Gamma(x)``: -inf at 0 (inf at
+    -0), NaN at the negative integers; integers give float32.
+
+    >>> import gradcore as gc
+    >>> gc.digamma(gc.tensor([1.0, 0.5]))
+    tensor([-0.5772, -1.9635])
+    """
+    return _unary(input, "digamma", DigammaBackward0, save_input=True)
+
+
+class PolygammaBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g * F.polygamma(self.n + 1, x),)
+
+
+@export(torch=True)
+def polygamma(n, input):  # noqa: A002
+    """The ``n``-th derivative of :func:`digamma` (``n = 0``: digamma itself), as
+    PyTorch computes it; integers give float32. ``Tensor.polygamma(n)`` is
+    ``polygamma(n, self)``.
+
+    >>> import gradcore as gc
+    >>> gc.polygamma(1, gc.tensor([1.0, 2.0]))
+    tensor([1.6449, 0.6449])
+    """
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    x = _float(as_tensor(input))
+    xd = x._data
+    out = math_of(xd).polygamma(int(n), xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record1(out, PolygammaBackward0, x)
+    t.grad_fn.n = int(n)
+    t.grad_fn.saved = (x,)
+    t.grad_fn.versions = (x._version,)
+    return t
+
+
+def polygamma_method(self, n):
+    """``polygamma(n, self)``: the ``n``-th derivative of :func:`digamma`."""
+    return polygamma(n, self)
+
+
+@export(torch=True, method=True)
+def mvlgamma(input, p):  # noqa: A002
+    """The multivariate log-gamma function of dimension ``p``: ``sum_i lgamma(input - i /
+    2)`` over ``i < p``, plus ``p (p - 1) / 4 * log(pi)``; integers give float32.
+
+    >>> import gradcore as gc
+    >>> gc.mvlgamma(gc.tensor([2.5, 3.0]), 2)
+    tensor([0.8570, 1.5502])
+    """
+    if not isinstance(p, (int, np.integer)) or isinstance(p, bool):
+        raise TypeError(f"mvlgamma(): argument 'p' (position 2) must be int, not "
+                        f"{type(p).__name__}")
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    x = _float(as_tensor(input))
+    m = math_of(x._data)
+    offsets = wrap(m.asarray(np.arange(-(p - 1) / 2, 0.5, 0.5), dtype=x._data.dtype))
+    terms = lgamma(add(x.unsqueeze(-1), offsets))
+    return add(terms.sum(-1), p * (p - 1) / 4 * float(np.log(np.pi)))
+
+
+class I0Backward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g * F.i1(x),)
+
+
+@export(torch=True, method=True)
+def i0(input):  # noqa: A002
+    """The modified Bessel function of the first kind of order 0; integers give
+    float32. Its gradient is ``i1``.
+
+    >>> import gradcore as gc
+    >>> gc.i0(gc.tensor([0.0, 1.0]))
+    tensor([1.0000, 1.2661])
+    """
+    x = _float(as_tensor(input))
+    xd = x._data
+    out = math_of(xd).i0(xd).astype(xd.dtype, copy=False)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record1(out, I0Backward0, x)
+    t.grad_fn.saved = (x,)
+    t.grad_fn.versions = (x._version,)
+    return t
+
+
+class SpecialI1Backward0(Node):  # i0(x) - i1(x) / x, and 1/2 at 0
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        y = self.output(F)
+        safe = F.where(x == 0, 1.0, x)
+        return (g * F.where(x == 0, 0.5, F.i0(x) - y / safe),)
+
+
+def i1(input):  # noqa: A002
+    """The modified Bessel function of the first kind of order 1 (PyTorch's
+    ``torch.special.i1``): :func:`i0`'s derivative, differentiable itself."""
+    x = _float(as_tensor(input))
+    xd = x._data
+    out = math_of(xd).i1(xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record1(out, SpecialI1Backward0, x)
+    t.grad_fn.saved = (x,)
+    t.grad_fn.versions = (x._version,)
+    t.grad_fn.save_output(t)
+    return t
+
+
 # The NumPy ufunc behind each elementwise forward, for writing into a temporary operand
 # (only NumPy arrays are reusable).
 _UFUNCS = {_np_add: np.add, _np_sub: np.subtract, _np_mul: np.multiply, _np_div: np.divide}
