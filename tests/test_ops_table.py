@@ -455,6 +455,10 @@ OPS = [
        _np_of(math.lgamma, x - i / 2) for i in range(3)) + 1.5 * math.log(math.pi),
        domain=(1.2, 3.0)),
     Op("i0", lambda m, x: m.i0(x * 2), lambda x: np.i0(x * 2)),
+    # (a constant shape parameter: PyTorch has no derivative for it)
+    Op("igamma_igammac", lambda m, x: m.igamma(m.tensor(2.5, dtype=x.dtype), x) +
+       m.igammac(m.tensor([0.5], dtype=x.dtype), x * 3) * x,
+       lambda x: _igamma_np(2.5, x) + (1 - _igamma_np(0.5, x * 3)) * x, domain=(0.2, 3.0)),
     # statistics
     Op("var_mean", lambda m, x: m.var_mean(x, 1)[0] + m.var_mean(x, 1)[1],
        lambda x: x.var(1, ddof=1) + x.mean(1), M3),
@@ -687,6 +691,17 @@ def _digamma_np(x):
     r = 1 / (y * y)
     big = np.log(y) - 0.5 / y - r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r / 240)))
     return big - sum(1 / (x + k) for k in range(50))
+
+
+def _igamma_np(a, x, terms=200):
+    """``P(a, x)`` by its power series ``x^a e^-x / Gamma(a + 1) sum_k x^k / ((a + 1) ...
+    (a + k))`` (x below 10 here)."""
+    x = np.asarray(x, dtype=np.float64)
+    term, total = np.ones_like(x), np.ones_like(x)
+    for k in range(1, terms):
+        term = term * x / (a + k)
+        total = total + term
+    return total * np.exp(a * np.log(x) - x - math.lgamma(a + 1))
 
 
 def _erfc_np(x):

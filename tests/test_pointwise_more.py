@@ -124,6 +124,18 @@ CASES = {
     "i0_double": lambda m: m.tensor([0.0, 1.0, -2.0, 50.0, 800.0], dtype=m.float64).i0(),
     "i0_half_bool": lambda m: (m.i0(_f(m, [1.0, 3.0], m.float16)), m.i0(m.tensor([True]))),
     "i0_lgamma_digamma_": lambda m: m.tensor([1.0, 3.0]).i0_().lgamma_().digamma_(),
+    # the incomplete gamma functions
+    "igamma": lambda m: m.igamma(_f(m, [1.0, 2.0, 0.0, -1.0, 0.5, 3.0, 0.0, INF, 2.0, NAN]),
+                                 _f(m, [1.0, 0.5, 0.0, 1.0, INF, 10.0, 2.0, 3.0, -1.0, 1.0])),
+    "igammac": lambda m: m.igammac(_f(m, [1.0, 2.0, 0.0, -1.0, 0.5, 3.0, 0.0, INF, 0.1]),
+                                   _f(m, [1.0, 0.5, 0.0, 1.0, INF, 10.0, 2.0, 3.0, 0.3])),
+    "igamma_double_broadcast": lambda m: m.igamma(_f(m, [1.0, 2.0, 0.01, 7.5], m.float64),
+                                                  _f(m, [[0.5], [3.0], [1e-3], [40.0]])),
+    "igammac_double": lambda m: m.tensor([0.1, 5.0, 1e-3, 0.7, 12.0], dtype=m.float64).igammac(
+        m.tensor([0.3, 0.4, 2.0, 1.05, 60.0], dtype=m.float64)),
+    "igammac_half": lambda m: m.igammac(_f(m, [1.0, 2.0], m.float16), _f(m, [0.5, 3.0], m.float16)),
+    "igamma_": lambda m: m.tensor([1.0, 2.0]).igamma_(m.tensor([0.5, 3.0])),
+    "igammac_": lambda m: m.tensor([1.0, 2.0]).igammac_(m.tensor([0.5, 3.0])),
     # in place: values and dtypes
     "float_power_": lambda m: _f(m, [1.0, 2.0], m.float64).float_power_(m.tensor([2, 3])),
     "gcd_": lambda m: m.tensor([1, 2]).gcd_(m.tensor([4, 6])),
@@ -159,7 +171,7 @@ ON_DEVICES = ["sgn_float", "signbit_float", "logit", "logit_eps", "sinc", "deg2r
               "float_power_tensors", "fmax", "fmin_broadcast", "gcd", "lcm", "heaviside",
               "frexp", "ldexp_int", "nextafter", "eq_", "logit_", "float_power_", "frexp_half",
               "lgamma", "lgamma_double", "digamma", "polygamma_1", "polygamma_3_double",
-              "mvlgamma", "i0", "i0_double"]
+              "mvlgamma", "i0", "i0_double", "igamma", "igammac_double"]
 
 
 def _plain(value):
@@ -274,6 +286,11 @@ ERRORS = {
                     "p has to be greater than or equal to 1"),
     "mvlgamma_float_p": (lambda m: m.mvlgamma(m.tensor([2.5]), 2.5),
                          "argument 'p' \\(position 2\\) must be int, not float"),
+    "igamma_int": (lambda m: m.igamma(m.tensor([1, 2]), m.tensor([1, 2])),
+                   "\"igamma_cpu\" not implemented for 'Long'"),
+    "igammac_number": (lambda m: m.igammac(m.tensor([1.0]), 1.0), "argument 'other'"),
+    "igamma_shapes": (lambda m: m.igamma(m.tensor([1.0, 2.0]), m.tensor([1.0, 2.0, 3.0])),
+                      "The size of tensor a \\(2\\) must match the size of tensor b \\(3\\)"),
     "eq_in_place_broadcast": (lambda m: m.tensor([1.0, 2.0]).eq_(m.ones(3, 2)),
                               "doesn't match the broadcast shape"),
 }
@@ -324,6 +341,8 @@ GRADIENTS = {
     "polygamma": (lambda m, x: m.polygamma(1, x) + x.polygamma(3), [0.5, 2.5, -1.5, 7.0]),
     "mvlgamma": (lambda m, x: m.mvlgamma(x, 3), [1.5, 2.5, 7.0]),
     "i0": (lambda m, x: m.i0(x), [0.5, 2.5, -1.5, 0.0, 40.0]),
+    "igamma_other": (lambda m, x: m.igamma(m.tensor([0.5, 2.0, 7.5], dtype=x.dtype), x) +
+                     m.igammac(m.tensor([3.0], dtype=x.dtype), x), [0.3, 2.5, 9.0]),
     # the comparisons in place: zero gradients from there back, to both operands
     "eq_": (lambda m, a, b: (a * 2).eq_(b) * a, [0.75, 3.0], [0.75, 1.0]),
     "gt_scalar": (lambda m, x: (x * 2).gt_(1.0) + x, [0.75, 3.0]),
@@ -371,6 +390,11 @@ def test_in_place_ops_without_derivative_raise_in_backward(device):
     with pytest.raises(RuntimeError, match="derivative for aten::heaviside is not "
                                            "implemented"):
         gc.heaviside(x, gc.tensor(0.5)).sum().backward()
+    for op in (gc.igamma, gc.igammac):  # PyTorch has no derivative for the shape parameter
+        a = gc.tensor([1.5], requires_grad=True)
+        with pytest.raises(NotImplementedError, match=f"the derivative for '{op.__name__}: "
+                                                      "input' is not implemented"):
+            op(a, gc.tensor([0.5])).sum().backward()
     with gc.no_grad():  # (and untracked they are plain in-place ops)
         y = x.detach().clone().atanh_()
     np.testing.assert_allclose(host(y), np.arctanh([0.5, 0.25]), rtol=1e-6)
@@ -407,7 +431,7 @@ def test_names_exist_where_pytorch_has_them():
     le gt ge logical_and logical_or logical_xor logical_not bitwise_and bitwise_or
     bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift float_power heaviside
     ldexp logit sinc deg2rad rad2deg nextafter gcd lcm sgn signbit fmax fmin frexp lgamma
-    digamma polygamma mvlgamma i0
+    digamma polygamma mvlgamma i0 igamma igammac
     """.split()
     for name in names:
         assert hasattr(gc, name) == hasattr(torch, name), name

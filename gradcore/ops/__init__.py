@@ -321,7 +321,7 @@ def bind_methods(T) -> None:
                  "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
                  "bitwise_right_shift", "sgn", "logit", "sinc", "deg2rad", "rad2deg", "gcd",
                  "lcm", "heaviside", "ldexp", "nextafter", "lgamma", "digamma", "mvlgamma",
-                 "i0", "polygamma"):
+                 "i0", "polygamma", "igamma", "igammac"):
         methods[name + "_"] = _inplace_method(name + "_", methods[name])
     methods["float_power_"] = _inplace_method("float_power_", pw.float_power_in_place_form)
     # comparisons in place: x holds 1 and 0, with a zero gradient back

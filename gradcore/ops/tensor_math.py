@@ -140,6 +140,7 @@ exp, log, sqrt, sin, cos, tanh, sign = (_pw.exp, _pw.log, _pw.sqrt, _pw.sin, _pw
 pow = _pw.pow  # noqa: A001
 # the gamma family's and i0's derivatives (differentiable ops themselves)
 digamma = _pw.digamma
+lgamma = _pw.lgamma
 polygamma = _pw.polygamma
 i0 = _pw.i0
 i1 = _pw.i1
