@@ -77,7 +77,12 @@ SYNC_NEEDED = {"getitem_mask": "a boolean mask's output size is the number of it
                "masked_select": "its output size is the number of the mask's trues",
                "masked_select_broadcast": "its output size is the number of the mask's trues",
                "repeat_interleave_counts": "its output size is the sum of the counts "
-                                           "(PyTorch reads it too, unless output_size=)"}
+                                           "(PyTorch reads it too, unless output_size=)",
+               # iterative formulas run over whole arrays, not yet as CUDA kernels
+               "polygamma": "polygamma with n >= 2 reads the least input back (below -9 "
+                            "its series takes one step per unit)",
+               "igamma_igammac": "the series and continued fraction read back whether "
+                                 "every element has converged, every 32 steps"}
 
 
 def _op_params():
