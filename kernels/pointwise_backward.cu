@@ -1044,6 +1044,163 @@ __device__ __forceinline__ void where_backward_b(const T* __restrict__ a0, long 
     }
 }
 
+// logit_backward(g, x) = where(x * (1 - x) < 0, sqrt(x * (1 - x)), g / (x * (1 - x)))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void logit_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(where((x * (C(1) - x)) < C(0), sqrt(x * (C(1) - x)), g / (x * (C(1) - x))));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void logit_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        logit_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        logit_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// logit_backward_eps(g, x, lo, hi) = where(x < lo, 0, where(x > hi, 0, g / (x * (1 - x))))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void logit_backward_eps_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, const T* __restrict__ a6, long long a7, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    const I m7 = (I)0 - (I)a7;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        const C lo = load(a4[i & m5]);
+        const C hi = load(a6[i & m7]);
+        out0[i] = store<T>(where(x < lo, C(0), where(x > hi, C(0), g / (x * (C(1) - x)))));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void logit_backward_eps(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, const T* __restrict__ a6, long long a7, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        logit_backward_eps_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, a6, a7, out0, (unsigned int)n);
+    } else {
+        logit_backward_eps_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);
+    }
+}
+
+// sinc_backward(g, x) = p = x * 3.141592653589793; where(x == 0, 0, g * ((p * cos(p) - sin(p)) / (p * x)))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void sinc_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        const C p = x * C(3.141592653589793);
+        out0[i] = store<T>(where(x == C(0), C(0), g * (((p * cos(p)) - sin(p)) / (p * x))));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void sinc_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        sinc_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        sinc_backward_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
+// fmax_backward(g, a, b) = where(a >= b, g, where(b != b, g, 0)), where(a >= b, 0, where(b != b, 0, g))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void fmax_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
+        out0[i] = store<T>(where(a >= b, g, where(b != b, g, C(0))));
+        out1[i] = store<T>(where(a >= b, C(0), where(b != b, C(0), g)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void fmax_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
+    if (n < 2147483648LL) {
+        fmax_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, out1, (unsigned int)n);
+    } else {
+        fmax_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+    }
+}
+
+// fmin_backward(g, a, b) = where(a <= b, g, where(b != b, g, 0)), where(a <= b, 0, where(b != b, 0, g))
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void fmin_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
+        out0[i] = store<T>(where(a <= b, g, where(b != b, g, C(0))));
+        out1[i] = store<T>(where(a <= b, C(0), where(b != b, C(0), g)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void fmin_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, long long n) {
+    if (n < 2147483648LL) {
+        fmin_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, out1, (unsigned int)n);
+    } else {
+        fmin_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+    }
+}
+
+// nextafter_backward(g, a, b) = where(a == b, 0, g)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void nextafter_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    const I m5 = (I)0 - (I)a5;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C a = load(a2[i & m3]);
+        const C b = load(a4[i & m5]);
+        out0[i] = store<T>(where(a == b, C(0), g));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void nextafter_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        nextafter_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, a5, out0, (unsigned int)n);
+    } else {
+        nextafter_backward_loop<T, C, long long>(a0, a1, a2, a3, a4, a5, out0, n);
+    }
+}
+
 // erf_backward(g, x) = g * (exp(-(x * x)) * 1.1283791670955126)
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void erf_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
@@ -2244,6 +2401,24 @@ extern "C" __global__ void where_backward_a_float16(const gc_half* __restrict__ 
 extern "C" __global__ void where_backward_b_float16(const gc_half* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::where_backward_b<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
+extern "C" __global__ void logit_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::logit_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void logit_backward_eps_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, const gc_half* __restrict__ a6, long long a7, gc_half* __restrict__ out0, long long n) {
+    gradcore::logit_backward_eps<gc_half, float>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);
+}
+extern "C" __global__ void sinc_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::sinc_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void fmax_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
+    gradcore::fmax_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void fmin_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
+    gradcore::fmin_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void nextafter_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, long long n) {
+    gradcore::nextafter_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
 extern "C" __global__ void erf_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::erf_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
@@ -2561,6 +2736,24 @@ extern "C" __global__ void where_backward_a_float32(const float* __restrict__ a0
 extern "C" __global__ void where_backward_b_float32(const float* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::where_backward_b<float, float>(a0, a1, a2, a3, out0, n);
 }
+extern "C" __global__ void logit_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::logit_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void logit_backward_eps_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, const float* __restrict__ a6, long long a7, float* __restrict__ out0, long long n) {
+    gradcore::logit_backward_eps<float, float>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);
+}
+extern "C" __global__ void sinc_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::sinc_backward<float, float>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void fmax_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
+    gradcore::fmax_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void fmin_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
+    gradcore::fmin_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void nextafter_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, long long n) {
+    gradcore::nextafter_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, n);
+}
 extern "C" __global__ void erf_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::erf_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
@@ -2877,6 +3070,24 @@ extern "C" __global__ void where_backward_a_float64(const double* __restrict__ a
 }
 extern "C" __global__ void where_backward_b_float64(const double* __restrict__ a0, long long a1, const bool* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::where_backward_b<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void logit_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::logit_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void logit_backward_eps_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, const double* __restrict__ a6, long long a7, double* __restrict__ out0, long long n) {
+    gradcore::logit_backward_eps<double, double>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);
+}
+extern "C" __global__ void sinc_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::sinc_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void fmax_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
+    gradcore::fmax_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void fmin_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
+    gradcore::fmin_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
+}
+extern "C" __global__ void nextafter_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, long long n) {
+    gradcore::nextafter_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, n);
 }
 extern "C" __global__ void erf_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::erf_backward<double, double>(a0, a1, a2, a3, out0, n);

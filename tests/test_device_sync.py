@@ -81,7 +81,12 @@ SYNC_NEEDED = {"getitem_mask": "a boolean mask's output size is the number of it
                "mode": "its counts (bincount) are as long as the largest value, read back",
                "quantile": "q is checked to lie in [0, 1] on the host, as PyTorch checks it",
                "nanquantile_midpoint": "q is checked to lie in [0, 1] on the host, as "
-                                       "PyTorch checks it"}
+                                       "PyTorch checks it",
+               # iterative formulas run over whole arrays, not yet as CUDA kernels
+               "polygamma": "polygamma with n >= 2 reads the least input back (below -9 "
+                            "its series takes one step per unit)",
+               "igamma_igammac": "the series and continued fraction read back whether "
+                                 "every element has converged, every 32 steps"}
 
 
 def _op_params():

@@ -312,6 +312,16 @@ DOMAINS = {
     "atan2_backward": [_normal, _grid(-1.0, 0.0, 0.5), _grid(-0.5, 0.0, 1.0)],  # (0, 0) too
     "copysign_backward": [_normal, _grid(-1.5, 0.0, 0.5, 2.0), _away_from_zero(0.5, 2.0)],
     "erfinv_backward": [_normal, _uniform(-2.0, 2.0)],  # y: erfinv's result
+    "logit_backward": [_normal, _uniform(0.05, 0.95)],
+    "logit_backward_eps": [_normal, _grid(0.05, 0.125, 0.3, 0.5, 0.875, 0.95, np.nan),
+                           _grid(0.125), _grid(0.875)],
+    # ties and NaN on either side, PyTorch's rules
+    "fmax_backward": [_normal, _grid(-1.0, 0.0, 0.5, 2.0, np.nan),
+                      _grid(-1.0, 0.0, 0.5, 2.0, np.nan)],
+    "fmin_backward": [_normal, _grid(-1.0, 0.0, 0.5, 2.0, np.nan),
+                      _grid(-1.0, 0.0, 0.5, 2.0, np.nan)],
+    "nextafter_backward": [_normal, _grid(-1.0, 0.0, 0.5), _grid(-1.0, 0.0, 0.5)],
+    "sinc_backward": [_normal, _grid(-2.5, -1.0, 0.0, 0.25, 0.5, 1.75)],  # 0 exactly too
 }
 # gelu_tanh_backward's 1 - tanh(u)^2 cancels where |u| > 2: a one-ulp difference between
 # the C library's tanhf and NumPy's float32 tanh becomes ~1e-6 absolute (of results ~1)

@@ -426,6 +426,41 @@ OPS = [
     Op("nan_to_num", lambda m, x: m.nan_to_num(m.where(x > 0, x, m.tensor(float("nan"))),
                                                nan=0.25) * x,
        lambda x: np.where(x > 0, x, 0.25) * x, away=0.1),
+    # more pointwise ops of PyTorch (tests/test_pointwise_more.py checks their values)
+    Op("sgn", lambda m, x: m.sgn(x) * x, lambda x: np.sign(x) * x, away=0.1),
+    Op("logit", lambda m, x: m.logit(x), lambda x: np.log(x / (1 - x)), domain=(0.1, 0.9)),
+    Op("logit_eps", lambda m, x: x.logit(0.2) * x,
+       lambda x: np.log(np.clip(x, 0.2, 0.8) / (1 - np.clip(x, 0.2, 0.8))) * x,
+       domain=(0.05, 0.95), extra={"avoid": (0.2, 0.8)}),
+    Op("sinc", lambda m, x: m.sinc(x * 1.5), lambda x: np.sinc(x * 1.5)),
+    Op("deg2rad_rad2deg", lambda m, x: m.deg2rad(x) * m.rad2deg(x * x),
+       lambda x: np.deg2rad(x) * np.rad2deg(x * x)),
+    Op("float_power", lambda m, a, b: m.float_power(a, b), np.power, "binary",
+       domain=(0.3, 2.0), half=False),
+    Op("float_power_scalar", lambda m, x: m.float_power(x, 2.5) + m.float_power(1.5, x),
+       lambda x: x ** 2.5 + 1.5 ** x, domain=(0.3, 2.0), half=False),
+    Op("fmax", lambda m, a, b: m.fmax(a, b), np.fmax, "binary", distinct=True),
+    Op("fmin", lambda m, a, b: m.fmin(a, b) * a, lambda a, b: np.fmin(a, b) * a, "binary",
+       distinct=True),
+    Op("frexp", lambda m, x: m.frexp(x * 1.3)[0] * x, lambda x: np.frexp(x * 1.3)[0] * x,
+       away=0.05, extra={"avoid": (-1 / 1.3, -0.5 / 1.3, 0.5 / 1.3, 1 / 1.3)}),
+    Op("ldexp", lambda m, a, b: m.ldexp(a, b), lambda a, b: a * 2.0 ** b, "binary"),
+    Op("lgamma", lambda m, x: m.lgamma(x), lambda x: _np_of(math.lgamma, x), domain=(0.3, 4.0)),
+    Op("lgamma_negative", lambda m, x: (x - 1.5).lgamma(), lambda x: _np_of(math.lgamma, x - 1.5),
+       domain=(-0.4, 0.4)),
+    Op("digamma", lambda m, x: m.digamma(x), lambda x: _digamma_np(x), domain=(0.3, 3.0)),
+    # (n = 1 is PyTorch's trigamma, to about 1e-9 in float64: tests/test_pointwise_more.py
+    # compares it with PyTorch's)
+    Op("polygamma", lambda m, x: m.polygamma(2, x) + x.polygamma(3), lambda x:
+       _polygamma_np(2, x) + _polygamma_np(3, x), domain=(0.5, 3.0)),
+    Op("mvlgamma", lambda m, x: m.mvlgamma(x, 3), lambda x: sum(
+       _np_of(math.lgamma, x - i / 2) for i in range(3)) + 1.5 * math.log(math.pi),
+       domain=(1.2, 3.0)),
+    Op("i0", lambda m, x: m.i0(x * 2), lambda x: np.i0(x * 2)),
+    # (a constant shape parameter: PyTorch has no derivative for it)
+    Op("igamma_igammac", lambda m, x: m.igamma(m.tensor(2.5, dtype=x.dtype), x) +
+       m.igammac(m.tensor([0.5], dtype=x.dtype), x * 3) * x,
+       lambda x: _igamma_np(2.5, x) + (1 - _igamma_np(0.5, x * 3)) * x, domain=(0.2, 3.0)),
     # statistics
     Op("var_mean", lambda m, x: m.var_mean(x, 1)[0] + m.var_mean(x, 1)[1],
        lambda x: x.var(1, ddof=1) + x.mean(1), M3),
@@ -816,6 +851,40 @@ def _masked_scatter_np(a, mask, src):
 def _cdist_np(a, b, p):
     diff = np.abs(a[..., :, None, :] - b[..., None, :, :])
     return (diff ** p).sum(-1) ** (1 / p)
+
+
+def _np_of(fn, x):
+    return np.vectorize(fn, otypes=[np.float64])(x)
+
+
+def _polygamma_np(n, x, terms=1000):
+    """``(-1)^(n+1) n! sum_k (x + k)^-(n+1)``: the first terms, and Euler-Maclaurin's
+    tail."""
+    k = np.arange(terms, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    y = x + terms
+    s = ((x[..., None] + k) ** -(n + 1.0)).sum(-1) + y ** -float(n) / n + \
+        0.5 * y ** -(n + 1.0) + (n + 1) / 12 * y ** -(n + 2.0)
+    return (-1) ** (n + 1) * math.factorial(n) * s
+
+
+def _digamma_np(x):
+    """digamma(x + 50) by its asymptotic series (to 1e-17), less ``1 / (x + k)``."""
+    y = x + 50.0
+    r = 1 / (y * y)
+    big = np.log(y) - 0.5 / y - r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r / 240)))
+    return big - sum(1 / (x + k) for k in range(50))
+
+
+def _igamma_np(a, x, terms=200):
+    """``P(a, x)`` by its power series ``x^a e^-x / Gamma(a + 1) sum_k x^k / ((a + 1) ...
+    (a + k))`` (x below 10 here)."""
+    x = np.asarray(x, dtype=np.float64)
+    term, total = np.ones_like(x), np.ones_like(x)
+    for k in range(1, terms):
+        term = term * x / (a + k)
+        total = total + term
+    return total * np.exp(a * np.log(x) - x - math.lgamma(a + 1))
 
 
 def _erfc_np(x):

@@ -48,11 +48,6 @@ __all__ = [n for n in dir() if not n.startswith("_") and
 # not import the ops, it is handed them here, once.
 set_differentiable_namespace(tensor_math)
 
-# NumPy's spellings, here only (not gradcore.<name> nor Tensor methods)
-negative = pointwise.neg
-greater, less, greater_equal, less_equal, not_equal = (
-    pointwise.gt, pointwise.lt, pointwise.ge, pointwise.le, pointwise.ne)
-
 
 # ---- in-place ops ----------
 def _alias(x: Tensor) -> Tensor:
@@ -105,9 +100,9 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
                            f"broadcast shape {list(rd.shape)}")
     if rd.dtype != xd.dtype:
         if not _can_cast(rd.dtype, xd.dtype):
-            raise RuntimeError(f"{op_name}: result type {dtypes.from_numpy_dtype(rd.dtype)!r} "
-                               f"can't be cast to the desired output type "
-                               f"{dtypes.from_numpy_dtype(xd.dtype)!r}")
+            raise RuntimeError(f"{op_name}: result type {dtypes.torch_name(rd.dtype)} can't "
+                               f"be cast to the desired output type "
+                               f"{dtypes.torch_name(xd.dtype)}")  # (PyTorch's words)
     math_of(xd).copyto(xd, rd, casting="unsafe")
     x._bump()
     if tracked and r.grad_fn is not None:
@@ -288,6 +283,7 @@ def bind_methods(T) -> None:
         "__lshift__": pw.bitwise_left_shift, "__rshift__": pw.bitwise_right_shift,
         "__rlshift__": _r(pw.bitwise_left_shift), "__rrshift__": _r(pw.bitwise_right_shift),
         "where": lambda self, cond, other: pw.where(cond, self, other),
+        "polygamma": pw.polygamma_method,
         # shape
         "expand_as": lambda self, other: shape.broadcast_to(self, other.shape),
         "view_as": lambda self, other: shape.view(self, other.shape),
@@ -316,14 +312,32 @@ def bind_methods(T) -> None:
                  "masked_fill", "tan", "asin", "acos", "atan", "sinh", "cosh", "log2",
                  "log10", "exp2", "floor", "ceil", "round", "trunc", "frac", "tril", "triu",
                  "scatter", "scatter_add", "scatter_reduce", "index_copy", "index_add",
-                 "masked_scatter", "clamp_min", "clamp_max", "fmod", "remainder", "lerp",
-                 "atan2", "arctan2", "hypot", "copysign", "erfc", "erfinv", "xlogy",
-                 "nan_to_num"):
-        # (no asinh_/acosh_/atanh_: PyTorch has no derivative for them in place)
+                 "masked_scatter", "clamp_min",
+                 "clamp_max", "fmod", "remainder", "lerp", "atan2", "arctan2", "hypot",
+                 "copysign", "erfc", "erfinv", "xlogy", "nan_to_num",
+                 # PyTorch's other spellings
+                 "absolute", "negative", "multiply", "subtract", "divide", "true_divide",
+                 "floor_divide", "arcsin", "arccos", "arctan", "fix",
+                 "sin", "cos", "sign", "expm1", "log1p", "rsqrt", "cumsum", "cumprod",
+                 "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
+                 "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+                 "bitwise_right_shift", "sgn", "logit", "sinc", "deg2rad", "rad2deg", "gcd",
+                 "lcm", "heaviside", "ldexp", "nextafter", "lgamma", "digamma", "mvlgamma",
+                 "i0", "polygamma", "igamma", "igammac"):
         methods[name + "_"] = _inplace_method(name + "_", methods[name])
     for name in ("put", "index_put", "index_fill", "addmm", "addmv", "addr", "addbmm", "baddbmm",
                  "addcmul", "addcdiv"):
         methods[name + "_"] = _inplace_method(name + "_", methods[name])
+    methods["float_power_"] = _inplace_method("float_power_", pw.float_power_in_place_form)
+    # comparisons in place: x holds 1 and 0, with a zero gradient back
+    for name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less",
+                 "less_equal", "not_equal"):
+        methods[name + "_"] = _inplace_method(name + "_", pw.comparison_in_place(methods[name]))
+    # asinh_, acosh_, atanh_ run, but PyTorch has no derivative for them
+    for name, op in (("asinh", "asinh"), ("arcsinh", "asinh"), ("acosh", "acosh"),
+                     ("arccosh", "acosh"), ("atanh", "atanh"), ("arctanh", "atanh")):
+        methods[name + "_"] = _inplace_method(
+            name + "_", pw.without_derivative_in_place(op, methods[name]))
     for name, op in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul"),
                      ("__itruediv__", "div"), ("__ipow__", "pow")):
         methods[name] = _inplace_method(name, methods[op])

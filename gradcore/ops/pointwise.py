@@ -11,6 +11,8 @@ an op only records its input shapes in ``node.shapes`` when they differ.
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from .. import dtypes
@@ -243,7 +245,7 @@ class NegBackward0(Node):
         return (-g if out is None else F.negative(g, out=out),)
 
 
-@export(torch=True, method=True)
+@export(torch=("neg", "negative"), method=("neg", "negative"))
 @op_function
 def neg(x):
     """``-x``."""
@@ -257,6 +259,23 @@ def neg(x):
     if not (mode.enabled and x._rg):
         return wrap(out)
     return record(out, NegBackward0, x)
+
+
+@export(torch=True, method=True)
+def positive(input):  # noqa: A002
+    """``+input``: ``input`` itself (bool tensors raise, as in PyTorch).
+
+    >>> import gradcore as gc
+    >>> x = gc.tensor([1, -2])
+    >>> gc.positive(x) is x
+    True
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"positive(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
 
 
 def _times(F, g, other, out):
@@ -360,7 +379,7 @@ class RdivBackward(Node):  # scalar / tensor
         return "MulBackward0"
 
 
-@export(torch=("div", "divide"), method=("div", "divide", "true_divide"))
+@export(torch=("div", "divide", "true_divide"), method=("div", "divide", "true_divide"))
 @op_function
 def div(a, b, *, rounding_mode=None):
     """``a / b`` (true division: integers give float32, as in PyTorch)."""
@@ -755,7 +774,7 @@ class AbsBackward0(Node):
         return (F.abs_backward(g, x),)
 
 
-@export(torch=True, method=True)
+@export(torch=("abs", "absolute"), method=("abs", "absolute"))
 def abs(x):  # noqa: A001
     """Absolute value (gradient 0 at 0, as in PyTorch)."""
     if isinstance(x, Tensor) and x._data.dtype.kind == "b":
@@ -971,6 +990,31 @@ class AtanhBackward0(Node):
 def atanh(x):
     """Inverse hyperbolic tangent."""
     return _unary(x, "arctanh", AtanhBackward0, save_input=True)
+
+
+# PyTorch has no derivative for asinh_, acosh_ and atanh_: they run, and a backward pass
+# through them raises
+class InPlaceWithoutDerivative(Node):
+    def apply(self, F, g):
+        raise NotImplementedError(f"the derivative for 'inplace version of {self.op}' is "
+                                  "not implemented.")
+
+    def name(self):  # PyTorch's AsinhBackward1, ...
+        return f"{self.op.capitalize()}Backward1"
+
+
+def without_derivative_in_place(op, fn):
+    """The out-of-place form of ``x.<op>_()``: ``fn(x)``, whose node, when ``x`` requires
+    grad, raises PyTorch's error in backward."""
+    def in_place(x):
+        r = fn(x)
+        if r.grad_fn is None:
+            return r
+        t = record1(r._data, InPlaceWithoutDerivative, x)
+        t.grad_fn.op = op
+        return t
+    in_place.__name__ = op
+    return in_place
 
 
 declare(Kernel("log2_backward", ("g", "x"), "g / (x * 0.6931471805599453)"))
@@ -1876,17 +1920,55 @@ def _compare(op, fwd):
 
 
 eq = export(torch=True, method=True)(_compare("eq", lambda x, y: x == y))
-ne = export(torch=True, method=True)(_compare("ne", lambda x, y: x != y))
-lt = export(torch=True, method=True)(_compare("lt", lambda x, y: x < y))
-le = export(torch=True, method=True)(_compare("le", lambda x, y: x <= y))
-gt = export(torch=True, method=True)(_compare("gt", lambda x, y: x > y))
-ge = export(torch=True, method=True)(_compare("ge", lambda x, y: x >= y))
+ne = export(torch=("ne", "not_equal"), method=("ne", "not_equal"))(
+    _compare("ne", lambda x, y: x != y))
+lt = export(torch=("lt", "less"), method=("lt", "less"))(_compare("lt", lambda x, y: x < y))
+le = export(torch=("le", "less_equal"), method=("le", "less_equal"))(
+    _compare("le", lambda x, y: x <= y))
+gt = export(torch=("gt", "greater"), method=("gt", "greater"))(
+    _compare("gt", lambda x, y: x > y))
+ge = export(torch=("ge", "greater_equal"), method=("ge", "greater_equal"))(
+    _compare("ge", lambda x, y: x >= y))
 logical_and = export(torch=True, method=True)(_compare(
     "logical_and", lambda x, y: math_of(x if hasattr(x, "dtype") else y).logical_and(x, y)))
 logical_or = export(torch=True, method=True)(_compare(
     "logical_or", lambda x, y: math_of(x if hasattr(x, "dtype") else y).logical_or(x, y)))
 logical_xor = export(torch=True, method=True)(_compare(
     "logical_xor", lambda x, y: math_of(x if hasattr(x, "dtype") else y).logical_xor(x, y)))
+
+
+class ComparisonBackward(Node):
+    """``x.eq_(other)`` and the other comparisons in place: zero gradients (PyTorch's
+    ``EqBackward0`` for a number, ``EqBackward1`` for a tensor)."""
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return tuple(F.zeros_like(g) for _ in self.next_functions)
+
+    def name(self):
+        return self.node_name
+
+
+def comparison_in_place(compare):
+    """The out-of-place form of ``x.<op>_(other)``: ``compare``'s bool result (which the
+    in-place method writes into ``x`` as 1 and 0), recorded with a zero gradient when an
+    operand requires grad, so that ``x``'s old history gets nothing."""
+    op = compare.__name__
+
+    def in_place(x, other):
+        r = compare(x, other)
+        inputs = [v for v in (x, other) if isinstance(v, Tensor)]
+        if not (mode.enabled and any(v._rg for v in inputs)):
+            return r
+        t = record(r._data, ComparisonBackward, *inputs)
+        node = t.grad_fn
+        node.node_name = "".join(w.capitalize() for w in op.split("_")) + \
+            f"Backward{len(inputs) - 1}"
+        if len(inputs) == 2 and tuple(x.shape) != tuple(other.shape):
+            node.shapes = (tuple(x.shape), tuple(other.shape))
+        return t
+    in_place.__name__ = op
+    return in_place
 
 
 def _bitwise(op, fwd):
@@ -2065,6 +2147,679 @@ def equal(input, other) -> bool:  # noqa: A002
     if input._data.shape != other._data.shape:
         return False
     return bool(eq(input, other)._data.all())
+
+
+# ---- issue 14: more pointwise ops of PyTorch (forward, rule and kernel together) ----------
+class SgnBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        return (0 * g,)
+
+
+@export(torch=True, method=True)
+def sgn(input):  # noqa: A002
+    """The sign of ``input``: :func:`sign` for real tensors (-1, 0 or 1, 0 at NaN; a
+    bool tensor is itself); zero gradient.
+
+    >>> import gradcore as gc
+    >>> gc.sgn(gc.tensor([-2.0, 0.0, 3.0]))
+    tensor([-1.,  0.,  1.])
+    """
+    if isinstance(input, Tensor) and input._data.dtype.kind == "b":
+        return wrap(input._data.copy())
+    return _unary(input, "sign", SgnBackward0, floating=False)
+
+
+@export(torch=True, method=True)
+def signbit(input):  # noqa: A002
+    """Where the sign bit of ``input`` is set (``-0.0`` and NaNs with the bit included),
+    as a bool tensor; never tracked.
+
+    >>> import gradcore as gc
+    >>> gc.signbit(gc.tensor([-1.0, -0.0, 0.0, 2.0]))
+    tensor([ True,  True, False, False])
+    """
+    xd = input._data
+    m = math_of(xd)
+    if xd.dtype.kind == "f":
+        return wrap(m.signbit(xd))
+    if xd.dtype.kind in "ub":
+        return wrap(m.zeros(xd.shape, dtype=bool))
+    return wrap(xd < 0)
+
+
+# PyTorch's logit_backward: without eps, g / (x * (1 - x)), NaN outside [0, 1]; with eps,
+# g / (x * (1 - x)) inside [eps, 1 - eps] and 0 outside (sqrt(negative) is the NaN)
+declare(Kernel("logit_backward", ("g", "x"),
+               "where(x * (1 - x) < 0, sqrt(x * (1 - x)), g / (x * (1 - x)))"))
+declare(Kernel("logit_backward_eps", ("g", "x", "lo", "hi"),
+               "where(x < lo, 0, where(x > hi, 0, g / (x * (1 - x))))"))
+class LogitBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        if self.eps is None or self.eps < 0:
+            return (F.logit_backward(g, x),)
+        # the bounds in x's dtype, as PyTorch's kernel holds them (x == eps in float16)
+        lo = float(np.asarray(self.eps, dtype=x.dtype))
+        return (F.logit_backward_eps(g, x, lo, float(np.asarray(1.0 - self.eps, x.dtype))),)
+
+
+@export(torch=True, method=True)
+def logit(input, eps=None):  # noqa: A002
+    """``log(p / (1 - p))``, ``p`` being ``input`` clamped to ``[eps, 1 - eps]`` when
+    ``eps`` is given (its gradient is then 0 outside that range); integers give
+    float32.
+
+    >>> import gradcore as gc
+    >>> gc.logit(gc.tensor([0.0, 0.5, 0.75]), eps=1e-6)
+    tensor([-13.8155,   0.0000,   1.0986])
+    """
+    x = _float(as_tensor(input))
+    xd = x._data
+    m = math_of(xd)
+    z = xd
+    if eps is not None:  # (PyTorch's clamp: lo wins where lo > 1 - eps)
+        z = m.where(xd < eps, eps, m.where(xd > 1 - eps, 1 - eps, xd)).astype(xd.dtype,
+                                                                             copy=False)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = m.log(z / (1 - z)).astype(xd.dtype, copy=False)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record1(out, LogitBackward0, x)
+    t.grad_fn.eps = eps
+    t.grad_fn.saved = (x,)
+    t.grad_fn.versions = (x._version,)
+    return t
+
+
+# d/dx sin(pi x) / (pi x) = (p cos(p) - sin(p)) / (p x), p = pi x; 0 at 0 (PyTorch's)
+declare(Kernel("sinc_backward", ("g", "x"),
+               "where(x == 0, 0, g * ((p * cos(p) - sin(p)) / (p * x)))",
+               lets=(("p", "x * 3.141592653589793"),)))
+class SincBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.sinc_backward(g, x),)
+
+
+@export(torch=True, method=True)
+def sinc(input):  # noqa: A002
+    """The normalized sinc, ``sin(pi x) / (pi x)``, and 1 at 0; integers give float32.
+
+    >>> import gradcore as gc
+    >>> gc.sinc(gc.tensor([0.0, 0.5]))
+    tensor([1.0000, 0.6366])
+    """
+    x = _float(as_tensor(input))
+    xd = x._data
+    m = math_of(xd)
+    p = xd * np.pi  # (in x's dtype, as PyTorch: sinc(1.0) is sin(float(pi)) / float(pi))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = m.where(xd == 0, 1, m.sin(p) / p).astype(xd.dtype, copy=False)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record1(out, SincBackward0, x)
+    t.grad_fn.saved = (x,)
+    t.grad_fn.versions = (x._version,)
+    return t
+
+
+class Deg2RadBackward0(Node):
+    fresh_grads = True
+    factor = np.pi / 180
+
+    def apply(self, F, g):
+        return (g * self.factor,)
+
+
+class Rad2DegBackward0(Deg2RadBackward0):
+    factor = 180 / np.pi
+
+
+def _scaled(input, cls):
+    x = _float(as_tensor(input))
+    out = x._data * cls.factor
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    return record1(out, cls, x)
+
+
+@export(torch=True, method=True)
+def deg2rad(input):  # noqa: A002
+    """Degrees to radians, ``input * pi / 180``; integers give float32.
+
+    >>> import gradcore as gc
+    >>> gc.deg2rad(gc.tensor([180.0, 90.0]))
+    tensor([3.1416, 1.5708])
+    """
+    return _scaled(input, Deg2RadBackward0)
+
+
+@export(torch=True, method=True)
+def rad2deg(input):  # noqa: A002
+    """Radians to degrees, ``input * 180 / pi``; integers give float32.
+
+    >>> import gradcore as gc
+    >>> gc.rad2deg(gc.tensor([3.141592653589793]))
+    tensor([180.])
+    """
+    return _scaled(input, Rad2DegBackward0)
+
+
+def _as_double(v):
+    if isinstance(v, Tensor):
+        return to_dtype(v, dtypes.float64)
+    if isinstance(v, (bool, np.bool_)):
+        return float(v)
+    return v
+
+
+@export(torch=True, method=True)
+def float_power(input, exponent):  # noqa: A002
+    """``input ** exponent`` computed in float64 (the result is float64 whatever the
+    operands' dtypes); either may be a number. Gradients as :func:`pow`'s.
+
+    >>> import gradcore as gc
+    >>> gc.float_power(gc.tensor([2, -3]), 2)
+    tensor([4., 9.], dtype=gradcore.float64)
+    """
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise TypeError(f"float_power(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if isinstance(exponent, complex) or isinstance(input, complex):
+        raise TypeError("float_power: complex operands are not supported by gradcore")
+    return pow(_as_double(input), _as_double(exponent))
+
+
+def float_power_in_place_form(input, exponent):  # noqa: A002
+    """The out-of-place form of ``input.float_power_(exponent)``: ``input`` must be
+    float64 already, as PyTorch requires."""
+    if input._data.dtype != np.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype "
+                           f"{dtypes.torch_name(input.dtype)} but the "
+                           f"operation's result requires dtype Double")
+    return float_power(input, exponent)
+
+
+# PyTorch's FmaxBackward0: `input` takes the gradient where input >= other or other is
+# NaN, `other` elsewhere (fmin: the same with <=)
+declare(Kernel("fmax_backward", ("g", "a", "b"),
+               ("where(a >= b, g, where(b != b, g, 0))", "where(a >= b, 0, where(b != b, 0, g))")))
+class FmaxBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        ga, gb = F.fmax_backward(g, a, b)
+        return (ga if self.needs(0) else None), (gb if self.needs(1) else None)
+
+
+declare(Kernel("fmin_backward", ("g", "a", "b"),
+               ("where(a <= b, g, where(b != b, g, 0))", "where(a <= b, 0, where(b != b, 0, g))")))
+class FminBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        ga, gb = F.fmin_backward(g, a, b)
+        return (ga if self.needs(0) else None), (gb if self.needs(1) else None)
+
+
+def _np_fmax(x, y):
+    return math_of(x).fmax(x, y)
+
+
+def _np_fmin(x, y):
+    return math_of(x).fmin(x, y)
+
+
+@export(torch=True, method=True)
+def fmax(input, other):  # noqa: A002
+    """The elementwise maximum that ignores NaN: the other value where one is NaN (NaN
+    where both are); tensors of any dtypes (promoted). At ties ``input`` takes the
+    gradient.
+
+    >>> import gradcore as gc
+    >>> gc.fmax(gc.tensor([1.0, float("nan"), 3.0]), gc.tensor([2.0, 0.5, float("nan")]))
+    tensor([2.0000, 0.5000, 3.0000])
+    """
+    _tensor_pair("fmax", input, other)
+    return _binary("fmax", FmaxBackward0, None, None, _np_fmax, input, other,
+                   save_inputs=True)
+
+
+@export(torch=True, method=True)
+def fmin(input, other):  # noqa: A002
+    """The elementwise minimum that ignores NaN: the other value where one is NaN (NaN
+    where both are); tensors of any dtypes (promoted). At ties ``input`` takes the
+    gradient.
+
+    >>> import gradcore as gc
+    >>> gc.fmin(gc.tensor([1.0, float("nan")]), gc.tensor([2.0, 0.5]))
+    tensor([1.0000, 0.5000])
+    """
+    _tensor_pair("fmin", input, other)
+    return _binary("fmin", FminBackward0, None, None, _np_fmin, input, other,
+                   save_inputs=True)
+
+
+def _integer_pair(op, input, other):
+    """Two tensors of integer dtypes (after promotion), as PyTorch's ``<op>_cpu``
+    kernels take."""
+    _tensor_pair(op, input, other)
+    x, y = binary_operands(input, other, op)
+    kind = x._data.dtype
+    if kind.kind not in "iu":
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for "
+                                  f"'{dtypes.torch_name(dtypes.from_numpy_dtype(kind))}'")
+    return x, y
+
+
+@export(torch=True, method=True)
+def gcd(input, other):  # noqa: A002
+    """The greatest common divisor of integer tensors, elementwise (non-negative;
+    ``gcd(0, 0)`` is 0); never tracked.
+
+    >>> import gradcore as gc
+    >>> gc.gcd(gc.tensor([4, -6, 0]), gc.tensor([6, 4, 5]))
+    tensor([2, 2, 5])
+    """
+    x, y = _integer_pair("gcd", input, other)
+    return _no_grad_binary("gcd", x, y, lambda a, b: math_of(a).gcd(a, b))
+
+
+@export(torch=True, method=True)
+def lcm(input, other):  # noqa: A002
+    """The least common multiple of integer tensors, elementwise (non-negative; 0 where
+    either is 0); never tracked.
+
+    >>> import gradcore as gc
+    >>> gc.lcm(gc.tensor([4, -6, 0]), gc.tensor([6, 4, 5]))
+    tensor([12, 12,  0])
+    """
+    x, y = _integer_pair("lcm", input, other)
+    return _no_grad_binary("lcm", x, y, lambda a, b: math_of(a).lcm(a, b))
+
+
+class NotDifferentiable(Node):
+    """An op PyTorch records without a derivative: backward through it raises."""
+    def apply(self, F, g):
+        raise RuntimeError(f"derivative for aten::{self.op} is not implemented")
+
+    def name(self):
+        return "NotImplemented"
+
+
+@export(torch=True, method=True)
+def heaviside(input, values):  # noqa: A002
+    """The Heaviside step: 0 where ``input < 0``, 1 where ``input > 0`` (and NaN),
+    ``values`` where ``input == 0``; two tensors of one dtype, broadcast. Not
+    differentiable (backward through it raises, as in PyTorch).
+
+    >>> import gradcore as gc
+    >>> gc.heaviside(gc.tensor([-1.5, 0.0, 2.0]), gc.tensor(0.5))
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"heaviside(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if not isinstance(values, Tensor):
+        raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not "
+                        f"{type(values).__name__}")
+    if input._data.dtype != values._data.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different "
+                           "dtypes.")
+    xd, vd = input._data, values._data
+    check_same_device(xd, vd, "heaviside")
+    m = math_of(xd)
+    try:
+        out = m.where(xd == 0, vd, (xd > 0).astype(xd.dtype)).astype(xd.dtype, copy=False)
+    except ValueError as exc:
+        raise _broadcast_error("heaviside", input, values, exc) from None
+    if not (mode.enabled and (input._rg or values._rg)):
+        return wrap(out)
+    t = record(out, NotDifferentiable, input, values)
+    t.grad_fn.op = "heaviside"
+    return t
+
+
+frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+class FrexpBackward0(Node):  # g / 2 ** exponent
+    fresh_grads = True
+    half = False  # float16: the scale is float32, the gradient rounded back
+
+    def apply(self, F, g):
+        out = g * F.constant(self.scale)
+        return (F.astype(out, np.float16) if self.half else out,)
+
+
+@export(torch=True, method=True)
+def frexp(input):  # noqa: A002
+    """``(mantissa, exponent)`` with ``input == mantissa * 2 ** exponent``, the
+    mantissa in ``[0.5, 1)`` in magnitude (0, inf and NaN as they are, exponent 0) and
+    the exponent int32; floating tensors only. The mantissa's gradient is
+    ``g / 2 ** exponent``.
+
+    >>> import gradcore as gc
+    >>> gc.frexp(gc.tensor([3.0, -0.25]))
+    frexp(mantissa=tensor([ 0.7500, -0.5000]), exponent=tensor([ 2, -1], dtype=gradcore.int32))
+    """
+    xd = input._data
+    if xd.dtype.kind != "f":
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    m = math_of(xd)
+    mantissa, exponent = m.frexp(xd)
+    exponent = exponent.astype(np.int32, copy=False)
+    mantissa = mantissa.astype(xd.dtype, copy=False)
+    if not (mode.enabled and input._rg):
+        return frexp_result(wrap(mantissa), wrap(exponent))
+    t = record1(mantissa, FrexpBackward0, input)
+    # 2 ** -exponent, exact (float16's subnormals need exponents float16 cannot scale by)
+    scale_dtype = np.float32 if xd.dtype == np.float16 else xd.dtype
+    t.grad_fn.scale = m.ldexp(m.ones(xd.shape, dtype=scale_dtype), -exponent)
+    t.grad_fn.half = xd.dtype == np.float16
+    return frexp_result(t, wrap(exponent))
+
+
+# PyTorch's LdexpBackward0: g * 2 ** other, and g * input * log(2) * 2 ** other
+class LdexpBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        scale = 2.0 ** b
+        return (g * scale if self.needs(0) else None,
+                g * a * scale * 0.6931471805599453 if self.needs(1) else None)
+
+
+@export(torch=True, method=True)
+def ldexp(input, other):  # noqa: A002
+    """``input * 2 ** other``, two tensors broadcast, computed in their promoted
+    floating dtype (integers give float32).
+
+    >>> import gradcore as gc
+    >>> gc.ldexp(gc.tensor([1.0, 3.0]), gc.tensor([2, -1]))
+    tensor([4.0000, 1.5000])
+    """
+    _tensor_pair("ldexp", input, other)
+    if input._data.dtype.kind == "f" and other._data.dtype.kind == "b":
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
+    x, y = binary_operands(input, other, "ldexp", float_result=True)
+    xd, yd = x._data, y._data
+    try:
+        out = xd * math_of(xd).exp2(yd)
+    except ValueError as exc:
+        raise _broadcast_error("ldexp", x, y, exc) from None
+    if not (mode.enabled and (x._rg or y._rg)):
+        return wrap(out)
+    t = record(out, LdexpBackward0, x, y)
+    node = t.grad_fn
+    node.save(x, y)
+    if xd.shape != yd.shape:
+        node.shapes = (xd.shape, yd.shape)
+    return t
+
+
+# PyTorch's NextafterBackward0: g for input, but 0 where input == other (the result is
+# other there); zeros for other
+declare(Kernel("nextafter_backward", ("g", "a", "b"), "where(a == b, 0, g)"))
+class NextafterBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        a, b = self.unpack(F)
+        return (F.nextafter_backward(g, a, b) if self.needs(0) else None,
+                F.zeros_like(g) if self.needs(1) else None)
+
+
+def _np_nextafter(x, y):
+    return math_of(x).nextafter(x, y)
+
+
+@export(torch=True, method=True)
+def nextafter(input, other):  # noqa: A002
+    """The next floating-point value after ``input`` toward ``other``, elementwise
+    (floating tensors, broadcast).
+
+    >>> import gradcore as gc
+    >>> gc.nextafter(gc.tensor([1.0], dtype=gc.float64), gc.tensor([2.0], dtype=gc.float64)) - 1
+    tensor([2.2204e-16], dtype=gradcore.float64)
+    """
+    _tensor_pair("nextafter", input, other)
+    x, y = binary_operands(input, other, "nextafter")
+    if x._data.dtype.kind != "f":
+        raise NotImplementedError(f"\"nextafter_cpu\" not implemented for "
+                                  f"'{dtypes.torch_name(x.dtype)}'")
+    return _binary("nextafter", NextafterBackward0, None, None, _np_nextafter, x, y,
+                   save_inputs=True)
+
+
+# ---- the gamma family and the Bessel function i0 (gradcore.backend's formulas) ----------
+class LgammaBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g * F.digamma(x),)
+
+
+@export(torch=True, method=True)
+def lgamma(input):  # noqa: A002
+    """``log|Gamma(input)|`` (inf at 0 and the negative integers); integers give
+    float32. Its gradient is :func:`digamma`.
+
+    >>> import gradcore as gc
+    >>> gc.lgamma(gc.tensor([0.5, 1.0, 10.0]))
+    tensor([ 0.5724,  0.0000, 12.8018])
+    """
+    return _unary(input, "lgamma", LgammaBackward0, save_input=True)
+
+
+class DigammaBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g * F.polygamma(1, x),)
+
+
+@export(torch=True, method=True)
+def digamma(input):  # noqa: A002
+    """The logarithmic derivative of Gamma, ``Gamma'(x) / Gamma(x)``: -inf at 0 (inf at
+    -0), NaN at the negative integers; integers give float32.
+
+    >>> import gradcore as gc
+    >>> gc.digamma(gc.tensor([1.0, 0.5]))
+    tensor([-0.5772, -1.9635])
+    """
+    return _unary(input, "digamma", DigammaBackward0, save_input=True)
+
+
+class PolygammaBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g * F.polygamma(self.n + 1, x),)
+
+
+@export(torch=True)
+def polygamma(n, input):  # noqa: A002
+    """The ``n``-th derivative of :func:`digamma` (``n = 0``: digamma itself), as
+    PyTorch computes it; integers give float32. ``Tensor.polygamma(n)`` is
+    ``polygamma(n, self)``.
+
+    >>> import gradcore as gc
+    >>> gc.polygamma(1, gc.tensor([1.0, 2.0]))
+    tensor([1.6449, 0.6449])
+    """
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    x = _float(as_tensor(input))
+    xd = x._data
+    out = math_of(xd).polygamma(int(n), xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record1(out, PolygammaBackward0, x)
+    t.grad_fn.n = int(n)
+    t.grad_fn.saved = (x,)
+    t.grad_fn.versions = (x._version,)
+    return t
+
+
+def polygamma_method(self, n):
+    """``polygamma(n, self)``: the ``n``-th derivative of :func:`digamma`."""
+    return polygamma(n, self)
+
+
+@export(torch=True, method=True)
+def mvlgamma(input, p):  # noqa: A002
+    """The multivariate log-gamma function of dimension ``p``: ``sum_i lgamma(input - i /
+    2)`` over ``i < p``, plus ``p (p - 1) / 4 * log(pi)``; integers give float32.
+
+    >>> import gradcore as gc
+    >>> gc.mvlgamma(gc.tensor([2.5, 3.0]), 2)
+    tensor([0.8570, 1.5502])
+    """
+    if not isinstance(p, (int, np.integer)) or isinstance(p, bool):
+        raise TypeError(f"mvlgamma(): argument 'p' (position 2) must be int, not "
+                        f"{type(p).__name__}")
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    x = _float(as_tensor(input))
+    m = math_of(x._data)
+    offsets = wrap(m.asarray(np.arange(-(p - 1) / 2, 0.5, 0.5), dtype=x._data.dtype))
+    terms = lgamma(add(x.unsqueeze(-1), offsets))
+    return add(terms.sum(-1), p * (p - 1) / 4 * float(np.log(np.pi)))
+
+
+class I0Backward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g * F.i1(x),)
+
+
+@export(torch=True, method=True)
+def i0(input):  # noqa: A002
+    """The modified Bessel function of the first kind of order 0; integers give
+    float32. Its gradient is ``i1``.
+
+    >>> import gradcore as gc
+    >>> gc.i0(gc.tensor([0.0, 1.0]))
+    tensor([1.0000, 1.2661])
+    """
+    x = _float(as_tensor(input))
+    xd = x._data
+    out = math_of(xd).i0(xd).astype(xd.dtype, copy=False)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record1(out, I0Backward0, x)
+    t.grad_fn.saved = (x,)
+    t.grad_fn.versions = (x._version,)
+    return t
+
+
+class SpecialI1Backward0(Node):  # i0(x) - i1(x) / x, and 1/2 at 0
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        y = self.output(F)
+        safe = F.where(x == 0, 1.0, x)
+        return (g * F.where(x == 0, 0.5, F.i0(x) - y / safe),)
+
+
+def i1(input):  # noqa: A002
+    """The modified Bessel function of the first kind of order 1 (PyTorch's
+    ``torch.special.i1``): :func:`i0`'s derivative, differentiable itself."""
+    x = _float(as_tensor(input))
+    xd = x._data
+    out = math_of(xd).i1(xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record1(out, SpecialI1Backward0, x)
+    t.grad_fn.saved = (x,)
+    t.grad_fn.versions = (x._version,)
+    t.grad_fn.save_output(t)
+    return t
+
+
+# PyTorch's IgammaBackward0: no derivative for `input` (backward raises), and
+# g * exp((a - 1) log(x) - x - lgamma(a)) for `other` (igammac: its negative)
+class IgammaBackward0(Node):
+    fresh_grads = True
+    op = "igamma"
+
+    def apply(self, F, g):
+        if self.needs(0):
+            raise NotImplementedError(f"the derivative for '{self.op}: input' is not "
+                                      "implemented.")
+        a, x = self.unpack(F)
+        d = g * F.exp((a - 1) * F.log(x) - x - F.lgamma(a))
+        return None, (-d if self.op == "igammac" else d)
+
+
+class IgammacBackward0(IgammaBackward0):
+    op = "igammac"
+
+
+def _incomplete_gamma(op, cls, input, other):  # noqa: A002
+    _tensor_pair(op, input, other)
+    x, y = binary_operands(input, other, op)
+    if x._data.dtype.kind != "f":
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for "
+                                  f"'{dtypes.torch_name(x.dtype)}'")
+    xd, yd = x._data, y._data
+    try:
+        math_of(xd).broadcast_shapes(xd.shape, yd.shape)
+    except ValueError as exc:
+        raise _broadcast_error(op, x, y, exc) from None
+    out = math_of(xd).igamma(xd, yd, upper=op == "igammac").astype(xd.dtype, copy=False)
+    if not (mode.enabled and (x._rg or y._rg)):
+        return wrap(out)
+    t = record(out, cls, x, y)
+    node = t.grad_fn
+    node.save(x, y)
+    if xd.shape != yd.shape:
+        node.shapes = (xd.shape, yd.shape)
+    return t
+
+
+@export(torch=True, method=True)
+def igamma(input, other):  # noqa: A002
+    """The regularized lower incomplete gamma function ``P(input, other)``: ``1 /
+    Gamma(a) * integral_0^x t^(a-1) e^-t dt``; floating tensors, broadcast. The gradient
+    of ``other`` only (PyTorch has none for ``input``: backward through it raises).
+
+    >>> import gradcore as gc
+    >>> gc.igamma(gc.tensor([1.0, 2.0]), gc.tensor([1.0, 0.5]))
+    tensor([0.6321, 0.0902])
+    """
+    return _incomplete_gamma("igamma", IgammaBackward0, input, other)
+
+
+@export(torch=True, method=True)
+def igammac(input, other):  # noqa: A002
+    """The regularized upper incomplete gamma function ``Q(input, other) = 1 -
+    igamma(input, other)``, accurate where it is small; gradients as :func:`igamma`'s.
+
+    >>> import gradcore as gc
+    >>> gc.igammac(gc.tensor([1.0, 2.0]), gc.tensor([1.0, 0.5]))
+    tensor([0.3679, 0.9098])
+    """
+    return _incomplete_gamma("igammac", IgammacBackward0, input, other)
 
 
 # The NumPy ufunc behind each elementwise forward, for writing into a temporary operand

@@ -220,7 +220,8 @@ class TransposeBackward0(Node):
         return (g.swapaxes(self.d0, self.d1),)
 
 
-@export(torch=("transpose", "swapaxes"), method=("transpose", "swapaxes", "swapdims"))
+@export(torch=("transpose", "swapaxes", "swapdims"),
+        method=("transpose", "swapaxes", "swapdims"))
 def transpose(x, dim0, dim1):
     """Swap two dimensions (a view)."""
     xd = x._data

@@ -142,6 +142,12 @@ def zeros_like(ref, shape=None, dtype=None):
 exp, log, sqrt, sin, cos, tanh, sign = (_pw.exp, _pw.log, _pw.sqrt, _pw.sin, _pw.cos,
                                        _pw.tanh, _pw.sign)
 pow = _pw.pow  # noqa: A001
+# the gamma family's and i0's derivatives (differentiable ops themselves)
+digamma = _pw.digamma
+lgamma = _pw.lgamma
+polygamma = _pw.polygamma
+i0 = _pw.i0
+i1 = _pw.i1
 maximum, minimum = _pw.maximum, _pw.minimum
 sigmoid, log1p, abs = _pw.sigmoid, _pw.log1p, _pw.abs  # noqa: A001
 floor, trunc = _pw.floor, _pw.trunc

@@ -560,7 +560,8 @@ _UFUNCS = (
     "right_shift", "greater", "greater_equal", "less", "less_equal", "not_equal", "equal",
     "logical_and", "logical_or", "logical_xor", "logical_not", "maximum", "minimum",
     "fmax", "fmin", "isfinite", "isinf", "isnan", "signbit", "copysign", "nextafter",
-    "ldexp", "floor", "ceil", "trunc", "heaviside", "conjugate", "conj",
+    "ldexp", "frexp", "gcd", "lcm", "floor", "ceil", "trunc", "heaviside", "conjugate",
+    "conj",
 )
 for _name in _UFUNCS:
     globals()[_name] = ufunc(getattr(_np, _name))
