@@ -2203,8 +2203,9 @@ class LogitBackward0(Node):
         if self.eps is None or self.eps < 0:
             return (F.logit_backward(g, x),)
         # the bounds in x's dtype, as PyTorch's kernel holds them (x == eps in float16)
-        lo = float(np.asarray(self.eps, dtype=x.dtype))
-        return (F.logit_backward_eps(g, x, lo, float(np.asarray(1.0 - self.eps, x.dtype))),)
+        dt = getattr(x.dtype, "np", x.dtype)  # (a tensor's, for create_graph: its NumPy dtype)
+        lo = float(np.asarray(self.eps, dtype=dt))
+        return (F.logit_backward_eps(g, x, lo, float(np.asarray(1.0 - self.eps, dt))),)
 
 
 @export(torch=True, method=True)
