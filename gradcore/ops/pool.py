@@ -189,6 +189,21 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      ceil_mode, return_indices)
 
 
+def _divisors(size, k, s, p, out, count_include_pad, divisor_override):
+    """PyTorch's divisor of each window of an average pool, shaped ``out``: the override,
+    or the product over the axes of each window's length within the padded input
+    (``count_include_pad``) or inside the input."""
+    if divisor_override is not None:
+        return np.full(out, float(divisor_override))
+    div = np.ones((), np.float64)
+    for n, kk, ss, pp, o in zip(size, k, s, p, out):
+        start = np.arange(o) * ss - pp
+        end = np.minimum(start + kk, n + pp)  # (windows end at the padding's edge)
+        count = end - start if count_include_pad else np.minimum(end, n) - np.maximum(start, 0)
+        div = np.multiply.outer(div, count.astype(np.float64))
+    return div
+
+
 def _avg_pool(nd, op, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
     x4, batched, size, k, s, p, d, out = _geometry(x, nd, kernel_size, stride, padding, 1,
@@ -201,17 +216,7 @@ def _avg_pool(nd, op, x, kernel_size, stride, padding, ceil_mode, count_include_
     half = x4.dtype == dtypes.float16  # (summed in float32, as PyTorch's kernels do)
     cols = _columns(x4.to(dtypes.float32) if half else x4, size, k, s, p, d, out, 0.0)
     total = _red.sum(cols, 2)
-    if divisor_override is not None:
-        div = np.full(out[0] * out[1], float(divisor_override))
-    else:
-        counts = []
-        for n, kk, ss, pp, o in zip(size, k, s, p, out):
-            start = np.arange(o) * ss - pp
-            end = np.minimum(start + kk, n + pp)  # (windows end at the padding's edge)
-            whole = end - start
-            inside = np.minimum(end, n) - np.maximum(start, 0)
-            counts.append(whole if count_include_pad else inside)
-        div = np.multiply.outer(counts[0], counts[1]).reshape(-1).astype(np.float64)
+    div = _divisors(size, k, s, p, out, count_include_pad, divisor_override).reshape(-1)
     m = math_of(total._data)
     scale = m.asarray((1.0 / div).astype(total._data.dtype))
     y = _finish(total * wrap(scale), x4, batched, nd, out)
@@ -547,16 +552,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # n
         total = part if total is None else total + part
     n, c = x5.shape[0], x5.shape[1]
     total = _shape.reshape(total, (n, c) + out)
-    if divisor_override is not None:
-        div = np.full(out, float(divisor_override))
-    else:
-        counts = []
-        for size_, kk, ss, pp, o in zip(size, k, s, p, out):
-            start = np.arange(o) * ss - pp
-            end = np.minimum(start + kk, size_ + pp)  # (windows end at the padding's edge)
-            inside = np.minimum(end, size_) - np.maximum(start, 0)
-            counts.append(end - start if count_include_pad else inside)
-        div = np.einsum("i,j,k->ijk", *counts).astype(np.float64)
+    div = _divisors(size, k, s, p, out, count_include_pad, divisor_override)
     m = math_of(total._data)
     y = total * wrap(m.asarray((1.0 / div).astype(total._data.dtype)))
     y = y.to(dtypes.float16) if half else y
