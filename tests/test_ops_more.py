@@ -935,3 +935,18 @@ def test_logspace_and_bool_ranges_as_pytorch():
         with pytest.raises(NotImplementedError, match=f'"{op}_cpu" not implemented for '
                                                       "'Bool'"):
             getattr(gc, op)(*args, dtype=gc.bool)
+
+
+def test_t_in_place_and_float_bitwise_errors_as_pytorch():
+    x = gc.arange(6.0).reshape(2, 3).requires_grad_()
+    y = x * 1
+    assert y.t_() is y and y.shape == (3, 2) and y.grad_fn.name() == "TransposeBackward1"
+    (y * gc.arange(6.0).reshape(3, 2)).sum().backward()
+    assert x.grad.tolist() == [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]
+    with pytest.raises(RuntimeError, match="t_\\(\\) expects a tensor with <= 2 dimensions"):
+        gc.ones(2, 3, 4).t_()
+    for fn, args in ((gc.bitwise_not, (gc.ones(2),)), (gc.bitwise_and, (gc.ones(2), 1)),
+                     (gc.bitwise_or, (gc.ones(2), gc.ones(2)))):
+        with pytest.raises(NotImplementedError, match=f'"{fn.__name__}_cpu" not '
+                                                      "implemented for 'Float'"):
+            fn(*args)

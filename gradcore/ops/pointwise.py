@@ -1976,8 +1976,8 @@ def _bitwise(op, fwd):
         x, y = binary_operands(a, b, op)
         for v in (x, y):
             if isinstance(v, Tensor) and v._data.dtype.kind == "f":
-                raise RuntimeError(f"{op} is not implemented for floating dtype "
-                                   f"{v.dtype!r}")
+                raise NotImplementedError(f'"{op}_cpu" not implemented for '
+                                          f"'{dtypes.torch_name(v._data.dtype)}'")
         xd = x._data if isinstance(x, Tensor) else x
         yd = y._data if isinstance(y, Tensor) else y
         try:
@@ -2047,7 +2047,8 @@ def bitwise_not(x):
     """Elementwise ``~x`` of an integer or bool tensor (logical not for bool); floating
     dtypes raise. Never tracked."""
     if x._data.dtype.kind == "f":
-        raise RuntimeError(f"bitwise_not is not implemented for floating dtype {x.dtype!r}")
+        raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for "
+                                  f"'{dtypes.torch_name(x._data.dtype)}'")
     return wrap(~x._data)
 
 

@@ -1075,6 +1075,16 @@ def transpose_(x, dim0, dim1):
 
 
 @export(method=True)
+def t_(x):
+    """:func:`t` in place: a matrix becomes its transpose (0-d and 1-D tensors stay as
+    they are)."""
+    nd = x._data.ndim
+    if nd > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {nd}D")
+    return _transpose_(x, 0, -1 if nd else 0, "t_")
+
+
+@export(method=True)
 def swapaxes_(x, axis0, axis1):
     """:func:`transpose_` by NumPy's name."""
     return _transpose_(x, axis0, axis1, "swapaxes_")
