@@ -1971,12 +1971,14 @@ def comparison_in_place(compare):
     return in_place
 
 
-def _bitwise(op, fwd):
+def _bitwise(op, fwd, kernel=None):
+    """``op`` of integer or bool operands computed by ``fwd`` on their arrays; floats
+    raise PyTorch's error, naming its kernel (``kernel``, else ``op``)."""
     def bitwise(a, b):
         x, y = binary_operands(a, b, op)
         for v in (x, y):
             if isinstance(v, Tensor) and v._data.dtype.kind == "f":
-                raise NotImplementedError(f'"{op}_cpu" not implemented for '
+                raise NotImplementedError(f'"{kernel or op}_cpu" not implemented for '
                                           f"'{dtypes.torch_name(v._data.dtype)}'")
         xd = x._data if isinstance(x, Tensor) else x
         yd = y._data if isinstance(y, Tensor) else y
@@ -1998,32 +2000,21 @@ bitwise_xor = export(torch=True, method=True)(_bitwise("bitwise_xor", lambda x, 
 def _shift(op, left):
     """``x << y`` / ``x >> y`` as PyTorch computes them: a shift by a negative amount or
     by the type's width or more gives 0 (a right shift of a negative value: -1)."""
-    def shift(a, b):
-        x, y = binary_operands(a, b, op)
-        for v in (x, y):
-            if isinstance(v, Tensor) and v._data.dtype.kind == "f":
-                raise RuntimeError(f'"{"lshift" if left else "rshift"}_cpu" not implemented '
-                                   f"for '{dtypes.torch_name(v._data.dtype)}'")
-        xd = x._data if isinstance(x, Tensor) else x
-        yd = y._data if isinstance(y, Tensor) else y
-        ref = xd if hasattr(xd, "dtype") else yd
-        m = math_of(ref)
-        try:
-            dt = m.result_type(xd, yd)
-            if dt == np.bool_:  # (bool shifted: PyTorch promotes to int64)
-                dt = np.dtype(np.int64)
-            xa, ya = m.asarray(xd, dtype=dt), m.asarray(yd, dtype=dt)
-            bits = np.dtype(dt).itemsize * 8
-            inside = (ya >= 0) & (ya < bits)
-            amount = m.where(inside, ya, 0)
-            if left:
-                out = m.where(inside, m.left_shift(xa, amount), 0)
-            else:
-                out = m.where(inside, m.right_shift(xa, amount), m.where(xa < 0, -1, 0))
-            return wrap(m.astype(out, dt))
-        except ValueError as exc:
-            raise _broadcast_error(op, x, y, exc) from None
-    shift.__name__ = op
+    def fwd(xd, yd):
+        m = math_of(xd if hasattr(xd, "dtype") else yd)
+        dt = m.result_type(xd, yd)
+        if dt == np.bool_:  # (bool shifted: PyTorch promotes to int64)
+            dt = np.dtype(np.int64)
+        xa, ya = m.asarray(xd, dtype=dt), m.asarray(yd, dtype=dt)
+        inside = (ya >= 0) & (ya < np.dtype(dt).itemsize * 8)
+        amount = m.where(inside, ya, 0)
+        if left:
+            out = m.where(inside, m.left_shift(xa, amount), 0)
+        else:
+            out = m.where(inside, m.right_shift(xa, amount), m.where(xa < 0, -1, 0))
+        return m.astype(out, dt)
+
+    shift = _bitwise(op, fwd, "lshift" if left else "rshift")
     shift.__doc__ = (f"Elementwise ``{'x << y' if left else 'x >> y'}`` of integer tensors "
                      "(or Python ints), with broadcasting, as PyTorch: a shift by a negative "
                      "amount or by the type's width or more gives 0"
