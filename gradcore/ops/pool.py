@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..backend import math_of
+from ..backend import check_range, math_of
 from . import conv as _conv
 from . import index as _index
 from . import linalg as _linalg
@@ -402,13 +402,9 @@ def _max_unpool(nd, op, input, indices, kernel_size, stride, padding, output_siz
     lead = tuple(input.shape[:-nd])
     flat_x = _shape.reshape(input, lead + (-1,))
     flat_i = _shape.reshape(indices, lead + (-1,))
-    if flat_i.numel():
-        lo, hi = int(flat_i.min().item()), int(flat_i.max().item())  # (PyTorch checks too)
-        if lo < 0 or hi >= plane:  # (the first one in order, as PyTorch names it)
-            every = np.asarray(flat_i.detach().cpu().numpy()).reshape(-1)
-            bad = int(every[(every < 0) | (every >= plane)][0])
-            raise RuntimeError(f"Found an invalid max index: {bad} "
-                               f"(output volumes are of size {'x'.join(map(str, out))})")
+    sizes = "x".join(map(str, out))
+    check_range(flat_i._data, 0, plane, lambda bad: RuntimeError(  # (PyTorch checks too)
+        f"Found an invalid max index: {bad} (output volumes are of size {sizes})"))
     zeros = wrap(math_of(input._data).zeros(lead + (plane,), dtype=input._data.dtype))
     return _shape.reshape(zeros.scatter(-1, flat_i, flat_x), lead + out)
 
