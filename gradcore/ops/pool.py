@@ -48,12 +48,16 @@ def pool_output_size(size, kernel, pad, stride, dilation, ceil_mode) -> int:
 
 
 def _geometry(x, nd, kernel_size, stride, padding, dilation, ceil_mode, op):
-    """The input as ``(N, C, H, W)`` (1-D and unbatched inputs viewed so), its spatial
-    size, and each axis's (kernel, stride, pad, dilation, out), checked as PyTorch."""
+    """The input as ``(N, C, H, W)`` (1-D and unbatched inputs viewed so; 3-D ones as
+    ``(N, C, D, H, W)``), its spatial size, and each axis's (kernel, stride, pad,
+    dilation, out), checked as PyTorch."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(x).__name__}")
     if x.ndim not in (nd + 1, nd + 2):
+        if nd == 3:
+            raise RuntimeError(f"{op}: Expected 4D or 5D tensor for input, but got "
+                               f"{list(x.shape)}")
         if nd == 1:
             raise RuntimeError(f"{op}: Expected 2D or 3D (batch mode) tensor with optional 0 "
                                f"dim batch size for input, but got:{list(x.shape)}")
@@ -73,7 +77,8 @@ def _geometry(x, nd, kernel_size, stride, padding, dilation, ceil_mode, op):
         raise RuntimeError(f"{op}: kernel_size and stride must be positive, got "
                            f"kernel_size={list(k)} and stride={list(s)}")
     if any(v <= 0 for v in d):
-        names = ("dilationH: ", "dilationW: ") if nd == 2 else ("dilation: ",)
+        names = ("dilationT: ", "dilationH: ", "dilationW: ")[3 - nd:] if nd > 1 else \
+            ("dilation: ",)
         raise RuntimeError("dilation should be greater than zero, but got " +
                            " ".join(f"{n}{v}" for n, v in zip(names, d)))
     for kk, pp, dd in zip(k, p, d):
@@ -438,45 +443,6 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0,  # noqa: A
 
 
 # ---- 3-D pools, as 2-D ones over the depth slices each window meets ----------
-def _geometry3d(x, kernel_size, stride, padding, dilation, ceil_mode, op):
-    """The input as ``(N, C, D, H, W)``, whether it was batched, and per axis (kernel,
-    stride, pad, dilation, out), checked as PyTorch."""
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
-    if x.ndim not in (4, 5):
-        raise RuntimeError(f"{op}: Expected 4D or 5D tensor for input, but got "
-                           f"{list(x.shape)}")
-    k = _ints(kernel_size, 3, "kernel_size", op)
-    s = k if stride is None or (isinstance(stride, (list, tuple)) and not stride) else \
-        _ints(stride, 3, "stride", op)
-    p, d = _ints(padding, 3, "padding", op), _ints(dilation, 3, "dilation", op)
-    for name, v in (("kernel_size", k), ("stride", s), ("padding", p), ("dilation", d)):
-        if len(v) != 3:
-            raise RuntimeError(f"{op}: {name} must either be a single int, or a tuple of "
-                               f"three ints")
-    if any(v <= 0 for v in k + s):
-        raise RuntimeError("stride should not be zero" if 0 in s else
-                           f"{op}: kernel_size and stride must be greater than zero")
-    if any(v <= 0 for v in d):
-        raise RuntimeError(f"dilation should be greater than zero, but got dilationT: {d[0]} "
-                           f"dilationH: {d[1]} dilationW: {d[2]}")
-    for kk, pp, dd in zip(k, p, d):
-        if pp < 0 or pp > ((kk - 1) * dd + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but "
-                               f"got pad={pp}, kernel_size={kk} and dilation={dd}")
-    size = tuple(x.shape[-3:])
-    out = tuple(pool_output_size(n, kk, pp, ss, dd, ceil_mode)
-                for n, kk, pp, ss, dd in zip(size, k, p, s, d))
-    if any(o < 1 for o in out) or any(n == 0 for n in size):
-        raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[-4:]))}). "
-                           f"Calculated output size: "
-                           f"({'x'.join(map(str, (x.shape[-4],) + out))}). Output size is "
-                           f"too small")
-    batched = x.ndim == 5
-    return (x if batched else _shape.unsqueeze(x, 0)), batched, size, k, s, p, d, out
-
-
 def _depth_slices(x5, k, s, p, d, out, fill):
     """The depth slices each depth position ``i`` of the kernel meets, one ``(N, C * OD,
     H, W)`` tensor per ``i`` (the depth padded with ``fill``)."""
@@ -500,8 +466,8 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     maximum's index into its flattened ``D x H x W`` volume. The first maximum in
     raster order wins (a NaN is one); computed as 2-D pools of the depth slices each
     window meets."""
-    x5, batched, size, k, s, p, d, out = _geometry3d(input, kernel_size, stride, padding,
-                                                     dilation, ceil_mode, "max_pool3d")
+    x5, batched, size, k, s, p, d, out = _geometry(input, 3, kernel_size, stride, padding,
+                                                   dilation, ceil_mode, "max_pool3d")
     if x5.dtype == dtypes.bool_:
         raise RuntimeError("\"max_pool3d\" not implemented for 'Bool'")
     fill = -np.inf if x5._data.dtype.kind == "f" else int(np.iinfo(x5._data.dtype).min)
@@ -533,8 +499,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # n
     :func:`avg_pool2d`, an int or a triple each (PyTorch's divisor: the window within
     the padded input, or its elements inside the input when ``count_include_pad`` is
     False, or ``divisor_override``). Sums of 2-D windows over the depth slices."""
-    x5, batched, size, k, s, p, d, out = _geometry3d(input, kernel_size, stride, padding, 1,
-                                                     ceil_mode, "avg_pool3d")
+    x5, batched, size, k, s, p, d, out = _geometry(input, 3, kernel_size, stride, padding, 1,
+                                                   ceil_mode, "avg_pool3d")
     if x5._data.dtype.kind != "f":
         raise RuntimeError(f"\"avg_pool3d\" not implemented for "
                            f"'{dtypes.torch_name(x5._data.dtype)}'")
