@@ -24,7 +24,7 @@ from . import backend, dtypes
 from .autograd import no_grad
 from .autograd.grad_mode import autocast_blocks as _blocks
 from .autograd.grad_mode import state as _state
-from .autograd.tensor_base import from_data
+from .creation import full
 from .tensor import Tensor
 
 __all__ = ["autocast", "GradScaler", "is_autocast_available"]
@@ -108,6 +108,13 @@ class GradScaler:
     ``scaler.update()`` halves the scale after a skipped step and doubles it after
     ``growth_interval`` steps without one. Disabled (``enabled=False``, or CUDA asked for
     and unavailable, with a warning), every method passes through.
+
+    As in PyTorch, the scale and the count of good steps live on the device of the
+    first output scaled, and the inf/NaN verdict stays there: ``update()`` adapts the
+    scale there, and ``step()`` hands the verdict to optimizers that take it (SGD, Adam
+    and AdamW on CUDA skip the step on the device), so a step reads nothing back to the
+    host (``gc.compile`` can capture it). Other optimizers, and all on the CPU, are
+    stepped or not after one read of the verdict.
     """
 
     def __init__(self, device: str = "cuda", init_scale: float = 2.0 ** 16,
@@ -124,11 +131,13 @@ class GradScaler:
             raise ValueError("The growth factor must be > 1.0.")
         if backoff_factor >= 1.0:
             raise ValueError("The backoff factor must be < 1.0.")
-        self._scale = float(init_scale)
+        self._init_scale = float(init_scale)
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)
         self._growth_interval = int(growth_interval)
-        self._growth_tracker = 0
+        self._init_growth_tracker = 0
+        self._scale = None           # 0-d float32 tensor, made by the first scale()
+        self._growth_tracker = None  # 0-d int32 tensor: good steps since the scale changed
         self._per_optimizer: dict[int, dict] = {}
 
     # -- scaling ------------------------------------------------------------------------
@@ -136,39 +145,50 @@ class GradScaler:
         """``outputs`` (a tensor or nested lists/tuples of them) times the scale."""
         if not self._enabled:
             return outputs
-        return _leaves(outputs, lambda t: t * self._scale_like(t))
 
-    def _scale_like(self, t):
-        # the scale as a 0-d float32 tensor on t's device, as PyTorch keeps it
-        return from_data(self._scale, dtype=dtypes.float32, device=t.device)
+        def one(t):
+            if self._scale is None:
+                self._scale = full((), self._init_scale, dtype=dtypes.float32,
+                                   device=t.device)
+                self._growth_tracker = full((), self._init_growth_tracker,
+                                            dtype=dtypes.int32, device=t.device)
+            return t * self._scale.to(t.device)
+        return _leaves(outputs, one)
+
+    def _check_scale(self, funcname: str) -> None:
+        if self._scale is None:
+            raise AssertionError(
+                f"Attempted {funcname} but _scale is None.  This may indicate your script "
+                "did not use scaler.scale(loss or outputs) earlier in the iteration.")
 
     def _state(self, optimizer) -> dict:
         return self._per_optimizer.setdefault(id(optimizer), {"stage": _READY,
                                                               "found_inf": None})
 
     def unscale_(self, optimizer) -> None:
-        """Divide ``optimizer``'s gradients by the scale, in place, noting whether any is
-        inf or NaN (once per optimizer between two ``update()`` calls)."""
+        """Divide ``optimizer``'s gradients by the scale, in place, noting on the device
+        whether any is inf or NaN (once per optimizer between two ``update()`` calls)."""
         if not self._enabled:
             return
+        self._check_scale("unscale_")
         state = self._state(optimizer)
         if state["stage"] == _UNSCALED:
             raise RuntimeError("unscale_() has already been called on this optimizer "
                                "since the last update().")
         if state["stage"] == _STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        inv = float(dtypes.float32.np.type(1.0 / self._scale))  # as PyTorch: in float32
-        found = None  # "some gradient is not finite", kept on the device until step()
         with no_grad():
+            inv = self._scale.double().reciprocal().float()  # as PyTorch: in float32
+            finite = None  # "every gradient is finite", kept on the device
             for group in optimizer.param_groups:
                 for p in group["params"]:
                     g = p.grad
                     if g is None:
                         continue
-                    bad = g.isfinite().logical_not().any()
-                    found = bad if found is None else found.logical_or(bad)
-                    g.mul_(inv)
-        state["found_inf"] = found
+                    ok = g.isfinite().all()
+                    finite = ok if finite is None else finite.logical_and(ok)
+                    g.mul_(inv.to(g.device))
+        state["found_inf"] = None if finite is None else finite.logical_not()
         state["stage"] = _UNSCALED
 
     def step(self, optimizer, *args, **kwargs):
@@ -179,56 +199,80 @@ class GradScaler:
         if "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is "
                                "enabled.")
+        self._check_scale("step")
         state = self._state(optimizer)
         if state["stage"] == _STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
         if state["stage"] == _READY:
             self.unscale_(optimizer)
+        found = state["found_inf"]
+        if found is None:
+            raise AssertionError("No inf checks were recorded for this optimizer.")
         retval = None
-        if not self._found(state):  # one read of the device's verdict per optimizer
+        if getattr(optimizer, "_step_supports_amp_scaling", False):
+            # the optimizer skips on the device (PyTorch's attributes for fused steps)
+            optimizer.grad_scale, optimizer.found_inf = None, found
+            try:
+                retval = optimizer.step(*args, **kwargs)
+            finally:
+                del optimizer.grad_scale, optimizer.found_inf
+        elif not found.item():  # one read of the device's verdict
             retval = optimizer.step(*args, **kwargs)
         state["stage"] = _STEPPED
         return retval
-
-    @staticmethod
-    def _found(state) -> bool:
-        found = state["found_inf"]
-        if isinstance(found, Tensor):
-            found = state["found_inf"] = found.item()
-        return bool(found)
 
     def update(self, new_scale=None) -> None:
         """Adapt the scale to the steps since the last update (or set ``new_scale``)."""
         if not self._enabled:
             return
-        if new_scale is not None:
-            if isinstance(new_scale, Tensor):
-                if new_scale.numel() != 1:
-                    raise ValueError("new_scale should be a float or a 1-element "
-                                     "torch.cuda.FloatTensor or torch.FloatTensor with "
-                                     "requires_grad=False.")
-                new_scale = new_scale.item()
-            self._scale = float(new_scale)
-        else:
-            found = [self._found(s) for s in self._per_optimizer.values()
-                     if s["stage"] != _READY]
-            if not found:
-                raise AssertionError("No inf checks were recorded prior to update.")
-            if any(found):
-                self._scale *= self._backoff_factor
-                self._growth_tracker = 0
+        self._check_scale("update")
+        with no_grad():
+            if new_scale is not None:
+                if isinstance(new_scale, Tensor):
+                    if new_scale.numel() != 1 or new_scale.requires_grad:
+                        raise ValueError("new_scale should be a float or a 1-element "
+                                         "torch.cuda.FloatTensor or torch.FloatTensor with "
+                                         "requires_grad=False.")
+                    self._scale.copy_(new_scale.reshape(()))
+                else:
+                    self._scale.fill_(float(new_scale))
             else:
-                self._growth_tracker += 1
-                if self._growth_tracker == self._growth_interval:
-                    self._scale *= self._growth_factor
-                    self._growth_tracker = 0
-            self._scale = float(dtypes.float32.np.type(self._scale))
+                found = [s["found_inf"] for s in self._per_optimizer.values()
+                         if s["found_inf"] is not None]
+                if not found:
+                    raise AssertionError("No inf checks were recorded prior to update.")
+                any_found = found[0]
+                for f in found[1:]:
+                    any_found = any_found.logical_or(f.to(any_found.device))
+                self._update_scale(any_found.to(self._scale.device))
         self._per_optimizer = {}
+
+    def _update_scale(self, found) -> None:
+        """PyTorch's ``_amp_update_scale_``, on the scale's device: back off after a
+        step with an inf or NaN, grow (when the result is finite) after
+        ``growth_interval`` good steps in a row."""
+        scale, tracker = self._scale, self._growth_tracker
+        successful = tracker + 1
+        grow = successful == self._growth_interval
+        grown = (scale.double() * self._growth_factor).float()
+        backed_off = (scale.double() * self._backoff_factor).float()
+        kept = grown.where(grow.logical_and(grown.isfinite()), scale)
+        scale.copy_(backed_off.where(found, kept))
+        tracker.copy_(successful.where(found.logical_or(grow).logical_not(),
+                                       successful.new_zeros(())))
 
     # -- state ------------------------------------------------------------------------
     def get_scale(self) -> float:
-        """The current scale the loss is multiplied by (1.0 when disabled)."""
-        return self._scale if self._enabled else 1.0
+        """The current scale the loss is multiplied by (1.0 when disabled); a read of
+        the device's value."""
+        if not self._enabled:
+            return 1.0
+        return self._init_scale if self._scale is None else self._scale.item()
+
+    def _get_growth_tracker(self) -> int:
+        if self._growth_tracker is None:
+            return self._init_growth_tracker
+        return int(self._growth_tracker.item())
 
     def get_growth_factor(self) -> float:
         """What the scale is multiplied by after ``growth_interval`` good steps."""
@@ -265,7 +309,7 @@ class GradScaler:
         return {"scale": self.get_scale(), "growth_factor": self._growth_factor,
                 "backoff_factor": self._backoff_factor,
                 "growth_interval": self._growth_interval,
-                "_growth_tracker": self._growth_tracker}
+                "_growth_tracker": self._get_growth_tracker()}
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore the scale, factors, interval and good-step count of ``state_dict()``
@@ -275,8 +319,12 @@ class GradScaler:
         if len(state_dict) == 0:
             raise RuntimeError("The source state dict is empty, possibly because it was "
                                "saved from a disabled instance of GradScaler.")
-        self._scale = float(state_dict["scale"])
+        self._init_scale = float(state_dict["scale"])
+        if self._scale is not None:
+            self._scale.fill_(self._init_scale)
         self._growth_factor = float(state_dict["growth_factor"])
         self._backoff_factor = float(state_dict["backoff_factor"])
         self._growth_interval = int(state_dict["growth_interval"])
-        self._growth_tracker = int(state_dict["_growth_tracker"])
+        self._init_growth_tracker = int(state_dict["_growth_tracker"])
+        if self._growth_tracker is not None:
+            self._growth_tracker.fill_(self._init_growth_tracker)

@@ -2125,6 +2125,7 @@ __device__ __forceinline__ void radam_step(T* __restrict__ a0, const T* __restri
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void sgd_step_dev_loop(T* __restrict__ a0, const T* __restrict__ a1, const C* __restrict__ scalars, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
+    if (load(scalars[15]) != (C)0) return;  // a skipped step
     const C neg_lr = load(scalars[0]);
     const C wd = load(scalars[1]);
     const C maximize = load(scalars[2]);
@@ -2152,6 +2153,7 @@ __device__ __forceinline__ void sgd_step_dev(T* __restrict__ a0, const T* __rest
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void sgd_momentum_step_dev_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, const C* __restrict__ scalars, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
+    if (load(scalars[15]) != (C)0) return;  // a skipped step
     const C neg_lr = load(scalars[0]);
     const C wd = load(scalars[1]);
     const C maximize = load(scalars[2]);
@@ -2188,6 +2190,7 @@ __device__ __forceinline__ void sgd_momentum_step_dev(T* __restrict__ a0, const 
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void adam_step_dev_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, const C* __restrict__ scalars, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
+    if (load(scalars[15]) != (C)0) return;  // a skipped step
     const C coupled = load(scalars[0]);
     const C wd = load(scalars[1]);
     const C maximize = load(scalars[2]);
@@ -2232,6 +2235,7 @@ __device__ __forceinline__ void adam_step_dev(T* __restrict__ a0, const T* __res
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void adam_amsgrad_step_dev_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, T* __restrict__ a4, const C* __restrict__ scalars, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
+    if (load(scalars[15]) != (C)0) return;  // a skipped step
     const C coupled = load(scalars[0]);
     const C wd = load(scalars[1]);
     const C maximize = load(scalars[2]);

@@ -169,3 +169,87 @@ def test_autocast_on_cuda_uses_cudas_lists(standin):
     assert lin.weight.grad.dtype == gc.float32
     with gc.autocast("cpu", dtype=gc.float16):  # a CPU block leaves CUDA tensors alone
         assert lin(x).dtype == gc.float32
+
+
+def _skipping_run(device, make, seq, standin=None):
+    """A scaler's steps over the gradients ``seq`` (inf and NaN among them); on a CUDA
+    device, the loop must not read anything back (the stand-in counts)."""
+    p = nn.Parameter(gc.ones(3, device=device))
+    q = nn.Parameter(gc.full((2, 3), 0.5, device=device))
+    opt = make([p, q])
+    scaler = gc.amp.GradScaler(device, init_scale=2.0 ** 10, growth_interval=2)
+    grads = [gc.tensor(g, device=device) for g in seq]
+    scaler.scale(p.sum()).backward()  # (the scale made, kernels compiled, pool filled)
+    p.grad = None
+    if standin is not None:
+        standin.reset_syncs(log=True)
+    for g in grads:
+        opt.zero_grad()
+        scaler.scale((p * g).sum() + (q * q).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+    if standin is not None:
+        assert standin.host_syncs() == 0, standin.sync_log()
+    steps = [float(opt.state[t].get("step", -1)) for t in (p, q)]
+    return scaler.state_dict(), [t.detach().cpu().numpy() for t in (p, q)], steps, opt
+
+
+_SKIPPING = {
+    # the first step skipped: the momentum buffer starts at the first step that runs
+    "sgd": lambda ps: gc.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.3),
+    "adam": lambda ps: gc.optim.Adam(ps, lr=0.1, amsgrad=True),
+    "adamw": lambda ps: gc.optim.AdamW(ps, lr=0.1),
+}
+
+
+@pytest.mark.parametrize("name", list(_SKIPPING))
+def test_cuda_steps_skip_on_the_device_as_the_cpu_skips_after_a_read(standin, name):
+    inf, nan = float("inf"), float("nan")
+    seq = [[inf, 1.0, 1.0], [1.0, 2.0, 3.0], [0.5, 0.5, 0.5], [1.0, nan, 1.0],
+           [1.0, 1.0, 1.0], [2.0, 2.0, 2.0], [-1.0, 1.0, 1.0]]
+    cpu = _skipping_run("cpu", _SKIPPING[name], seq)
+    cuda = _skipping_run("cuda", _SKIPPING[name], seq, standin)
+    assert cuda[0] == cpu[0]  # the scales and good-step counts, adapted on the device
+    for a, b in zip(cuda[1], cpu[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert cuda[2] == cpu[2]  # Adam's counts skip the skipped steps (5 of 7)
+    if name != "sgd":
+        assert cuda[2] == [5.0, 5.0]
+        # counted on the device from the first skip on, a 0-d tensor as PyTorch's fused
+        step = cuda[3].state[cuda[3].param_groups[0]["params"][0]]["step"]
+        assert isinstance(step, gc.Tensor) and step.device.type == "cuda"
+        # a state saved then loaded (counts as numbers) goes on counting on the device
+        opt = _SKIPPING[name]([nn.Parameter(gc.ones(3, device="cuda"))])
+        saved = cuda[3].state_dict()
+        opt.load_state_dict({"state": {0: saved["state"][0]},
+                             "param_groups": [dict(saved["param_groups"][0], params=[0])]})
+        assert opt.state[opt.param_groups[0]["params"][0]]["step"] == 5
+    with pytest.raises(AssertionError, match="No inf checks were recorded for this"):
+        w = nn.Parameter(gc.ones(2))
+        s = gc.amp.GradScaler("cpu")
+        s.scale(w.sum())
+        s.step(gc.optim.SGD([w], lr=0.1))
+
+
+def test_other_optimizers_read_the_verdict_on_cuda(standin):
+    seq = [[float("inf"), 1.0, 1.0], [1.0, 2.0, 3.0]]
+    make = lambda ps: gc.optim.RMSprop(ps, lr=0.01)  # noqa: E731
+    cpu = _skipping_run("cpu", make, seq)
+    cuda = _skipping_run("cuda", make, seq)
+    assert cuda[0] == cpu[0]
+    for a, b in zip(cuda[1], cpu[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert not cuda[3]._step_supports_amp_scaling
+
+
+def test_update_before_scale_and_scale_on_the_outputs_device():
+    s = gc.amp.GradScaler("cpu", init_scale=4.0)
+    with pytest.raises(AssertionError, match="Attempted update but _scale is None"):
+        s.update()
+    assert s.get_scale() == 4.0 and s.state_dict()["_growth_tracker"] == 0
+    y = s.scale(gc.ones(2, dtype=gc.float16))
+    assert y.dtype == gc.float16 and y.tolist() == [4.0, 4.0]
+    s.update(gc.tensor(8.0))
+    assert s.get_scale() == 8.0
+    with pytest.raises(ValueError, match="new_scale should be a float or a 1-element"):
+        s.update(gc.ones(2))

@@ -415,8 +415,50 @@ def test_update_reading_scalars_from_memory_equals_by_value(name):
                                               1e-8, 1e-2, False, True)
     by_value = [a.copy() for a in arrays]
     khost.run_host(name, *by_value, *scalars)
+    row = np.zeros(updates.ROW_WIDTH, dtype=np.float32)
+    row[:len(scalars)] = scalars
     from_memory = [a.copy() for a in arrays]
-    khost.run_host(f"{name}_dev", *from_memory, np.array(scalars, dtype=np.float32))
+    khost.run_host(f"{name}_dev", *from_memory, row)
     for a, b in zip(by_value, from_memory):
         np.testing.assert_array_equal(a, b)
     assert not np.array_equal(by_value[0], arrays[0])
+    row[updates.SKIP_COLUMN] = 1  # a step GradScaler skips: nothing written
+    skipped = [a.copy() for a in arrays]
+    khost.run_host(f"{name}_dev", *skipped, row)
+    for a, b in zip(skipped, arrays):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_step_with_a_grad_scaler_is_captured(device):
+    """GradScaler keeps its scale and verdict on the device and Adam skips there: the
+    whole mixed-precision step (a skipped one among them) is one graph."""
+    inf = float("inf")
+    results = []
+    for compiled in (False, True):
+        w, b = _params()
+        opt = gc.optim.Adam([w, b], lr=0.1)
+        scaler = gc.amp.GradScaler("cuda", init_scale=2.0 ** 8, growth_interval=2)
+        x, y = _batches(1)[0]
+        factors = [gc.tensor(v, device="cuda") for v in (1.0, inf, 1.0, 0.5, 2.0, 1.0)]
+        k = gc.zeros((), device="cuda")
+
+        def step(f):
+            opt.zero_grad()
+            loss = (((x * w * f + b).tanh() - y) ** 2).mean()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            return loss
+
+        fn = gc.compile(step) if compiled else step
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for f in factors:
+                k.copy_(f)
+                fn(k)
+        results.append((_host(w), _host(b), scaler.state_dict(),
+                        float(opt.state[w]["step"])))
+    assert fn.replays >= 3, [str(c.message) for c in caught]
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    assert results[0][2] == results[1][2] and results[0][3] == results[1][3] == 5.0

@@ -219,12 +219,13 @@ def _update_dev(math, name):
         return device.update(math, k)
     # the step by value (the same body), its scalars 0-d views of the row: nothing is
     # read back to the host
-    plain = updates.UPDATE_KERNELS[name[:-len("_dev")]].compile(updates.array_names(math))
+    plain = updates.UPDATE_KERNELS[name[:-len("_dev")]].compile(updates.array_names(math),
+                                                                skip=True)
     count = len(k.scalars)
 
     def run(*args):
         *arrays, row = args
-        plain(*arrays, *(row[j] for j in range(count)))
+        plain(*arrays, *(row[j] for j in range(count)), row[updates.SKIP_COLUMN])
 
     run.__name__ = name
     return run

@@ -33,7 +33,7 @@ from .philox import PHILOX_KERNELS
 from .pointwise import KERNELS
 from .rows import ROW_KERNELS
 from .spec import RowKernel, Update
-from .updates import DEVICE_SCALAR_UPDATES, UPDATE_KERNELS
+from .updates import DEVICE_SCALAR_UPDATES, ROW_WIDTH, SKIP_COLUMN, UPDATE_KERNELS
 
 __all__ = ["DTYPES", "kernels_dir", "expr_to_c", "generate", "host_entry_source",
            "all_kernels", "signature", "kernel_arguments", "check_arguments", "main"]
@@ -295,6 +295,7 @@ def _kernel_source(k) -> str:
     masks = [f"    const I m{j} = (I)0 - (I)a{j};" for j, (kind, _) in enumerate(sig)
              if kind == "stride"]
     if getattr(k, "device_scalars", False):  # the scalars, read once from device memory
+        masks += [f"    if (load(scalars[{SKIP_COLUMN}]) != (C)0) return;  // a skipped step"]
         masks += [f"    const C {s} = load(scalars[{j}]);" for j, s in enumerate(k.scalars)]
     params = _c_params(k, "T", "C")
     loop_params = params.rsplit("long long n", 1)[0] + "I n"
@@ -493,10 +494,11 @@ def kernel_arguments(k, args, xp=np, out=None, constants=None):
             values.append(a)
         if k.device_scalars:  # one array of the compute type, in device memory
             (row,) = scalars
-            if getattr(row, "dtype", None) != compute or row.size < len(k.scalars) or \
+            if getattr(row, "dtype", None) != compute or row.size < ROW_WIDTH or \
                     not row.flags.c_contiguous:
                 raise ValueError(f"{k.name}: scalars must be a contiguous {compute.__name__} "
-                                 f"array of at least {len(k.scalars)} values")
+                                 f"array of {ROW_WIDTH} values (its scalars, then a skip flag "
+                                 f"at {SKIP_COLUMN})")
             values.append(row)
         else:
             values += [compute(v) for v in scalars]

@@ -80,13 +80,17 @@ class Update:
     def arguments(self) -> tuple[str, ...]:
         return self.params + (("scalars",) if self.device_scalars else self.scalars)
 
-    def compile(self, namespace: dict):
+    def compile(self, namespace: dict, skip: bool = False):
         """The update as a Python function of ``params`` then ``scalars``, writing the
-        results into the arrays of ``writes`` (their dtype; it returns None)."""
-        lines = [f"def {self.name}({', '.join(self.arguments)}):",
+        results into the arrays of ``writes`` (their dtype; it returns None). With
+        ``skip``, one more argument last: where it is nonzero the arrays keep their
+        values (``where``, so that the flag need not be read back from a device)."""
+        lines = [f"def {self.name}({', '.join(self.arguments + (('skip',) if skip else ()))}):",
                  f"    _arrays = ({', '.join(self.writes)},)"]
         lines += [f"    {target} = {expr}" for target, expr in self.body]
-        lines += [f"    _arrays[{j}][...] = {w}" for j, w in enumerate(self.writes)]
+        lines += [f"    _arrays[{j}][...] = " +
+                  (f"where(skip != 0, _arrays[{j}], {w})" if skip else w)
+                  for j, w in enumerate(self.writes)]
         scope = dict(namespace, __name__=__name__)
         exec(compile("\n".join(lines), f"<kernel {self.name}>", "exec"), scope)
         return scope[self.name]

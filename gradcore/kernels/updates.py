@@ -106,7 +106,8 @@ from .numpy_code import emit, is_where, linearize
 from .pointwise import CHUNK  # the slice size of the CPU updates
 from .spec import Update
 
-__all__ = ["UPDATE_KERNELS", "DEVICE_SCALAR_UPDATES", "ENTRIES", "UPDATES", "sgd_update",
+__all__ = ["UPDATE_KERNELS", "DEVICE_SCALAR_UPDATES", "ROW_WIDTH", "SKIP_COLUMN", "ENTRIES",
+           "UPDATES", "sgd_update",
            "adam_update", "rmsprop_update", "adagrad_update", "adadelta_update", "adamax_update",
            "nadam_update", "radam_update", "adam_scalars", "sgd_kernel_scalars",
            "adam_kernel_scalars", "rmsprop_kernel_scalars", "adagrad_kernel_scalars",
@@ -245,11 +246,16 @@ def adam_scalars(step: int, lr: float, beta1: float, beta2: float) -> tuple[floa
 #: SGD's and Adam's steps reading their scalars from device memory (``<step>_dev``): what
 #: the optimizers launch on a CUDA device, where the scalars are copied from the host
 #: before each step (eagerly) or each launch of a CUDA graph that captured it. The same
-#: body, so the same bits as the step by value.
+#: body, so the same bits as the step by value. A kernel reads its scalars from one row
+#: of ``ROW_WIDTH`` values; a nonzero value in column ``SKIP_COLUMN`` makes it leave its
+#: arrays as they are (a step ``GradScaler`` skips, decided on the device).
+ROW_WIDTH = 16
+SKIP_COLUMN = ROW_WIDTH - 1
 DEVICE_SCALAR_UPDATES = {f"{n}_dev": dataclasses.replace(UPDATE_KERNELS[n], name=f"{n}_dev",
                                                          device_scalars=True)
                          for n in ("sgd_step", "sgd_momentum_step", "adam_step",
                                    "adam_amsgrad_step")}
+assert all(len(k.scalars) < SKIP_COLUMN for k in DEVICE_SCALAR_UPDATES.values())
 
 
 def sgd_kernel_scalars(lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,

@@ -7,8 +7,8 @@ import numpy as np
 from ..autograd import no_grad
 from ..backend import math_of
 from ..creation import zeros_like
-from ..kernels.updates import adam_kernel_scalars
-from .optimizer import Optimizer
+from ..kernels.updates import UPDATE_KERNELS, adam_kernel_scalars, adam_scalars
+from .optimizer import DeviceUpdate, Optimizer
 
 __all__ = ["Adam", "AdamW"]
 
@@ -86,9 +86,10 @@ class Adam(Optimizer):
                                   state["exp_avg_sq"]._data)
                         if amsgrad:
                             arrays += (state["max_exp_avg_sq"]._data,)
-                        on_device.append((p, "adam_amsgrad_step_dev" if amsgrad else
-                                          "adam_step_dev", arrays,
-                                          _adam_scalars(group, state, p._data.dtype)))
+                        on_device.append(DeviceUpdate(
+                            p, "adam_amsgrad_step_dev" if amsgrad else "adam_step_dev",
+                            arrays, _adam_scalars(group, p._data.dtype),
+                            _adam_hyper(group), state))
                         continue
                     state["step"] += 1
                     vmax = state["max_exp_avg_sq"]._data if amsgrad else None
@@ -100,20 +101,37 @@ class Adam(Optimizer):
                         decoupled_weight_decay=group["decoupled_weight_decay"])
                     p._bump()
             if on_device:
-                self._device_updates(on_device)
+                self._device_updates(on_device, getattr(self, "found_inf", None))
         return loss
 
+    @staticmethod
+    def _step_columns(steps, hyper) -> dict:
+        step_size, bias_correction2_sqrt = adam_scalars(steps, hyper[:, 0], hyper[:, 1],
+                                                        hyper[:, 2])
+        return {_NEG_STEP_SIZE: -step_size, _BIAS_CORRECTION2_SQRT: bias_correction2_sqrt}
 
-def _adam_scalars(group, state, dtype):
-    """The scalars of a step, formed when it runs: the step counted, the group's options
-    read then (a learning rate a scheduler changed)."""
-    def scalars():
-        state["step"] += 1
+
+_NEG_STEP_SIZE, _BIAS_CORRECTION2_SQRT = (
+    UPDATE_KERNELS["adam_step"].scalars.index(n)
+    for n in ("neg_step_size", "bias_correction2_sqrt"))
+
+
+def _adam_scalars(group, dtype):
+    """The scalars of the step-th update, formed when it runs: the group's options read
+    then (a learning rate a scheduler changed)."""
+    def scalars(step):
         beta1, beta2 = group["betas"]
-        return adam_kernel_scalars(dtype, state["step"], group["lr"], beta1, beta2,
+        return adam_kernel_scalars(dtype, step, group["lr"], beta1, beta2,
                                    group["eps"], group["weight_decay"], group["maximize"],
                                    group["decoupled_weight_decay"])
     return scalars
+
+
+def _adam_hyper(group):
+    """What the step's columns need besides the count (:meth:`Adam._step_columns`)."""
+    def hyper():
+        return (group["lr"], *group["betas"])
+    return hyper
 
 
 class AdamW(Adam):

@@ -8,21 +8,82 @@ from __future__ import annotations
 
 import copy
 from collections import defaultdict
+from collections.abc import Callable
 from itertools import chain
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import backend
 from ..autograd import enable_grad
+from ..autograd.tensor_base import _wrap
 from ..backend import math_of
+from ..kernels.updates import ROW_WIDTH, SKIP_COLUMN
 from ..tensor import Tensor
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "DeviceUpdate"]
 
 # state values kept as Python numbers here, 0-d tensors in PyTorch: step counts (ints)
 # and NAdam's running product of momentum coefficients (a float)
 _NUMBER_STATE = {"step": int, "mu_product": float}
-_MAX_SCALARS = 16  # the most scalars an update kernel reads from device memory
+
+
+class DeviceUpdate(NamedTuple):
+    """One parameter's update on a CUDA device (:meth:`Optimizer._device_updates`)."""
+
+    param: Tensor
+    kernel: str       # the update kernel, "<step>_dev"
+    arrays: tuple     # its arrays, in the kernel's order
+    scalars: Callable  # scalars(step): the kernel's scalars for the step-th update
+    hyper: Callable   # hyper(): what _step_columns reads besides the count (lr, betas)
+    counter: object   # the state dict holding "step", or the count before this update
+
+
+class _Rows:
+    """The device memory of one layout of updates: per compute dtype (a slot), the
+    kernels' scalars (a row each), the :attr:`DeviceUpdate.hyper` values and, once
+    counted on the device, the step counts (float32, as PyTorch keeps them)."""
+
+    def __init__(self, work):
+        counts: dict = {}
+        self.where = []
+        for u in work:
+            m = math_of(u.param._data)
+            dt = np.dtype(np.float64 if u.param._data.dtype == np.float64 else np.float32)
+            slot = (m, dt)
+            self.where.append((slot, counts.get(slot, 0)))
+            counts[slot] = counts.get(slot, 0) + 1
+        self.rows = {slot: slot[0].empty((n, ROW_WIDTH), dtype=slot[1])  # (set each step)
+                     for slot, n in counts.items()}
+        self.hyper = {slot: slot[0].empty((n, 4), dtype=np.float64)
+                      for slot, n in counts.items()}
+        self.steps = None
+        self.views: list = []
+
+    def count_on_device(self, work) -> None:
+        """Make the device's step counts the true ones: made from the host's counts
+        (or the device tensors already in the states) the first time, brought up to
+        date where a state's "step" was replaced since (``load_state_dict``), and put
+        in the states as 0-d views."""
+        fresh = self.steps is None
+        if fresh:
+            host = {slot: np.zeros(len(rows), dtype=np.float32)
+                    for slot, rows in self.rows.items()}
+            for u, (slot, r) in zip(work, self.where):
+                now = u.counter.get("step", 0) if isinstance(u.counter, dict) else u.counter
+                if not isinstance(now, Tensor):
+                    host[slot][r] = now
+            self.steps = {slot: slot[0].asarray(host[slot]) for slot in self.rows}
+            self.views = [_wrap(self.steps[slot][r]) for slot, r in self.where]
+        for u, (slot, r), view in zip(work, self.where, self.views):
+            if not isinstance(u.counter, dict):  # a count known when the layout began
+                continue
+            now = u.counter.get("step", 0)
+            if now is view:
+                continue
+            if isinstance(now, Tensor) or not fresh:
+                self.steps[slot][r] = now._data if isinstance(now, Tensor) else now
+            u.counter["step"] = view
 
 
 class _RequiredParameter:
@@ -145,51 +206,92 @@ class Optimizer:
                                       "optimizer steps run without recording a graph")
 
     #: Whether the optimizer's CUDA updates read their scalars from device memory
-    #: (:meth:`_device_updates`): ``gc.compile`` then lets ``lr`` change between launches
+    #: (:meth:`_device_updates`): ``gc.compile`` then lets ``lr`` change between launches,
+    #: and ``GradScaler`` skips a step on the device, without reading its verdict back
     _scalars_on_device = False
 
-    def _device_updates(self, work) -> None:
+    @property
+    def _step_supports_amp_scaling(self) -> bool:
+        """Whether ``GradScaler.step`` may hand this optimizer the device's inf/NaN
+        verdict (``self.found_inf``, PyTorch's attribute) rather than read it: every
+        parameter's update reads its scalars from device memory."""
+        return self._scalars_on_device and all(
+            not isinstance(p._data, np.ndarray)
+            for g in self.param_groups for p in g["params"])
+
+    @staticmethod
+    def _step_columns(steps, hyper) -> dict:
+        """The columns of the update kernels' scalars that depend on the step count,
+        formed on the device from ``steps`` (each row's count, this step included) and
+        ``hyper`` (each row's :attr:`DeviceUpdate.hyper` values): ``{column: values}``."""
+        return {}
+
+    def _device_updates(self, work, found_inf=None) -> None:
         """Run updates on a CUDA device with their scalars in device memory.
 
-        ``work`` lists ``(param, kernel, arrays, scalars)``: the update kernel
-        (``<step>_dev``, see ``gradcore.kernels.updates.DEVICE_SCALAR_UPDATES``), its
-        arrays, and a function forming its scalars on the host that also does the
-        step's bookkeeping (counting the step). Those host parts run through
+        ``work`` lists :class:`DeviceUpdate`\\ s: the update kernel (``<step>_dev``, see
+        ``gradcore.kernels.updates.DEVICE_SCALAR_UPDATES``), its arrays, and functions
+        forming its scalars on the host. Those host parts run through
         ``backend.host_work`` (now; or, while ``gc.compile`` captures the step into a
         CUDA graph, before each launch, so that a learning rate a scheduler changes and
         the step counts are read then) and end in one copy to the device per compute
-        dtype; the kernels read the copies."""
-        key = tuple((id(p), name) for p, name, _a, _s in work)
+        dtype; the kernels read the copies.
+
+        With ``found_inf`` (a 0-d device tensor, nonzero when a gradient is inf or NaN:
+        ``GradScaler``'s verdict) the step happens or not on the device, nothing read
+        back: the kernels skip (their skip column), and the step counts, which decide
+        the bias corrections, are counted on the device from then on (``state["step"]``
+        becomes a 0-d device tensor, as in PyTorch's fused optimizers), the columns that
+        depend on them formed there (:meth:`_step_columns`)."""
+        key = tuple((id(u.param), u.kernel) for u in work)
         cache = self.__dict__.setdefault("_device_rows", {})
         entry = cache.get(key)
         if entry is None:
-            counts: dict = {}
-            where = []
-            for p, _name, _a, _s in work:
-                m = math_of(p._data)
-                dt = np.dtype(np.float64 if p._data.dtype == np.float64 else np.float32)
-                slot = (m, dt)
-                where.append((slot, counts.get(slot, 0)))
-                counts[slot] = counts.get(slot, 0) + 1
-            rows = {slot: slot[0].empty((n, _MAX_SCALARS), dtype=slot[1])  # (set each step)
-                    for slot, n in counts.items()}
             if len(cache) >= 8:  # (layouts of the past: a parameter that got no .grad)
                 cache.clear()
-            entry = cache[key] = (rows, where)
-        rows, where = entry
+            entry = cache[key] = _Rows(work)
+        counted_on_device = entry.steps is not None or found_inf is not None or any(
+            isinstance(u.counter, dict) and isinstance(u.counter.get("step"), Tensor)
+            for u in work)
+        if counted_on_device:
+            entry.count_on_device(work)
 
         def host():
-            staged = {slot: np.zeros(arr.shape, dtype=slot[1]) for slot, arr in rows.items()}
-            for (_p, _name, _arrays, scalars), (slot, r) in zip(work, where):
-                values = scalars()
+            staged = {slot: np.zeros(arr.shape, dtype=slot[1])
+                      for slot, arr in entry.rows.items()}
+            hyper = {slot: np.zeros(arr.shape, dtype=np.float64)
+                     for slot, arr in entry.hyper.items()}
+            for u, (slot, r) in zip(work, entry.where):
+                if counted_on_device:  # (the step's columns are formed on the device)
+                    values = u.scalars(1)
+                    h = u.hyper()
+                    hyper[slot][r, :len(h)] = h
+                elif isinstance(u.counter, dict):
+                    u.counter["step"] += 1
+                    values = u.scalars(u.counter["step"])
+                else:
+                    values = u.scalars(u.counter + 1)
                 staged[slot][r, :len(values)] = values
-            for slot, arr in rows.items():
+            for slot, arr in entry.rows.items():
                 arr.set(staged[slot])
+                if counted_on_device:
+                    entry.hyper[slot].set(hyper[slot])
 
         backend.host_work(host)
-        for (p, name, arrays, _s), (slot, r) in zip(work, where):
-            getattr(slot[0], name)(*arrays, rows[slot][r])
-            p._bump()
+        if counted_on_device:
+            found = None if found_inf is None else found_inf._data
+            for slot, rows in entry.rows.items():
+                steps = entry.steps[slot]
+                if found is None:
+                    steps += 1
+                else:
+                    steps += found == 0
+                    rows[:, SKIP_COLUMN] = found
+                for column, values in self._step_columns(steps, entry.hyper[slot]).items():
+                    rows[:, column] = values
+        for u, (slot, r) in zip(work, entry.where):
+            getattr(slot[0], u.kernel)(*u.arrays, entry.rows[slot][r])
+            u.param._bump()
 
     @staticmethod
     def _evaluate(closure):

@@ -6,9 +6,9 @@ import numpy as np
 
 from ..autograd import no_grad
 from ..backend import math_of
-from ..creation import empty_like
-from ..kernels.updates import sgd_kernel_scalars
-from .optimizer import Optimizer
+from ..creation import empty_like, zeros_like
+from ..kernels.updates import UPDATE_KERNELS, sgd_kernel_scalars
+from .optimizer import DeviceUpdate, Optimizer
 
 __all__ = ["SGD"]
 
@@ -67,13 +67,17 @@ class SGD(Optimizer):
                         state = self.state[p]
                         buf = state.get("momentum_buffer")
                         if buf is None:
-                            buf = state["momentum_buffer"] = empty_like(p, requires_grad=False)
+                            # (zeros where GradScaler may skip this first step on the
+                            # device: the buffer is then saved before it is written)
+                            new = empty_like if getattr(self, "found_inf", None) is None \
+                                else zeros_like
+                            buf = state["momentum_buffer"] = new(p, requires_grad=False)
                             first = True
                     if not isinstance(p._data, np.ndarray):
                         arrays = (p._data, p.grad._data) + (() if buf is None else (buf._data,))
-                        on_device.append((p, "sgd_step_dev" if buf is None else
-                                          "sgd_momentum_step_dev", arrays,
-                                          _sgd_scalars(group, first)))
+                        on_device.append(DeviceUpdate(
+                            p, "sgd_step_dev" if buf is None else "sgd_momentum_step_dev",
+                            arrays, _sgd_scalars(group, first), tuple, 0 if first else 1))
                         continue
                     math_of(p._data).sgd_update(
                         p._data, p.grad._data, None if buf is None else buf._data,
@@ -82,13 +86,22 @@ class SGD(Optimizer):
                         maximize=group["maximize"], first_step=first)
                     p._bump()
             if on_device:
-                self._device_updates(on_device)
+                self._device_updates(on_device, getattr(self, "found_inf", None))
         return loss
+
+    @staticmethod
+    def _step_columns(steps, hyper) -> dict:
+        # counted on the device (a step GradScaler skipped is not counted), the first
+        # step that ran is the one that starts the momentum buffer
+        return {_FIRST: steps == 1}
+
+
+_FIRST = UPDATE_KERNELS["sgd_momentum_step"].scalars.index("first")
 
 
 def _sgd_scalars(group, first):
     """The scalars of a step, formed from the group's options when the step runs."""
-    def scalars():
+    def scalars(_step):
         return sgd_kernel_scalars(group["lr"], group["momentum"], group["dampening"],
                                   group["weight_decay"], group["nesterov"], group["maximize"],
                                   first)
