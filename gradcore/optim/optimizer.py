@@ -229,7 +229,7 @@ class Optimizer:
     def _device_updates(self, work, found_inf=None) -> None:
         """Run updates on a CUDA device with their scalars in device memory.
 
-        ``work`` lists :class:`DeviceUpdate`\\ s: the update kernel (``<step>_dev``, see
+        ``work`` lists :class:`DeviceUpdate` items: the update kernel (``<step>_dev``, see
         ``gradcore.kernels.updates.DEVICE_SCALAR_UPDATES``), its arrays, and functions
         forming its scalars on the host. Those host parts run through
         ``backend.host_work`` (now; or, while ``gc.compile`` captures the step into a
