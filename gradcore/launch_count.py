@@ -531,6 +531,10 @@ def _update_writes(decl, attribute):
                 params = params[1:]
         writes = [p for p in params if p not in ("grad", "g")]
     params, writes = tuple(params), set(writes)
+    if getattr(decl, "multi_tensor", False):  # (table, rows, arrays of each tensor)
+        def written_by_all(args, kwargs):
+            return [a for arrays in args[2] for p, a in zip(params, arrays) if p in writes]
+        return written_by_all
 
     def written(args, kwargs):
         out = [a for p, a in zip(params, args) if p in writes]

@@ -2125,7 +2125,7 @@ __device__ __forceinline__ void radam_step(T* __restrict__ a0, const T* __restri
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void sgd_step_dev_loop(T* __restrict__ a0, const T* __restrict__ a1, const C* __restrict__ scalars, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
-    if (load(scalars[15]) != (C)0) return;  // a skipped step
+    if (load(scalars[15]) != C(0)) return;  // a skipped step
     const C neg_lr = load(scalars[0]);
     const C wd = load(scalars[1]);
     const C maximize = load(scalars[2]);
@@ -2153,7 +2153,7 @@ __device__ __forceinline__ void sgd_step_dev(T* __restrict__ a0, const T* __rest
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void sgd_momentum_step_dev_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, const C* __restrict__ scalars, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
-    if (load(scalars[15]) != (C)0) return;  // a skipped step
+    if (load(scalars[15]) != C(0)) return;  // a skipped step
     const C neg_lr = load(scalars[0]);
     const C wd = load(scalars[1]);
     const C maximize = load(scalars[2]);
@@ -2190,7 +2190,7 @@ __device__ __forceinline__ void sgd_momentum_step_dev(T* __restrict__ a0, const 
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void adam_step_dev_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, const C* __restrict__ scalars, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
-    if (load(scalars[15]) != (C)0) return;  // a skipped step
+    if (load(scalars[15]) != C(0)) return;  // a skipped step
     const C coupled = load(scalars[0]);
     const C wd = load(scalars[1]);
     const C maximize = load(scalars[2]);
@@ -2235,7 +2235,7 @@ __device__ __forceinline__ void adam_step_dev(T* __restrict__ a0, const T* __res
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void adam_amsgrad_step_dev_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, T* __restrict__ a4, const C* __restrict__ scalars, I n) {
     const I stride = (I)blockDim.x * gridDim.x;
-    if (load(scalars[15]) != (C)0) return;  // a skipped step
+    if (load(scalars[15]) != C(0)) return;  // a skipped step
     const C coupled = load(scalars[0]);
     const C wd = load(scalars[1]);
     const C maximize = load(scalars[2]);
@@ -2276,6 +2276,225 @@ __device__ __forceinline__ void adam_amsgrad_step_dev(T* __restrict__ a0, const 
         adam_amsgrad_step_dev_loop<T, C, unsigned int>(a0, a1, a2, a3, a4, scalars, (unsigned int)n);
     } else {
         adam_amsgrad_step_dev_loop<T, C, long long>(a0, a1, a2, a3, a4, scalars, n);
+    }
+}
+
+// sgd_step_multi(pointers, offsets, scalars) over the tensors of (p, g): d = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = p + d * neg_lr
+template <typename T, typename C>
+__device__ __forceinline__ void sgd_step_multi(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const C* __restrict__ scalars, long long n) {
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    long long t = -1, begin = 0, end = 0;
+    bool skip = false;
+    C neg_lr = C(0);
+    C wd = C(0);
+    C maximize = C(0);
+    T* a0 = nullptr;
+    T* a1 = nullptr;
+    for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
+        if (j >= end) {  // into the next tensor (or one further: empty ones)
+            do { ++t; } while (offsets[t + 1] <= j);
+            begin = offsets[t];
+            end = offsets[t + 1];
+            const C* row = scalars + t * 16;
+            skip = load(row[15]) != C(0);
+            neg_lr = load(row[0]);
+            wd = load(row[1]);
+            maximize = load(row[2]);
+            a0 = (T*)pointers[t * 2 + 0];
+            a1 = (T*)pointers[t * 2 + 1];
+        }
+        if (skip) continue;  // a step GradScaler skipped
+        const long long i = j - begin;
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C d = where(wd != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        p = p + (d * neg_lr);
+        a0[i] = store<T>(p);
+    }
+}
+
+// sgd_momentum_step_multi(pointers, offsets, scalars) over the tensors of (p, g, buf): d = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); buf = where(first != 0, d, where(no_dampening != 0, buf * momentum + d, buf * momentum + d * one_minus_dampening)); d = where(nesterov != 0, d + buf * momentum, buf); p = p + d * neg_lr
+template <typename T, typename C>
+__device__ __forceinline__ void sgd_momentum_step_multi(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const C* __restrict__ scalars, long long n) {
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    long long t = -1, begin = 0, end = 0;
+    bool skip = false;
+    C neg_lr = C(0);
+    C wd = C(0);
+    C maximize = C(0);
+    C momentum = C(0);
+    C first = C(0);
+    C no_dampening = C(0);
+    C one_minus_dampening = C(0);
+    C nesterov = C(0);
+    T* a0 = nullptr;
+    T* a1 = nullptr;
+    T* a2 = nullptr;
+    for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
+        if (j >= end) {  // into the next tensor (or one further: empty ones)
+            do { ++t; } while (offsets[t + 1] <= j);
+            begin = offsets[t];
+            end = offsets[t + 1];
+            const C* row = scalars + t * 16;
+            skip = load(row[15]) != C(0);
+            neg_lr = load(row[0]);
+            wd = load(row[1]);
+            maximize = load(row[2]);
+            momentum = load(row[3]);
+            first = load(row[4]);
+            no_dampening = load(row[5]);
+            one_minus_dampening = load(row[6]);
+            nesterov = load(row[7]);
+            a0 = (T*)pointers[t * 3 + 0];
+            a1 = (T*)pointers[t * 3 + 1];
+            a2 = (T*)pointers[t * 3 + 2];
+        }
+        if (skip) continue;  // a step GradScaler skipped
+        const long long i = j - begin;
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C buf = load(a2[i]);
+        C d = where(wd != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        buf = where(first != C(0), d, where(no_dampening != C(0), (buf * momentum) + d, (buf * momentum) + (d * one_minus_dampening)));
+        d = where(nesterov != C(0), d + (buf * momentum), buf);
+        p = p + (d * neg_lr);
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(buf);
+    }
+}
+
+// adam_step_multi(pointers, offsets, scalars) over the tensors of (p, g, m, v): g = where(coupled != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = where(decay != 0, p * decay_factor, p); v = v * beta2 + g * one_minus_beta2 * g; m = where(small_weight != 0, m + (g - m) * weight, g - (g - m) * one_minus_weight); p = p + m * neg_step_size / (sqrt(v) / bias_correction2_sqrt + eps)
+template <typename T, typename C>
+__device__ __forceinline__ void adam_step_multi(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const C* __restrict__ scalars, long long n) {
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    long long t = -1, begin = 0, end = 0;
+    bool skip = false;
+    C coupled = C(0);
+    C wd = C(0);
+    C maximize = C(0);
+    C decay = C(0);
+    C decay_factor = C(0);
+    C beta2 = C(0);
+    C one_minus_beta2 = C(0);
+    C small_weight = C(0);
+    C weight = C(0);
+    C one_minus_weight = C(0);
+    C neg_step_size = C(0);
+    C bias_correction2_sqrt = C(0);
+    C eps = C(0);
+    T* a0 = nullptr;
+    T* a1 = nullptr;
+    T* a2 = nullptr;
+    T* a3 = nullptr;
+    for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
+        if (j >= end) {  // into the next tensor (or one further: empty ones)
+            do { ++t; } while (offsets[t + 1] <= j);
+            begin = offsets[t];
+            end = offsets[t + 1];
+            const C* row = scalars + t * 16;
+            skip = load(row[15]) != C(0);
+            coupled = load(row[0]);
+            wd = load(row[1]);
+            maximize = load(row[2]);
+            decay = load(row[3]);
+            decay_factor = load(row[4]);
+            beta2 = load(row[5]);
+            one_minus_beta2 = load(row[6]);
+            small_weight = load(row[7]);
+            weight = load(row[8]);
+            one_minus_weight = load(row[9]);
+            neg_step_size = load(row[10]);
+            bias_correction2_sqrt = load(row[11]);
+            eps = load(row[12]);
+            a0 = (T*)pointers[t * 4 + 0];
+            a1 = (T*)pointers[t * 4 + 1];
+            a2 = (T*)pointers[t * 4 + 2];
+            a3 = (T*)pointers[t * 4 + 3];
+        }
+        if (skip) continue;  // a step GradScaler skipped
+        const long long i = j - begin;
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C m = load(a2[i]);
+        C v = load(a3[i]);
+        g = where(coupled != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        p = where(decay != C(0), p * decay_factor, p);
+        v = (v * beta2) + (g * one_minus_beta2 * g);
+        m = where(small_weight != C(0), m + ((g - m) * weight), g - ((g - m) * one_minus_weight));
+        p = p + (m * neg_step_size / ((sqrt(v) / bias_correction2_sqrt) + eps));
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(m);
+        a3[i] = store<T>(v);
+    }
+}
+
+// adam_amsgrad_step_multi(pointers, offsets, scalars) over the tensors of (p, g, m, v, vmax): g = where(coupled != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = where(decay != 0, p * decay_factor, p); v = v * beta2 + g * one_minus_beta2 * g; m = where(small_weight != 0, m + (g - m) * weight, g - (g - m) * one_minus_weight); vmax = maximum(vmax, v); p = p + m * neg_step_size / (sqrt(vmax) / bias_correction2_sqrt + eps)
+template <typename T, typename C>
+__device__ __forceinline__ void adam_amsgrad_step_multi(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const C* __restrict__ scalars, long long n) {
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    long long t = -1, begin = 0, end = 0;
+    bool skip = false;
+    C coupled = C(0);
+    C wd = C(0);
+    C maximize = C(0);
+    C decay = C(0);
+    C decay_factor = C(0);
+    C beta2 = C(0);
+    C one_minus_beta2 = C(0);
+    C small_weight = C(0);
+    C weight = C(0);
+    C one_minus_weight = C(0);
+    C neg_step_size = C(0);
+    C bias_correction2_sqrt = C(0);
+    C eps = C(0);
+    T* a0 = nullptr;
+    T* a1 = nullptr;
+    T* a2 = nullptr;
+    T* a3 = nullptr;
+    T* a4 = nullptr;
+    for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
+        if (j >= end) {  // into the next tensor (or one further: empty ones)
+            do { ++t; } while (offsets[t + 1] <= j);
+            begin = offsets[t];
+            end = offsets[t + 1];
+            const C* row = scalars + t * 16;
+            skip = load(row[15]) != C(0);
+            coupled = load(row[0]);
+            wd = load(row[1]);
+            maximize = load(row[2]);
+            decay = load(row[3]);
+            decay_factor = load(row[4]);
+            beta2 = load(row[5]);
+            one_minus_beta2 = load(row[6]);
+            small_weight = load(row[7]);
+            weight = load(row[8]);
+            one_minus_weight = load(row[9]);
+            neg_step_size = load(row[10]);
+            bias_correction2_sqrt = load(row[11]);
+            eps = load(row[12]);
+            a0 = (T*)pointers[t * 5 + 0];
+            a1 = (T*)pointers[t * 5 + 1];
+            a2 = (T*)pointers[t * 5 + 2];
+            a3 = (T*)pointers[t * 5 + 3];
+            a4 = (T*)pointers[t * 5 + 4];
+        }
+        if (skip) continue;  // a step GradScaler skipped
+        const long long i = j - begin;
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C m = load(a2[i]);
+        C v = load(a3[i]);
+        C vmax = load(a4[i]);
+        g = where(coupled != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        p = where(decay != C(0), p * decay_factor, p);
+        v = (v * beta2) + (g * one_minus_beta2 * g);
+        m = where(small_weight != C(0), m + ((g - m) * weight), g - ((g - m) * one_minus_weight));
+        vmax = maximum(vmax, v);
+        p = p + (m * neg_step_size / ((sqrt(vmax) / bias_correction2_sqrt) + eps));
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(m);
+        a3[i] = store<T>(v);
+        a4[i] = store<T>(vmax);
     }
 }
 }  // namespace gradcore
@@ -2536,6 +2755,18 @@ extern "C" __global__ void adam_step_dev_float16(gc_half* __restrict__ a0, const
 }
 extern "C" __global__ void adam_amsgrad_step_dev_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, gc_half* __restrict__ a4, const float* __restrict__ scalars, long long n) {
     gradcore::adam_amsgrad_step_dev<gc_half, float>(a0, a1, a2, a3, a4, scalars, n);
+}
+extern "C" __global__ void sgd_step_multi_float16(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const float* __restrict__ scalars, long long n) {
+    gradcore::sgd_step_multi<gc_half, float>(pointers, offsets, scalars, n);
+}
+extern "C" __global__ void sgd_momentum_step_multi_float16(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const float* __restrict__ scalars, long long n) {
+    gradcore::sgd_momentum_step_multi<gc_half, float>(pointers, offsets, scalars, n);
+}
+extern "C" __global__ void adam_step_multi_float16(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const float* __restrict__ scalars, long long n) {
+    gradcore::adam_step_multi<gc_half, float>(pointers, offsets, scalars, n);
+}
+extern "C" __global__ void adam_amsgrad_step_multi_float16(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const float* __restrict__ scalars, long long n) {
+    gradcore::adam_amsgrad_step_multi<gc_half, float>(pointers, offsets, scalars, n);
 }
 // softmax_backward_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_backward_rows_float16(const gc_half* __restrict__ g, const gc_half* __restrict__ y, gc_half* __restrict__ out, long long rows, long long cols) {
@@ -2872,6 +3103,18 @@ extern "C" __global__ void adam_step_dev_float32(float* __restrict__ a0, const f
 extern "C" __global__ void adam_amsgrad_step_dev_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float* __restrict__ a4, const float* __restrict__ scalars, long long n) {
     gradcore::adam_amsgrad_step_dev<float, float>(a0, a1, a2, a3, a4, scalars, n);
 }
+extern "C" __global__ void sgd_step_multi_float32(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const float* __restrict__ scalars, long long n) {
+    gradcore::sgd_step_multi<float, float>(pointers, offsets, scalars, n);
+}
+extern "C" __global__ void sgd_momentum_step_multi_float32(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const float* __restrict__ scalars, long long n) {
+    gradcore::sgd_momentum_step_multi<float, float>(pointers, offsets, scalars, n);
+}
+extern "C" __global__ void adam_step_multi_float32(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const float* __restrict__ scalars, long long n) {
+    gradcore::adam_step_multi<float, float>(pointers, offsets, scalars, n);
+}
+extern "C" __global__ void adam_amsgrad_step_multi_float32(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const float* __restrict__ scalars, long long n) {
+    gradcore::adam_amsgrad_step_multi<float, float>(pointers, offsets, scalars, n);
+}
 // softmax_backward_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_backward_rows_float32(const float* __restrict__ g, const float* __restrict__ y, float* __restrict__ out, long long rows, long long cols) {
     gradcore::softmax_backward_rows<float, float>(g, y, out, rows, cols);
@@ -3206,6 +3449,18 @@ extern "C" __global__ void adam_step_dev_float64(double* __restrict__ a0, const 
 }
 extern "C" __global__ void adam_amsgrad_step_dev_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double* __restrict__ a4, const double* __restrict__ scalars, long long n) {
     gradcore::adam_amsgrad_step_dev<double, double>(a0, a1, a2, a3, a4, scalars, n);
+}
+extern "C" __global__ void sgd_step_multi_float64(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const double* __restrict__ scalars, long long n) {
+    gradcore::sgd_step_multi<double, double>(pointers, offsets, scalars, n);
+}
+extern "C" __global__ void sgd_momentum_step_multi_float64(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const double* __restrict__ scalars, long long n) {
+    gradcore::sgd_momentum_step_multi<double, double>(pointers, offsets, scalars, n);
+}
+extern "C" __global__ void adam_step_multi_float64(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const double* __restrict__ scalars, long long n) {
+    gradcore::adam_step_multi<double, double>(pointers, offsets, scalars, n);
+}
+extern "C" __global__ void adam_amsgrad_step_multi_float64(const unsigned long long* __restrict__ pointers, const long long* __restrict__ offsets, const double* __restrict__ scalars, long long n) {
+    gradcore::adam_amsgrad_step_multi<double, double>(pointers, offsets, scalars, n);
 }
 // softmax_backward_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_backward_rows_float64(const double* __restrict__ g, const double* __restrict__ y, double* __restrict__ out, long long rows, long long cols) {

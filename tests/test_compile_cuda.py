@@ -462,3 +462,42 @@ def test_a_step_with_a_grad_scaler_is_captured(device):
     np.testing.assert_array_equal(results[0][0], results[1][0])
     np.testing.assert_array_equal(results[0][1], results[1][1])
     assert results[0][2] == results[1][2] and results[0][3] == results[1][3] == 5.0
+
+
+@pytest.mark.parametrize("name", ["sgd_momentum_step", "adam_step"])
+def test_multi_tensor_update_equals_one_launch_per_tensor(name):
+    """``<step>_multi`` walks several tensors (an empty one, one element, sizes that
+    split across threads) in one launch, each with its own scalars; a skipped row
+    leaves its tensor alone: the same bits as ``<step>_dev`` tensor by tensor."""
+    from gradcore.kernels import host as khost  # noqa: PLC0415
+    from gradcore.kernels import updates  # noqa: PLC0415
+
+    k = updates.UPDATE_KERNELS[name]
+    rng = np.random.default_rng(5)
+    sizes = [300, 0, 1, 77, 1025]
+    tensors = [[rng.uniform(0.1, 1.0, n).astype(np.float32) for _ in k.params]
+               for n in sizes]
+    rows = np.zeros((len(sizes), updates.ROW_WIDTH), dtype=np.float32)
+    for r in range(len(sizes)):
+        if name == "sgd_momentum_step":
+            s = updates.sgd_kernel_scalars(0.1 * (r + 1), 0.9, 0.1, 1e-3, False, False, r == 0)
+        else:
+            s = updates.adam_kernel_scalars(np.dtype(np.float32), r + 1, 1e-2, 0.9, 0.999,
+                                            1e-8, 1e-2 * r, False, r % 2 == 0)
+        rows[r, :len(s)] = s
+    rows[3, updates.SKIP_COLUMN] = 1
+    one_by_one = [[a.copy() for a in t] for t in tensors]
+    for r, t in enumerate(one_by_one):
+        if t[0].size:
+            khost.run_host(f"{name}_dev", *t, rows[r].copy())
+    together = [[a.copy() for a in t] for t in tensors]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    pointers = np.array([[a.ctypes.data for a in t] for t in together], dtype=np.uint64)
+    khost.launch_host(f"{name}_multi_float32", [pointers.reshape(-1), offsets, rows,
+                                                np.int64(offsets[-1])], grid=3, block=64)
+    for t1, t2 in zip(one_by_one, together):
+        for a, b in zip(t1, t2):
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip(together[3], tensors[3]):  # the skipped tensor
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(together[0][0], tensors[0][0])

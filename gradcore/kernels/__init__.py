@@ -231,6 +231,26 @@ def _update_dev(math, name):
     return run
 
 
+def _update_multi(math, name):
+    """An update over many tensors (``<step>_multi``), called as ``fn(table, rows,
+    arrays)``: ``arrays`` a tuple of the step's arrays per tensor, ``rows`` a row of
+    scalars per tensor (device memory, as ``<step>_dev`` reads), ``table`` an int64
+    device array holding where each tensor begins in their concatenation (one more
+    than the tensors: the total last) then their arrays' addresses (a row per tensor).
+    One launch on a device with kernels; else the ``<step>_dev`` step per tensor."""
+    k = updates.MULTI_TENSOR_UPDATES[name]
+    if math.device_kernels:
+        return device.multi_update(math, k)
+    single = getattr(math, name[:-len("_multi")] + "_dev")
+
+    def run(table, rows, arrays):
+        for r, a in enumerate(arrays):
+            single(*a, rows[r])
+
+    run.__name__ = name
+    return run
+
+
 def _update(math, name):
     if math.device_kernels:
         return device.optimizer_update(math, name)
@@ -308,6 +328,7 @@ _PROVIDERS = {
     "mul_sum_to": _mul_sum_to,
     **dict.fromkeys(updates.UPDATE_KERNELS, _update_step),
     **dict.fromkeys(updates.DEVICE_SCALAR_UPDATES, _update_dev),
+    **dict.fromkeys(updates.MULTI_TENSOR_UPDATES, _update_multi),
     **dict.fromkeys(updates.ENTRIES, _update),
     **dict.fromkeys(conv.TWINS, _window),
     **dict.fromkeys(conv.FORMULAS, _conv_formula),
@@ -345,7 +366,8 @@ def declarations() -> dict:
     forwards of ``pointwise.KEEPING`` and the convolution formulas are not kernels: they
     count as what they call.)"""
     return {**pointwise.INPLACE_CPU, **rows.TWINS, **philox.TWINS, **updates.UPDATES,
-            **updates.UPDATE_KERNELS, **updates.DEVICE_SCALAR_UPDATES, **pointwise.KERNELS,
+            **updates.UPDATE_KERNELS, **updates.DEVICE_SCALAR_UPDATES,
+            **updates.MULTI_TENSOR_UPDATES, **pointwise.KERNELS,
             **conv.TWINS}
 
 

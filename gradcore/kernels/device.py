@@ -468,6 +468,34 @@ def update(math, k):
     return device_kernel(math, k)
 
 
+def multi_update(math, k):
+    """Update kernel ``k`` over many tensors in one launch (``<step>_multi``; see
+    ``gradcore.kernels._update_multi`` for the arguments). Every array must be
+    contiguous, of the first parameter's dtype and shape within its tensor: the kernel
+    reads them through their addresses alone."""
+    width = len(k.params)
+
+    def run(table, rows, arrays):
+        dtype = arrays[0][0].dtype
+        n = 0
+        for a in arrays:
+            shape = a[0].shape
+            if len(a) != width or any(x.dtype != dtype or x.shape != shape or
+                                      not x.flags.c_contiguous for x in a):
+                raise ValueError(f"{k.name}: each tensor's {width} arrays must be "
+                                 f"contiguous {dtype} arrays of one shape, got "
+                                 f"{[(str(x.dtype), x.shape) for x in a]}")
+            n += a[0].size
+        if n:
+            tensors = len(arrays)
+            launch(math, f"{k.name}_{dtype_name(dtype)}",
+                   [table[tensors + 1:].view(np.uint64), table[:tensors + 1], rows,
+                    np.int64(n)], min(-(-n // BLOCK), MAX_GRID), BLOCK)
+
+    run.__name__ = k.name
+    return run
+
+
 _ROW_LAUNCHERS = {
     "softmax_backward_rows": lambda math: functools.partial(_rows_kernel, math,
                                                             "softmax_backward_rows"),

@@ -33,7 +33,13 @@ from .philox import PHILOX_KERNELS
 from .pointwise import KERNELS
 from .rows import ROW_KERNELS
 from .spec import RowKernel, Update
-from .updates import DEVICE_SCALAR_UPDATES, ROW_WIDTH, SKIP_COLUMN, UPDATE_KERNELS
+from .updates import (
+    DEVICE_SCALAR_UPDATES,
+    MULTI_TENSOR_UPDATES,
+    ROW_WIDTH,
+    SKIP_COLUMN,
+    UPDATE_KERNELS,
+)
 
 __all__ = ["DTYPES", "kernels_dir", "expr_to_c", "generate", "host_entry_source",
            "all_kernels", "signature", "kernel_arguments", "check_arguments", "main"]
@@ -50,11 +56,13 @@ DTYPES: dict[str, tuple[str, str]] = {
 }
 
 _CTYPES = {"in": "const {t}*", "mask": "const bool*", "stride": "long long",
+           "pointers": "const unsigned long long*",
            "inout": "{t}*", "scalar": "{c}", "out": "{t}*", "n": "long long",
            "index": "const long long*", "int": "long long", "cin": "const {c}*",
            "cout": "{c}*", "index_out": "long long*"}
 # array kinds: the NumPy dtype each holds (None: the kernel's storage dtype)
 _ARRAY_KINDS = {"in": None, "inout": None, "out": None, "mask": "bool", "index": "int64",
+                "pointers": "uint64",
                 "index_out": "int64", "cin": "compute", "cout": "compute"}
 
 # functions the expressions may call, with their number of arguments
@@ -196,7 +204,8 @@ _HEADER = """\
 def all_kernels() -> dict:
     """Every declared kernel: the pointwise ones, the optimizer updates, the row kernels,
     the convolution's window kernels and the random ones, by name."""
-    return {**KERNELS, **UPDATE_KERNELS, **DEVICE_SCALAR_UPDATES, **ROW_KERNELS,
+    return {**KERNELS, **UPDATE_KERNELS, **DEVICE_SCALAR_UPDATES, **MULTI_TENSOR_UPDATES,
+            **ROW_KERNELS,
             **CONV_KERNELS, **PHILOX_KERNELS}
 
 
@@ -207,6 +216,9 @@ def all_kernels() -> dict:
 def signature(k) -> list[tuple[str, str]]:
     if isinstance(k, RowKernel):
         return list(k.params)
+    if getattr(k, "multi_tensor", False):
+        return [("pointers", "pointers"), ("index", "offsets"), ("cin", "scalars"),
+                ("n", "n")]
     sig = []
     if isinstance(k, Update):
         sig += [("inout" if p in k.writes else "in", p) for p in k.params]
@@ -226,6 +238,9 @@ def _c_params(k, t: str, c: str) -> str:
     if isinstance(k, RowKernel):
         return ", ".join(_CTYPES[kind].format(t=t, c=c) + (" __restrict__ " if "*" in
                          _CTYPES[kind] else " ") + name for kind, name in k.params)
+    if getattr(k, "multi_tensor", False):
+        return ", ".join(_CTYPES[kind].format(t=t, c=c) + (" __restrict__ " if "*" in
+                         _CTYPES[kind] else " ") + name for kind, name in signature(k))
     parts = []
     for j, (kind, name) in enumerate(signature(k)):
         parts.append({
@@ -242,8 +257,8 @@ def _c_params(k, t: str, c: str) -> str:
 
 
 def _c_args(k) -> str:
-    if isinstance(k, RowKernel):
-        return ", ".join(name for _, name in k.params)
+    if isinstance(k, RowKernel) or getattr(k, "multi_tensor", False):
+        return ", ".join(name for _, name in signature(k))
     names = []
     for j, (kind, name) in enumerate(signature(k)):
         names.append(name if kind in ("scalar", "cin", "out", "n") else f"a{j}")
@@ -255,13 +270,61 @@ def _declaration_comment(k) -> str:
         return f"// {k.name}: hand-written in {k.source}"
     if isinstance(k, Update):
         steps = "; ".join(f"{t} = {e}" for t, e in k.body)
-        return f"// {k.name}({', '.join(k.arguments)}): {steps}"
+        over = f" over the tensors of ({', '.join(k.params)})" if k.multi_tensor else ""
+        return f"// {k.name}({', '.join(k.arguments)}){over}: {steps}"
     lets = "".join(f"{n} = {e}; " for n, e in k.lets)
     outs = ", ".join(k.exprs)
     return f"// {k.name}({', '.join(k.arguments)}) = {lets}{outs}"
 
 
+def _multi_tensor_source(k) -> str:
+    """An update over many tensors in one launch: each thread walks the concatenation
+    of the tensors (``offsets``), taking up the next tensor's arrays (``pointers``) and
+    scalars (its row; a nonzero skip column leaves the tensor as it is) as its index
+    passes into it. Indices only grow along a thread's loop, so the walk is linear."""
+    names = set(k.params) | set(k.scalars) | {t for t, _ in k.body}
+    width = len(k.params)
+    lines = [
+        _declaration_comment(k),
+        "template <typename T, typename C>",
+        f"__device__ __forceinline__ void {k.name}({_c_params(k, 'T', 'C')}) {{",
+        "    const long long stride = (long long)blockDim.x * gridDim.x;",
+        "    long long t = -1, begin = 0, end = 0;",
+        "    bool skip = false;",
+        *[f"    C {s} = C(0);" for s in k.scalars],
+        *[f"    T* a{j} = nullptr;" for j in range(width)],
+        "    for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < n; "
+        "j += stride) {",
+        "        if (j >= end) {  // into the next tensor (or one further: empty ones)",
+        "            do { ++t; } while (offsets[t + 1] <= j);",
+        "            begin = offsets[t];",
+        "            end = offsets[t + 1];",
+        f"            const C* row = scalars + t * {ROW_WIDTH};",
+        f"            skip = load(row[{SKIP_COLUMN}]) != C(0);",
+        *[f"            {s} = load(row[{j}]);" for j, s in enumerate(k.scalars)],
+        *[f"            a{j} = (T*)pointers[t * {width} + {j}];" for j in range(width)],
+        "        }",
+        "        if (skip) continue;  // a step GradScaler skipped",
+        "        const long long i = j - begin;",
+        *[f"        C {p} = load(a{j}[i]);" for j, p in enumerate(k.params)],
+    ]
+    declared = set(k.params)
+    for target, expr in k.body:
+        c_expr = expr_to_c(expr, names)
+        if target in declared:
+            lines.append(f"        {target} = {c_expr};")
+        else:
+            declared.add(target)
+            lines.append(f"        C {target} = {c_expr};")
+    lines += [f"        a{j}[i] = store<T>({p});" for j, p in enumerate(k.params)
+              if p in k.writes]
+    lines += ["    }", "}"]
+    return "\n".join(lines)
+
+
 def _kernel_source(k) -> str:
+    if getattr(k, "multi_tensor", False):
+        return _multi_tensor_source(k)
     sig = signature(k)
     names = set(k.arguments) | set(k.scalars) | (
         {t for t, _ in k.body} if isinstance(k, Update) else {n for n, _ in k.lets})
@@ -295,7 +358,7 @@ def _kernel_source(k) -> str:
     masks = [f"    const I m{j} = (I)0 - (I)a{j};" for j, (kind, _) in enumerate(sig)
              if kind == "stride"]
     if getattr(k, "device_scalars", False):  # the scalars, read once from device memory
-        masks += [f"    if (load(scalars[{SKIP_COLUMN}]) != (C)0) return;  // a skipped step"]
+        masks += [f"    if (load(scalars[{SKIP_COLUMN}]) != C(0)) return;  // a skipped step"]
         masks += [f"    const C {s} = load(scalars[{j}]);" for j, s in enumerate(k.scalars)]
     params = _c_params(k, "T", "C")
     loop_params = params.rsplit("long long n", 1)[0] + "I n"

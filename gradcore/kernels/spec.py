@@ -75,9 +75,15 @@ class Update:
     writes: tuple[str, ...]
     scalars: tuple[str, ...] = ()
     device_scalars: bool = False
+    # over many tensors in one launch: a table of their arrays' addresses (a row of
+    # len(params) per tensor), where each tensor's elements begin in the concatenation
+    # of all (offsets, one more than tensors: the total last), a row of scalars each
+    multi_tensor: bool = False
 
     @property
     def arguments(self) -> tuple[str, ...]:
+        if self.multi_tensor:
+            return ("pointers", "offsets", "scalars")
         return self.params + (("scalars",) if self.device_scalars else self.scalars)
 
     def compile(self, namespace: dict, skip: bool = False):

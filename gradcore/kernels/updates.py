@@ -106,8 +106,8 @@ from .numpy_code import emit, is_where, linearize
 from .pointwise import CHUNK  # the slice size of the CPU updates
 from .spec import Update
 
-__all__ = ["UPDATE_KERNELS", "DEVICE_SCALAR_UPDATES", "ROW_WIDTH", "SKIP_COLUMN", "ENTRIES",
-           "UPDATES", "sgd_update",
+__all__ = ["UPDATE_KERNELS", "DEVICE_SCALAR_UPDATES", "MULTI_TENSOR_UPDATES", "ROW_WIDTH",
+           "SKIP_COLUMN", "ENTRIES", "UPDATES", "sgd_update",
            "adam_update", "rmsprop_update", "adagrad_update", "adadelta_update", "adamax_update",
            "nadam_update", "radam_update", "adam_scalars", "sgd_kernel_scalars",
            "adam_kernel_scalars", "rmsprop_kernel_scalars", "adagrad_kernel_scalars",
@@ -256,6 +256,14 @@ DEVICE_SCALAR_UPDATES = {f"{n}_dev": dataclasses.replace(UPDATE_KERNELS[n], name
                          for n in ("sgd_step", "sgd_momentum_step", "adam_step",
                                    "adam_amsgrad_step")}
 assert all(len(k.scalars) < SKIP_COLUMN for k in DEVICE_SCALAR_UPDATES.values())
+
+#: The same steps over all the parameters of a dtype in one launch (``<step>_multi``,
+#: as PyTorch's ``fused=True``): the kernel walks the concatenation of the tensors, each
+#: with its own arrays (a table of addresses) and its own row of scalars.
+MULTI_TENSOR_UPDATES = {f"{n}_multi": dataclasses.replace(k, name=f"{n}_multi",
+                                                          multi_tensor=True)
+                        for n, k in ((n[:-len("_dev")], k)
+                                     for n, k in DEVICE_SCALAR_UPDATES.items())}
 
 
 def sgd_kernel_scalars(lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,

@@ -40,23 +40,30 @@ class DeviceUpdate(NamedTuple):
 
 
 class _Rows:
-    """The device memory of one layout of updates: per compute dtype (a slot), the
-    kernels' scalars (a row each), the :attr:`DeviceUpdate.hyper` values and, once
-    counted on the device, the step counts (float32, as PyTorch keeps them)."""
+    """The device memory of one layout of updates, per slot (the device, the kernel and
+    the parameters' dtype: what one multi-tensor launch updates): the kernels' scalars
+    (a row per parameter, of the compute dtype), the table of where each parameter's
+    elements begin and of its arrays' addresses (``<step>_multi``'s), the
+    :attr:`DeviceUpdate.hyper` values and, once counted on the device, the step counts
+    (float32, as PyTorch keeps them)."""
 
     def __init__(self, work):
-        counts: dict = {}
+        sizes: dict = {}
         self.where = []
         for u in work:
-            m = math_of(u.param._data)
-            dt = np.dtype(np.float64 if u.param._data.dtype == np.float64 else np.float32)
-            slot = (m, dt)
-            self.where.append((slot, counts.get(slot, 0)))
-            counts[slot] = counts.get(slot, 0) + 1
-        self.rows = {slot: slot[0].empty((n, ROW_WIDTH), dtype=slot[1])  # (set each step)
-                     for slot, n in counts.items()}
-        self.hyper = {slot: slot[0].empty((n, 4), dtype=np.float64)
-                      for slot, n in counts.items()}
+            dt = u.param._data.dtype
+            slot = (math_of(u.param._data), u.kernel, dt)
+            sizes.setdefault(slot, []).append(u.param._data.size)
+            self.where.append((slot, len(sizes[slot]) - 1))
+        self.rows, self.table, self.offsets, self.hyper = {}, {}, {}, {}
+        for slot, n in sizes.items():
+            m, _kernel, dt = slot
+            compute = np.float64 if dt == np.float64 else np.float32
+            self.rows[slot] = m.empty((len(n), ROW_WIDTH), dtype=compute)  # (set each step)
+            self.hyper[slot] = m.empty((len(n), 4), dtype=np.float64)
+            self.offsets[slot] = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
+            width = len(work[self.where.index((slot, 0))].arrays)
+            self.table[slot] = m.empty((len(n) + 1 + len(n) * width,), dtype=np.int64)
         self.steps = None
         self.views: list = []
 
@@ -257,10 +264,11 @@ class Optimizer:
             entry.count_on_device(work)
 
         def host():
-            staged = {slot: np.zeros(arr.shape, dtype=slot[1])
+            staged = {slot: np.zeros(arr.shape, dtype=arr.dtype)
                       for slot, arr in entry.rows.items()}
             hyper = {slot: np.zeros(arr.shape, dtype=np.float64)
                      for slot, arr in entry.hyper.items()}
+            tables = {slot: [entry.offsets[slot]] for slot in entry.rows}
             for u, (slot, r) in zip(work, entry.where):
                 if counted_on_device:  # (the step's columns are formed on the device)
                     values = u.scalars(1)
@@ -272,8 +280,11 @@ class Optimizer:
                 else:
                     values = u.scalars(u.counter + 1)
                 staged[slot][r, :len(values)] = values
+                tables[slot].append(np.array([a.data.ptr for a in u.arrays],
+                                             dtype=np.uint64).view(np.int64))
             for slot, arr in entry.rows.items():
                 arr.set(staged[slot])
+                entry.table[slot].set(np.concatenate(tables[slot]))
                 if counted_on_device:
                     entry.hyper[slot].set(hyper[slot])
 
@@ -289,8 +300,14 @@ class Optimizer:
                     rows[:, SKIP_COLUMN] = found
                 for column, values in self._step_columns(steps, entry.hyper[slot]).items():
                     rows[:, column] = values
-        for u, (slot, r) in zip(work, entry.where):
-            getattr(slot[0], u.kernel)(*u.arrays, entry.rows[slot][r])
+        arrays: dict = {}
+        for u, (slot, _r) in zip(work, entry.where):
+            arrays.setdefault(slot, []).append(u.arrays)
+        for slot, rows in entry.rows.items():  # one launch per slot (``<step>_multi``)
+            m, kernel, _dtype = slot
+            getattr(m, kernel[:-len("_dev")] + "_multi")(entry.table[slot], rows,
+                                                         arrays[slot])
+        for u in work:
             u.param._bump()
 
     @staticmethod
