@@ -864,7 +864,8 @@ class _Linalg:
     """``cupy.linalg``: NumPy's, on the device arrays."""
 
     def __getattr__(self, name):
-        if name not in ("inv", "det", "slogdet", "pinv", "svd", "solve", "norm"):
+        if name not in ("inv", "det", "slogdet", "pinv", "svd", "solve", "norm", "cholesky",
+                        "qr", "eigh"):
             raise AttributeError(name)
         fn = getattr(_np.linalg, name)
 
