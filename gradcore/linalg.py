@@ -313,8 +313,8 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
         raise RuntimeError("torch.linalg.lstsq: other must have at least 1 dimension.")
     if A.dtype != B.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
-                           f"dtype, but got input's dtype {_name(A.dtype)} and other's dtype "
-                           f"{_name(B.dtype)}")
+                           f"dtype, but got input's dtype {_dtypes.torch_name(A.dtype)} and "
+                           f"other's dtype {_dtypes.torch_name(B.dtype)}")
     if not A.dtype.is_floating_point:
         raise RuntimeError("This function doesn't handle types other than float and double")
     m, n = A.shape[-2], A.shape[-1]
@@ -406,10 +406,6 @@ def cond(A, p=None, *, out=None):  # noqa: N803
     return matrix_norm(A, p) * matrix_norm(_ops.inverse(A), p)
 
 
-def _name(dtype):
-    return str(dtype).split(".")[-1].capitalize()
-
-
 def _positive(value):
     return bool((value > 0).all()) if isinstance(value, Tensor) else value > 0
 
@@ -417,4 +413,4 @@ def _positive(value):
 def _as_tensor(value, like):
     if isinstance(value, Tensor):
         return value.to(like.dtype)
-    return _ops.full_like(like[..., :1], float(value))
+    return like[..., :1] * 0 + float(value)
