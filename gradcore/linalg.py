@@ -370,16 +370,18 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
                            "dimensions.")
     m, n = A.shape[-2], A.shape[-1]
     eps = float(_np.finfo(_np.dtype(str(A.dtype).split(".")[-1])).eps)
-    if rtol is None:
-        rtol = 0.0 if (atol is not None and _positive(atol)) else eps * max(m, n)
-    if atol is None:
-        atol = 0.0
     with _no_grad():
         values = eigvalsh(A).abs() if hermitian else svdvals(A)
         if not min(m, n):
             return values.sum(-1).to(_int64)
         top = values.amax(-1, keepdim=True)
-        limit = _ops.maximum(_as_tensor(atol, values), top * _as_tensor(rtol, values))
+        atol_t = _as_tensor(0.0 if atol is None else atol, values)
+        if rtol is None:  # 0 where atol is above 0, else eps * max(m, n)
+            rtol_t = _ops.where(atol_t > 0, 0.0, eps * max(m, n)) if atol is not None else \
+                _as_tensor(eps * max(m, n), values)
+        else:
+            rtol_t = _as_tensor(rtol, values)
+        limit = _ops.maximum(atol_t, top * rtol_t)
         return (values > limit).sum(-1)
 
 
@@ -406,11 +408,9 @@ def cond(A, p=None, *, out=None):  # noqa: N803
     return matrix_norm(A, p) * matrix_norm(_ops.inverse(A), p)
 
 
-def _positive(value):
-    return bool((value > 0).all()) if isinstance(value, Tensor) else value > 0
-
-
 def _as_tensor(value, like):
+    """A tolerance as a tensor that broadcasts against ``like``'s ``(*batch, 1)``: a
+    number, or a tensor of the batch's shape."""
     if isinstance(value, Tensor):
-        return value.to(like.dtype)
+        return value.to(like.dtype).unsqueeze(-1)
     return like[..., :1] * 0 + float(value)

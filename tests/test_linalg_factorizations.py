@@ -208,6 +208,10 @@ def test_matrix_rank_and_cond_are_pytorch_s():
             got = gc.linalg.matrix_rank(gc.tensor(a), **kwargs)
             assert got.dtype == gc.int64
             np.testing.assert_array_equal(host(got), want.numpy())
+    tolerance = np.array([0.5, 0.0])  # one per matrix; rtol 0 only where it is above 0
+    np.testing.assert_array_equal(
+        host(gc.linalg.matrix_rank(gc.tensor(low), atol=gc.tensor(tolerance))),
+        torch.linalg.matrix_rank(torch.tensor(low), atol=torch.tensor(tolerance)).numpy())
     x = SQUARE + 3 * np.eye(3)
     for p in (None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf):
         t, g = torch.tensor(x, requires_grad=True), gc.tensor(x, requires_grad=True)
