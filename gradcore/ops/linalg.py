@@ -1254,7 +1254,7 @@ def _cholesky_arrays(a):
     try:
         low = m.linalg.cholesky(a)
     except np.linalg.LinAlgError:  # (NumPy's check; CuPy leaves the failed factor)
-        low = m.empty_like(a)
+        low = m.empty(a.shape, dtype=a.dtype)
         flat, out = a.reshape((-1,) + a.shape[-2:]), low.reshape((-1,) + a.shape[-2:])
         for i in range(flat.shape[0]):
             try:
