@@ -1812,7 +1812,7 @@ def _matrix_exp_backward(g, a):
     at = _mH(a)
     zeros = at * 0
     big = cat([cat([at, g], -1), cat([zeros, at], -1)], -2)
-    return matrix_exp(big)[..., :n, n:]
+    return matrix_exp(big)[..., :n, n:].contiguous()
 
 
 @export(torch=True, method=True)
