@@ -2,11 +2,13 @@
 with PyTorch's signatures and results, composed of gradcore's differentiable ops (so
 gradients of any order and both devices come with them).
 
-Provided: ``vector_norm``, ``matrix_norm`` (``'fro'``, 1, -1, inf, -inf), ``norm``,
-``inv``, ``det``, ``slogdet``, ``pinv``, ``solve``, ``matrix_power``, ``cross``,
-``vecdot``, ``matmul``, ``multi_dot``, ``diagonal``. Not provided (no factorization
-kernels yet): ``svd``, ``qr``, ``eigh``, ``cholesky``, ``lstsq`` and the norms that need
-singular values (``'nuc'``, 2, -2).
+Provided: ``vector_norm``, ``matrix_norm`` and ``norm`` (``'fro'``, ``'nuc'``, 1, -1,
+2, -2, inf, -inf), ``inv``, ``det``, ``slogdet``, ``pinv``, ``solve``, ``matrix_power``,
+``cross``, ``vecdot``, ``matmul``, ``multi_dot``, ``diagonal``; the factorizations
+``cholesky``, ``cholesky_ex``, ``qr``, ``svd``, ``svdvals``, ``eigh``, ``eigvalsh`` and
+what is built on them: ``lstsq``, ``solve_triangular``, ``matrix_rank``, ``cond``,
+``matrix_exp``. gradcore has no complex tensors, so ``eig`` and ``eigvals`` (whose
+results are complex) raise ``NotImplementedError``.
 
 >>> import gradcore as gc
 >>> gc.linalg.vector_norm(gc.tensor([3.0, 4.0]))
@@ -21,13 +23,30 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
+import numpy as _np
+
+from . import dtypes as _dtypes
 from . import ops as _ops
+from .autograd.grad_mode import no_grad as _no_grad
+from .ops import linalg as _linalg_ops
 from .tensor import Tensor
 
+_int64 = _dtypes.int64
+
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "pinv", "solve",
-           "matrix_power", "cross", "vecdot", "matmul", "multi_dot", "diagonal"]
+           "matrix_power", "cross", "vecdot", "matmul", "multi_dot", "diagonal",
+           "cholesky", "cholesky_ex", "qr", "svd", "svdvals", "eigh", "eigvalsh", "eig",
+           "eigvals", "lstsq", "solve_triangular", "matrix_rank", "cond", "matrix_exp",
+           "LinAlgError"]
 
 _SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+_LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+LinAlgError = _linalg_ops.LinAlgError
+# the factorizations: primitives of gradcore.ops.linalg, with their backward rules there
+cholesky_ex = _linalg_ops.cholesky_ex
+svdvals = _linalg_ops.svdvals
+solve_triangular = _linalg_ops.solve_triangular
+matrix_exp = _linalg_ops.matrix_exp
 
 
 def _tensor(x, op: str) -> Tensor:
@@ -76,8 +95,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: A002, N803
     """The matrix ``ord``-norm over the two dimensions ``dim``: ``'fro'`` (Frobenius),
     ``1``/``-1`` (largest/smallest column sum of absolute values), ``inf``/``-inf``
-    (largest/smallest row sum). ``'nuc'``, ``2`` and ``-2`` need singular values, which
-    gradcore does not compute (NotImplementedError)."""
+    (largest/smallest row sum), ``'nuc'`` (the sum of the singular values), ``2``/``-2``
+    (the largest/smallest singular value)."""
     A = _tensor(A, "matrix_norm")
     _floating(A, "matrix_norm")
     if A.ndim < 2:
@@ -89,8 +108,14 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, "
-                                  f"which gradcore does not compute")
+        moved = A.movedim((d0, d1), (-2, -1))
+        values = svdvals(moved)
+        out = values.sum(-1) if ord == "nuc" else values.amax(-1) if ord == 2 else \
+            values.amin(-1)
+        if keepdim:
+            for d in sorted((d0, d1)):
+                out = out.unsqueeze(d)
+        return out
     if ord not in (1, -1, math.inf, -math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     a = A.abs()
@@ -199,3 +224,193 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):  # noqa: N803
     """The diagonals of the matrices of ``A`` (``torch.diagonal`` with the last two
     dimensions by default)."""
     return _ops.diagonal(A, offset, dim1, dim2)
+
+
+def cholesky(A, *, upper=False, out=None):  # noqa: N803
+    """The Cholesky factor ``L`` (``A = L L^T``; ``upper=True``: ``U = L^T``) of each
+    symmetric positive-definite matrix of ``A``; a :class:`LinAlgError` names the first
+    one that is not. Only the lower triangle of ``A`` is read.
+
+    >>> import gradcore as gc
+    >>> gc.linalg.cholesky(gc.tensor([[4., 2.], [2., 5.]]))
+    tensor([[2., 0.],
+            [1., 2.]])
+    """
+    return _linalg_ops.linalg_cholesky(A, upper=upper, out=out)
+
+
+def qr(A, mode="reduced", *, out=None):  # noqa: N803
+    """``(Q, R)`` with ``A = Q R``: ``mode`` ``'reduced'`` (``Q`` ``(*, m, k)``),
+    ``'complete'`` (``Q`` ``(*, m, m)``) or ``'r'`` (``Q`` empty), ``k = min(m, n)``."""
+    return _linalg_ops.linalg_qr(A, mode, out=out)
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):  # noqa: N803
+    """``(U, S, Vh)`` with ``A = U diag(S) Vh``, ``S`` descending; ``full_matrices=False``
+    gives the reduced ``U`` and ``Vh`` (``k = min(m, n)`` columns / rows)."""
+    return _linalg_ops.linalg_svd(A, full_matrices, driver=driver, out=out)
+
+
+def eigh(A, UPLO="L", *, out=None):  # noqa: N803
+    """``(eigenvalues, eigenvectors)`` of each symmetric matrix of ``A`` (its ``UPLO``
+    triangle read), the eigenvalues ascending.
+
+    >>> import gradcore as gc
+    >>> gc.linalg.eigh(gc.tensor([[2., 0.], [0., 1.]])).eigenvalues
+    tensor([1., 2.])
+    """
+    return _linalg_ops.linalg_eigh(A, UPLO, out=out)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):  # noqa: N803
+    """The eigenvalues of each symmetric matrix of ``A``, ascending."""
+    return _linalg_ops.linalg_eigh(A, UPLO, out=out).eigenvalues
+
+
+def eig(A, *, out=None):  # noqa: N803
+    """Not available: the eigenvalues and eigenvectors of a general real matrix are
+    complex, and gradcore has no complex tensors (``eigh`` serves symmetric ones)."""
+    raise NotImplementedError("linalg.eig: the eigenvalues and eigenvectors of a general "
+                              "matrix are complex, and gradcore has no complex tensors; "
+                              "for a symmetric matrix use linalg.eigh")
+
+
+def eigvals(A, *, out=None):  # noqa: N803
+    """Not available: complex results (see :func:`eig`; ``eigvalsh`` serves symmetric
+    matrices)."""
+    raise NotImplementedError("linalg.eigvals: the eigenvalues of a general matrix are "
+                              "complex, and gradcore has no complex tensors; for a symmetric "
+                              "matrix use linalg.eigvalsh")
+
+
+_LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
+    """``(solution, residuals, rank, singular_values)`` of the least-squares problems
+    ``min ||A X - B||`` (``B`` a matrix batch, or a vector batch), batch dimensions
+    broadcast; the solution has minimal norm where ``A`` is rank-deficient. As PyTorch's,
+    the ``driver`` (default ``'gelsy'`` on the CPU, ``'gels'``, the only one, on CUDA)
+    decides what else is computed: ``rank`` for ``'gelsy'``, ``'gelsd'``, ``'gelss'``;
+    ``singular_values`` for ``'gelsd'``, ``'gelss'``; ``residuals`` (the squared
+    residual of each column) for all but ``'gelsy'``, when ``m > n`` and every matrix has
+    full rank; the others are empty. ``rcond``: singular values below ``rcond`` times the
+    largest count as zero (default: the dtype's eps times ``max(m, n)``). Solved through
+    the pseudo-inverse, so the gradients are PyTorch's."""
+    A, B = _tensor(A, "lstsq"), _tensor(B, "lstsq")
+    cuda = A.device.type == "cuda"
+    if driver is None:
+        driver = "gels" if cuda else "gelsy"
+    if driver not in _LSTSQ_DRIVERS:
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of "
+                           "(gels, gelsy, gelsd, gelss)")
+    if cuda and driver != "gels":
+        raise RuntimeError("torch.linalg.lstsq: `driver` other than `gels` is not supported "
+                           "on CUDA")
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if B.ndim < 1:
+        raise RuntimeError("torch.linalg.lstsq: other must have at least 1 dimension.")
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
+                           f"dtype, but got input's dtype {_dtypes.torch_name(A.dtype)} and "
+                           f"other's dtype {_dtypes.torch_name(B.dtype)}")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    m, n = A.shape[-2], A.shape[-1]
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        if B.shape[-1] != m:
+            raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match "
+                               "other.size(-1)")
+        B = B.unsqueeze(-1)
+    elif B.shape[-2] != m:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    eps = float(_np.finfo(_np.dtype(str(A.dtype).split(".")[-1])).eps)
+    if rcond is None:
+        rcond = eps * max(m, n)
+    solution = _ops.matmul(_ops.pinverse(A, rcond), B)
+    empty = A.new_empty((0,))
+    residuals, rank, singular_values = empty, A.new_empty((0,), dtype=_int64), empty
+    values = None
+    if driver != "gels":
+        with _no_grad():
+            values = svdvals(A)
+            top = values.amax(-1, keepdim=True) if min(m, n) else values.sum(-1, keepdim=True)
+            rank = (values > top * rcond).sum(-1)
+    if driver in ("gelsd", "gelss"):
+        singular_values = values
+    if driver != "gelsy" and m > n:
+        full = rank if driver != "gels" else None
+        if full is None:
+            with _no_grad():
+                full = (svdvals(A) > 0).sum(-1)
+        if bool((full == n).all()):
+            residuals = ((_ops.matmul(A, solution) - B) ** 2).sum(-2)
+            if vector:
+                residuals = residuals.squeeze(-1)
+    if vector:
+        solution = solution.squeeze(-1)
+    return _LstsqResult(solution, residuals, rank, singular_values)
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):  # noqa: N803
+    """The number of singular values of each matrix of ``A`` above ``max(atol, rtol *
+    largest)`` (``hermitian``: of the absolute eigenvalues of a symmetric matrix). Without
+    ``atol`` and ``rtol``, ``rtol`` is the dtype's eps times ``max(m, n)``; with ``atol``
+    alone (above 0), ``rtol`` is 0; ``tol`` is an ``atol`` (PyTorch's older argument)."""
+    A = _tensor(A, "matrix_rank")
+    if out is not None:
+        raise NotImplementedError("linalg.matrix_rank: out= is not supported")
+    if tol is not None:
+        atol = tol
+    _floating(A, "matrix_rank")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_rank: The input tensor input must have at least 2 "
+                           "dimensions.")
+    m, n = A.shape[-2], A.shape[-1]
+    eps = float(_np.finfo(_np.dtype(str(A.dtype).split(".")[-1])).eps)
+    with _no_grad():
+        values = eigvalsh(A).abs() if hermitian else svdvals(A)
+        if not min(m, n):
+            return values.sum(-1).to(_int64)
+        top = values.amax(-1, keepdim=True)
+        atol_t = _as_tensor(0.0 if atol is None else atol, values)
+        if rtol is None:  # 0 where atol is above 0, else eps * max(m, n)
+            rtol_t = _ops.where(atol_t > 0, 0.0, eps * max(m, n)) if atol is not None else \
+                _as_tensor(eps * max(m, n), values)
+        else:
+            rtol_t = _as_tensor(rtol, values)
+        limit = _ops.maximum(atol_t, top * rtol_t)
+        return (values > limit).sum(-1)
+
+
+def cond(A, p=None, *, out=None):  # noqa: N803
+    """The condition number of each matrix of ``A`` in the ``p`` norm: ``None``/``2``
+    the largest over the smallest singular value (``-2`` the inverse), any matrix;
+    ``'fro'``, ``'nuc'``, ``1``, ``-1``, ``inf``, ``-inf``: ``norm(A) * norm(A^-1)``, square
+    invertible matrices."""
+    A = _tensor(A, "cond")
+    if out is not None:
+        raise NotImplementedError("linalg.cond: out= is not supported")
+    _floating(A, "cond")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if p is None or p in (2, -2):
+        values = svdvals(A)
+        big, small = values.amax(-1), values.amin(-1)
+        return small / big if p == -2 else big / small
+    if p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, "
+                           f"but they are {A.shape[-2]} by {A.shape[-1]} matrices")
+    return matrix_norm(A, p) * matrix_norm(_ops.inverse(A), p)
+
+
+def _as_tensor(value, like):
+    """A tolerance as a tensor that broadcasts against ``like``'s ``(*batch, 1)``: a
+    number, or a tensor of the batch's shape."""
+    if isinstance(value, Tensor):
+        return value.to(like.dtype).unsqueeze(-1)
+    return like[..., :1] * 0 + float(value)

@@ -763,6 +763,61 @@ OPS += [
        m.matrix_power(x, 2), lambda x: np.linalg.matrix_power(x + 3 * np.eye(3), -3) +
        x @ x, SQ3, half=False),
     Op("pinverse", lambda m, x: m.pinverse(x), np.linalg.pinv, [(3, 2), (2, 4)], half=False),
+    # factorizations: well-conditioned inputs (SPD, separated eigenvalues, a diagonal
+    # away from zero) and functions of U, V that do not depend on their signs
+    Op("linalg.cholesky", lambda m, x: m.linalg.cholesky(x @ x.mT + 3 * m.eye(3, dtype=x.dtype)),
+       lambda x: np.linalg.cholesky(x @ x.swapaxes(-1, -2) + 3 * np.eye(3)), SQ3, half=False),
+    Op("cholesky_upper", lambda m, x: m.cholesky(x @ x.mT + 3 * m.eye(3, dtype=x.dtype), True),
+       lambda x: np.linalg.cholesky(x @ x.swapaxes(-1, -2) + 3 * np.eye(3)).swapaxes(-1, -2),
+       SQ3, half=False),
+    # (PyTorch's gradients of these two are not masked to the triangle they read: the
+    # inputs are triangular)
+    Op("cholesky_inverse", lambda m, x: m.cholesky_inverse(m.tril(x) + 3 * m.eye(3, dtype=x.dtype)),
+       lambda x: _chol_inv_np(x + 3 * np.eye(3)), SQ3, half=False),
+    Op("cholesky_solve", lambda m, a, b: m.cholesky_solve(
+        b, m.triu(a) + 3 * m.eye(3, dtype=a.dtype), upper=True),
+       lambda a, b: _chol_inv_np((a + 3 * np.eye(3)).swapaxes(-1, -2)) @ b,
+       [((3, 3), (3, 2)), ((2, 3, 3), (1, 3, 4))], half=False),
+    Op("linalg.qr", lambda m, x: _qr_parts(m, x, "reduced"), lambda x: _qr_parts_np(x, "reduced"),
+       [(4, 3), (2, 3, 4), (3, 3)], half=False),
+    Op("qr_complete", lambda m, x: _qr_parts(m, x, "complete"),
+       lambda x: _qr_parts_np(x, "complete"), [(3, 4), (2, 3, 3)], half=False),
+    Op("linalg.svd", lambda m, x: _svd_parts(m, x, False), lambda x: _svd_parts_np(x, False),
+       [(4, 3), (2, 3, 4), (3, 3)], half=False),
+    Op("svd_full", lambda m, x: _svd_parts(m, x, True), lambda x: _svd_parts_np(x, True),
+       [(4, 2), (2, 2, 4)], half=False),
+    Op("svd_torch", lambda m, x: m.svd(x).V ** 2 * m.svd(x).S.unsqueeze(-2),
+       lambda x: (lambda u, s, vh: vh.swapaxes(-1, -2) ** 2 * s[..., None, :])(
+           *np.linalg.svd(x, full_matrices=False)), [(4, 3), (3, 4)], half=False),
+    Op("linalg.svdvals", lambda m, x: m.linalg.svdvals(x),
+       lambda x: np.linalg.svd(x, compute_uv=False), [(4, 3), (2, 3, 4)], half=False),
+    Op("matrix_norm_sv", lambda m, x: m.linalg.matrix_norm(x, 2) - m.linalg.matrix_norm(x, -2) +
+       m.linalg.norm(x, "nuc", dim=(0, -1)).sum(),
+       lambda x: np.linalg.norm(x, 2, (-2, -1)) - np.linalg.norm(x, -2, (-2, -1)) +
+       np.linalg.norm(x, "nuc", (0, -1)).sum(), [(2, 4, 3)], half=False),
+    Op("linalg.cond", lambda m, x: m.linalg.cond(x), lambda x: np.linalg.cond(x),
+       [(4, 3), (2, 3, 3)], half=False),
+    Op("linalg.eigh", lambda m, x: _eigh_parts(m, x), lambda x: _eigh_parts_np(x), SQ3,
+       half=False),
+    Op("linalg.eigvalsh", lambda m, x: m.linalg.eigvalsh(_separated(m, x), UPLO="U"),
+       lambda x: np.linalg.eigvalsh(_separated(np, x)), SQ3, half=False),
+    Op("linalg.solve_triangular", lambda m, a, b: m.linalg.solve_triangular(
+        a + 3 * m.eye(3, dtype=a.dtype), b, upper=True),
+       lambda a, b: np.linalg.solve(np.triu(a + 3 * np.eye(3)), b),
+       [((3, 3), (3, 2)), ((2, 3, 3), (3, 4)), ((3, 3), (2, 3, 1))], half=False),
+    Op("solve_triangular_right", lambda m, a, b: m.linalg.solve_triangular(
+        a, b, upper=False, left=False, unitriangular=True),
+       lambda a, b: b @ np.linalg.inv(np.tril(a, -1) + np.eye(3)),
+       [((3, 3), (2, 3)), ((2, 3, 3), (4, 3))], half=False),
+    Op("triangular_solve", lambda m, a, b: m.triangular_solve(
+        b, a + 3 * m.eye(3, dtype=a.dtype), transpose=True).solution,
+       lambda a, b: np.linalg.solve(np.triu(a + 3 * np.eye(3)).swapaxes(-1, -2), b),
+       [((3, 3), (3, 2))], half=False),
+    Op("linalg.lstsq", lambda m, a, b: m.linalg.lstsq(a, b).solution,
+       lambda a, b: np.linalg.pinv(a) @ b, [((4, 3), (4, 2)), ((2, 3, 4), (2, 3, 1))],
+       half=False),
+    Op("linalg.matrix_exp", lambda m, x: m.linalg.matrix_exp(x), lambda x: _expm_np(x), SQ3,
+       half=False),
     Op("diag_embed", lambda m, x: m.diag_embed(x, 1, 0, 2), lambda x: _diag_embed_np(x, 1),
        [(2, 3)]),
     Op("diagflat", lambda m, x: x.diagflat(-1), lambda x: np.diagflat(x, -1), [(2, 2), (3,)]),
@@ -800,6 +855,65 @@ def _index_fill_np(x, index, value):
     r = x.copy()
     r[:, index] = value
     return r
+
+
+def _chol_inv_np(x):
+    low = np.tril(x)
+    return np.linalg.inv(low @ low.swapaxes(-1, -2))
+
+
+def _qr_parts(m, x, mode):
+    q, r = m.linalg.qr(x, mode)
+    return m.cat([q.flatten(-2), r.flatten(-2)], -1)
+
+
+def _qr_parts_np(x, mode):
+    q, r = np.linalg.qr(x, mode)
+    return np.concatenate([q.reshape(q.shape[:-2] + (-1,)), r.reshape(r.shape[:-2] + (-1,))], -1)
+
+
+def _svd_parts(m, x, full):
+    """Functions of the SVD that do not depend on the singular vectors' signs: their
+    squares, the singular values, the leading rank-one term (full matrices: the first
+    k vectors, the others being any basis of the rest)."""
+    u, s, vh = m.linalg.svd(x, full_matrices=full)
+    k = s.shape[-1]
+    u, vh = u[..., :, :k], vh[..., :k, :]
+    lead = u[..., :, :1] * vh[..., :1, :] * s[..., :1, None]
+    return m.cat([(u ** 2).flatten(-2), s, (vh ** 2).flatten(-2), lead.flatten(-2)], -1)
+
+
+def _svd_parts_np(x, full):
+    u, s, vh = np.linalg.svd(x, full_matrices=full)
+    k = s.shape[-1]
+    u, vh = u[..., :, :k], vh[..., :k, :]
+    lead = u[..., :, :1] * vh[..., :1, :] * s[..., :1, None]
+    flat = [a.reshape(a.shape[:-2] + (-1,)) for a in (u ** 2, vh ** 2, lead)]
+    return np.concatenate([flat[0], s, flat[1], flat[2]], -1)
+
+
+def _separated(m, x):
+    """A symmetric matrix with well separated eigenvalues."""
+    spread = m.eye(3, dtype=x.dtype) * m.tensor([0.0, 6.0, 12.0], dtype=x.dtype) if m is not np \
+        else np.diag([0.0, 6.0, 12.0])
+    return x + x.swapaxes(-1, -2) + spread
+
+
+def _eigh_parts(m, x):
+    vals, vecs = m.linalg.eigh(_separated(m, x))
+    return m.cat([vals, (vecs ** 2 * vals.unsqueeze(-2)).flatten(-2)], -1)
+
+
+def _eigh_parts_np(x):
+    vals, vecs = np.linalg.eigh(_separated(np, x))
+    part = vecs ** 2 * vals[..., None, :]
+    return np.concatenate([vals, part.reshape(part.shape[:-2] + (-1,))], -1)
+
+
+def _expm_np(x):
+    from scipy.linalg import expm  # noqa: PLC0415  (scikit-learn's dependency: dev extra)
+
+    return expm(x)
 
 
 def _diag_embed_np(x, offset):

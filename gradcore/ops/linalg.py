@@ -12,8 +12,10 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.grad_mode import autocast_blocks as _autocast_blocks
+from ..autograd.grad_mode import no_grad
+from ..autograd.graph import _FREED, SavedTensorError, _raise_modified, differentiable
 from ..backend import device as _device
-from ..backend import get_default_device, math_of
+from ..backend import get_default_device, math_of, to_host
 from . import _autocast
 from ._core import (
     TENSOR_TYPES,
@@ -35,6 +37,7 @@ from .reduce import sum as _sum
 from .shape import cat, unsqueeze
 
 _ndarray = np.ndarray
+_grad_mode = mode  # (under a name that linalg_qr's argument ``mode`` does not hide)
 
 
 class MatmulBackward(Node):
@@ -1129,4 +1132,703 @@ def pinverse(input, rcond=1e-15):  # noqa: A002
     t = record(out, LinalgPinvBackward0, input)
     t.grad_fn.save(input)
     t.grad_fn.save_output(t)
+    return t
+
+
+# ---- factorizations: cholesky, qr, svd, eigh; solve_triangular, matrix_exp ----------
+# Their backward rules are PyTorch's (FunctionsManual.cpp), written once over tensors
+# with the ops above: under create_graph=True they build the graph of the gradient (any
+# order); otherwise they run on the arrays wrapped as constant tensors (_tensor_rule).
+
+
+class LinAlgError(RuntimeError):
+    """A linear-algebra routine failed on its input: a matrix not positive-definite
+    (``linalg.cholesky``), a singular one (PyTorch's ``torch.linalg.LinAlgError``)."""
+
+
+def _tensor_rule(F, rule, *operands):
+    """Run a backward ``rule`` written over tensors: with ``F`` the differentiable
+    namespace the operands are tensors already and the rule's ops record the gradient's
+    graph; otherwise the arrays are wrapped as constants and the results unwrapped."""
+    if differentiable(F):
+        return rule(*operands)
+    with no_grad():
+        grads = rule(*[None if a is None else wrap(a) for a in operands])
+    return tuple(None if g is None else g._data for g in grads)
+
+
+class _SavesOutputs(Node):
+    """A node whose rule reads several outputs of its op: ``out`` holds one (array,
+    version cell, version, output number) per saved output, which the engine frees
+    after backward as it frees a single saved output."""
+
+    def save_outputs(self, *tensors):
+        entries = []
+        for t in tensors:
+            vc = t._vc
+            if vc is None:
+                vc = t._vc = [0]
+            entries.append((t._data, vc, vc[0], t._out_nr))
+        self.out = entries
+
+    def outputs(self, F):
+        """The saved outputs: arrays, or (create_graph) tensors whose grad_fn is this
+        node, so that the gradient's own gradient reaches the input through them."""
+        if self.out is None:
+            raise SavedTensorError(_FREED)
+        found = []
+        for data, vc, v, nr in self.out:
+            if vc[0] != v:
+                _raise_modified(self, None, v, vc[0])
+            found.append(F.wrap_output(data, self, nr) if differentiable(F) else data)
+        return found
+
+
+def _outputs(node_cls, arrays, input, tracked):  # noqa: A002
+    """Tensors of ``arrays``: of one new ``node_cls`` node (output ``i`` of it for each
+    ``i`` in ``tracked``), plain tensors for the others."""
+    first = builtins.min(tracked)
+    head = record(arrays[first], node_cls, input)
+    node = head.grad_fn
+    outs = []
+    for i, arr in enumerate(arrays):
+        if i == first:
+            head._out_nr = i
+            outs.append(head)
+        elif i in tracked:
+            t = wrap(arr)
+            t.grad_fn, t._out_nr, t._rg = node, i, True
+            outs.append(t)
+        else:
+            outs.append(wrap(arr))
+    return node, outs
+
+
+def _matrices(op, a, square=True):
+    """PyTorch's checks of a factorization's input: a tensor of matrices (square ones
+    where ``square``), of float32 or float64."""
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{op}(): argument 'A' (position 1) must be Tensor, not "
+                        f"{type(a).__name__}")
+    if a.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    if square and a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
+                           f"{a.shape[-2]} by {a.shape[-1]} matrices")
+    _floating(op, a)
+
+
+def _mH(t):  # noqa: N802
+    return t.swapaxes(-1, -2)
+
+
+def _eye_like(t, n=None):
+    """The identity of ``t``'s matrix size (or ``n``), dtype and device, as a tensor."""
+    d = t._data
+    n = d.shape[-1] if n is None else n
+    return wrap(math_of(d).eye(n, dtype=d.dtype))
+
+
+# -- cholesky --
+def _cholesky_partial(m, a):
+    """The factor of one matrix ``a`` as LAPACK's unblocked potf2 leaves it when ``a``
+    is not positive-definite: the columns before the failing one factored, the failing
+    diagonal element its non-positive value, the rest ``a``'s lower triangle."""
+    n = a.shape[-1]
+    low = m.tril(a).copy()
+    for j in range(n):
+        row = low[j, :j]
+        d = low[j, j] - row @ row
+        low[j, j] = d
+        if not bool(d > 0):
+            break
+        low[j, j] = m.sqrt(d)
+        low[j + 1:, j] = (low[j + 1:, j] - low[j + 1:, :j] @ row) / low[j, j]
+    return low
+
+
+def _cholesky_arrays(a):
+    """``(L, info)``: the lower factors and, per matrix, 0 or the order of the first
+    leading minor that is not positive-definite (LAPACK's info)."""
+    m = math_of(a)
+    try:
+        low = m.linalg.cholesky(a)
+    except np.linalg.LinAlgError:  # (NumPy's check; CuPy leaves the failed factor)
+        low = m.empty(a.shape, dtype=a.dtype)
+        flat, out = a.reshape((-1,) + a.shape[-2:]), low.reshape((-1,) + a.shape[-2:])
+        for i in range(flat.shape[0]):
+            try:
+                out[i] = m.linalg.cholesky(flat[i])
+            except np.linalg.LinAlgError:
+                out[i] = _cholesky_partial(m, flat[i])
+    diag = low.diagonal(0, -2, -1)
+    bad = ~(diag > 0)  # (NaN too)
+    if diag.shape[-1] == 0:
+        return low, m.zeros(a.shape[:-2], dtype=np.int32)
+    info = m.where(bad.any(-1), bad.argmax(-1) + 1, 0).astype(np.int32)
+    return low, info
+
+
+def _raise_not_pd(op, info):
+    info = to_host(info)
+    batched = info.ndim > 0
+    for pos in np.ndindex(*info.shape):
+        if info[pos]:
+            where = f"(Batch element {np.ravel_multi_index(pos, info.shape)}): " if batched \
+                else ""
+            raise LinAlgError(f"{op}: {where}The factorization could not be completed "
+                              f"because the input is not positive-definite (the leading "
+                              f"minor of order {int(info[pos])} is not positive-definite).")
+
+
+class LinalgCholeskyExBackward0(_SavesOutputs):
+    fresh_grads = True
+    n_outputs = 2  # L, info
+
+    def apply(self, F, grads):
+        g = grads[0]
+        (low,) = self.outputs(F)[:1]
+        upper = self.upper
+        return _tensor_rule(F, lambda g, low: (_cholesky_backward(g, low, upper),), g, low)
+
+
+def _cholesky_backward(g, low, upper):
+    """PyTorch's cholesky_backward: with ``A = L L^H``,
+    ``gA = sym(L^-H phi(L^H gL) L^-1)``, ``phi`` the lower triangle, its diagonal halved."""
+    if upper:
+        low, g = _mH(low), _mH(g)
+    eye = _eye_like(low)
+    low_inv = solve_triangular(low, eye, upper=False)
+    phi = tril(matmul(_mH(low), g))
+    phi = phi - diag_embed(diagonal(phi, 0, -2, -1) * 0.5)
+    ga = matmul(matmul(_mH(low_inv), phi), low_inv)
+    return (ga + _mH(ga)) * 0.5
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):  # noqa: N803
+    """``(L, info)``: the Cholesky factor of each symmetric positive-definite matrix of
+    ``A`` (lower, ``A = L L^T``; ``upper=True``: ``U = L^T``, ``A = U^T U``) and, per
+    matrix, 0 or the order of the first leading minor that is not positive-definite
+    (``check_errors=True`` raises then). Only the lower triangle of ``A`` is read."""
+    _no_out("linalg.cholesky_ex", out)
+    _matrices("linalg.cholesky", A)
+    low, info = _cholesky_arrays(A._data)
+    if check_errors:
+        _raise_not_pd("linalg.cholesky_ex", info)
+    if upper:
+        low = math_of(low).ascontiguousarray(low.swapaxes(-1, -2))
+    if not (mode.enabled and A._rg):
+        return cholesky_ex_result(wrap(low), wrap(info))
+    node, (factor, info_t) = _outputs(LinalgCholeskyExBackward0, (low, info), A, (0,))
+    node.upper = upper
+    node.save_outputs(factor)
+    return cholesky_ex_result(factor, info_t)
+
+
+cholesky_ex_result = namedtuple("linalg_cholesky_ex", ["L", "info"])
+
+
+def _no_out(op, out):
+    if out is not None:
+        raise NotImplementedError(f"{op}: out= is not supported")
+
+
+def linalg_cholesky(A, *, upper=False, out=None):  # noqa: N803
+    """The Cholesky factor of each symmetric positive-definite matrix of ``A``: ``L``
+    lower triangular with ``A = L L^T`` (``upper=True``: ``U = L^T``). A
+    ``LinAlgError`` (a RuntimeError) names the first matrix that is not
+    positive-definite. Only the lower triangle of ``A`` is read; the gradient is
+    symmetric (PyTorch's)."""
+    _no_out("linalg.cholesky", out)
+    _matrices("linalg.cholesky", A)
+    factor, info = cholesky_ex(A, upper=upper)
+    _raise_not_pd("linalg.cholesky", info._data)
+    return factor
+
+
+@export(torch=True, method=True)
+def cholesky(input, upper=False, *, out=None):  # noqa: A002
+    """``torch.cholesky``: :func:`gradcore.linalg.cholesky` with ``upper`` positional.
+
+    >>> import gradcore as gc
+    >>> gc.cholesky(gc.tensor([[4., 2.], [2., 5.]]))
+    tensor([[2., 0.],
+            [1., 2.]])
+    """
+    return linalg_cholesky(input, upper=upper, out=out)
+
+
+class CholeskyInverseBackward0(_SavesOutputs):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (factor,) = self.unpack(F)
+        (inv,) = self.outputs(F)
+        upper = self.upper
+
+        def rule(g, factor, inv):
+            common = matmul(matmul(inv, g + _mH(g)), inv)
+            return (-matmul(factor, common) if upper else -matmul(common, factor),)
+        return _tensor_rule(F, rule, g, factor, inv)
+
+
+@export(torch=True, method=True)
+def cholesky_inverse(L, upper=False, *, out=None):  # noqa: N803
+    """The inverse of ``A = L L^T`` from its Cholesky factor ``L`` (``upper``:
+    ``A = U^T U``), batched. Reads the factor's triangle only; its gradient is
+    PyTorch's, ``-(A^-1 (G + G^T) A^-1) L``."""
+    _no_out("cholesky_inverse", out)
+    _matrices("cholesky_inverse", L)
+    ld = L._data
+    m = math_of(ld)
+    tri = m.triu(ld) if upper else m.tril(ld)
+    prod = tri.swapaxes(-1, -2) @ tri if upper else tri @ tri.swapaxes(-1, -2)
+    inv = _inv_array(prod, "cholesky_inverse")
+    if not (mode.enabled and L._rg):
+        return wrap(inv)
+    t = record(inv, CholeskyInverseBackward0, L)
+    node = t.grad_fn
+    node.upper = upper
+    node.save(L)
+    node.save_outputs(t)
+    return t
+
+
+@export(torch=True, method=True)
+def cholesky_solve(B, L, upper=False, *, out=None):  # noqa: N803
+    """``X`` with ``A X = B``, ``A = L L^T`` given by its Cholesky factor ``L``
+    (``upper``: ``A = U^T U``); batch dimensions broadcast. Computed as
+    ``cholesky_inverse(L) @ B`` (its gradients are PyTorch's)."""
+    _no_out("cholesky_solve", out)
+    for name, t in (("b", B), ("A", L)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"cholesky_solve(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+        if t.ndim < 2:
+            raise RuntimeError(f"{name} should have at least 2 dimensions, but has "
+                               f"{t.ndim} dimensions instead")
+    if B.dtype != L.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{dtypes.torch_name(B.dtype)} and A of type "
+                           f"{dtypes.torch_name(L.dtype)} instead.")
+    if L.shape[-1] != L.shape[-2] or L.shape[-1] != B.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is "
+                           f"{L.shape[-2]} by {L.shape[-1]} but each b matrix is "
+                           f"{B.shape[-2]} by {B.shape[-1]}")
+    return matmul(cholesky_inverse(L, upper), B)
+
+
+# -- solve_triangular --
+def _triangular_arrays(a, b, upper, left, unitriangular):
+    m = math_of(a)
+    tri = m.triu(a) if upper else m.tril(a)
+    if unitriangular:
+        n = a.shape[-1]
+        eye = m.eye(n, dtype=a.dtype)
+        tri = tri * (1 - eye) + eye
+    if not left:  # X A = B: A^T X^T = B^T
+        tri, b = tri.swapaxes(-1, -2), b.swapaxes(-1, -2)
+    batch = np.broadcast_shapes(tri.shape[:-2], b.shape[:-2])
+    tri = m.broadcast_to(tri, batch + tri.shape[-2:])
+    b = m.broadcast_to(b, batch + b.shape[-2:])
+    try:
+        x = m.linalg.solve(tri, b)
+    except np.linalg.LinAlgError:
+        raise LinAlgError("linalg.solve_triangular: The solver failed because the input "
+                          "matrix is singular (a zero on its diagonal).") from None
+    x = x.astype(a.dtype, copy=False)
+    return m.ascontiguousarray(x.swapaxes(-1, -2)) if not left else x
+
+
+class LinalgSolveTriangularBackward0(_SavesOutputs):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (a,) = self.unpack(F)
+        (x,) = self.outputs(F)
+        upper, left, unit = self.upper, self.left, self.unitriangular
+        need_a, need_b = self.needs(0), self.needs(1)
+
+        def rule(g, a, x):
+            gb = solve_triangular(_mH(a), g, upper=not upper, left=left,
+                                  unitriangular=unit)
+            ga = None
+            if need_a:
+                ga = -matmul(gb, _mH(x)) if left else -matmul(_mH(x), gb)
+                ga = triu(ga, int(unit)) if upper else tril(ga, -int(unit))
+            return ga, (gb if need_b else None)
+        return _tensor_rule(F, rule, g, a, x)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):  # noqa: N803
+    """``X`` with ``A @ X = B`` (``left``; else ``X @ A = B``) for triangular ``A``
+    (``upper`` says which triangle is read; ``unitriangular``: its diagonal taken as
+    ones), batch dimensions broadcast. Differentiable in both (PyTorch's formulas)."""
+    _no_out("linalg.solve_triangular", out)
+    if not isinstance(B, Tensor):
+        raise TypeError(f"linalg_solve_triangular(): argument 'B' (position 2) must be "
+                        f"Tensor, not {type(B).__name__}")
+    _matrices("linalg.solve_triangular", A)
+    if B.ndim < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least "
+                           "2 dimensions.")
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same "
+                           f"dtype, but found A of type {dtypes.torch_name(A.dtype)} and B "
+                           f"of type {dtypes.torch_name(B.dtype)} instead")
+    check_same_device(A._data, B._data, "linalg.solve_triangular")
+    n, rows = A.shape[-1], B.shape[-2] if left else B.shape[-1]
+    if n != rows:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the "
+                           f"equation {eq} ({A.shape[-2]}x{n} and {B.shape[-2]}x"
+                           f"{B.shape[-1]})")
+    x = _triangular_arrays(A._data, B._data, upper, left, unitriangular)
+    if not (mode.enabled and (A._rg or B._rg)):
+        return wrap(x)
+    t = record(x, LinalgSolveTriangularBackward0, A, B)
+    node = t.grad_fn
+    node.upper, node.left, node.unitriangular = bool(upper), bool(left), bool(unitriangular)
+    node.shapes = (tuple(A.shape), tuple(B.shape))  # batch dimensions may broadcast
+    node.save(A)
+    node.save_outputs(t)
+    return t
+
+
+triangular_solve_result = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+
+
+@export(torch=True, method=True)
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *,  # noqa: N803
+                     out=None):
+    """``torch.triangular_solve``: ``(X, A.clone())`` with ``A X = b`` (``transpose``:
+    ``A^T X = b``), ``A`` upper triangular (or lower, ``upper=False``)."""
+    _no_out("triangular_solve", out)
+    coefficient = _mH(A) if transpose else A
+    x = solve_triangular(coefficient, b, upper=bool(upper) != bool(transpose),
+                         unitriangular=unitriangular)
+    return triangular_solve_result(x, A.clone())
+
+
+# -- qr --
+qr_result = namedtuple("qr", ["Q", "R"])
+linalg_qr_result = namedtuple("linalg_qr", ["Q", "R"])
+
+
+class LinalgQrBackward0(_SavesOutputs):
+    fresh_grads = True
+    n_outputs = 2  # Q, R
+
+    def apply(self, F, grads):
+        if self.mode == "r":
+            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not "
+                               "computed when mode='r'. Please use linalg.qr(A, "
+                               "mode='reduced') if you are going to differentiate through "
+                               "linalg.qr.")
+        (a,) = self.unpack(F)
+        q, r = self.outputs(F)
+        if self.mode == "complete" and a.shape[-2] > a.shape[-1]:
+            raise RuntimeError("The QR decomposition is not differentiable when "
+                               "mode='complete' and nrows > ncols.")
+        return _tensor_rule(F, lambda gq, gr, a, q, r: (_qr_backward(gq, gr, a, q, r),),
+                            grads[0], grads[1], a, q, r)
+
+
+def _qr_backward(gq, gr, a, q, r):
+    """PyTorch's linalg_qr_backward (arXiv:2009.10071, 4.3): for ``m >= n``,
+    ``gA = (gQ + Q copyltu(M)) R^-H`` with ``M = R gR^H - gQ^H Q``; a wide ``A = Q [U | V]``
+    differentiates its square part with ``gQ + A[:, m:] gV^H`` and sends ``Q gV`` to
+    the rest."""
+    m, n = a.shape[-2], a.shape[-1]
+    if gq is None:
+        gq = q * 0
+    if gr is None:
+        gr = r * 0
+    if m < n:
+        rest = a[..., :, m:]
+        gv = gr[..., :, m:]
+        gq = gq + matmul(rest, _mH(gv))
+        square = _qr_square_backward(gq, gr[..., :, :m], q, r[..., :, :m])
+        return cat([square, matmul(q, gv)], -1)
+    return _qr_square_backward(gq, gr, q, r)
+
+
+def _qr_square_backward(gq, gr, q, r):
+    m_ = matmul(r, _mH(gr)) - matmul(_mH(gq), q)
+    lower = tril(m_, -1)
+    copyltu = lower + _mH(lower) + diag_embed(diagonal(m_, 0, -2, -1))
+    b = gq + matmul(q, copyltu)
+    return solve_triangular(_mH(r), b, upper=False, left=False)
+
+
+def linalg_qr(A, mode="reduced", *, out=None):  # noqa: N803
+    """``(Q, R)``: ``A = Q R`` with orthonormal columns in ``Q`` and ``R`` upper
+    triangular, for each matrix of ``A`` (``(*, m, n)``, ``k = min(m, n)``):
+    ``mode='reduced'`` gives ``(*, m, k)`` and ``(*, k, n)``, ``'complete'`` ``(*, m, m)``
+    and ``(*, m, n)``, ``'r'`` only ``R`` (``Q`` empty; not differentiable).
+    Differentiable as PyTorch's (``'complete'`` only where ``m <= n``)."""
+    _no_out("linalg.qr", out)
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           f"'reduced' (default), 'r', or 'complete'")
+    _matrices("linalg.qr", A, square=False)
+    ad = A._data
+    m = math_of(ad)
+    q, r = m.linalg.qr(ad, mode="reduced" if mode == "r" else mode)
+    q, r = q.astype(ad.dtype, copy=False), r.astype(ad.dtype, copy=False)
+    if mode == "r":
+        q = m.zeros((0,), dtype=ad.dtype)
+    if not (_grad_mode.enabled and A._rg):
+        return linalg_qr_result(wrap(q), wrap(r))
+    node, (qt, rt) = _outputs(LinalgQrBackward0, (q, r), A, (1,) if mode == "r" else (0, 1))
+    node.mode = mode
+    node.save(A)
+    if mode != "r":
+        node.save_outputs(qt, rt)
+    return linalg_qr_result(qt, rt)
+
+
+@export(torch=True, method=True)
+def qr(input, some=True, *, out=None):  # noqa: A002
+    """``torch.qr``: :func:`gradcore.linalg.qr` with ``some=True`` the reduced and
+    ``some=False`` the complete decomposition."""
+    q, r = linalg_qr(input, "reduced" if some else "complete", out=out)
+    return qr_result(q, r)
+
+
+# -- eigh --
+linalg_eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+
+
+class LinalgEighBackward0(_SavesOutputs):
+    fresh_grads = True
+    n_outputs = 2  # eigenvalues, eigenvectors
+
+    def apply(self, F, grads):
+        vals, vecs = self.outputs(F)
+        return _tensor_rule(F, lambda gl, gv, vals, vecs: (_eigh_backward(gl, gv, vals, vecs),),
+                            grads[0], grads[1], vals, vecs)
+
+
+def _eigh_backward(gl, gv, vals, vecs):
+    """PyTorch's linalg_eig_backward for a symmetric input:
+    ``gA = V (diag(gL) + skew(V^H gV) / E) V^H``, ``E_ij = L_j - L_i``."""
+    if gv is None:
+        inner = diag_embed(gl)
+    else:
+        vhgv = matmul(_mH(vecs), gv)
+        vhgv = (vhgv - _mH(vhgv)) * 0.5
+        gaps = unsqueeze(vals, -2) - unsqueeze(vals, -1)
+        eye = _eye_like(vhgv)
+        inner = vhgv / (gaps + eye)
+        if gl is not None:
+            inner = inner + diag_embed(gl)
+    return matmul(matmul(vecs, inner), _mH(vecs))
+
+
+def linalg_eigh(A, UPLO="L", *, out=None):  # noqa: N803
+    """``(eigenvalues, eigenvectors)`` of each symmetric matrix of ``A``: the
+    eigenvalues in ascending order, the eigenvectors as columns (each up to its sign).
+    Only the triangle ``UPLO`` (``'L'`` or ``'U'``) is read. Differentiable where the
+    eigenvalues are distinct (through functions that do not depend on the signs)."""
+    _no_out("linalg.eigh", out)
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    _matrices("linalg.eigh", A)
+    ad = A._data
+    vals, vecs = math_of(ad).linalg.eigh(ad, UPLO=UPLO)
+    vals, vecs = vals.astype(ad.dtype, copy=False), vecs.astype(ad.dtype, copy=False)
+    if not (_grad_mode.enabled and A._rg):
+        return linalg_eigh_result(wrap(vals), wrap(vecs))
+    node, (vt, wt) = _outputs(LinalgEighBackward0, (vals, vecs), A, (0, 1))
+    node.save_outputs(vt, wt)
+    return linalg_eigh_result(vt, wt)
+
+
+# -- svd --
+linalg_svd_result = namedtuple("linalg_svd", ["U", "S", "Vh"])
+svd_result = namedtuple("svd", ["U", "S", "V"])
+
+
+class LinalgSvdBackward0(_SavesOutputs):
+    fresh_grads = True
+    n_outputs = 3  # U, S, Vh
+
+    def apply(self, F, grads):
+        u, s, vh = self.outputs(F)
+        full = self.full_matrices
+        return _tensor_rule(F, lambda gu, gs, gvh, u, s, vh:
+                            (_svd_backward(gu, gs, gvh, u, s, vh, full),), *grads, u, s, vh)
+
+
+def _svd_backward(gu, gs, gvh, u, s, vh, full_matrices):
+    """PyTorch's svd_backward (full matrices: only their first ``k`` columns, as
+    PyTorch's). ``gA = U [sym-free terms / E + diag(gS)] V^H`` plus, for a tall (wide)
+    ``A``, the part of ``gU`` (``gV``) outside the span of ``U`` (``V``)."""
+    k = s.shape[-1]
+    if full_matrices:
+        u, vh = u[..., :, :k], vh[..., :k, :]
+        gu = None if gu is None else gu[..., :, :k]
+        gvh = None if gvh is None else gvh[..., :k, :]
+    m, n = u.shape[-2], vh.shape[-1]
+    if gu is None and gvh is None:
+        if gs is None:
+            return None
+        return matmul(u, unsqueeze(gs, -1) * vh) if m >= n else \
+            matmul(u * unsqueeze(gs, -2), vh)
+    s2 = s * s
+    eye = _eye_like(u, k)
+    gaps = unsqueeze(s2, -2) - unsqueeze(s2, -1) + eye  # E, its diagonal 1
+    sk, sj = unsqueeze(s, -1), unsqueeze(s, -2)
+    uhgu = vhgv = None
+    if gu is not None:
+        uhgu = matmul(_mH(u), gu)
+        uhgu = uhgu - _mH(uhgu)
+    if gvh is not None:
+        vhgv = matmul(vh, _mH(gvh))
+        vhgv = vhgv - _mH(vhgv)
+    if uhgu is not None and vhgv is not None:
+        ga = (uhgu * sj + sk * vhgv) / gaps
+    elif uhgu is not None:
+        ga = uhgu / gaps * sj
+    else:
+        ga = sk * vhgv / gaps
+    if gs is not None:
+        ga = ga + diag_embed(gs)
+    if m > n and gu is not None:
+        ga = matmul(u, ga)
+        gu_sinv = gu / sj
+        ga = ga + gu_sinv - matmul(u, matmul(_mH(u), gu_sinv))
+        return matmul(ga, vh)
+    if m < n and gvh is not None:
+        ga = matmul(ga, vh)
+        sinv_gvh = gvh / sk
+        ga = ga + sinv_gvh - matmul(matmul(sinv_gvh, _mH(vh)), vh)
+        return matmul(u, ga)
+    return matmul(u, matmul(ga, vh)) if m >= n else matmul(matmul(u, ga), vh)
+
+
+def _svd_arrays(ad, full_matrices):
+    u, s, vh = math_of(ad).linalg.svd(ad, full_matrices=full_matrices)
+    return (u.astype(ad.dtype, copy=False), s.astype(ad.dtype, copy=False),
+            vh.astype(ad.dtype, copy=False))
+
+
+def linalg_svd(A, full_matrices=True, *, driver=None, out=None):  # noqa: N803
+    """``(U, S, Vh)`` with ``A = U diag(S) Vh`` for each matrix of ``A`` (``(*, m, n)``,
+    ``k = min(m, n)``): singular values ``S`` in descending order; ``U`` ``(*, m, m)`` and
+    ``Vh`` ``(*, n, n)`` (``full_matrices=False``: ``(*, m, k)`` and ``(*, k, n)``), each
+    singular vector up to its sign. Differentiable where the singular values are
+    distinct and non-zero (through functions that do not depend on the signs)."""
+    _no_out("linalg.svd", out)
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported "
+                           "on CUDA inputs with cuSOLVER backend.")
+    _matrices("linalg.svd", A, square=False)
+    u, s, vh = _svd_arrays(A._data, full_matrices)
+    if not (_grad_mode.enabled and A._rg):
+        return linalg_svd_result(wrap(u), wrap(s), wrap(vh))
+    node, outs = _outputs(LinalgSvdBackward0, (u, s, vh), A, (0, 1, 2))
+    node.full_matrices = bool(full_matrices)
+    node.save_outputs(*outs)
+    return linalg_svd_result(*outs)
+
+
+def svdvals(A, *, driver=None, out=None):  # noqa: N803
+    """The singular values of each matrix of ``A``, in descending order.
+    Differentiable (``U diag(gS) Vh``)."""
+    _no_out("linalg.svdvals", out)
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported "
+                           "on CUDA inputs with cuSOLVER backend.")
+    _matrices("linalg.svd", A, square=False)
+    ad = A._data
+    if not (_grad_mode.enabled and A._rg):
+        s = math_of(ad).linalg.svd(ad, compute_uv=False)
+        return wrap(s.astype(ad.dtype, copy=False))
+    return linalg_svd(A, full_matrices=False).S
+
+
+@export(torch=True, method=True)
+def svd(input, some=True, compute_uv=True, *, out=None):  # noqa: A002
+    """``torch.svd``: ``(U, S, V)`` with ``A = U diag(S) V^T`` (``V``, not ``Vh``);
+    ``some=True`` the reduced decomposition. ``compute_uv=False``: ``U`` and ``V``
+    zero-filled, ``(*, m, m)`` and ``(*, n, n)``."""
+    _no_out("svd", out)
+    if not compute_uv:
+        s = svdvals(input)
+        m = math_of(input._data)
+        shape = tuple(input.shape)
+        return svd_result(wrap(m.zeros(shape[:-1] + shape[-2:-1], dtype=input._data.dtype)), s,
+                          wrap(m.zeros(shape[:-2] + shape[-1:] * 2, dtype=input._data.dtype)))
+    u, s, vh = linalg_svd(input, full_matrices=not some)
+    return svd_result(u, s, _mH(vh))
+
+
+# -- matrix_exp --
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
+           1187353796428800.0, 129060195264000.0, 10559470521600.0, 670442572800.0,
+           33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+def _expm_arrays(a):
+    """``exp(a)`` of each matrix: the [13/13] Padé approximant after scaling by
+    ``2^-s`` (the batch's largest 1-norm at most theta_13), then ``s`` squarings
+    (Higham 2005, as SciPy's and PyTorch's)."""
+    m = math_of(a)
+    n = a.shape[-1]
+    if a.size == 0:
+        return a.copy()
+    norm1 = float(to_host(m.asarray(m.abs(a).sum(-2).max())))
+    s = builtins.max(0, int(np.ceil(np.log2(norm1 / _THETA13)))) if norm1 > 0 else 0
+    a = a / (2.0 ** s)
+    b = _PADE13
+    eye = m.eye(n, dtype=a.dtype)
+    a2 = a @ a
+    a4 = a2 @ a2
+    a6 = a4 @ a2
+    u = a @ (a6 @ (b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4 +
+             b[3] * a2 + b[1] * eye)
+    v = a6 @ (b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 + \
+        b[0] * eye
+    r = m.linalg.solve(v - u, v + u)
+    for _ in range(s):
+        r = r @ r
+    return r.astype(a.dtype, copy=False)
+
+
+class LinalgMatrixExpBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (a,) = self.unpack(F)
+        return _tensor_rule(F, lambda g, a: (_matrix_exp_backward(g, a),), g, a)
+
+
+def _matrix_exp_backward(g, a):
+    """PyTorch's: the upper right block of ``exp([[A^H, G], [0, A^H]])``."""
+    n = a.shape[-1]
+    at = _mH(a)
+    zeros = at * 0
+    big = cat([cat([at, g], -1), cat([zeros, at], -1)], -2)
+    return matrix_exp(big)[..., :n, n:].contiguous()
+
+
+@export(torch=True, method=True)
+def matrix_exp(A):  # noqa: N803
+    """The matrix exponential ``sum_k A^k / k!`` of each square matrix of ``A``.
+    Differentiable to any order (PyTorch's block-matrix formula).
+
+    >>> import gradcore as gc
+    >>> gc.matrix_exp(gc.tensor([[0., 1.], [0., 0.]]))
+    tensor([[1., 1.],
+            [0., 1.]])
+    """
+    _matrices("linalg.matrix_exp", A)
+    out = _expm_arrays(A._data)
+    if not (_grad_mode.enabled and A._rg):
+        return wrap(out)
+    t = record(out, LinalgMatrixExpBackward0, A)
+    t.grad_fn.save(A)
     return t

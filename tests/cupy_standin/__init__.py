@@ -864,13 +864,17 @@ class _Linalg:
     """``cupy.linalg``: NumPy's, on the device arrays."""
 
     def __getattr__(self, name):
-        if name not in ("inv", "det", "slogdet", "pinv", "svd", "solve", "norm"):
+        if name not in ("inv", "det", "slogdet", "pinv", "svd", "solve", "norm", "cholesky",
+                        "qr", "eigh"):
             raise AttributeError(name)
-        fn = getattr(_np.linalg, name)
+        numpy_fn = getattr(_np.linalg, name)
+
+        def fn(*args, **kwargs):  # NumPy's named tuples (SVDResult, ...) as CuPy's tuples
+            out = numpy_fn(*args, **kwargs)
+            return tuple(out) if isinstance(out, tuple) else out
 
         def f(*args, **kwargs):
-            out = _call(fn, args, kwargs)
-            return tuple(out) if isinstance(out, tuple) else out
+            return _call(fn, args, kwargs)
         return f
 
 
