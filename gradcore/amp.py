@@ -185,6 +185,8 @@ class GradScaler:
                     g = p.grad
                     if g is None:
                         continue
+                    if g.dtype == dtypes.float16:  # (PyTorch's: keep float32 weights)
+                        raise ValueError("Attempting to unscale FP16 gradients.")
                     ok = g.isfinite().all()
                     finite = ok if finite is None else finite.logical_and(ok)
                     g.mul_(inv.to(g.device))

@@ -253,3 +253,7 @@ def test_update_before_scale_and_scale_on_the_outputs_device():
     assert s.get_scale() == 8.0
     with pytest.raises(ValueError, match="new_scale should be a float or a 1-element"):
         s.update(gc.ones(2))
+    h = nn.Parameter(gc.ones(2, dtype=gc.float16))  # float16 weights: PyTorch refuses
+    s.scale(h.sum()).backward()
+    with pytest.raises(ValueError, match="Attempting to unscale FP16 gradients"):
+        s.unscale_(gc.optim.SGD([h], lr=0.1))
