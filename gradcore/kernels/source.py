@@ -277,6 +277,18 @@ def _declaration_comment(k) -> str:
     return f"// {k.name}({', '.join(k.arguments)}) = {lets}{outs}"
 
 
+def _update_statements(k, names) -> list[str]:
+    """An update's statements in C, in order: a name the body binds first is declared
+    (the parameters are, by the code before)."""
+    declared, lines = set(k.params), []
+    for target, expr in k.body:
+        c_expr = expr_to_c(expr, names)
+        lines.append(f"        {target} = {c_expr};" if target in declared else
+                     f"        C {target} = {c_expr};")
+        declared.add(target)
+    return lines
+
+
 def _multi_tensor_source(k) -> str:
     """An update over many tensors in one launch: each thread walks the concatenation
     of the tensors (``offsets``), taking up the next tensor's arrays (``pointers``) and
@@ -308,14 +320,7 @@ def _multi_tensor_source(k) -> str:
         "        const long long i = j - begin;",
         *[f"        C {p} = load(a{j}[i]);" for j, p in enumerate(k.params)],
     ]
-    declared = set(k.params)
-    for target, expr in k.body:
-        c_expr = expr_to_c(expr, names)
-        if target in declared:
-            lines.append(f"        {target} = {c_expr};")
-        else:
-            declared.add(target)
-            lines.append(f"        C {target} = {c_expr};")
+    lines += _update_statements(k, names)
     lines += [f"        a{j}[i] = store<T>({p});" for j, p in enumerate(k.params)
               if p in k.writes]
     lines += ["    }", "}"]
@@ -337,14 +342,7 @@ def _kernel_source(k) -> str:
         elif kind == "mask":
             body.append(f"        const bool {name} = a{j}[i & m{j + 1}];")
     if isinstance(k, Update):
-        declared = set(k.params)
-        for target, expr in k.body:
-            c_expr = expr_to_c(expr, names)
-            if target in declared:
-                body.append(f"        {target} = {c_expr};")
-            else:
-                declared.add(target)
-                body.append(f"        C {target} = {c_expr};")
+        body += _update_statements(k, names)
         for j, (kind, name) in enumerate(sig):
             if kind == "inout":
                 body.append(f"        a{j}[i] = store<T>({name});")
