@@ -27,6 +27,25 @@ from . import (
     sampling,
     utils,
 )
+from ._settings import (
+    are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    get_float32_matmul_precision,
+    get_num_interop_threads,
+    get_num_threads,
+    is_anomaly_enabled,
+    is_deterministic_algorithms_warn_only_enabled,
+    is_warn_always_enabled,
+    set_anomaly_enabled,
+    set_deterministic_debug_mode,
+    set_float32_matmul_precision,
+    set_num_interop_threads,
+    set_num_threads,
+    set_printoptions,
+    set_warn_always,
+    typename,
+    use_deterministic_algorithms,
+)
 from ._size import Size
 from .amp import autocast
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -74,7 +93,9 @@ from .dtypes import (
     int16,
     int32,
     int64,
+    layout,
     set_default_dtype,
+    strided,
     uint8,
 )
 from .io import load, save
@@ -99,6 +120,7 @@ globals().update(_export.FUNCTIONS)
 del _export
 
 bool = bool_  # noqa: A001  (gc.bool, as torch.bool)
+dtype = DType  # (torch.dtype, the class of the dtypes: isinstance(x, gc.dtype))
 half, double, long = float16, float64, int64
 float = float32  # noqa: A001
 int = int32  # noqa: A001

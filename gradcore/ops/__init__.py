@@ -23,6 +23,7 @@ from . import (
     _export,
     activation,
     conv,
+    extra,
     index,
     linalg,
     normalization,
