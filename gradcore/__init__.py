@@ -27,6 +27,21 @@ from . import (
     sampling,
     utils,
 )
+from ._functional import INPLACE_FUNCTIONS as _INPLACE_FUNCTIONS
+from ._functional import (
+    alpha_dropout,
+    alpha_dropout_,
+    dropout,
+    dropout_,
+    embedding,
+    empty_strided,
+    feature_alpha_dropout,
+    feature_alpha_dropout_,
+    feature_dropout,
+    feature_dropout_,
+    get_device,
+    is_floating_point,
+)
 from ._settings import (
     are_deterministic_algorithms_enabled,
     get_deterministic_debug_mode,
@@ -56,13 +71,20 @@ from .capture import compile
 from .creation import (
     arange,
     as_tensor,
+    asarray,
+    bartlett_window,
+    blackman_window,
     empty,
     empty_like,
     eye,
     from_dlpack,
     from_numpy,
+    frombuffer,
     full,
     full_like,
+    hamming_window,
+    hann_window,
+    kaiser_window,
     linspace,
     logspace,
     ones,
@@ -74,6 +96,8 @@ from .creation import (
     randn,
     randn_like,
     randperm,
+    range,
+    scalar_tensor,
     tensor,
     zeros,
     zeros_like,
@@ -118,6 +142,7 @@ from .tensor import Parameter, Tensor
 # (`@export(torch=...)` above its `def` in gradcore/ops/; `grep "def tanh"` finds it).
 globals().update(_export.FUNCTIONS)
 del _export
+globals().update(_INPLACE_FUNCTIONS)  # torch.relu_(x), torch.clamp_(x, 0), ...: x.<name>_()
 
 bool = bool_  # noqa: A001  (gc.bool, as torch.bool)
 dtype = DType  # (torch.dtype, the class of the dtypes: isinstance(x, gc.dtype))

@@ -284,6 +284,7 @@ TOP_BY_MODULE = {
     "gradcore.ops.activation": "Activations and normalization",
     "gradcore.ops.extra": "Products, integration, differences and scatters into copies",
     "gradcore._settings": "Process-wide settings",
+    "gradcore._functional": "Dropout, embedding and the in-place function forms",
     "gradcore.nn.functional": "Also in gradcore.nn.functional",
 }
 # names the module rule would put elsewhere (those defined in gradcore/__init__.py)
@@ -295,6 +296,8 @@ TOP_BY_NAME = {
     "default_generator": "Random numbers",
     "cuda": "Devices", "accelerator": "Devices", "backends": "Devices",
     "dtype": "Data types", "layout": "Tensors", "strided": "Tensors",
+    "empty_strided": "Creating tensors", "is_floating_point": "Tensors",
+    "get_device": "Tensors",
 }
 TOP_ORDER = ["Tensors", "Creating tensors", "Data types", "Devices", "Random numbers",
              "Gradient modes", "Saving and loading", "Compiling, mixed precision and profiling",
@@ -303,6 +306,7 @@ TOP_ORDER = ["Tensors", "Creating tensors", "Data types", "Devices", "Random num
              "Matrix products and linear algebra",
              "Products, integration, differences and scatters into copies",
              "Activations and normalization", "Also in gradcore.nn.functional",
+             "Dropout, embedding and the in-place function forms",
              "Process-wide settings", "Namespaces"]
 
 

@@ -476,6 +476,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):  # no
     >>> gc.index_reduce(gc.ones(3), 0, gc.tensor([0, 0, 2]), gc.tensor([2., 3., 4.]), "prod")
     tensor([6., 1., 4.])
     """
+    warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning,
+                  stacklevel=2)  # (as PyTorch)
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
