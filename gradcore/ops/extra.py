@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes
+from .._size import Size
 from ..backend import math_of
 from . import pointwise as pw
 from ._core import Tensor, as_tensor, int_arg, normalize_dim, wrap
@@ -22,6 +23,37 @@ from .index import nonzero, scatter_reduce
 from .linalg import diagonal, matmul
 from .reduce import cumsum, norm, sum
 from .shape import broadcast_to, cat, narrow, permute, reshape, select, unsqueeze
+
+# ---- shapes ----------
+@export(torch=True)
+def broadcast_shapes(*shapes):
+    """The shape tensors of ``shapes`` (each a sequence of ints, or an int) broadcast
+    to, as a ``gc.Size``, without making tensors.
+
+    >>> import gradcore as gc
+    >>> gc.broadcast_shapes((2,), (3, 1), (1, 1, 1))
+    gradcore.Size([1, 3, 2])
+    """
+    shapes = tuple((s,) if isinstance(s, int) else s for s in shapes if s is not None)
+    for shape in shapes:
+        if not isinstance(shape, (tuple, list, Size)):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a "
+                               f"list of ints, got {shape}")
+    common = [1] * builtins.max((len(s) for s in shapes), default=0)
+    for arg, shape in enumerate(shapes):
+        for i in range(-1, -1 - len(shape), -1):
+            if shape[i] == common[i]:
+                continue
+            if common[i] == 1:
+                if shape[i] < 0:
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
+                common[i] = shape[i]
+            if shape[i] != 1 and common[i] != shape[i]:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {shape[i]} "
+                                   f"at {i}! Mismatching argument at index {arg} had {shape}; "
+                                   f"but expected shape should be broadcastable to {common}")
+    return Size(common)
+
 
 # ---- products ----------
 
