@@ -24,6 +24,7 @@ from .linalg import diagonal, matmul
 from .reduce import cumsum, norm, sum
 from .shape import broadcast_to, cat, narrow, permute, reshape, select, unsqueeze
 
+
 # ---- shapes ----------
 @export(torch=True)
 def broadcast_shapes(*shapes):
