@@ -104,6 +104,14 @@ CASES = {
                                 *m.unravel_index(m.tensor([1]), 5)),
     "isreal_real": lambda m: (m.isreal(m.tensor([1., 2])), m.real(m.tensor([1., 2])),
                               m.tensor([1, 2]).real),
+    "histogramdd": lambda m: (
+        m.histogramdd(m.tensor([[0., 1.], [1., 0.], [2., 0.], [2., 2.]]), bins=[3, 3],
+                      weight=m.tensor([1., 2., 4., 8.])),
+        m.histogramdd(m.ones(3, 2), bins=2),
+        m.histogramdd(m.tensor([[0., 1.], [1., 0.], [2., 0.], [2., 2.]]),
+                      bins=[m.tensor([0., 1, 2]), m.tensor([0., 2])], density=True),
+        m.histogramdd(m.tensor([[0., 1.], [1., 0.], [2., 0.]]), 2, range=[0., 1., 0., 1.]),
+        m.histogramdd(_ar(m, 2, 2, 3), [2, 3, 1])),
     # creation
     "scalar_tensor": lambda m: (m.scalar_tensor(1), m.scalar_tensor(True),
                                 m.scalar_tensor(1, dtype=m.int64),
@@ -242,6 +250,8 @@ ERRORS = {
                                                    m.ones(2, 2), "amin"),
     "index_reduce_dtypes": lambda m: m.index_reduce(m.ones(2, 3), 1, m.tensor([0, 2]),
                                                     m.ones(2, 2, dtype=m.int64), "amin"),
+    "histogramdd_int": lambda m: m.histogramdd(m.ones(3, 2, dtype=m.int64), 2),
+    "histogramdd_bins": lambda m: m.histogramdd(m.ones(3, 2), [2, 3, 4]),
     "unravel_float": lambda m: m.unravel_index(m.tensor([1.]), (2, 3)),
     "unravel_negative": lambda m: m.unravel_index(m.tensor([1]), (2, -3)),
     "imag": lambda m: m.imag(m.ones(2)),

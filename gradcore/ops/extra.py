@@ -1,8 +1,8 @@
 """PyTorch's ops written over the other families' (differentiable where their parts are):
 tensordot, dist, renorm, rsub, vander, trapezoid/trapz/cumulative_trapezoid, gradient,
 the scatters into a slice (select_scatter, slice_scatter, diagonal_scatter),
-index_reduce, chain_matmul, frobenius_norm, fill; and the tests isin, argwhere,
-unravel_index, isreal, real and imag of real tensors."""
+index_reduce, chain_matmul, frobenius_norm, fill; and, never tracked, broadcast_shapes,
+histogramdd, isin, argwhere, unravel_index, isreal, real and imag of real tensors."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import builtins
 import math
 import numbers
 import warnings
+from collections import namedtuple
 
 import numpy as np
 
 from .. import dtypes
 from .._size import Size
-from ..backend import math_of
+from ..backend import math_of, to_host
 from . import pointwise as pw
 from ._core import Tensor, as_tensor, int_arg, normalize_dim, wrap
 from ._export import export
@@ -536,6 +537,77 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):  # no
     idx = broadcast_to(reshape(index, tuple(shape)), tuple(source.shape))
     return scatter_reduce(input, axis, pw.to_dtype(idx, dtypes.int64), source, reduce,
                           include_self=include_self)
+
+
+# ---- counting ----------
+histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
+
+
+@export(torch=True)
+def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa: A001, A002
+    """The histogram of the points that are the rows of ``input`` (its last dimension
+    holds each point's ``D`` coordinates): ``(hist, bin_edges)``, ``hist`` of ``D``
+    dimensions and ``bin_edges`` a tuple of ``D`` 1-D tensors. ``bins``: an int (that
+    many equal bins along every dimension), ``D`` ints, or ``D`` 1-D tensors of
+    increasing edges; ``range``: ``[min_0, max_0, min_1, max_1, ...]`` (by default the
+    points' own, widened by 0.5 each way where all are equal); ``weight``: one per
+    point; ``density=True``: divided by the total and the bins' volumes. Bins hold
+    their left edges, the last one its right edge too. Never tracked.
+
+    >>> import gradcore as gc
+    >>> gc.histogramdd(gc.tensor([[0., 1.], [1., 0.], [2., 2.]]), bins=2).hist
+    tensor([[0., 1.],
+            [1., 1.]])
+    """
+    xd = input._data
+    if xd.dtype.kind != "f":
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{_scalar_type(input.dtype)}'")
+    if xd.ndim < 1:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 1 dimension, "
+                           "but got 0")
+    d = xd.shape[-1]
+    points = np.asarray(to_host(xd), dtype=np.float64).reshape(-1, d)
+    if isinstance(bins, int):
+        bins = [bins] * d
+    bins = list(bins)
+    if len(bins) != d:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
+                           "dimension of the input.")
+    if range is not None:
+        range = list(range)  # noqa: A001
+        if len(range) != 2 * d:
+            raise RuntimeError("histogramdd: for a D-dimensional input, range should have "
+                               "2*D elements")
+    edges = []
+    for k, b in enumerate(bins):
+        if isinstance(b, Tensor):
+            if b.ndim != 1:
+                raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, "
+                                   f"but got {b.ndim} dimensions in the bins tensor for "
+                                   f"dimension {k}")
+            edges.append(np.asarray(to_host(b._data), dtype=np.float64))
+            continue
+        if b <= 0:
+            raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {b} for "
+                               f"dimension {k}")
+        if range is not None:
+            lo, hi = float(range[2 * k]), float(range[2 * k + 1])
+        elif points.shape[0]:
+            lo, hi = float(points[:, k].min()), float(points[:, k].max())
+        else:
+            lo, hi = 0.0, 1.0
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                               f"{lo:g} max {hi:g} for dimension {k}")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges.append(np.linspace(lo, hi, b + 1).astype(xd.dtype).astype(np.float64))
+    w = None if weight is None else np.asarray(to_host(weight._data), np.float64).reshape(-1)
+    hist, _ = np.histogramdd(points, bins=edges, weights=w, density=density)
+    m = math_of(xd)
+    return histogramdd_result(wrap(m.asarray(hist.astype(xd.dtype))),
+                              tuple(wrap(m.asarray(e.astype(xd.dtype))) for e in edges))
 
 
 # ---- tests ----------
