@@ -461,6 +461,7 @@ def test_matmul_precision_and_warn_always(settings_restored):
     assert gc.is_warn_always_enabled() is True
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (0 / 0, on purpose)
 def test_set_anomaly_enabled_is_detect_anomaly_without_a_block():
     x = gc.tensor([0.0], requires_grad=True)
     try:
