@@ -27,6 +27,40 @@ from . import (
     sampling,
     utils,
 )
+from ._functional import INPLACE_FUNCTIONS as _INPLACE_FUNCTIONS
+from ._functional import (
+    alpha_dropout,
+    alpha_dropout_,
+    dropout,
+    dropout_,
+    embedding,
+    empty_strided,
+    feature_alpha_dropout,
+    feature_alpha_dropout_,
+    feature_dropout,
+    feature_dropout_,
+    get_device,
+    is_floating_point,
+)
+from ._settings import (
+    are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    get_float32_matmul_precision,
+    get_num_interop_threads,
+    get_num_threads,
+    is_anomaly_enabled,
+    is_deterministic_algorithms_warn_only_enabled,
+    is_warn_always_enabled,
+    set_anomaly_enabled,
+    set_deterministic_debug_mode,
+    set_float32_matmul_precision,
+    set_num_interop_threads,
+    set_num_threads,
+    set_printoptions,
+    set_warn_always,
+    typename,
+    use_deterministic_algorithms,
+)
 from ._size import Size
 from .amp import autocast
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -37,13 +71,20 @@ from .capture import compile
 from .creation import (
     arange,
     as_tensor,
+    asarray,
+    bartlett_window,
+    blackman_window,
     empty,
     empty_like,
     eye,
     from_dlpack,
     from_numpy,
+    frombuffer,
     full,
     full_like,
+    hamming_window,
+    hann_window,
+    kaiser_window,
     linspace,
     logspace,
     ones,
@@ -55,6 +96,8 @@ from .creation import (
     randn,
     randn_like,
     randperm,
+    range,
+    scalar_tensor,
     tensor,
     zeros,
     zeros_like,
@@ -74,7 +117,9 @@ from .dtypes import (
     int16,
     int32,
     int64,
+    layout,
     set_default_dtype,
+    strided,
     uint8,
 )
 from .io import load, save
@@ -97,8 +142,10 @@ from .tensor import Parameter, Tensor
 # (`@export(torch=...)` above its `def` in gradcore/ops/; `grep "def tanh"` finds it).
 globals().update(_export.FUNCTIONS)
 del _export
+globals().update(_INPLACE_FUNCTIONS)  # torch.relu_(x), torch.clamp_(x, 0), ...: x.<name>_()
 
 bool = bool_  # noqa: A001  (gc.bool, as torch.bool)
+dtype = DType  # (torch.dtype, the class of the dtypes: isinstance(x, gc.dtype))
 half, double, long = float16, float64, int64
 float = float32  # noqa: A001
 int = int32  # noqa: A001

@@ -10,6 +10,7 @@ PRECISION = 4
 THRESHOLD = 1000
 EDGEITEMS = 3
 LINEWIDTH = 80
+SCI_MODE = None  # True or False: forced on or off (gc.set_printoptions sets these five)
 
 
 class _Formatter:
@@ -30,18 +31,14 @@ class _Formatter:
         absv = np.abs(nz)
         lo, hi = absv.min(), absv.max()
         self.int_mode = bool(np.all(nz == np.ceil(nz)))
-        if self.int_mode:
-            if hi / lo > 1000.0 or hi > 1.0e8:
-                self.sci_mode = True
-                self.max_width = max(len(f"{v:.{PRECISION}e}") for v in nz.tolist())
-            else:
-                self.max_width = max(len(f"{v:.0f}") + 1 for v in nz.tolist())
+        self.sci_mode = (hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4) if SCI_MODE is None \
+            else bool(SCI_MODE)
+        if self.sci_mode:
+            self.max_width = max(len(f"{v:.{PRECISION}e}") for v in nz.tolist())
+        elif self.int_mode:
+            self.max_width = max(len(f"{v:.0f}") + 1 for v in nz.tolist())
         else:
-            if hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4:
-                self.sci_mode = True
-                self.max_width = max(len(f"{v:.{PRECISION}e}") for v in nz.tolist())
-            else:
-                self.max_width = max(len(f"{v:.{PRECISION}f}") for v in nz.tolist())
+            self.max_width = max(len(f"{v:.{PRECISION}f}") for v in nz.tolist())
 
     def format(self, value) -> str:
         if self.floating:

@@ -14,7 +14,9 @@ from .autograd.tensor_base import Tensor, _wrap, from_data
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full",
            "empty", "arange", "linspace", "logspace", "eye", "randn", "rand", "randint", "randperm",
            "zeros_like", "ones_like", "full_like", "empty_like", "randn_like", "rand_like",
-           "randint_like", "seed_generator"]
+           "randint_like", "seed_generator", "scalar_tensor", "range", "asarray", "frombuffer",
+           "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+           "kaiser_window"]
 
 
 def _dev(device):
@@ -452,3 +454,202 @@ def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):
     """
     return full(tuple(t.shape), fill_value, dtype=dtype or t.dtype, device=device or t.device,
                 requires_grad=requires_grad)
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A 0-d tensor holding the number ``s``, of the default float dtype unless
+    ``dtype`` says otherwise (an int or a bool too, as in PyTorch).
+
+    >>> import gradcore as gc
+    >>> gc.scalar_tensor(1)
+    tensor(1.)
+    """
+    if isinstance(s, Tensor):
+        s = s.item()
+    npd = _np_dtype(dtype) or dtypes.default_float.np
+    return _finish(_dev(device).math.asarray(s, dtype=npd).reshape(()), requires_grad)
+
+
+def range(start=0, end=None, step=1, *, dtype=None, device=None,  # noqa: A001
+          requires_grad=False) -> Tensor:
+    """Values from ``start`` to ``end`` *inclusive* by ``step``, of the default float
+    dtype unless ``dtype`` says otherwise; deprecated in PyTorch for :func:`arange`
+    (whose ``end`` is exclusive), and warns so.
+
+    >>> import gradcore as gc
+    >>> gc.range(1, 4)
+    tensor([1., 2., 3., 4.])
+    """
+    import warnings  # noqa: PLC0415
+
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    if end is None:
+        raise TypeError('range() missing 1 required positional arguments: "end"')
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    n = int(np.floor((end - start) / step)) + 1
+    npd = _np_dtype(dtype) or dtypes.default_float.np
+    arr = (start + np.arange(n, dtype=np.float64) * step).astype(npd)
+    return _finish(_to_device(_dev(device), arr), requires_grad)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor:
+    """``obj`` (a tensor, a NumPy array, a number or nested sequences) as a tensor,
+    sharing its memory where it can: ``copy=True`` always copies, ``copy=False`` never
+    does (and raises where the dtype or device asked needs a copy), ``None`` copies only
+    where needed.
+
+    >>> import gradcore as gc
+    >>> gc.asarray([1, 2])
+    tensor([1, 2])
+    """
+    if isinstance(obj, Tensor):
+        out = obj
+        if dtype is not None and dtypes.to_dtype(dtype) != obj.dtype:
+            if copy is False:
+                raise ValueError(f"can't alias tensor with dtype '{_scalar_name(obj.dtype)}' "
+                                 f"into dtype '{_scalar_name(dtypes.to_dtype(dtype))}'.")
+            out = out.to(dtype=dtype)
+        if device is not None and backend.device(device) != obj.device:
+            if copy is False:
+                raise ValueError(f"can't alias tensor from device '{obj.device}' to "
+                                 f"'{backend.device(device)}'.")
+            out = out.to(device=device)
+        if copy and out is obj:
+            out = obj.clone()
+        if not requires_grad and out.requires_grad:
+            out = out.detach()
+        elif requires_grad and not out.requires_grad:
+            out = out.detach().requires_grad_(True)
+        return out
+    if copy:
+        return from_data(obj, dtype=dtype, device=device, requires_grad=requires_grad)
+    out = as_tensor(obj, dtype=dtype, device=device)
+    if copy is False and isinstance(obj, np.ndarray) and not np.shares_memory(out._data, obj):
+        raise ValueError("can't alias NumPy array: its dtype or device asks for a copy")
+    if requires_grad:
+        out.requires_grad = True
+    return out
+
+
+def _scalar_name(dt) -> str:
+    return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool", "float32": "Float", "float64": "Double",
+            "float16": "Half"}.get(dt.name, dt.name)
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False) -> Tensor:
+    """A 1-D CPU tensor over the memory of ``buffer`` (any object of Python's buffer
+    protocol: ``bytes``, ``bytearray``, ``array.array``, ...), read as ``dtype``:
+    ``count`` elements (-1: all) from byte ``offset``. It shares the memory; a
+    read-only buffer (``bytes``) gives a tensor that refuses in-place writes.
+
+    >>> import gradcore as gc
+    >>> gc.frombuffer(bytearray(b"\\x01\\x00\\x00\\x00"), dtype=gc.int32)
+    tensor([1], dtype=gradcore.int32)
+    """
+    npd = dtypes.to_dtype(dtype).np
+    length = memoryview(buffer).nbytes
+    if length == 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if offset < 0 or offset >= length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    size = npd.itemsize
+    if count < 0:
+        if (length - offset) % size:
+            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} "
+                             f"bytes) must be a multiple of element size ({size})")
+        count = (length - offset) // size
+    elif offset + count * size > length:
+        raise ValueError(f"requested buffer length ({count} * {size} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({length} bytes)")
+    return _finish(np.frombuffer(buffer, dtype=npd, count=count, offset=offset), requires_grad)
+
+
+# ---- window functions (PyTorch's formulas; computed in float64, then cast) ----------
+def _window(name, n, periodic, dtype, device, requires_grad, formula):
+    if dtype is not None and not dtypes.to_dtype(dtype).is_floating_point:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: "
+                           f"{dtypes.to_dtype(dtype)}")
+    if n < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got "
+                           f"window_length={n}")
+    npd = _np_dtype(dtype) or dtypes.default_float.np
+    if n <= 1:
+        values = np.ones(n)
+    else:
+        m = n + 1 if periodic else n
+        values = formula(m)[:n]
+    return _finish(_to_device(_dev(device), values.astype(npd)), requires_grad)
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
+                   layout=None, device=None, requires_grad=False) -> Tensor:
+    """The Hamming window ``alpha - beta * cos(2 pi k / (N - 1))``; ``periodic`` (the
+    default) computes ``window_length + 1`` points and drops the last, for spectral
+    analysis.
+
+    >>> import gradcore as gc
+    >>> gc.hamming_window(4, periodic=False)
+    tensor([0.0800, 0.7700, 0.7700, 0.0800])
+    """
+    return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda m: alpha - beta * np.cos(np.arange(m) * (2 * np.pi / (m - 1))))
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                requires_grad=False) -> Tensor:
+    """The Hann window ``0.5 - 0.5 * cos(2 pi k / (N - 1))`` (``periodic``: as in
+    :func:`hamming_window`).
+
+    >>> import gradcore as gc
+    >>> gc.hann_window(4, periodic=False)
+    tensor([0.0000, 0.7500, 0.7500, 0.0000])
+    """
+    return _window("hann_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda m: 0.5 - 0.5 * np.cos(np.arange(m) * (2 * np.pi / (m - 1))))
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    requires_grad=False) -> Tensor:
+    """The Blackman window ``0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k / (N -
+    1))`` (``periodic``: as in :func:`hamming_window`)."""
+    def formula(m):
+        w = np.arange(m) * (np.pi / (m - 1))
+        return 0.08 * np.cos(4 * w) - 0.5 * np.cos(2 * w) + 0.42
+    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
+                   formula)
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    requires_grad=False) -> Tensor:
+    """The Bartlett (triangular) window, rising from 0 to 1 and back (``periodic``: as
+    in :func:`hamming_window`)."""
+    def formula(m):
+        w = np.arange(m) * (2.0 / (m - 1))
+        half = ((m - 1) >> 1) + 1
+        w[half:] = 2 - w[half:]
+        return w
+    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
+                   formula)
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
+                  device=None, requires_grad=False) -> Tensor:
+    """The Kaiser window ``I0(beta sqrt(1 - (2k / (N - 1) - 1)^2)) / I0(beta)``
+    (``periodic``: as in :func:`hamming_window`)."""
+    def formula(m):
+        a = (m - 1) / 2.0
+        k = np.arange(m)
+        return np.i0(beta * np.sqrt(np.clip(1 - ((k - a) / a) ** 2, 0, None))) / np.i0(beta)
+    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
+                   formula)

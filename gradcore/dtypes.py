@@ -284,3 +284,27 @@ def can_cast(from_, to) -> bool:
     non-bool to bool; ``torch.can_cast``)."""
     a, b = to_dtype(from_), to_dtype(to)
     return a.category <= b.category
+
+
+class layout:  # noqa: N801  (PyTorch's class name)
+    """The memory layout of a tensor's elements (PyTorch's ``torch.layout``). gradcore
+    has one, ``gc.strided``: elements at strides through one block of memory (PyTorch
+    also has sparse layouts)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return f"gradcore.{self.name}"
+
+    def __reduce__(self):
+        return (_layout_named, (self.name,))
+
+
+def _layout_named(name: str) -> layout:
+    return strided
+
+
+strided = layout("strided")  # every tensor's layout

@@ -202,5 +202,221 @@ for _fn in (backward, size, type_, new_zeros, new_ones, new_empty, new_empty_str
     setattr(Tensor, _fn.__name__, _fn)
 del _fn
 
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Write ``fill_value`` on the main diagonal in place: ``self[i, i, ..., i]`` for a
+    tensor of 2 or more equal dimensions, or a 2-D one of any shape; with ``wrap``, a
+    tall matrix's diagonal starts again below every ``columns + 1`` rows, as NumPy's
+    ``fill_diagonal``. Differentiable (the written places get no gradient).
+
+    >>> import gradcore as gc
+    >>> gc.zeros(2, 3).fill_diagonal_(5)
+    tensor([[5., 0., 0.],
+            [0., 5., 0.]])
+    """
+    shape = tuple(self.shape)
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    n = min(shape)
+    if len(shape) == 2 and wrap and shape[0] > shape[1] + 1:
+        step = shape[1] + 1
+        flat = list(range(0, shape[0] * shape[1], step))
+        rows, cols = [f // shape[1] for f in flat], [f % shape[1] for f in flat]
+        key = (rows, cols)
+    else:
+        key = (list(range(n)),) * len(shape)
+    if n:
+        m = math_of(self._data)
+        self[tuple(_wrap(m.asarray(k, dtype="int64")) for k in key)] = fill_value
+    return self
+
+
+def new(self, *args, device=None, **kwargs):
+    """PyTorch's legacy constructor, with this tensor's dtype and device (or ``device``):
+    ``new()`` is empty, ``new(2, 3)`` or ``new(gc.Size(...))`` has that shape (zeros
+    here; uninitialized in PyTorch), ``new([1, 2])`` holds the data, and
+    ``new(other_tensor)`` shares ``other``'s memory."""
+    if kwargs:
+        raise TypeError(f"new() received an invalid combination of arguments - got "
+                        f"unexpected keyword arguments {sorted(kwargs)}")
+    dev = self.device if device is None else backend.device(device)
+    if not args:
+        return _wrap(dev.math.zeros((0,), dtype=self._data.dtype))
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0].detach()
+    if len(args) == 1 and isinstance(args[0], Size):
+        args = tuple(args[0])
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return _new_like(self, lambda m, s, d: m.zeros(s, dtype=d), args, None, dev, False,
+                         "new")
+    if len(args) == 1:
+        if not isinstance(args[0], (list, tuple)) and \
+                type(args[0]).__module__.split(".")[0] != "numpy":
+            raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+        return from_data(args[0], dtype=self.dtype, device=dev)
+    raise TypeError(f"new() received an invalid combination of arguments - got "
+                    f"{tuple(type(a).__name__ for a in args)}")
+
+
+def _host_elements(self, op):
+    if self.requires_grad:
+        raise RuntimeError(f"Can't call {op}() on Variable that requires grad. Use "
+                           f"var.detach().{op}() instead.")
+    if self.device.type != "cpu":
+        raise TypeError(f"{op}_ is only implemented on CPU tensors")
+
+
+def apply_(self, callable):  # noqa: A002
+    """Replace each element ``v`` by ``callable(v)`` (a Python number to a number), in
+    place; CPU tensors outside autograd only, and slow, as in PyTorch."""
+    _host_elements(self, "apply_")
+    d = self._data
+    out = [callable(v) for v in d.reshape(-1).tolist()]
+    d[...] = math_of(d).asarray(out, dtype=d.dtype).reshape(d.shape)
+    self._bump()
+    return self
+
+
+def map_(self, tensor, callable):  # noqa: A002
+    """Replace each element ``v`` by ``callable(v, w)``, ``w`` the matching element of
+    ``tensor`` (broadcast to this shape, of the same dtype), in place; CPU tensors
+    outside autograd only."""
+    _host_elements(self, "map_")
+    if tensor.dtype != self.dtype:
+        raise TypeError(f"map_: expected {self.type()} for 'other' (got {tensor.type()})")
+    d = self._data
+    other = math_of(d).broadcast_to(tensor._data, d.shape)
+    out = [callable(v, w) for v, w in zip(d.reshape(-1).tolist(), other.reshape(-1).tolist())]
+    d[...] = math_of(d).asarray(out, dtype=d.dtype).reshape(d.shape)
+    self._bump()
+    return self
+
+
+def pin_memory(self, device=None):
+    """A copy in page-locked host memory, for faster copies to a GPU. gradcore does not
+    page-lock: with a GPU this is a copy; without one it raises, as PyTorch does."""
+    if not backend.cuda_is_available():
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    if self.device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+    return self.clone()
+
+
+def is_pinned(self, device=None) -> bool:
+    """Whether the memory is page-locked: never, in gradcore."""
+    return False
+
+
+def share_memory_(self):
+    """Mark the memory as shared between processes and return ``self``: gradcore's
+    tensors stay in this process's memory (``torch.multiprocessing`` is not modeled);
+    ``is_shared()`` is True afterwards, as in PyTorch."""
+    self._shared = True
+    return self
+
+
+def is_shared(self) -> bool:
+    """Whether ``share_memory_()`` was called on it (or it is on a GPU, as in PyTorch)."""
+    return bool(getattr(self, "_shared", False)) or self.device.type == "cuda"
+
+
+def record_stream(self, stream) -> None:
+    """Nothing to do: gradcore queues all GPU work on one stream."""
+
+
+def _resize(self, shape, op):
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    shape = _shape_arg(shape, op)
+    d = self._data
+    m = math_of(d)
+    n = 1
+    for s in shape:
+        n *= s
+    flat = d.reshape(-1)
+    if n <= flat.size:  # the first n elements, in memory order for a contiguous tensor
+        new = flat[:n].reshape(shape) if d.flags.c_contiguous else flat[:n].copy().reshape(shape)
+    else:  # grown: the old elements first; PyTorch leaves the rest uninitialized (zeros here)
+        new = m.zeros(n, dtype=d.dtype)
+        new[:flat.size] = flat
+        new = new.reshape(shape)
+    self._data = new
+    self._bump()
+    return self
+
+
+def resize_(self, *sizes, memory_format=None):
+    """Give the tensor shape ``sizes`` in place: its first elements in memory order are
+    kept (shrinking keeps the data), new ones are zeros (uninitialized in PyTorch).
+    Not for a tensor that requires grad.
+
+    >>> import gradcore as gc
+    >>> gc.arange(6.).resize_(2, 2)
+    tensor([[0., 1.],
+            [2., 3.]])
+    """
+    return _resize(self, sizes, "resize_")
+
+
+def resize_as_(self, the_template, memory_format=None):
+    """``resize_(the_template.shape)``."""
+    return _resize(self, tuple(the_template.shape), "resize_as_")
+
+
+def set_(self, source=None):
+    """Make the tensor hold ``source``'s memory (a tensor; it then has ``source``'s
+    shape, dtype and device), or, with no argument, an empty one. PyTorch's storage
+    forms are not supported."""
+    if source is None:
+        self._data = math_of(self._data).zeros((0,), dtype=self._data.dtype)
+    elif isinstance(source, Tensor):
+        self._data = source._data
+    else:
+        raise TypeError(f"set_(): gradcore has no storages: source must be a tensor, not "
+                        f"{type(source).__name__}")
+    self._bump()
+    return self
+
+
+def as_subclass(self, cls):
+    """A tensor of the subclass ``cls`` sharing this one's data and place in the graph."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, not "
+                        f"{cls!r}")
+    out = self.view_as(self)
+    out.__class__ = cls
+    return out
+
+
+for _fn in (fill_diagonal_, new, apply_, map_, pin_memory, is_pinned, share_memory_,
+            is_shared, record_stream, resize_, resize_as_, set_, as_subclass):
+    _fn.__qualname__ = f"Tensor.{_fn.__name__}"
+    setattr(Tensor, _fn.__name__, _fn)
+del _fn
+
+Tensor.output_nr = property(lambda self: self._out_nr,
+                            doc="Which output of its ``grad_fn`` this tensor is (0 for most).")
+Tensor.layout = property(lambda self: dtypes.strided,
+                         doc="The memory layout: ``gc.strided``, gradcore's only one.")
+for _name, _what in (("is_sparse", "in a sparse layout"), ("is_quantized", "quantized"),
+                     ("is_meta", "on the meta device"), ("is_mps", "on Apple's MPS"),
+                     ("is_xpu", "on an Intel XPU"), ("is_mkldnn", "in MKL-DNN's layout"),
+                     ("is_nested", "a nested tensor")):
+    setattr(Tensor, _name, property(lambda self: False,
+                                    doc=f"False: gradcore's tensors are never {_what}."))
+del _name, _what
+
+
+def _imag(self):
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+Tensor.real = property(lambda self: self, doc="The real part: the tensor itself (gradcore's "
+                                               "tensors are real).")
+Tensor.imag = property(_imag, doc="The imaginary part: gradcore's tensors are real, and, as "
+                                  "PyTorch for them, reading it raises.")
+
 # Methods: every operation lives in gradcore.ops; see ops/__init__.py for the binding.
 _ops.bind_methods(Tensor)

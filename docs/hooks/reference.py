@@ -282,6 +282,9 @@ TOP_BY_MODULE = {
     "gradcore.ops.index": "Indexing, gathering and scattering",
     "gradcore.ops.linalg": "Matrix products and linear algebra",
     "gradcore.ops.activation": "Activations and normalization",
+    "gradcore.ops.extra": "Products, integration, differences and scatters into copies",
+    "gradcore._settings": "Process-wide settings",
+    "gradcore._functional": "Dropout, embedding and the in-place function forms",
     "gradcore.nn.functional": "Also in gradcore.nn.functional",
 }
 # names the module rule would put elsewhere (those defined in gradcore/__init__.py)
@@ -292,13 +295,19 @@ TOP_BY_NAME = {
     "memory_format": "Tensors", "contiguous_format": "Tensors", "preserve_format": "Tensors",
     "default_generator": "Random numbers",
     "cuda": "Devices", "accelerator": "Devices", "backends": "Devices",
+    "dtype": "Data types", "layout": "Tensors", "strided": "Tensors",
+    "empty_strided": "Creating tensors", "is_floating_point": "Tensors",
+    "get_device": "Tensors",
 }
 TOP_ORDER = ["Tensors", "Creating tensors", "Data types", "Devices", "Random numbers",
              "Gradient modes", "Saving and loading", "Compiling, mixed precision and profiling",
              "Pointwise operations", "Reductions, sorting and counting",
              "Shapes: views, joining and splitting", "Indexing, gathering and scattering",
-             "Matrix products and linear algebra", "Activations and normalization",
-             "Also in gradcore.nn.functional", "Namespaces"]
+             "Matrix products and linear algebra",
+             "Products, integration, differences and scatters into copies",
+             "Activations and normalization", "Also in gradcore.nn.functional",
+             "Dropout, embedding and the in-place function forms",
+             "Process-wide settings", "Namespaces"]
 
 
 def _top(name, obj):

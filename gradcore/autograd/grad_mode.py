@@ -6,7 +6,7 @@ import functools
 import threading
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "detect_anomaly", "is_anomaly_enabled"]
+           "detect_anomaly", "is_anomaly_enabled", "set_anomaly_enabled"]
 
 
 class _State(threading.local):
@@ -115,6 +115,27 @@ def is_anomaly_enabled() -> bool:
     """Whether ``detect_anomaly()`` is on: a backward step that makes NaN then raises,
     naming the op."""
     return state.anomaly
+
+
+class _Held(threading.local):
+    anomaly = False  # set_anomaly_enabled(True) holds one of anomaly_blocks in this thread
+
+
+_held = _Held()
+
+
+def set_anomaly_enabled(enabled, check_nan=True) -> None:
+    """Turn anomaly detection on or off in this thread, as ``detect_anomaly(check_nan)``
+    does for a block (PyTorch's ``torch.set_anomaly_enabled``). As with
+    ``detect_anomaly``, it is on only when ``check_nan`` is true: NaN is what
+    gradcore's detection looks for."""
+    on = bool(enabled) and bool(check_nan)
+    if on and not _held.anomaly:
+        anomaly_blocks[0] += 1
+    elif not on and _held.anomaly:
+        anomaly_blocks[0] -= 1
+    _held.anomaly = on
+    state.anomaly = on
 
 
 class detect_anomaly:

@@ -23,6 +23,7 @@ from . import (
     _export,
     activation,
     conv,
+    extra,
     index,
     linalg,
     normalization,
@@ -325,8 +326,8 @@ def bind_methods(T) -> None:
                  "lcm", "heaviside", "ldexp", "nextafter", "lgamma", "digamma", "mvlgamma",
                  "i0", "polygamma", "igamma", "igammac"):
         methods[name + "_"] = _inplace_method(name + "_", methods[name])
-    for name in ("put", "index_put", "index_fill", "addmm", "addmv", "addr", "addbmm", "baddbmm",
-                 "addcmul", "addcdiv"):
+    for name in ("put", "index_put", "index_fill", "index_reduce", "renorm", "addmm", "addmv",
+                 "addr", "addbmm", "baddbmm", "addcmul", "addcdiv"):
         methods[name + "_"] = _inplace_method(name + "_", methods[name])
     methods["float_power_"] = _inplace_method("float_power_", pw.float_power_in_place_form)
     # comparisons in place: x holds 1 and 0, with a zero gradient back

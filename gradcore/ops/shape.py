@@ -481,7 +481,7 @@ def _tensors_on_one_device(tensors, op):
     return [t.to(dtype=rt) for t in ts]
 
 
-@export(torch=("cat", "concat"))
+@export(torch=("cat", "concat", "concatenate"))
 def cat(tensors, dim=0, *, axis=None):
     """Join tensors along an existing dimension."""
     if axis is not None:  # (NumPy's names, which PyTorch accepts too)
