@@ -1446,3 +1446,399 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest",  # noqa: A0
 
 
 __all__ += ["interpolate"]
+
+
+# ---- thresholds, random slopes, bilinear maps, RMS and local response normalization ------
+def threshold(input, threshold, value, inplace=False):  # noqa: A002
+    """``input`` where ``input > threshold``, else ``value``; one ``ThresholdBackward0``
+    node (no gradient where ``input <= threshold``).
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.threshold(gc.tensor([-1.0, 0.5, 2.0]), 0.5, 9.0)
+    tensor([9., 9., 2.])
+    """
+    return _maybe_inplace(_act.threshold, input, inplace, "threshold_", threshold, value)
+
+
+def threshold_(input, threshold, value):  # noqa: A002
+    """In-place :func:`threshold`."""
+    return apply_inplace(input, "threshold_", _act.threshold, threshold, value)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
+    """Randomized leaky ReLU: in training ``input * a`` where ``input <= 0``, with ``a``
+    drawn uniformly from ``[lower, upper)`` for each element (gradcore's generator);
+    outside training the leaky ReLU of slope ``(lower + upper) / 2``."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"rrelu_with_noise_out_{input.device.type}" not implemented '
+                                  f"for '{_act._torch_type(input._data.dtype)}'")
+    # a slope per element, uniform in [lower, upper), used where input <= 0
+    with no_grad():
+        slopes = creation.empty(tuple(input.shape), dtype=input.dtype,
+                                device=input.device).uniform_(lower, upper)
+        noise = _pw.where(_pw.le(input, 0), slopes, creation.ones_like(slopes))
+    return input.mul_(noise) if inplace else _pw.mul(input, noise)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002
+    """In-place :func:`rrelu`."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``
+    over matching leading dimensions.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.bilinear(gc.tensor([[1.0, 2.0]]), gc.tensor([[3.0]]), gc.ones(1, 2, 1))
+    tensor([[9.]])
+    """
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
+                           f"{input2.ndim}")
+    for i in range(input1.ndim - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
+                               f"got {input1.shape[i]} and {input2.shape[i]}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be three-dimensional, but got "
+                           f"{weight.ndim} dimensions")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {weight.shape[2]}")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[-1] if bias.ndim else 1} but expected "
+                           f"{weight.shape[0]}")
+    n_out, n1, n2 = weight.shape
+    lead = tuple(input1.shape[:-1])
+    # (x1 @ W laid out (i, o * j)), then the products with x2 summed over j
+    w = weight.permute(1, 0, 2).reshape(n1, n_out * n2)
+    t = _pw.mul(input1.reshape(-1, n1).matmul(w).reshape(*lead, n_out, n2),
+                input2.unsqueeze(-2))
+    y = _red.sum(t, -1)
+    return y if bias is None else _pw.add(y, bias)
+
+
+def _normalized_dims(input, normalized_shape, op):
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else \
+        tuple(int(n) for n in normalized_shape)
+    if not ns:
+        raise RuntimeError(f"Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           f"containing at least one element, but got normalized_shape = "
+                           f"{list(ns)}")
+    if input.ndim < len(ns) or tuple(input.shape[input.ndim - len(ns):]) != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*{', '.join(str(n) for n in ns)}], but got input of size"
+                           f"{list(input.shape)}")
+    return ns, tuple(range(input.ndim - len(ns), input.ndim))
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    """Root mean square normalization over the trailing ``normalized_shape`` dimensions:
+    ``input / sqrt(mean(input^2) + eps) * weight``; ``eps=None`` is the machine epsilon
+    of the input's dtype (``finfo(dtype).eps``). float16 is computed in float32.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.rms_norm(gc.tensor([[3.0, 4.0]]), (2,), eps=0.0)
+    tensor([[0.8485, 1.1314]])
+    """
+    ns, dims = _normalized_dims(input, normalized_shape, "rms_norm")
+    if weight is not None and tuple(weight.shape) != ns:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but "
+                           f"got weight of shape {list(weight.shape)} and normalized_shape = "
+                           f"{list(ns)}")
+    if eps is None:
+        eps = float(np.finfo(input._data.dtype).eps) if input.dtype.is_floating_point else \
+            float(np.finfo(np.float32).eps)
+    up = input.float() if input.dtype == dtypes.float16 else input
+    y = _pw.mul(up, _pw.rsqrt(_pw.add(_red.mean(_pw.mul(up, up), dims, True), eps)))
+    y = y.to(dtype=input.dtype)
+    return y if weight is None else _pw.mul(y, weight)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002
+    """Each element divided by ``(k + alpha / size * sum of squares)^beta``, the sum over
+    the ``size`` neighbouring channels (dimension 1, zeros past the ends), as PyTorch
+    composes it (a padded average pool of the squares)."""
+    dim = input.ndim
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          "
+                         f"input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    div = _pw.mul(input, input)
+    if dim == 3:
+        div = pad(div.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = tuple(input.shape)
+        div = div.reshape(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).reshape(sizes)
+    div = _pw.pow(_pw.add(_pw.mul(div, alpha), k), beta)
+    return _pw.div(input, div)
+
+
+__all__ += ["threshold", "threshold_", "rrelu", "rrelu_", "bilinear", "rms_norm",
+            "local_response_norm"]
+
+
+# ---- rearranging channels: pixel shuffles, channel shuffle ----------
+def pixel_shuffle(input, upscale_factor):  # noqa: A002
+    """``(*, C * r^2, H, W)`` to ``(*, C, H * r, W * r)``: each group of ``r^2`` channels
+    spread over an ``r x r`` block of pixels (``r = upscale_factor``).
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.pixel_shuffle(gc.arange(4.0).reshape(1, 4, 1, 1), 2)
+    tensor([[[[0., 1.],
+              [2., 3.]]]])
+    """
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    r = int(upscale_factor)
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):  # noqa: A002
+    """The inverse of :func:`pixel_shuffle`: ``(*, C, H * r, W * r)`` to
+    ``(*, C * r^2, H, W)``."""
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    r = int(downscale_factor)
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if h % r:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by "
+                           f"downscale_factor, but input.size(-2)={h} is not divisible by {r}")
+    if w % r:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by "
+                           f"downscale_factor, but input.size(-1)={w} is not divisible by {r}")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input, groups):  # noqa: A002
+    """The channels (dimension 1) of ``(N, C, *)`` as ``groups`` groups, interleaved:
+    channel ``g * (C // groups) + i`` moves to ``i * groups + g``.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.channel_shuffle(gc.arange(4.0).reshape(1, 4, 1), 2).flatten()
+    tensor([0., 2., 1., 3.])
+    """
+    if input.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    g = int(groups)
+    if g <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value "
+                           f"of groups:{g}")
+    n, c, *rest = input.shape
+    if c % g:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {g} groups.")
+    x = input.reshape(n, g, c // g, *rest).transpose(1, 2)
+    return x.reshape(n, c, *rest)
+
+
+__all__ += ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle"]
+
+
+# ---- more losses: Gaussian and Poisson likelihoods, hinge and margin losses ----------
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):  # noqa: A002
+    """The Gaussian negative log likelihood ``0.5 * (log(var) + (input - target)^2 / var)``
+    (plus ``0.5 * log(2 pi)`` when ``full``), ``var`` clamped to ``eps`` without gradient
+    from the clamp. ``var`` has the input's shape, or one dimension less, or one
+    dimension of size 1 (one variance shared), or is a number.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.gaussian_nll_loss(gc.tensor([1.0, 2.0]), gc.tensor([1.0, 4.0]), gc.tensor([1.0, 2.0]))
+    tensor(0.6733)
+    """
+    if isinstance(var, (int, float)) and not isinstance(var, bool):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = _pw.mul(creation.ones_like(input), float(var))
+    elif bool(_red.any(_pw.lt(var, 0))):
+        raise ValueError("var has negative entry/entries")
+    vshape, ishape = tuple(var.shape), tuple(input.shape)
+    if vshape != ishape:
+        if ishape[:-1] == vshape:
+            var = var.unsqueeze(-1)
+        elif not (input.ndim == var.ndim and
+                  sum(y for x, y in zip(ishape, vshape) if x != y) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = var.clone()
+    with no_grad():
+        var.clamp_(min=eps)
+    loss = _pw.mul(_pw.add(_pw.log(var), _pw.div(_pw.pow(_pw.sub(input, target), 2), var)), 0.5)
+    if full:
+        loss = _pw.add(loss, 0.5 * math.log(2 * math.pi))
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None,  # noqa: A002
+                     eps=1e-8, reduce=None, reduction="mean"):
+    """The Poisson negative log likelihood: ``exp(input) - target * input`` when
+    ``log_input``, else ``input - target * log(input + eps)``; ``full`` adds Stirling's
+    ``target * log(target) - target + 0.5 * log(2 pi target)`` where ``target > 1``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not a valid value for reduction")
+    if log_input:
+        loss = _pw.sub(_pw.exp(input), _pw.mul(target, input))
+    else:
+        loss = _pw.sub(input, _pw.mul(target, _pw.log(_pw.add(input, eps))))
+    if full:
+        stirling = _pw.add(_pw.sub(_pw.mul(target, _pw.log(target)), target),
+                           _pw.mul(_pw.log(_pw.mul(target, 2 * math.pi)), 0.5))
+        loss = _pw.add(loss, stirling.masked_fill(_pw.le(target, 1), 0))
+    return _reduce(loss, reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,  # noqa: A002
+                         reduction="mean"):
+    """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1 (both
+    terms where it is neither, as PyTorch computes it), reduced."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    zeros = creation.zeros_like(input)
+    margin_clamp = _pw.clamp(_pw.sub(margin, input), min=0)
+    loss = _pw.add(_pw.where(_pw.ne(target, 1), margin_clamp, zeros),
+                   _pw.where(_pw.ne(target, -1), input, zeros))
+    return _reduce(loss, reduction)
+
+
+def _int_array(t):
+    """An index tensor's values on the host, as int64."""
+    return np.asarray(t._data.get() if hasattr(t._data, "get") else t._data).astype(np.int64)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,  # noqa: A002
+                      reduce=None, reduction="mean"):
+    """The multi-class hinge loss of ``(N, C)`` (or ``(C,)``) scores and class indices:
+    ``sum_{i != y} max(0, margin - x[y] + x[i])^p / C`` per sample (``p`` 1 or 2;
+    ``weight[y]`` weighs each term), reduced over the batch."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    check_reduction(reduction)
+    nd = input.ndim
+    if nd > 2 or input.numel() == 0 and not (nd == 2 and input.shape[0] == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(input.shape)}")
+    nframe = 1 if nd <= 1 else input.shape[0]
+    c = 1 if nd == 0 else input.shape[-1]
+    if target.ndim > 1 or target.numel() != nframe:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal "
+                           f"to the number of input samples (batch size). Expected target "
+                           f"size [{nframe}], but got {list(target.shape)}. Input has shape "
+                           f"{list(input.shape)}.")
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got "
+                           f"{list(weight.shape)}")
+    t = _int_array(target).reshape(-1)
+    if t.size and (t.min() < 0 or t.max() >= c):
+        raise RuntimeError("target out of range")
+    x = input.reshape(nframe, c)
+    m = math_of(input._data)
+    idx = wrap(m.asarray(t.reshape(-1, 1)))
+    z = _pw.clamp(_pw.add(_pw.sub(margin, x.gather(1, idx)), x), min=0)
+    if p == 2:
+        z = _pw.mul(z, z)
+    if weight is not None:
+        z = _pw.mul(z, weight.index_select(0, wrap(m.asarray(t))).unsqueeze(1))
+    own = wrap(m.asarray(t.reshape(-1, 1) == np.arange(c)))
+    loss = _pw.div(_red.sum(z.masked_fill(own, 0), 1), c)
+    if reduction == "none":
+        return loss if target.ndim else loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A002
+                           reduction="mean"):
+    """The multi-label hinge loss: per sample, ``target`` lists its classes (up to the
+    first -1), and the loss is ``sum_{j listed} sum_{i not listed} max(0, 1 - (x[j] -
+    x[i])) / C``, reduced over the batch."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    nd = input.ndim
+    if nd > 2 or input.numel() == 0 and not (nd == 2 and input.shape[0] == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(input.shape)}")
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of "
+                           f"size: {list(input.shape)}")
+    nframe = 1 if nd <= 1 else input.shape[0]
+    c = 1 if nd == 0 else input.shape[-1]
+    t = _int_array(target).reshape(nframe, c)
+    if t.size and (t.min() < -1 or t.max() >= c):
+        raise RuntimeError("argument #2 'target' is out of range")
+    listed = np.zeros((nframe, c))  # how often each class is listed
+    for n in range(nframe):
+        for k in t[n]:
+            if k < 0:
+                break
+            listed[n, k] += 1
+    other = (listed == 0).astype(np.float64)
+    m = math_of(input._data)
+    pairs = wrap(m.asarray((listed[:, :, None] * other[:, None, :]).astype(input._data.dtype)))
+    x = input.reshape(nframe, c)
+    hinge = _pw.clamp(_pw.add(_pw.sub(1, x.unsqueeze(2)), x.unsqueeze(1)), min=0)
+    loss = _pw.div(_red.sum(_pw.mul(hinge, pairs), (1, 2)), c)
+    if reduction == "none":
+        return loss if nd == 2 else loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """``max(0, margin + d(a, p) - d(a, n))`` reduced, ``d`` a function of two tensors
+    (default :func:`pairwise_distance`); ``swap`` takes ``min(d(a, n), d(p, n))``."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    dims = (anchor.ndim, positive.ndim, negative.ndim)
+    if len(set(dims)) != 1:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {dims[0]}D, "
+                           f"positive {dims[1]}D, and negative {dims[2]}D inputs")
+    if distance_function is None:
+        distance_function = pairwise_distance
+    dist_pos = distance_function(anchor, positive)
+    dist_neg = distance_function(anchor, negative)
+    if swap:
+        dist_neg = _pw.minimum(dist_neg, distance_function(positive, negative))
+    loss = _pw.clamp(_pw.sub(_pw.add(dist_pos, margin), dist_neg), min=0)
+    return _reduce(loss, reduction)
+
+
+__all__ += ["gaussian_nll_loss", "poisson_nll_loss", "hinge_embedding_loss",
+            "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss"]
