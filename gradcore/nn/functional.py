@@ -1842,3 +1842,345 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 
 __all__ += ["gaussian_nll_loss", "poisson_nll_loss", "hinge_embedding_loss",
             "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss"]
+
+
+# ---- alpha and 3-D channel dropout ----------
+_SELU_NEG_SAT = 1.7580993408473766  # -SELU's negative saturation: scale * alpha
+
+
+def _alpha_dropout(input, p, training, inplace, feature):  # noqa: A002
+    """PyTorch's alpha dropout: dropped elements (whole channels when ``feature``) set to
+    SELU's negative saturation, then an affine map keeping mean 0 and variance 1:
+    ``a * (x * keep + alpha' * (1 - keep))`` written as PyTorch computes it,
+    ``x * keep * a + (keep - 1) * alpha * a + alpha * a * p``."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0.0 or not training or input.numel() == 0:
+        return input
+    if feature and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p == 1.0:
+        zeros = creation.zeros_like(input)
+        return input.mul_(zeros) if inplace else _pw.mul(input, zeros)
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2) if feature else \
+        tuple(input.shape)
+    keep = creation.empty(shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
+    a = 1.0 / math.sqrt((_SELU_NEG_SAT ** 2 * p + 1) * (1 - p))
+    b = _pw.add(_pw.mul(_pw.sub(keep, 1), _SELU_NEG_SAT * a), _SELU_NEG_SAT * a * p)
+    noise = _pw.mul(keep, a)
+    if inplace:
+        return input.mul_(noise).add_(b)
+    return _pw.add(_pw.mul(input, noise), b)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+    """Dropout for SELU networks: each element dropped with probability ``p`` to SELU's
+    negative saturation, then scaled and shifted to keep a zero mean and unit variance.
+    ``training`` is False by default, as in PyTorch."""
+    return _alpha_dropout(input, p, training, inplace, feature=False)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+    """:func:`alpha_dropout` of whole channels (one draw per ``input.shape[:2]``)."""
+    return _alpha_dropout(input, p, training, inplace, feature=True)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero whole channels of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with probability
+    ``p``, scaling the others by ``1 / (1 - p)``; other ranks warn as PyTorch does."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. "
+                      "Note that dropout3d exists to provide channel-wise dropout on inputs "
+                      "with 3 spatial dimensions, a channel dimension, and an optional batch "
+                      "dimension (i.e. 4D or 5D inputs).", stacklevel=2)
+    if input.ndim == 5:
+        return _feature_dropout(input, p, training, inplace)
+    result = _feature_dropout(input.unsqueeze(0), p, training, inplace)
+    return input if inplace else result.squeeze(0)
+
+
+__all__ += ["alpha_dropout", "feature_alpha_dropout", "dropout3d"]
+
+
+# ---- power-average pools, 3-D adaptive max pool and unpool, the *_with_indices names ------
+adaptive_max_pool3d, max_unpool3d = _pool.adaptive_max_pool3d, _pool.max_unpool3d
+
+
+def _lp_pool(nd, pool, input, norm_type, kernel_size, stride, ceil_mode):  # noqa: A002
+    if norm_type == float("inf"):
+        return _max_pool_of(nd)(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -float("inf"):
+        return _pw.neg(_max_pool_of(nd)(_pw.neg(input.abs()), kernel_size, stride, 0, 1,
+                                    ceil_mode))
+    k = (kernel_size,) * nd if isinstance(kernel_size, int) else tuple(kernel_size)
+    if stride is not None:
+        out = pool(_pw.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = pool(_pw.pow(input, norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return _pw.pow(_pw.mul(_pw.mul(_pw.sign(out), _pw.relu(_pw.abs(out))), math.prod(k)),
+                   1.0 / norm_type)
+
+
+def _max_pool_of(nd):
+    return {1: max_pool1d, 2: max_pool2d, 3: max_pool3d}[nd]
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    """Power-average pooling over ``(N, C, L)``: ``(sum of x^p over each window)^(1/p)``
+    (``p = norm_type``; ``inf`` is max pooling of ``|x|``), computed as PyTorch does from
+    an average pool (no padding)."""
+    return _lp_pool(1, avg_pool1d, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    """:func:`lp_pool1d` over ``(N, C, H, W)``: ``kernel_size`` and ``stride`` an int or
+    a pair."""
+    return _lp_pool(2, avg_pool2d, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    """:func:`lp_pool1d` over ``(N, C, D, H, W)``: ``kernel_size`` and ``stride`` an int
+    or a triple."""
+    return _lp_pool(3, avg_pool3d, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+                            ceil_mode=False, return_indices=False):
+    """:func:`max_pool1d` returning ``(values, indices)`` whatever ``return_indices``."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+                            ceil_mode=False, return_indices=False):
+    """:func:`max_pool2d` returning ``(values, indices)`` whatever ``return_indices``."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+                            ceil_mode=False, return_indices=False):
+    """:func:`max_pool3d` returning ``(values, indices)`` whatever ``return_indices``."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):  # noqa: A002
+    """:func:`adaptive_max_pool1d` returning ``(values, indices)``."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):  # noqa: A002
+    """:func:`adaptive_max_pool2d` returning ``(values, indices)``."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):  # noqa: A002
+    """:func:`adaptive_max_pool3d` returning ``(values, indices)``."""
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+__all__ += ["lp_pool1d", "lp_pool2d", "lp_pool3d", "adaptive_max_pool3d", "max_unpool3d",
+            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+            "adaptive_max_pool3d_with_indices"]
+
+
+# ---- sampling and distances: gumbel_softmax, pdist ----------
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """A sample of the Gumbel-softmax distribution: ``softmax((logits + g) / tau, dim)``
+    with ``g`` standard Gumbel noise from gradcore's generator; ``hard`` returns the
+    one-hot of its maximum, differentiated as the soft sample (straight-through). ``eps``
+    is deprecated and unused (a warning when given)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    with no_grad():
+        gumbels = _pw.neg(_pw.log(creation.empty_like(logits).exponential_()))
+    y_soft = softmax(_pw.div(_pw.add(logits, gumbels), tau), dim)
+    if not hard:
+        return y_soft
+    index = _red.max(y_soft, dim, keepdim=True)[1]
+    y_hard = creation.zeros_like(logits).scatter_(dim, index, 1.0)
+    return _pw.add(_pw.sub(y_hard, y_soft.detach()), y_soft)
+
+
+def pdist(input, p=2):  # noqa: A002
+    """The ``p``-norm distances between the rows of an ``(N, M)`` input, each pair
+    ``i < j`` once, in row-major order: ``N * (N - 1) / 2`` values.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.pdist(gc.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
+    tensor([5.0000, 1.0000, 4.2426])
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    i, j = np.triu_indices(n, 1)
+    m = math_of(input._data)
+    if i.size == 0:
+        return creation.zeros(0, dtype=input.dtype, device=input.device)
+    diff = _pw.sub(input.index_select(0, wrap(m.asarray(i))),
+                   input.index_select(0, wrap(m.asarray(j))))
+    return _red.norm(diff, p, 1)
+
+
+__all__ += ["gumbel_softmax", "pdist"]
+
+
+# ---- deprecated spellings of interpolate ----------
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+    """Deprecated: :func:`interpolate` (with PyTorch's warning)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
+    """Deprecated: :func:`interpolate` with ``mode='nearest'`` (with PyTorch's warning)."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
+    """Deprecated: :func:`interpolate` with ``mode='bilinear'`` and
+    ``align_corners=True`` (with PyTorch's warning)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+__all__ += ["upsample", "upsample_nearest", "upsample_bilinear"]
+
+
+# ---- bags of embeddings ----------
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # noqa: A002
+                  scale_grad_by_freq=False, mode="mean", sparse=False,
+                  per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxima of bags of embedding rows without the rows in between: a
+    2-D ``input`` is one bag per row; a 1-D one is cut into bags at ``offsets`` (their
+    starts; with ``include_last_offset`` the last one is the end). ``per_sample_weights``
+    weighs each row (``mode='sum'`` only); entries equal to ``padding_idx`` are left out
+    (and not counted in the mean); an empty bag gives zeros.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> w = gc.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    >>> F.embedding_bag(gc.tensor([0, 1, 2]), w, gc.tensor([0, 2]), mode="sum")
+    tensor([[4., 6.],
+            [5., 6.]])
+    """
+    if weight.dtype == dtypes.int64 and input.dtype.is_floating_point:
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
+                         f"is not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is "
+                             f"treated is a mini-batch of fixed length sequences. However, "
+                             f"found offsets of type {type(offsets)}")
+        starts = np.arange(0, input.numel(), input.shape[1]) if input.shape[1] else \
+            np.zeros(input.shape[0], np.int64)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        starts = None
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    if mode == "max":
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
+    elif mode not in ("sum", "mean"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' "
+                                  f"(got mode='{mode}'). Please open a feature request on "
+                                  f"GitHub.")
+    if input._data.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got "
+                           f"torch.{_act._torch_type(input._data.dtype)}Tensor instead "
+                           f"(while checking arguments for embedding_bag)")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, "
+                               f"{-num} through {num - 1}, but got {padding_idx}")
+        padding_idx %= num
+    idx = _int_array(input)
+    k = idx.size
+    if starts is None:
+        starts = _int_array(offsets)
+        if starts.size and starts[0] != 0:
+            raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
+                               f"mini-batch has to start from position 0. However, got "
+                               f"{starts[0]}")
+        if include_last_offset:
+            if starts.size == 0:
+                raise RuntimeError("include_last_offset: number of offsets should be at "
+                                   "least 1")
+            ends, starts = starts[1:], starts[:-1]
+        else:
+            ends = np.append(starts[1:], k)
+    else:
+        ends = np.append(starts[1:], k)
+    if k and (idx.min() < 0 or idx.max() >= num):
+        bad = int(idx[(idx < 0) | (idx >= num)][0])
+        raise IndexError(f"embedding_bag: index {bad} is out of range for {num} embeddings")
+    ends = np.minimum(np.maximum(ends, starts), k)
+    n_bags = starts.size
+    length = int((ends - starts).max()) if n_bags else 0
+    # each bag's entries as a row of positions into the input, k (a zero row) past its end
+    pos = starts[:, None] + np.arange(length)
+    valid = pos < ends[:, None]
+    if padding_idx is not None:
+        valid &= np.where(valid, idx[np.minimum(pos, max(k - 1, 0))] if k else 0,
+                          -1) != padding_idx
+    pos = np.where(valid, pos, k)
+    m = math_of(weight._data)
+    rows = embedding(input, weight, max_norm=max_norm, norm_type=norm_type,
+                     scale_grad_by_freq=scale_grad_by_freq)
+    if per_sample_weights is not None:
+        rows = _pw.mul(rows, per_sample_weights.unsqueeze(1))
+    rows = _cat([rows, creation.zeros((1, weight.shape[1]), dtype=rows.dtype,
+                                      device=rows.device)], 0)
+    bags = rows.index_select(0, wrap(m.asarray(pos.reshape(-1)))).reshape(
+        n_bags, length, weight.shape[1])
+    counts = valid.sum(1)
+    if mode == "max":
+        empty = wrap(m.asarray(counts == 0)).unsqueeze(1)
+        filled = bags.masked_fill(wrap(m.asarray(~valid)).unsqueeze(2), float("-inf"))
+        if length == 0:
+            return creation.zeros((n_bags, weight.shape[1]), dtype=weight.dtype,
+                                  device=weight.device)
+        return _red.max(filled, 1)[0].masked_fill(empty, 0)
+    total = _red.sum(bags, 1)
+    if mode == "sum":
+        return total
+    scale = (1.0 / np.maximum(counts, 1)).astype(weight._data.dtype)[:, None]
+    return _pw.mul(total, wrap(m.asarray(scale)))
+
+
+__all__ += ["embedding_bag"]
