@@ -8,7 +8,6 @@ when PyTorch is not installed; the rest checks gradcore alone."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -124,7 +123,8 @@ CASES = {
     "lp_pool2d_ceil": (lambda m, F, x: F.lp_pool2d(x, 3.5, (2, 3), ceil_mode=True),
                        [R.random((2, 3, 5, 7)) + 0.1]),
     "lp_pool3d": (lambda m, F, x: m.nn.LPPool3d(1, 2, 1)(x), [R.random((2, 2, 3, 4, 3)) + 0.1]),
-    "lp_pool_inf": (lambda m, F, x: F.lp_pool2d(x, float("inf"), 2), [R.standard_normal((2, 3, 4, 4))]),
+    "lp_pool_inf": (lambda m, F, x: F.lp_pool2d(x, float("inf"), 2),
+                    [R.standard_normal((2, 3, 4, 4))]),
     "adaptive_max_pool3d": (lambda m, F, x: F.adaptive_max_pool3d(x, (2, 3, 2)),
                             [R.standard_normal((2, 2, 5, 7, 3))]),
     "adaptive_max_pool3d_none": (lambda m, F, x: m.nn.AdaptiveMaxPool3d((2, None, 1))(x),
@@ -198,15 +198,21 @@ def test_embedding_bag_scale_grad_by_freq():
 # ---- errors against PyTorch ----------
 ERRORS = {
     "pixel_shuffle_rank": (lambda m, F, x: F.pixel_shuffle(x, 2), lambda m: [m.zeros(4, 4)]),
-    "pixel_shuffle_factor": (lambda m, F, x: F.pixel_shuffle(x, 0), lambda m: [m.zeros(1, 4, 2, 2)]),
-    "pixel_shuffle_channels": (lambda m, F, x: F.pixel_shuffle(x, 3), lambda m: [m.zeros(1, 8, 2, 2)]),
-    "pixel_unshuffle_height": (lambda m, F, x: F.pixel_unshuffle(x, 2), lambda m: [m.zeros(1, 2, 5, 4)]),
-    "pixel_unshuffle_width": (lambda m, F, x: F.pixel_unshuffle(x, 2), lambda m: [m.zeros(1, 2, 4, 5)]),
-    "channel_shuffle_groups": (lambda m, F, x: F.channel_shuffle(x, 3), lambda m: [m.zeros(2, 8, 2)]),
+    "pixel_shuffle_factor": (lambda m, F, x: F.pixel_shuffle(x, 0),
+         lambda m: [m.zeros(1, 4, 2, 2)]),
+    "pixel_shuffle_channels": (lambda m, F, x: F.pixel_shuffle(x, 3),
+         lambda m: [m.zeros(1, 8, 2, 2)]),
+    "pixel_unshuffle_height": (lambda m, F, x: F.pixel_unshuffle(x, 2),
+         lambda m: [m.zeros(1, 2, 5, 4)]),
+    "pixel_unshuffle_width": (lambda m, F, x: F.pixel_unshuffle(x, 2),
+         lambda m: [m.zeros(1, 2, 4, 5)]),
+    "channel_shuffle_groups": (lambda m, F, x: F.channel_shuffle(x, 3),
+         lambda m: [m.zeros(2, 8, 2)]),
     "channel_shuffle_zero": (lambda m, F, x: F.channel_shuffle(x, 0), lambda m: [m.zeros(2, 8, 2)]),
     "channel_shuffle_rank": (lambda m, F, x: F.channel_shuffle(x, 2), lambda m: [m.zeros(2, 4)]),
     "rms_norm_shape": (lambda m, F, x: F.rms_norm(x, (5,)), lambda m: [m.zeros(2, 4)]),
-    "rms_norm_weight": (lambda m, F, x, w: F.rms_norm(x, (4,), w), lambda m: [m.zeros(2, 4), m.ones(5)]),
+    "rms_norm_weight": (lambda m, F, x, w: F.rms_norm(x, (4,), w),
+         lambda m: [m.zeros(2, 4), m.ones(5)]),
     "rms_norm_empty": (lambda m, F, x: F.rms_norm(x, []), lambda m: [m.zeros(2, 4)]),
     "bilinear_in2": (lambda m, F, a, b, w: F.bilinear(a, b, w),
                      lambda m: [m.zeros(3, 4), m.zeros(3, 5), m.zeros(6, 4, 4)]),
@@ -429,7 +435,7 @@ def test_lazy_layers_infer_their_input_size():
     assert isinstance(lin.weight, nn.UninitializedParameter) and lin.has_uninitialized_params()
     assert repr(lin.weight) == "<UninitializedParameter>"
     with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized"):
-        lin.weight.shape
+        _ = lin.weight.shape
     y = lin(gc.ones(2, 5))
     assert type(lin) is nn.Linear and lin.in_features == 5
     assert tuple(lin.weight.shape) == (3, 5) and type(lin.weight) is nn.Parameter

@@ -49,6 +49,7 @@ class UninitializedParameter(Parameter):
 
     @property
     def shape(self):
+        """Raises: an uninitialized parameter has no shape yet (PyTorch's error)."""
         raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. "
                            "This error usually happens in `load_state_dict` when trying to "
                            "load an uninitialized parameter into an initialized one. Call "
