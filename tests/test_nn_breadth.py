@@ -465,3 +465,84 @@ def test_modules_run_their_functionals():
     out = bag(gc.tensor([[0, 1], [2, 3]]))
     np.testing.assert_allclose(host(out), host(gc.stack([bag.weight[1],
                                                           bag.weight[2] + bag.weight[3]])))
+
+
+# ---- spatial transformers ----------
+GRID2 = R.random((2, 3, 6, 2)) * 3 - 1.5  # points inside and outside [-1, 1]
+GRID3 = R.random((2, 2, 3, 4, 3)) * 3 - 1.5
+
+
+@needs_torch
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_grid_sample_matches_pytorch(mode, padding_mode, align_corners):
+    grad = [0, 1] if mode == "bilinear" else [0]  # (nearest: no gradient for the grid)
+    for x, g in ((R.standard_normal((2, 3, 4, 5)), GRID2),
+                 (R.standard_normal((2, 2, 3, 4, 5)), GRID3)):
+        _same(lambda m, F, x, g: F.grid_sample(x, g, mode, padding_mode, align_corners),
+              [x, g], grad=grad)
+
+
+@needs_torch
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_affine_grid_matches_pytorch(align_corners):
+    _same(lambda m, F, t: F.affine_grid(t, (2, 3, 4, 5), align_corners), [R.standard_normal(
+        (2, 2, 3))])
+    _same(lambda m, F, t: F.affine_grid(t, (2, 3, 4, 5, 3), align_corners),
+          [R.standard_normal((2, 3, 4))])
+    # the usual pair: a rotation applied to an image, differentiable in the angle
+    _same(lambda m, F, t, x: F.grid_sample(x, F.affine_grid(t, x.shape, align_corners),
+                                           align_corners=align_corners),
+          [np.array([[[0.8, -0.6, 0.1], [0.6, 0.8, -0.2]]]), R.standard_normal((1, 2, 5, 4))])
+
+
+SPATIAL_ERRORS = {
+    "batch": (lambda m, F, x, g: F.grid_sample(x, g, align_corners=False),
+              lambda m: [m.zeros(2, 3, 4, 5), m.zeros(3, 2, 2, 2)]),
+    "last_dim": (lambda m, F, x, g: F.grid_sample(x, g, align_corners=False),
+                 lambda m: [m.zeros(2, 3, 4, 5), m.zeros(2, 2, 2, 3)]),
+    "rank": (lambda m, F, x, g: F.grid_sample(x, g, align_corners=False),
+             lambda m: [m.zeros(2, 3, 4, 5), m.zeros(2, 2, 2, 2, 2)]),
+    "mode": (lambda m, F, x, g: F.grid_sample(x, g, mode="foo"),
+             lambda m: [m.zeros(2, 3, 4, 5), m.zeros(2, 2, 2, 2)]),
+    "padding_mode": (lambda m, F, x, g: F.grid_sample(x, g, padding_mode="foo"),
+                     lambda m: [m.zeros(2, 3, 4, 5), m.zeros(2, 2, 2, 2)]),
+    "dtype": (lambda m, F, x, g: F.grid_sample(x, g, align_corners=False),
+              lambda m: [m.zeros(2, 3, 4, 5), m.zeros(2, 2, 2, 2, dtype=m.float64)]),
+    "affine_size": (lambda m, F, t: F.affine_grid(t, (2, 3, 4)), lambda m: [m.zeros(2, 2, 3)]),
+    "affine_nonpositive": (lambda m, F, t: F.affine_grid(t, (2, 3, 0, 5), False),
+                           lambda m: [m.zeros(2, 2, 3)]),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", SPATIAL_ERRORS)
+def test_spatial_transformer_errors_match_pytorch(name):
+    fn, args_of = SPATIAL_ERRORS[name]
+    _raises_like(fn, args_of)
+
+
+def test_spatial_transformer_warnings_and_checks():
+    with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior"):
+        F.affine_grid(gc.zeros(1, 2, 3), (1, 1, 2, 2))
+    with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior"):
+        F.grid_sample(gc.zeros(1, 1, 2, 2), gc.zeros(1, 1, 1, 2))
+    with pytest.warns(UserWarning, match="behavior has changed for unit-size grids"):
+        F.affine_grid(gc.zeros(1, 2, 3), (1, 1, 1, 2), align_corners=True)
+    with pytest.raises(ValueError, match="Expected theta to have floating point type"):
+        F.affine_grid(gc.zeros(1, 2, 3, dtype=gc.int64), (1, 1, 2, 2), False)
+    with pytest.raises(ValueError, match="affine matrices of shape Nx2x3"):
+        F.affine_grid(gc.zeros(1, 3, 3), (1, 1, 2, 2), False)
+    # the identity map samples every pixel back (align_corners either way)
+    x = gc.randn(1, 2, 3, 4)
+    eye = gc.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+    for ac in (False, True):
+        y = F.grid_sample(x, F.affine_grid(eye, x.shape, ac), align_corners=ac)
+        np.testing.assert_allclose(host(y), host(x), atol=1e-6)
+
+
+def test_container_is_deprecated():
+    with pytest.warns(FutureWarning, match="`nn.Container` is deprecated"):
+        c = nn.Container(a=nn.Linear(2, 3), b=nn.ReLU())
+    assert [n for n, _ in c.named_children()] == ["a", "b"]

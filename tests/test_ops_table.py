@@ -998,6 +998,13 @@ OPS += [
        [(4, 3), (2, 5)]),
     Op("pdist_p3", lambda m, x: m.nn.functional.pdist(x, 3.0), lambda x: _pdist_np(x, 3),
        [(4, 3)], away=0.1),
+    Op("affine_grid", lambda m, t: m.nn.functional.affine_grid(t, (2, 1, 3, 4), False) ** 2,
+       lambda t: _affine_grid_np(t, (3, 4), False) ** 2, [(2, 2, 3)]),
+    Op("grid_sample", lambda m, x, g: m.nn.functional.grid_sample(x, g, align_corners=False),
+       lambda x, g: _grid_sample_np(x, g, False), [((2, 3, 4, 5), (2, 3, 2, 2))]),
+    Op("grid_sample_align", lambda m, x, g: m.nn.functional.grid_sample(
+        x, g, align_corners=True) * x.sum(), lambda x, g: _grid_sample_np(x, g, True) * x.sum(),
+       [((1, 2, 3, 3), (1, 2, 4, 2))]),
     Op("embedding_bag_mean", lambda m, w: m.nn.functional.embedding_bag(
         m.tensor(BAG_I), w, m.tensor(BAG_O), padding_idx=2) ** 2,
        lambda w: _embedding_bag_np(w, BAG_I, BAG_O, 2) ** 2, [(6, 3)]),
@@ -1063,6 +1070,34 @@ def _pdist_rows_np(a, b):
 def _pdist_np(x, p):
     i, j = np.triu_indices(x.shape[0], 1)
     return (np.abs(x[i] - x[j]) ** p).sum(-1) ** (1 / p)
+
+
+def _affine_grid_np(theta, spatial, align_corners):
+    """(x, y, 1) of each output pixel (its centre, or its corner with align_corners, in
+    [-1, 1]) times theta^T."""
+    h, w = spatial
+    xs, ys = (np.linspace(-1, 1, n) * (1 if align_corners else (n - 1) / n) for n in (w, h))
+    base = np.stack(np.broadcast_arrays(xs[None, :], ys[:, None], np.ones((1, 1))), -1)
+    return np.einsum("hwk,njk->nhwj", base, theta)
+
+
+def _grid_sample_np(x, g, align_corners):
+    """Bilinear sampling with zeros outside, point by point."""
+    n, c, h, w = x.shape
+    out = np.zeros((n, c) + g.shape[1:3])
+    for b, i, j in np.ndindex(n, *g.shape[1:3]):
+        pos = []
+        for v, size in ((g[b, i, j, 0], w), (g[b, i, j, 1], h)):
+            pos.append((v + 1) / 2 * (size - 1) if align_corners else ((v + 1) * size - 1) / 2)
+        px, py = pos
+        x0, y0 = math.floor(px), math.floor(py)
+        for dy in (0, 1):
+            for dx in (0, 1):
+                xi, yi = x0 + dx, y0 + dy
+                if 0 <= xi < w and 0 <= yi < h:
+                    wt = (px - x0 if dx else x0 + 1 - px) * (py - y0 if dy else y0 + 1 - py)
+                    out[b, :, i, j] += wt * x[b, :, yi, xi]
+    return out
 
 
 def _embedding_bag_np(w, idx, offsets, padding_idx):

@@ -178,6 +178,7 @@ from .modules import (  # noqa: E402
     Bilinear,
     Buffer,
     ChannelShuffle,
+    Container,
     EmbeddingBag,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
@@ -207,4 +208,5 @@ __all__ += ["Buffer", "Threshold", "RReLU", "Bilinear", "Softmax2d", "PixelShuff
             "TripletMarginWithDistanceLoss", "EmbeddingBag", "UninitializedParameter",
             "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "AlphaDropout",
             "FeatureAlphaDropout", "Dropout3d", "RMSNorm", "LocalResponseNorm", "SyncBatchNorm",
-            "AdaptiveMaxPool3d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d"]
+            "AdaptiveMaxPool3d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d",
+            "Container"]

@@ -2184,3 +2184,170 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # no
 
 
 __all__ += ["embedding_bag"]
+
+
+# ---- spatial transformers: affine_grid, grid_sample ----------
+_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to "
+                  "align_corners=False since 1.3.0. Please specify align_corners=True if the "
+                  "old behavior is desired. See the documentation of grid_sample for details.")
+
+
+def _linspace_from_neg_one(n, align_corners, dtype):
+    """PyTorch's ``linspace(-1, 1, n)`` (its CPU kernel: the first half stepped from -1,
+    the second back from 1), times ``(n - 1) / n`` unless ``align_corners``."""
+    if n <= 1:
+        return np.zeros(max(n, 1), dtype)
+    step = 2.0 / (n - 1)
+    i = np.arange(n)
+    r = np.where(i < n // 2, -1.0 + step * i, 1.0 - step * (n - 1 - i)).astype(dtype)
+    if not align_corners:
+        r = r * dtype.type(n - 1) / dtype.type(n)
+    return r
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid of a batch of affine maps: for ``size`` ``(N, C, H, W)`` and
+    ``theta`` ``(N, 2, 3)``, ``(N, H, W, 2)`` normalized ``(x, y)`` source coordinates
+    (``(N, C, D, H, W)`` and ``(N, 3, 4)`` give ``(N, D, H, W, 3)``), the output's
+    pixel centres (``align_corners=False``) or corners mapped through ``theta``; for
+    :func:`grid_sample`. Differentiable in ``theta``."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    if not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if len(size) == 4:
+        if theta.ndim != 3 or tuple(theta.shape[-2:]) != (2, 3):
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                             f"{size}. Got {theta.shape}.")
+        spatial = tuple(size[-2:])
+    elif len(size) == 5:
+        if theta.ndim != 3 or tuple(theta.shape[-2:]) != (3, 4):
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                             f"{size}. Got {theta.shape}.")
+        spatial = tuple(size[-3:])
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    if align_corners and min(spatial) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
+                      "grids when align_corners=True. This is not an intended use case of "
+                      "affine_grid. See the documentation of affine_grid for details.",
+                      stacklevel=2)
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    dt = theta._data.dtype
+    nd = len(spatial)
+    base = np.ones(spatial + (nd + 1,), dt)
+    for k in range(nd):  # x along the last axis, then y, then z
+        axis = nd - 1 - k
+        shape = [1] * nd
+        shape[axis] = spatial[axis]
+        base[..., k] = _linspace_from_neg_one(spatial[axis], align_corners, dt).reshape(shape)
+    m = math_of(theta._data)
+    n = size[0]
+    b = wrap(m.asarray(np.broadcast_to(base.reshape(1, -1, nd + 1),
+                                       (n, base.size // (nd + 1), nd + 1)).copy()))
+    return b.bmm(theta.transpose(1, 2)).reshape(n, *spatial, nd)
+
+
+def _reflect(c, twice_low, twice_high):
+    """PyTorch's ``reflect_coordinates``: ``c`` folded into ``[low, high]``."""
+    if twice_low == twice_high:
+        return _pw.mul(c, 0)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    c = _pw.abs(_pw.sub(c, low))
+    extra = c.fmod(span)
+    with no_grad():
+        even = _pw.eq(_pw.remainder(_pw.floor(_pw.div(c, span)), 2), 0)
+    return _pw.where(even, _pw.add(extra, low), _pw.add(_pw.sub(span, extra), low))
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros",  # noqa: A002
+                align_corners=None):
+    """``input`` ``(N, C, H, W)`` (or ``(N, C, D, H, W)``) sampled at ``grid``'s
+    normalized ``(x, y)`` (``(x, y, z)``) points, ``(N, H_out, W_out, 2)``: ``mode``
+    ``'bilinear'`` (trilinear for 5-D) or ``'nearest'`` (half to even, as PyTorch
+    rounds); ``padding_mode`` ``'zeros'``, ``'border'`` or ``'reflection'`` for points
+    outside; ``align_corners`` as in :func:`affine_grid`. Differentiable in ``input``
+    and, for bilinear, in ``grid`` (gathers and weighted sums)."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
+                           f"but got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    nd = input.ndim - 2
+    if grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last "
+                           f"dimension, but got grid with sizes {list(grid.shape)}")
+    if input.ndim not in (4, 5) or grid.ndim != input.ndim:
+        raise RuntimeError(f"grid_sampler(): expected {input.ndim}D input and grid with same "
+                           f"number of dimensions, but got input with sizes "
+                           f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {_act._torch_type(input._data.dtype)} but "
+                           f"found {_act._torch_type(grid._data.dtype)}")
+    if mode == "bicubic":
+        raise NotImplementedError("grid_sample: mode 'bicubic' is not supported (bilinear "
+                                  "and nearest are)")
+    n, c = input.shape[:2]
+    sizes = tuple(input.shape[2:])
+    out_sp = tuple(grid.shape[1:-1])
+    coords = []  # per spatial axis of the input (grid's last entry is the first axis)
+    for axis in range(nd):
+        size = sizes[axis]
+        g = grid[..., nd - 1 - axis]
+        if align_corners:
+            x = _pw.mul(_pw.div(_pw.add(g, 1), 2), size - 1)
+        else:
+            x = _pw.div(_pw.sub(_pw.mul(_pw.add(g, 1), size), 1), 2)
+        if padding_mode == "reflection":
+            x = _reflect(x, 0, 2 * (size - 1)) if align_corners else \
+                _reflect(x, -1, 2 * size - 1)
+        if padding_mode != "zeros":
+            x = _pw.clamp(x, 0, size - 1)
+        coords.append(x)
+    strides = [math.prod(sizes[a + 1:]) for a in range(nd)]
+    flat = input.reshape(n, c, -1)
+
+    def gather(idx):  # the values at integer positions (a list per axis), 0 outside
+        with no_grad():
+            inside = None
+            place = None
+            for a, i in enumerate(idx):
+                ok = _pw.logical_and(_pw.ge(i, 0), _pw.lt(i, sizes[a]))
+                inside = ok if inside is None else _pw.logical_and(inside, ok)
+                term = _pw.mul(_pw.clamp(i, 0, sizes[a] - 1), strides[a])
+                place = term if place is None else _pw.add(place, term)
+            place = place.to(dtype=dtypes.int64).reshape(n, 1, -1).expand(n, c, -1)
+        return flat.gather(2, place).reshape(n, c, *out_sp), inside
+
+    if mode == "nearest":
+        with no_grad():
+            idx = [_pw.round(x) for x in coords]
+        vals, inside = gather(idx)
+        return vals.masked_fill(_pw.logical_not(inside).unsqueeze(1), 0)
+    with no_grad():
+        lows = [_pw.floor(x) for x in coords]
+    out = None
+    for corner in np.ndindex(*(2,) * nd):  # (nw, ne, sw, se: PyTorch's order of the sum)
+        idx = [_pw.add(lo, k) for lo, k in zip(lows, corner)]
+        weight = None
+        for x, lo, k in zip(coords, lows, corner):
+            w = _pw.sub(x, lo) if k else _pw.sub(_pw.add(lo, 1), x)
+            weight = w if weight is None else _pw.mul(weight, w)
+        vals, inside = gather(idx)
+        term = _pw.mul(vals, weight.masked_fill(_pw.logical_not(inside), 0).unsqueeze(1))
+        out = term if out is None else _pw.add(out, term)
+    return out
+
+
+__all__ += ["affine_grid", "grid_sample"]

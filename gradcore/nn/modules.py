@@ -2420,3 +2420,20 @@ __all__ += ["Threshold", "RReLU", "Bilinear", "Softmax2d", "PixelShuffle", "Pixe
             "ChannelShuffle", "GaussianNLLLoss", "PoissonNLLLoss", "HingeEmbeddingLoss",
             "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
             "EmbeddingBag"]
+
+
+class Container(Module):
+    """Deprecated: a :class:`Module` holding the modules given as keyword arguments
+    (PyTorch's ``nn.Container``, with its ``FutureWarning``); subclass :class:`Module`
+    instead."""
+
+    def __init__(self, **kwargs):
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now "
+                      "implemented in `nn.Module`. Subclass that instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
+
+
+__all__ += ["Container"]
