@@ -546,3 +546,14 @@ def test_container_is_deprecated():
     with pytest.warns(FutureWarning, match="`nn.Container` is deprecated"):
         c = nn.Container(a=nn.Linear(2, 3), b=nn.ReLU())
     assert [n for n, _ in c.named_children()] == ["a", "b"]
+
+
+def test_lazy_layer_loads_a_state_dict_before_its_first_call():
+    source = nn.Linear(4, 2)
+    lazy = nn.LazyLinear(2)
+    lazy.load_state_dict(source.state_dict())
+    assert not lazy.has_uninitialized_params()
+    np.testing.assert_allclose(host(lazy.weight), host(source.weight))
+    x = gc.randn(3, 4)
+    np.testing.assert_allclose(host(lazy(x)), host(source(x)))
+    assert type(lazy) is nn.Linear and lazy.in_features == 4

@@ -33,6 +33,7 @@ class UninitializedParameter(Parameter):
     ``device`` and ``dtype`` are those it materializes with."""
 
     cls_to_become = Parameter
+    _uninitialized = True  # (Module.load_state_dict materializes it with the loaded shape)
 
     def __init__(self, requires_grad=True, device=None, dtype=None):
         super().__init__(empty((0,), device=device, dtype=dtype), requires_grad)
@@ -116,6 +117,12 @@ class LazyLinear(_LazyModuleMixin, Linear):
                 if self.bias is not None:
                     self.bias.materialize((self.out_features,))
                 self.reset_parameters()
+        if self.in_features == 0:  # (parameters loaded from a state_dict)
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise AssertionError(f"The in_features inferred from input: "
+                                     f"{input.shape[-1]} is not equal to in_features from "
+                                     f"self.weight: {self.weight.shape[-1]}")
+            self.in_features = input.shape[-1]
 
 
 class _LazyConvMixin(_LazyModuleMixin):

@@ -750,6 +750,8 @@ class Module:
                     errors.append(f'While copying the parameter named "{key}", expected '
                                   f'a tensor in the state_dict, got {type(value).__name__}.')
                     continue
+            if getattr(target, "_uninitialized", False):  # a lazy layer's: takes the shape
+                target.materialize(tuple(value.shape))
             if tuple(value.shape) != tuple(target.shape):
                 errors.append(f"size mismatch for {key}: copying a param with shape "
                               f"{_shape_str(value.shape)} from checkpoint, the shape in "
