@@ -123,7 +123,12 @@ from .dtypes import (
     uint8,
 )
 from .io import load, save
-from .nn.functional import cosine_similarity, pairwise_distance  # (torch.<name> too)
+from .nn.functional import (  # (torch.<name> too)
+    cosine_similarity,
+    pairwise_distance,
+    pixel_shuffle,
+    pixel_unshuffle,
+)
 from .ops import _export
 from .profile import profile
 from .random import (

@@ -1624,6 +1624,30 @@ __device__ __forceinline__ void shrink_backward(const T* __restrict__ a0, long l
     }
 }
 
+// threshold_backward(g, x, threshold) = where(x <= threshold, 0, g)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void threshold_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, C threshold, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C g = load(a0[i & m1]);
+        const C x = load(a2[i & m3]);
+        out0[i] = store<T>(where(x <= threshold, C(0), g));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void threshold_backward(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, C threshold, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        threshold_backward_loop<T, C, unsigned int>(a0, a1, a2, a3, threshold, out0, (unsigned int)n);
+    } else {
+        threshold_backward_loop<T, C, long long>(a0, a1, a2, a3, threshold, out0, n);
+    }
+}
+
 // prelu_backward(g, x, w) = where(x > 0, g, w * g), where(x > 0, 0, x * g)
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void prelu_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
@@ -2693,6 +2717,9 @@ extern "C" __global__ void log_sigmoid_backward_float16(const gc_half* __restric
 extern "C" __global__ void shrink_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, float lambd, gc_half* __restrict__ out0, long long n) {
     gradcore::shrink_backward<gc_half, float>(a0, a1, a2, a3, lambd, out0, n);
 }
+extern "C" __global__ void threshold_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, float threshold, gc_half* __restrict__ out0, long long n) {
+    gradcore::threshold_backward<gc_half, float>(a0, a1, a2, a3, threshold, out0, n);
+}
 extern "C" __global__ void prelu_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
     gradcore::prelu_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
 }
@@ -3040,6 +3067,9 @@ extern "C" __global__ void log_sigmoid_backward_float32(const float* __restrict_
 extern "C" __global__ void shrink_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float lambd, float* __restrict__ out0, long long n) {
     gradcore::shrink_backward<float, float>(a0, a1, a2, a3, lambd, out0, n);
 }
+extern "C" __global__ void threshold_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float threshold, float* __restrict__ out0, long long n) {
+    gradcore::threshold_backward<float, float>(a0, a1, a2, a3, threshold, out0, n);
+}
 extern "C" __global__ void prelu_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
     gradcore::prelu_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
 }
@@ -3386,6 +3416,9 @@ extern "C" __global__ void log_sigmoid_backward_float64(const double* __restrict
 }
 extern "C" __global__ void shrink_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double lambd, double* __restrict__ out0, long long n) {
     gradcore::shrink_backward<double, double>(a0, a1, a2, a3, lambd, out0, n);
+}
+extern "C" __global__ void threshold_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double threshold, double* __restrict__ out0, long long n) {
+    gradcore::threshold_backward<double, double>(a0, a1, a2, a3, threshold, out0, n);
 }
 extern "C" __global__ void prelu_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
     gradcore::prelu_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);

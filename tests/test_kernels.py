@@ -301,6 +301,7 @@ DOMAINS = {
     "hardswish_backward": [_normal, _grid(-4.0, -3.0, -1.0, 0.0, 2.0, 3.0, 4.0)],
     "hardsigmoid_backward": [_normal, _grid(-4.0, -3.0, -1.0, 0.0, 2.0, 3.0, 4.0)],
     "shrink_backward": [_normal, _grid(-1.0, -0.5, 0.0, 0.5, 1.0, np.nan)],
+    "threshold_backward": [_normal, _grid(-1.0, 0.0, 0.5, 1.0, np.nan)],  # at the bound too
     "leaky_relu_backward": [_normal, _grid(-1.0, 0.0, 0.5, np.nan)],
     "elu_backward": [_normal, _grid(-800.0, -1.0, 0.0, 0.5, 800.0)],
     "silu_backward": [_normal, _grid(-800.0, -1.0, 0.0, 0.5, 800.0)],

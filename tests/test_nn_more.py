@@ -818,7 +818,8 @@ def test_nn_page_examples_run_and_print_what_they_say(capsys):
         "PReLU(num_parameters=8)", "gradcore.Size([8])",
         "['calls', 'heads.cls.weight', 'heads.cls.bias', 'heads.box.weight', "
         "'heads.box.bias', 'scales.0', 'scales.1']", "[gradcore.Size([3, 2])]",
-        "gradcore.Size([8, 12, 64])"]
+        "gradcore.Size([8, 12, 64])", "gradcore.Size([1, 2, 4, 4])", "gradcore.Size([3, 4])",
+        "gradcore.Size([2, 3])", "Linear(in_features=7, out_features=2, bias=True)"]
 
 
 def test_replacing_a_submodule_or_parameter_keeps_its_place():

@@ -1121,6 +1121,186 @@ def _index_reduce_np(a, b, reduce, include_self):
     return out
 
 
+# ---- the wider torch.nn surface (tests/test_nn_breadth.py): norms, shuffles, losses, pools
+HINGE_T = np.array([[1.0, -1.0, 1.0, -1.0], [-1.0, -1.0, 1.0, 1.0], [1.0, 1.0, -1.0, -1.0]])
+MARGIN_T = np.array([0, 3, 1])
+MARGIN_W = np.array([0.5, 1.0, 2.0, 0.3])
+LABELS_T = np.array([[3, 0, -1, 1], [1, 2, 3, 0], [-1, 1, 2, 3]])
+BAG_I, BAG_O = np.array([0, 2, 2, 5, 1, 4, 0, 3]), np.array([0, 3, 3, 5])
+
+OPS += [
+    Op("rms_norm", lambda m, x, w: m.nn.functional.rms_norm(x, (4,), w, eps=1e-3),
+       lambda x, w: x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-3) * w,
+       [((2, 3, 4), (4,))]),
+    Op("rms_norm_plain", lambda m, x: m.nn.functional.rms_norm(x, x.shape[-2:], eps=1e-2),
+       lambda x: x / np.sqrt((x * x).mean((-2, -1), keepdims=True) + 1e-2),
+       [(2, 3, 4), (3, 2)]),
+    Op("pixel_shuffle", lambda m, x: m.nn.functional.pixel_shuffle(x, 2),
+       lambda x: _pixel_shuffle_np(x, 2), [(2, 8, 2, 3), (4, 1, 2)]),
+    Op("pixel_unshuffle", lambda m, x: m.pixel_unshuffle(x, 2) ** 2,
+       lambda x: _pixel_unshuffle_np(x, 2) ** 2, [(2, 1, 4, 2), (3, 2, 4)]),
+    Op("channel_shuffle", lambda m, x: m.nn.functional.channel_shuffle(x, 2) * x,
+       lambda x: _channel_shuffle_np(x, 2) * x, [(2, 4, 3), (1, 6, 2, 2)]),
+    Op("threshold", lambda m, x: m.nn.functional.threshold(x, 0.3, -2.0) * x,
+       lambda x: np.where(x > 0.3, x, -2.0) * x),
+    Op("bilinear", lambda m, a, b, w, c: m.nn.functional.bilinear(a, b, w, c),
+       lambda a, b, w, c: np.einsum("ni,oij,nj->no", a, w, b) + c,
+       [((3, 4), (3, 5), (2, 4, 5), (2,))]),
+    Op("local_response_norm", lambda m, x: m.nn.functional.local_response_norm(
+        x, 3, alpha=0.5, beta=0.75, k=1.5), lambda x: _lrn_np(x, 3, 0.5, 0.75, 1.5),
+       [(2, 5, 3), (2, 4, 2, 3)]),
+    Op("gaussian_nll_loss", lambda m, x, t, v: m.nn.functional.gaussian_nll_loss(
+        x, t, m.exp(v), full=True), lambda x, t, v: np.mean(
+        0.5 * (v + (x - t) ** 2 / np.exp(v)) + 0.5 * math.log(2 * math.pi)),
+       [((3, 4), (3, 4), (3, 4)), ((3, 4), (3, 4), (3,))][:1]),
+    Op("poisson_nll_loss", lambda m, x, t: m.nn.functional.poisson_nll_loss(x, t),
+       lambda x, t: np.mean(np.exp(x) - t * x), [((3, 4), (3, 4))]),
+    Op("poisson_nll_loss_full", lambda m, x, t: m.nn.functional.poisson_nll_loss(
+        x, t, log_input=False, full=True, reduction="sum"),
+       lambda x, t: np.sum(x - t * np.log(x + 1e-8) + np.where(
+           t > 1, t * np.log(t) - t + 0.5 * np.log(2 * math.pi * t), 0.0)),
+       [((3, 4), (3, 4))], domain=(0.2, 3.0)),
+    Op("hinge_embedding_loss", lambda m, x: m.nn.functional.hinge_embedding_loss(
+        x, m.tensor(HINGE_T).to(x.dtype), margin=0.5, reduction="none") * x,
+       lambda x: np.where(HINGE_T == 1, x, np.maximum(0.5 - x, 0)) * x, [(3, 4)]),
+    Op("multi_margin_loss", lambda m, x: m.nn.functional.multi_margin_loss(
+        x, m.tensor(MARGIN_T), p=2, margin=0.8, weight=m.tensor(MARGIN_W).to(x.dtype)),
+       lambda x: _multi_margin_np(x, MARGIN_T, 2, 0.8, MARGIN_W), [(3, 4)]),
+    Op("multilabel_margin_loss", lambda m, x: m.nn.functional.multilabel_margin_loss(
+        x, m.tensor(LABELS_T), reduction="none") * x.sum(1),
+       lambda x: _multilabel_margin_np(x, LABELS_T) * x.sum(1), [(3, 4)]),
+    Op("triplet_margin_with_distance_loss", lambda m, a, p, n:
+       m.nn.functional.triplet_margin_with_distance_loss(a, p, n, swap=True, margin=2.0),
+       lambda a, p, n: np.mean(np.maximum(2.0 + _pdist_rows_np(a, p) - np.minimum(
+           _pdist_rows_np(a, n), _pdist_rows_np(p, n)), 0)), [((3, 4), (3, 4), (3, 4))]),
+    Op("lp_pool2d", lambda m, x: m.nn.functional.lp_pool2d(x, 2, (2, 3), stride=1),
+       lambda x: _pool_np(x, 2, (2, 3), 1, 0, 1, False,
+                          lambda v, whole: np.sqrt((v ** 2).sum(-1))),
+       [(1, 2, 3, 4), (2, 4, 3)], domain=(0.2, 3.0)),
+    # (a window cut by ceil_mode: its average over the part inside, times the kernel size)
+    Op("lp_pool1d_p3", lambda m, x: m.nn.functional.lp_pool1d(x, 3.0, 2, ceil_mode=True),
+       lambda x: _pool_np(x, 1, 2, None, 0, 1, True,
+                          lambda v, whole: ((v ** 3).sum(-1) / whole * 2) ** (1 / 3)),
+       [(2, 3, 5)], domain=(0.2, 3.0)),
+    Op("adaptive_max_pool3d", lambda m, x: m.nn.functional.adaptive_max_pool3d(x, (2, 3, 2)),
+       lambda x: _adaptive_np(x, (2, 3, 2), np.max), [(1, 2, 5, 4, 3), (2, 3, 4, 2)],
+       distinct=True),
+    Op("pdist", lambda m, x: m.nn.functional.pdist(x), lambda x: _pdist_np(x, 2),
+       [(4, 3), (2, 5)]),
+    Op("pdist_p3", lambda m, x: m.nn.functional.pdist(x, 3.0), lambda x: _pdist_np(x, 3),
+       [(4, 3)], away=0.1),
+    Op("affine_grid", lambda m, t: m.nn.functional.affine_grid(t, (2, 1, 3, 4), False) ** 2,
+       lambda t: _affine_grid_np(t, (3, 4), False) ** 2, [(2, 2, 3)]),
+    Op("grid_sample", lambda m, x, g: m.nn.functional.grid_sample(x, g, align_corners=False),
+       lambda x, g: _grid_sample_np(x, g, False), [((2, 3, 4, 5), (2, 3, 2, 2))]),
+    Op("grid_sample_align", lambda m, x, g: m.nn.functional.grid_sample(
+        x, g, align_corners=True) * x.sum(), lambda x, g: _grid_sample_np(x, g, True) * x.sum(),
+       [((1, 2, 3, 3), (1, 2, 4, 2))]),
+    Op("embedding_bag_mean", lambda m, w: m.nn.functional.embedding_bag(
+        m.tensor(BAG_I), w, m.tensor(BAG_O), padding_idx=2) ** 2,
+       lambda w: _embedding_bag_np(w, BAG_I, BAG_O, 2) ** 2, [(6, 3)]),
+]
+
+
+def _pixel_shuffle_np(x, r):
+    *lead, c, h, w = x.shape
+    y = x.reshape(*lead, c // (r * r), r, r, h, w)
+    n = len(lead)
+    return y.transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2).reshape(
+        *lead, c // (r * r), h * r, w * r)
+
+
+def _pixel_unshuffle_np(x, r):
+    *lead, c, h, w = x.shape
+    n = len(lead)
+    y = x.reshape(*lead, c, h // r, r, w // r, r)
+    return y.transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3).reshape(
+        *lead, c * r * r, h // r, w // r)
+
+
+def _channel_shuffle_np(x, g):
+    n, c = x.shape[:2]
+    return x.reshape(n, g, c // g, *x.shape[2:]).swapaxes(1, 2).reshape(x.shape)
+
+
+def _lrn_np(x, size, alpha, beta, k):
+    """Each channel over ``(k + alpha * mean of the squares of the size channels from c -
+    size // 2 to c + (size - 1) // 2, zeros past the ends)^beta``."""
+    sq = x * x
+    c = x.shape[1]
+    total = np.zeros_like(x)
+    for ch in range(c):
+        lo, hi = max(ch - size // 2, 0), min(ch + (size - 1) // 2, c - 1)
+        total[:, ch] = sq[:, lo:hi + 1].sum(1)
+    return x / (k + alpha * total / size) ** beta
+
+
+def _multi_margin_np(x, t, p, margin, w):
+    n, c = x.shape
+    own = x[np.arange(n), t][:, None]
+    z = np.maximum(margin - own + x, 0) ** p * w[t][:, None]
+    z[np.arange(n), t] = 0
+    return np.mean(z.sum(1) / c)
+
+
+def _multilabel_margin_np(x, t):
+    out = np.zeros(x.shape[0])
+    for i, row in enumerate(t):
+        listed = list(row[:list(row).index(-1)] if -1 in row else row)
+        for j in listed:
+            for k in range(x.shape[1]):
+                if k not in listed:
+                    out[i] += max(0.0, 1 - (x[i, j] - x[i, k]))
+    return out / x.shape[1]
+
+
+def _pdist_rows_np(a, b):
+    return np.sqrt(((a - b + 1e-6) ** 2).sum(-1))
+
+
+def _pdist_np(x, p):
+    i, j = np.triu_indices(x.shape[0], 1)
+    return (np.abs(x[i] - x[j]) ** p).sum(-1) ** (1 / p)
+
+
+def _affine_grid_np(theta, spatial, align_corners):
+    """(x, y, 1) of each output pixel (its centre, or its corner with align_corners, in
+    [-1, 1]) times theta^T."""
+    h, w = spatial
+    xs, ys = (np.linspace(-1, 1, n) * (1 if align_corners else (n - 1) / n) for n in (w, h))
+    base = np.stack(np.broadcast_arrays(xs[None, :], ys[:, None], np.ones((1, 1))), -1)
+    return np.einsum("hwk,njk->nhwj", base, theta)
+
+
+def _grid_sample_np(x, g, align_corners):
+    """Bilinear sampling with zeros outside, point by point."""
+    n, c, h, w = x.shape
+    out = np.zeros((n, c) + g.shape[1:3])
+    for b, i, j in np.ndindex(n, *g.shape[1:3]):
+        pos = []
+        for v, size in ((g[b, i, j, 0], w), (g[b, i, j, 1], h)):
+            pos.append((v + 1) / 2 * (size - 1) if align_corners else ((v + 1) * size - 1) / 2)
+        px, py = pos
+        x0, y0 = math.floor(px), math.floor(py)
+        for dy in (0, 1):
+            for dx in (0, 1):
+                xi, yi = x0 + dx, y0 + dy
+                if 0 <= xi < w and 0 <= yi < h:
+                    wt = (px - x0 if dx else x0 + 1 - px) * (py - y0 if dy else y0 + 1 - py)
+                    out[b, :, i, j] += wt * x[b, :, yi, xi]
+    return out
+
+
+def _embedding_bag_np(w, idx, offsets, padding_idx):
+    ends = list(offsets[1:]) + [len(idx)]
+    out = np.zeros((len(offsets), w.shape[1]))
+    for b, (s, e) in enumerate(zip(offsets, ends)):
+        rows = [w[i] for i in idx[s:e] if i != padding_idx]
+        if rows:
+            out[b] = np.mean(rows, 0)
+    return out
+
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 _shapes_unary = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4)
 _shapes_binary = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3,

@@ -165,3 +165,48 @@ from .transformer import (  # noqa: E402
 
 __all__ += ["TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
             "TransformerDecoder", "Transformer"]
+
+# more layers, losses and pools: RMSNorm, shuffles, lazy layers, EmbeddingBag, ...
+from .lazy import (  # noqa: E402
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyLinear,
+    UninitializedParameter,
+)
+from .modules import (  # noqa: E402
+    Bilinear,
+    Buffer,
+    ChannelShuffle,
+    Container,
+    EmbeddingBag,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    MultiLabelMarginLoss,
+    MultiMarginLoss,
+    PixelShuffle,
+    PixelUnshuffle,
+    PoissonNLLLoss,
+    RReLU,
+    Softmax2d,
+    Threshold,
+    TripletMarginWithDistanceLoss,
+)
+from .normalization import (  # noqa: E402
+    AlphaDropout,
+    Dropout3d,
+    FeatureAlphaDropout,
+    LocalResponseNorm,
+    RMSNorm,
+    SyncBatchNorm,
+)
+from .pooling import AdaptiveMaxPool3d, LPPool1d, LPPool2d, LPPool3d, MaxUnpool3d  # noqa: E402
+
+__all__ += ["Buffer", "Threshold", "RReLU", "Bilinear", "Softmax2d", "PixelShuffle",
+            "PixelUnshuffle", "ChannelShuffle", "GaussianNLLLoss", "PoissonNLLLoss",
+            "HingeEmbeddingLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
+            "TripletMarginWithDistanceLoss", "EmbeddingBag", "UninitializedParameter",
+            "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "AlphaDropout",
+            "FeatureAlphaDropout", "Dropout3d", "RMSNorm", "LocalResponseNorm", "SyncBatchNorm",
+            "AdaptiveMaxPool3d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d",
+            "Container"]

@@ -1446,3 +1446,908 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest",  # noqa: A0
 
 
 __all__ += ["interpolate"]
+
+
+# ---- thresholds, random slopes, bilinear maps, RMS and local response normalization ------
+def threshold(input, threshold, value, inplace=False):  # noqa: A002
+    """``input`` where ``input > threshold``, else ``value``; one ``ThresholdBackward0``
+    node (no gradient where ``input <= threshold``).
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.threshold(gc.tensor([-1.0, 0.5, 2.0]), 0.5, 9.0)
+    tensor([9., 9., 2.])
+    """
+    return _maybe_inplace(_act.threshold, input, inplace, "threshold_", threshold, value)
+
+
+def threshold_(input, threshold, value):  # noqa: A002
+    """In-place :func:`threshold`."""
+    return apply_inplace(input, "threshold_", _act.threshold, threshold, value)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
+    """Randomized leaky ReLU: in training ``input * a`` where ``input <= 0``, with ``a``
+    drawn uniformly from ``[lower, upper)`` for each element (gradcore's generator);
+    outside training the leaky ReLU of slope ``(lower + upper) / 2``."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"rrelu_with_noise_out_{input.device.type}" not implemented '
+                                  f"for '{_act._torch_type(input._data.dtype)}'")
+    # a slope per element, uniform in [lower, upper), used where input <= 0
+    with no_grad():
+        slopes = creation.empty(tuple(input.shape), dtype=input.dtype,
+                                device=input.device).uniform_(lower, upper)
+        noise = _pw.where(_pw.le(input, 0), slopes, creation.ones_like(slopes))
+    return input.mul_(noise) if inplace else _pw.mul(input, noise)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002
+    """In-place :func:`rrelu`."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``
+    over matching leading dimensions.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.bilinear(gc.tensor([[1.0, 2.0]]), gc.tensor([[3.0]]), gc.ones(1, 2, 1))
+    tensor([[9.]])
+    """
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
+                           f"{input2.ndim}")
+    for i in range(input1.ndim - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
+                               f"got {input1.shape[i]} and {input2.shape[i]}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be three-dimensional, but got "
+                           f"{weight.ndim} dimensions")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {weight.shape[2]}")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[-1] if bias.ndim else 1} but expected "
+                           f"{weight.shape[0]}")
+    n_out, n1, n2 = weight.shape
+    lead = tuple(input1.shape[:-1])
+    # (x1 @ W laid out (i, o * j)), then the products with x2 summed over j
+    w = weight.permute(1, 0, 2).reshape(n1, n_out * n2)
+    t = _pw.mul(input1.reshape(-1, n1).matmul(w).reshape(*lead, n_out, n2),
+                input2.unsqueeze(-2))
+    y = _red.sum(t, -1)
+    return y if bias is None else _pw.add(y, bias)
+
+
+def _normalized_dims(input, normalized_shape, op):
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else \
+        tuple(int(n) for n in normalized_shape)
+    if not ns:
+        raise RuntimeError(f"Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           f"containing at least one element, but got normalized_shape = "
+                           f"{list(ns)}")
+    if input.ndim < len(ns) or tuple(input.shape[input.ndim - len(ns):]) != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*{', '.join(str(n) for n in ns)}], but got input of size"
+                           f"{list(input.shape)}")
+    return ns, tuple(range(input.ndim - len(ns), input.ndim))
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    """Root mean square normalization over the trailing ``normalized_shape`` dimensions:
+    ``input / sqrt(mean(input^2) + eps) * weight``; ``eps=None`` is the machine epsilon
+    of the input's dtype (``finfo(dtype).eps``). float16 is computed in float32.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.rms_norm(gc.tensor([[3.0, 4.0]]), (2,), eps=0.0)
+    tensor([[0.8485, 1.1314]])
+    """
+    ns, dims = _normalized_dims(input, normalized_shape, "rms_norm")
+    if weight is not None and tuple(weight.shape) != ns:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but "
+                           f"got weight of shape {list(weight.shape)} and normalized_shape = "
+                           f"{list(ns)}")
+    if eps is None:
+        eps = float(np.finfo(input._data.dtype).eps) if input.dtype.is_floating_point else \
+            float(np.finfo(np.float32).eps)
+    up = input.float() if input.dtype == dtypes.float16 else input
+    y = _pw.mul(up, _pw.rsqrt(_pw.add(_red.mean(_pw.mul(up, up), dims, True), eps)))
+    y = y.to(dtype=input.dtype)
+    return y if weight is None else _pw.mul(y, weight)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002
+    """Each element divided by ``(k + alpha / size * sum of squares)^beta``, the sum over
+    the ``size`` neighbouring channels (dimension 1, zeros past the ends), as PyTorch
+    composes it (a padded average pool of the squares)."""
+    dim = input.ndim
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          "
+                         f"input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    div = _pw.mul(input, input)
+    if dim == 3:
+        div = pad(div.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = tuple(input.shape)
+        div = div.reshape(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).reshape(sizes)
+    div = _pw.pow(_pw.add(_pw.mul(div, alpha), k), beta)
+    return _pw.div(input, div)
+
+
+__all__ += ["threshold", "threshold_", "rrelu", "rrelu_", "bilinear", "rms_norm",
+            "local_response_norm"]
+
+
+# ---- rearranging channels: pixel shuffles, channel shuffle ----------
+def pixel_shuffle(input, upscale_factor):  # noqa: A002
+    """``(*, C * r^2, H, W)`` to ``(*, C, H * r, W * r)``: each group of ``r^2`` channels
+    spread over an ``r x r`` block of pixels (``r = upscale_factor``).
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.pixel_shuffle(gc.arange(4.0).reshape(1, 4, 1, 1), 2)
+    tensor([[[[0., 1.],
+              [2., 3.]]]])
+    """
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    r = int(upscale_factor)
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):  # noqa: A002
+    """The inverse of :func:`pixel_shuffle`: ``(*, C, H * r, W * r)`` to
+    ``(*, C * r^2, H, W)``."""
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    r = int(downscale_factor)
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if h % r:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by "
+                           f"downscale_factor, but input.size(-2)={h} is not divisible by {r}")
+    if w % r:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by "
+                           f"downscale_factor, but input.size(-1)={w} is not divisible by {r}")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input, groups):  # noqa: A002
+    """The channels (dimension 1) of ``(N, C, *)`` as ``groups`` groups, interleaved:
+    channel ``g * (C // groups) + i`` moves to ``i * groups + g``.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.channel_shuffle(gc.arange(4.0).reshape(1, 4, 1), 2).flatten()
+    tensor([0., 2., 1., 3.])
+    """
+    if input.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    g = int(groups)
+    if g <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value "
+                           f"of groups:{g}")
+    n, c, *rest = input.shape
+    if c % g:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {g} groups.")
+    x = input.reshape(n, g, c // g, *rest).transpose(1, 2)
+    return x.reshape(n, c, *rest)
+
+
+__all__ += ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle"]
+
+
+# ---- more losses: Gaussian and Poisson likelihoods, hinge and margin losses ----------
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):  # noqa: A002
+    """The Gaussian negative log likelihood ``0.5 * (log(var) + (input - target)^2 / var)``
+    (plus ``0.5 * log(2 pi)`` when ``full``), ``var`` clamped to ``eps`` without gradient
+    from the clamp. ``var`` has the input's shape, or one dimension less, or one
+    dimension of size 1 (one variance shared), or is a number.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.gaussian_nll_loss(gc.tensor([1.0, 2.0]), gc.tensor([1.0, 4.0]), gc.tensor([1.0, 2.0]))
+    tensor(0.6733)
+    """
+    if isinstance(var, (int, float)) and not isinstance(var, bool):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = _pw.mul(creation.ones_like(input), float(var))
+    elif bool(_red.any(_pw.lt(var, 0))):
+        raise ValueError("var has negative entry/entries")
+    vshape, ishape = tuple(var.shape), tuple(input.shape)
+    if vshape != ishape:
+        if ishape[:-1] == vshape:
+            var = var.unsqueeze(-1)
+        elif not (input.ndim == var.ndim and
+                  sum(y for x, y in zip(ishape, vshape) if x != y) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = var.clone()
+    with no_grad():
+        var.clamp_(min=eps)
+    loss = _pw.mul(_pw.add(_pw.log(var), _pw.div(_pw.pow(_pw.sub(input, target), 2), var)), 0.5)
+    if full:
+        loss = _pw.add(loss, 0.5 * math.log(2 * math.pi))
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None,  # noqa: A002
+                     eps=1e-8, reduce=None, reduction="mean"):
+    """The Poisson negative log likelihood: ``exp(input) - target * input`` when
+    ``log_input``, else ``input - target * log(input + eps)``; ``full`` adds Stirling's
+    ``target * log(target) - target + 0.5 * log(2 pi target)`` where ``target > 1``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not a valid value for reduction")
+    if log_input:
+        loss = _pw.sub(_pw.exp(input), _pw.mul(target, input))
+    else:
+        loss = _pw.sub(input, _pw.mul(target, _pw.log(_pw.add(input, eps))))
+    if full:
+        stirling = _pw.add(_pw.sub(_pw.mul(target, _pw.log(target)), target),
+                           _pw.mul(_pw.log(_pw.mul(target, 2 * math.pi)), 0.5))
+        loss = _pw.add(loss, stirling.masked_fill(_pw.le(target, 1), 0))
+    return _reduce(loss, reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,  # noqa: A002
+                         reduction="mean"):
+    """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1 (both
+    terms where it is neither, as PyTorch computes it), reduced."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    zeros = creation.zeros_like(input)
+    margin_clamp = _pw.clamp(_pw.sub(margin, input), min=0)
+    loss = _pw.add(_pw.where(_pw.ne(target, 1), margin_clamp, zeros),
+                   _pw.where(_pw.ne(target, -1), input, zeros))
+    return _reduce(loss, reduction)
+
+
+def _int_array(t):
+    """An index tensor's values on the host, as int64."""
+    return np.asarray(t._data.get() if hasattr(t._data, "get") else t._data).astype(np.int64)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,  # noqa: A002
+                      reduce=None, reduction="mean"):
+    """The multi-class hinge loss of ``(N, C)`` (or ``(C,)``) scores and class indices:
+    ``sum_{i != y} max(0, margin - x[y] + x[i])^p / C`` per sample (``p`` 1 or 2;
+    ``weight[y]`` weighs each term), reduced over the batch."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    check_reduction(reduction)
+    nd = input.ndim
+    if nd > 2 or input.numel() == 0 and not (nd == 2 and input.shape[0] == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(input.shape)}")
+    nframe = 1 if nd <= 1 else input.shape[0]
+    c = 1 if nd == 0 else input.shape[-1]
+    if target.ndim > 1 or target.numel() != nframe:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal "
+                           f"to the number of input samples (batch size). Expected target "
+                           f"size [{nframe}], but got {list(target.shape)}. Input has shape "
+                           f"{list(input.shape)}.")
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got "
+                           f"{list(weight.shape)}")
+    t = _int_array(target).reshape(-1)
+    if t.size and (t.min() < 0 or t.max() >= c):
+        raise RuntimeError("target out of range")
+    x = input.reshape(nframe, c)
+    m = math_of(input._data)
+    idx = wrap(m.asarray(t.reshape(-1, 1)))
+    z = _pw.clamp(_pw.add(_pw.sub(margin, x.gather(1, idx)), x), min=0)
+    if p == 2:
+        z = _pw.mul(z, z)
+    if weight is not None:
+        z = _pw.mul(z, weight.index_select(0, wrap(m.asarray(t))).unsqueeze(1))
+    own = wrap(m.asarray(t.reshape(-1, 1) == np.arange(c)))
+    loss = _pw.div(_red.sum(z.masked_fill(own, 0), 1), c)
+    if reduction == "none":
+        return loss if target.ndim else loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A002
+                           reduction="mean"):
+    """The multi-label hinge loss: per sample, ``target`` lists its classes (up to the
+    first -1), and the loss is ``sum_{j listed} sum_{i not listed} max(0, 1 - (x[j] -
+    x[i])) / C``, reduced over the batch."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    nd = input.ndim
+    if nd > 2 or input.numel() == 0 and not (nd == 2 and input.shape[0] == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(input.shape)}")
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of "
+                           f"size: {list(input.shape)}")
+    nframe = 1 if nd <= 1 else input.shape[0]
+    c = 1 if nd == 0 else input.shape[-1]
+    t = _int_array(target).reshape(nframe, c)
+    if t.size and (t.min() < -1 or t.max() >= c):
+        raise RuntimeError("argument #2 'target' is out of range")
+    listed = np.zeros((nframe, c))  # how often each class is listed
+    for n in range(nframe):
+        for k in t[n]:
+            if k < 0:
+                break
+            listed[n, k] += 1
+    other = (listed == 0).astype(np.float64)
+    m = math_of(input._data)
+    pairs = wrap(m.asarray((listed[:, :, None] * other[:, None, :]).astype(input._data.dtype)))
+    x = input.reshape(nframe, c)
+    hinge = _pw.clamp(_pw.add(_pw.sub(1, x.unsqueeze(2)), x.unsqueeze(1)), min=0)
+    loss = _pw.div(_red.sum(_pw.mul(hinge, pairs), (1, 2)), c)
+    if reduction == "none":
+        return loss if nd == 2 else loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """``max(0, margin + d(a, p) - d(a, n))`` reduced, ``d`` a function of two tensors
+    (default :func:`pairwise_distance`); ``swap`` takes ``min(d(a, n), d(p, n))``."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    dims = (anchor.ndim, positive.ndim, negative.ndim)
+    if len(set(dims)) != 1:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {dims[0]}D, "
+                           f"positive {dims[1]}D, and negative {dims[2]}D inputs")
+    if distance_function is None:
+        distance_function = pairwise_distance
+    dist_pos = distance_function(anchor, positive)
+    dist_neg = distance_function(anchor, negative)
+    if swap:
+        dist_neg = _pw.minimum(dist_neg, distance_function(positive, negative))
+    loss = _pw.clamp(_pw.sub(_pw.add(dist_pos, margin), dist_neg), min=0)
+    return _reduce(loss, reduction)
+
+
+__all__ += ["gaussian_nll_loss", "poisson_nll_loss", "hinge_embedding_loss",
+            "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss"]
+
+
+# ---- alpha and 3-D channel dropout ----------
+_SELU_NEG_SAT = 1.7580993408473766  # -SELU's negative saturation: scale * alpha
+
+
+def _alpha_dropout(input, p, training, inplace, feature):  # noqa: A002
+    """PyTorch's alpha dropout: dropped elements (whole channels when ``feature``) set to
+    SELU's negative saturation, then an affine map keeping mean 0 and variance 1:
+    ``a * (x * keep + alpha' * (1 - keep))`` written as PyTorch computes it,
+    ``x * keep * a + (keep - 1) * alpha * a + alpha * a * p``."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0.0 or not training or input.numel() == 0:
+        return input
+    if feature and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p == 1.0:
+        zeros = creation.zeros_like(input)
+        return input.mul_(zeros) if inplace else _pw.mul(input, zeros)
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2) if feature else \
+        tuple(input.shape)
+    keep = creation.empty(shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
+    a = 1.0 / math.sqrt((_SELU_NEG_SAT ** 2 * p + 1) * (1 - p))
+    b = _pw.add(_pw.mul(_pw.sub(keep, 1), _SELU_NEG_SAT * a), _SELU_NEG_SAT * a * p)
+    noise = _pw.mul(keep, a)
+    if inplace:
+        return input.mul_(noise).add_(b)
+    return _pw.add(_pw.mul(input, noise), b)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+    """Dropout for SELU networks: each element dropped with probability ``p`` to SELU's
+    negative saturation, then scaled and shifted to keep a zero mean and unit variance.
+    ``training`` is False by default, as in PyTorch."""
+    return _alpha_dropout(input, p, training, inplace, feature=False)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+    """:func:`alpha_dropout` of whole channels (one draw per ``input.shape[:2]``)."""
+    return _alpha_dropout(input, p, training, inplace, feature=True)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero whole channels of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with probability
+    ``p``, scaling the others by ``1 / (1 - p)``; other ranks warn as PyTorch does."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. "
+                      "Note that dropout3d exists to provide channel-wise dropout on inputs "
+                      "with 3 spatial dimensions, a channel dimension, and an optional batch "
+                      "dimension (i.e. 4D or 5D inputs).", stacklevel=2)
+    if input.ndim == 5:
+        return _feature_dropout(input, p, training, inplace)
+    result = _feature_dropout(input.unsqueeze(0), p, training, inplace)
+    return input if inplace else result.squeeze(0)
+
+
+__all__ += ["alpha_dropout", "feature_alpha_dropout", "dropout3d"]
+
+
+# ---- power-average pools, 3-D adaptive max pool and unpool, the *_with_indices names ------
+adaptive_max_pool3d, max_unpool3d = _pool.adaptive_max_pool3d, _pool.max_unpool3d
+
+
+def _lp_pool(nd, pool, input, norm_type, kernel_size, stride, ceil_mode):  # noqa: A002
+    if norm_type == float("inf"):
+        return _max_pool_of(nd)(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -float("inf"):
+        return _pw.neg(_max_pool_of(nd)(_pw.neg(input.abs()), kernel_size, stride, 0, 1,
+                                    ceil_mode))
+    k = (kernel_size,) * nd if isinstance(kernel_size, int) else tuple(kernel_size)
+    if stride is not None:
+        out = pool(_pw.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = pool(_pw.pow(input, norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return _pw.pow(_pw.mul(_pw.mul(_pw.sign(out), _pw.relu(_pw.abs(out))), math.prod(k)),
+                   1.0 / norm_type)
+
+
+def _max_pool_of(nd):
+    return {1: max_pool1d, 2: max_pool2d, 3: max_pool3d}[nd]
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    """Power-average pooling over ``(N, C, L)``: ``(sum of x^p over each window)^(1/p)``
+    (``p = norm_type``; ``inf`` is max pooling of ``|x|``), computed as PyTorch does from
+    an average pool (no padding)."""
+    return _lp_pool(1, avg_pool1d, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    """:func:`lp_pool1d` over ``(N, C, H, W)``: ``kernel_size`` and ``stride`` an int or
+    a pair."""
+    return _lp_pool(2, avg_pool2d, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    """:func:`lp_pool1d` over ``(N, C, D, H, W)``: ``kernel_size`` and ``stride`` an int
+    or a triple."""
+    return _lp_pool(3, avg_pool3d, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+                            ceil_mode=False, return_indices=False):
+    """:func:`max_pool1d` returning ``(values, indices)`` whatever ``return_indices``."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+                            ceil_mode=False, return_indices=False):
+    """:func:`max_pool2d` returning ``(values, indices)`` whatever ``return_indices``."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+                            ceil_mode=False, return_indices=False):
+    """:func:`max_pool3d` returning ``(values, indices)`` whatever ``return_indices``."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):  # noqa: A002
+    """:func:`adaptive_max_pool1d` returning ``(values, indices)``."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):  # noqa: A002
+    """:func:`adaptive_max_pool2d` returning ``(values, indices)``."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):  # noqa: A002
+    """:func:`adaptive_max_pool3d` returning ``(values, indices)``."""
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+__all__ += ["lp_pool1d", "lp_pool2d", "lp_pool3d", "adaptive_max_pool3d", "max_unpool3d",
+            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+            "adaptive_max_pool3d_with_indices"]
+
+
+# ---- sampling and distances: gumbel_softmax, pdist ----------
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """A sample of the Gumbel-softmax distribution: ``softmax((logits + g) / tau, dim)``
+    with ``g`` standard Gumbel noise from gradcore's generator; ``hard`` returns the
+    one-hot of its maximum, differentiated as the soft sample (straight-through). ``eps``
+    is deprecated and unused (a warning when given)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    with no_grad():
+        gumbels = _pw.neg(_pw.log(creation.empty_like(logits).exponential_()))
+    y_soft = softmax(_pw.div(_pw.add(logits, gumbels), tau), dim)
+    if not hard:
+        return y_soft
+    index = _red.max(y_soft, dim, keepdim=True)[1]
+    y_hard = creation.zeros_like(logits).scatter_(dim, index, 1.0)
+    return _pw.add(_pw.sub(y_hard, y_soft.detach()), y_soft)
+
+
+def pdist(input, p=2):  # noqa: A002
+    """The ``p``-norm distances between the rows of an ``(N, M)`` input, each pair
+    ``i < j`` once, in row-major order: ``N * (N - 1) / 2`` values.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> F.pdist(gc.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
+    tensor([5.0000, 1.0000, 4.2426])
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    i, j = np.triu_indices(n, 1)
+    m = math_of(input._data)
+    if i.size == 0:
+        return creation.zeros(0, dtype=input.dtype, device=input.device)
+    diff = _pw.sub(input.index_select(0, wrap(m.asarray(i))),
+                   input.index_select(0, wrap(m.asarray(j))))
+    return _red.norm(diff, p, 1)
+
+
+__all__ += ["gumbel_softmax", "pdist"]
+
+
+# ---- deprecated spellings of interpolate ----------
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+    """Deprecated: :func:`interpolate` (with PyTorch's warning)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
+    """Deprecated: :func:`interpolate` with ``mode='nearest'`` (with PyTorch's warning)."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
+    """Deprecated: :func:`interpolate` with ``mode='bilinear'`` and
+    ``align_corners=True`` (with PyTorch's warning)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+__all__ += ["upsample", "upsample_nearest", "upsample_bilinear"]
+
+
+# ---- bags of embeddings ----------
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # noqa: A002
+                  scale_grad_by_freq=False, mode="mean", sparse=False,
+                  per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxima of bags of embedding rows without the rows in between: a
+    2-D ``input`` is one bag per row; a 1-D one is cut into bags at ``offsets`` (their
+    starts; with ``include_last_offset`` the last one is the end). ``per_sample_weights``
+    weighs each row (``mode='sum'`` only); entries equal to ``padding_idx`` are left out
+    (and not counted in the mean); an empty bag gives zeros.
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> w = gc.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    >>> F.embedding_bag(gc.tensor([0, 1, 2]), w, gc.tensor([0, 2]), mode="sum")
+    tensor([[4., 6.],
+            [5., 6.]])
+    """
+    if weight.dtype == dtypes.int64 and input.dtype.is_floating_point:
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
+                         f"is not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is "
+                             f"treated is a mini-batch of fixed length sequences. However, "
+                             f"found offsets of type {type(offsets)}")
+        starts = np.arange(0, input.numel(), input.shape[1]) if input.shape[1] else \
+            np.zeros(input.shape[0], np.int64)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        starts = None
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    if mode == "max":
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
+    elif mode not in ("sum", "mean"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' "
+                                  f"(got mode='{mode}'). Please open a feature request on "
+                                  f"GitHub.")
+    if input._data.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got "
+                           f"torch.{_act._torch_type(input._data.dtype)}Tensor instead "
+                           f"(while checking arguments for embedding_bag)")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, "
+                               f"{-num} through {num - 1}, but got {padding_idx}")
+        padding_idx %= num
+    idx = _int_array(input)
+    k = idx.size
+    if starts is None:
+        starts = _int_array(offsets)
+        if starts.size and starts[0] != 0:
+            raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
+                               f"mini-batch has to start from position 0. However, got "
+                               f"{starts[0]}")
+        if include_last_offset:
+            if starts.size == 0:
+                raise RuntimeError("include_last_offset: number of offsets should be at "
+                                   "least 1")
+            ends, starts = starts[1:], starts[:-1]
+        else:
+            ends = np.append(starts[1:], k)
+    else:
+        ends = np.append(starts[1:], k)
+    if k and (idx.min() < 0 or idx.max() >= num):
+        bad = int(idx[(idx < 0) | (idx >= num)][0])
+        raise IndexError(f"embedding_bag: index {bad} is out of range for {num} embeddings")
+    ends = np.minimum(np.maximum(ends, starts), k)
+    n_bags = starts.size
+    length = int((ends - starts).max()) if n_bags else 0
+    # each bag's entries as a row of positions into the input, k (a zero row) past its end
+    pos = starts[:, None] + np.arange(length)
+    valid = pos < ends[:, None]
+    if padding_idx is not None:
+        valid &= np.where(valid, idx[np.minimum(pos, max(k - 1, 0))] if k else 0,
+                          -1) != padding_idx
+    pos = np.where(valid, pos, k)
+    m = math_of(weight._data)
+    rows = embedding(input, weight, max_norm=max_norm, norm_type=norm_type,
+                     scale_grad_by_freq=scale_grad_by_freq)
+    if per_sample_weights is not None:
+        rows = _pw.mul(rows, per_sample_weights.unsqueeze(1))
+    rows = _cat([rows, creation.zeros((1, weight.shape[1]), dtype=rows.dtype,
+                                      device=rows.device)], 0)
+    bags = rows.index_select(0, wrap(m.asarray(pos.reshape(-1)))).reshape(
+        n_bags, length, weight.shape[1])
+    counts = valid.sum(1)
+    if mode == "max":
+        empty = wrap(m.asarray(counts == 0)).unsqueeze(1)
+        filled = bags.masked_fill(wrap(m.asarray(~valid)).unsqueeze(2), float("-inf"))
+        if length == 0:
+            return creation.zeros((n_bags, weight.shape[1]), dtype=weight.dtype,
+                                  device=weight.device)
+        return _red.max(filled, 1)[0].masked_fill(empty, 0)
+    total = _red.sum(bags, 1)
+    if mode == "sum":
+        return total
+    scale = (1.0 / np.maximum(counts, 1)).astype(weight._data.dtype)[:, None]
+    return _pw.mul(total, wrap(m.asarray(scale)))
+
+
+__all__ += ["embedding_bag"]
+
+
+# ---- spatial transformers: affine_grid, grid_sample ----------
+_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to "
+                  "align_corners=False since 1.3.0. Please specify align_corners=True if the "
+                  "old behavior is desired. See the documentation of grid_sample for details.")
+
+
+def _linspace_from_neg_one(n, align_corners, dtype):
+    """PyTorch's ``linspace(-1, 1, n)`` (its CPU kernel: the first half stepped from -1,
+    the second back from 1), times ``(n - 1) / n`` unless ``align_corners``."""
+    if n <= 1:
+        return np.zeros(max(n, 1), dtype)
+    step = 2.0 / (n - 1)
+    i = np.arange(n)
+    r = np.where(i < n // 2, -1.0 + step * i, 1.0 - step * (n - 1 - i)).astype(dtype)
+    if not align_corners:
+        r = r * dtype.type(n - 1) / dtype.type(n)
+    return r
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid of a batch of affine maps: for ``size`` ``(N, C, H, W)`` and
+    ``theta`` ``(N, 2, 3)``, ``(N, H, W, 2)`` normalized ``(x, y)`` source coordinates
+    (``(N, C, D, H, W)`` and ``(N, 3, 4)`` give ``(N, D, H, W, 3)``), the output's
+    pixel centres (``align_corners=False``) or corners mapped through ``theta``; for
+    :func:`grid_sample`. Differentiable in ``theta``."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    if not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if len(size) == 4:
+        if theta.ndim != 3 or tuple(theta.shape[-2:]) != (2, 3):
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                             f"{size}. Got {theta.shape}.")
+        spatial = tuple(size[-2:])
+    elif len(size) == 5:
+        if theta.ndim != 3 or tuple(theta.shape[-2:]) != (3, 4):
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                             f"{size}. Got {theta.shape}.")
+        spatial = tuple(size[-3:])
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    if align_corners and min(spatial) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
+                      "grids when align_corners=True. This is not an intended use case of "
+                      "affine_grid. See the documentation of affine_grid for details.",
+                      stacklevel=2)
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    dt = theta._data.dtype
+    nd = len(spatial)
+    base = np.ones(spatial + (nd + 1,), dt)
+    for k in range(nd):  # x along the last axis, then y, then z
+        axis = nd - 1 - k
+        shape = [1] * nd
+        shape[axis] = spatial[axis]
+        base[..., k] = _linspace_from_neg_one(spatial[axis], align_corners, dt).reshape(shape)
+    m = math_of(theta._data)
+    n = size[0]
+    b = wrap(m.asarray(np.broadcast_to(base.reshape(1, -1, nd + 1),
+                                       (n, base.size // (nd + 1), nd + 1)).copy()))
+    return b.bmm(theta.transpose(1, 2)).reshape(n, *spatial, nd)
+
+
+def _reflect(c, twice_low, twice_high):
+    """PyTorch's ``reflect_coordinates``: ``c`` folded into ``[low, high]``."""
+    if twice_low == twice_high:
+        return _pw.mul(c, 0)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    c = _pw.abs(_pw.sub(c, low))
+    extra = c.fmod(span)
+    with no_grad():
+        even = _pw.eq(_pw.remainder(_pw.floor(_pw.div(c, span)), 2), 0)
+    return _pw.where(even, _pw.add(extra, low), _pw.add(_pw.sub(span, extra), low))
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros",  # noqa: A002
+                align_corners=None):
+    """``input`` ``(N, C, H, W)`` (or ``(N, C, D, H, W)``) sampled at ``grid``'s
+    normalized ``(x, y)`` (``(x, y, z)``) points, ``(N, H_out, W_out, 2)``: ``mode``
+    ``'bilinear'`` (trilinear for 5-D) or ``'nearest'`` (half to even, as PyTorch
+    rounds); ``padding_mode`` ``'zeros'``, ``'border'`` or ``'reflection'`` for points
+    outside; ``align_corners`` as in :func:`affine_grid`. Differentiable in ``input``
+    and, for bilinear, in ``grid`` (gathers and weighted sums)."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
+                           f"but got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    nd = input.ndim - 2
+    if grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last "
+                           f"dimension, but got grid with sizes {list(grid.shape)}")
+    if input.ndim not in (4, 5) or grid.ndim != input.ndim:
+        raise RuntimeError(f"grid_sampler(): expected {input.ndim}D input and grid with same "
+                           f"number of dimensions, but got input with sizes "
+                           f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {_act._torch_type(input._data.dtype)} but "
+                           f"found {_act._torch_type(grid._data.dtype)}")
+    if mode == "bicubic":
+        raise NotImplementedError("grid_sample: mode 'bicubic' is not supported (bilinear "
+                                  "and nearest are)")
+    n, c = input.shape[:2]
+    sizes = tuple(input.shape[2:])
+    out_sp = tuple(grid.shape[1:-1])
+    coords = []  # per spatial axis of the input (grid's last entry is the first axis)
+    for axis in range(nd):
+        size = sizes[axis]
+        g = grid[..., nd - 1 - axis]
+        if align_corners:
+            x = _pw.mul(_pw.div(_pw.add(g, 1), 2), size - 1)
+        else:
+            x = _pw.div(_pw.sub(_pw.mul(_pw.add(g, 1), size), 1), 2)
+        if padding_mode == "reflection":
+            x = _reflect(x, 0, 2 * (size - 1)) if align_corners else \
+                _reflect(x, -1, 2 * size - 1)
+        if padding_mode != "zeros":
+            x = _pw.clamp(x, 0, size - 1)
+        coords.append(x)
+    strides = [math.prod(sizes[a + 1:]) for a in range(nd)]
+    flat = input.reshape(n, c, -1)
+
+    def gather(idx):  # the values at integer positions (a list per axis), 0 outside
+        with no_grad():
+            inside = None
+            place = None
+            for a, i in enumerate(idx):
+                ok = _pw.logical_and(_pw.ge(i, 0), _pw.lt(i, sizes[a]))
+                inside = ok if inside is None else _pw.logical_and(inside, ok)
+                term = _pw.mul(_pw.clamp(i, 0, sizes[a] - 1), strides[a])
+                place = term if place is None else _pw.add(place, term)
+            place = place.to(dtype=dtypes.int64).reshape(n, 1, -1).expand(n, c, -1)
+        return flat.gather(2, place).reshape(n, c, *out_sp), inside
+
+    if mode == "nearest":
+        with no_grad():
+            idx = [_pw.round(x) for x in coords]
+        vals, inside = gather(idx)
+        return vals.masked_fill(_pw.logical_not(inside).unsqueeze(1), 0)
+    with no_grad():
+        lows = [_pw.floor(x) for x in coords]
+    out = None
+    for corner in np.ndindex(*(2,) * nd):  # (nw, ne, sw, se: PyTorch's order of the sum)
+        idx = [_pw.add(lo, k) for lo, k in zip(lows, corner)]
+        weight = None
+        for x, lo, k in zip(coords, lows, corner):
+            w = _pw.sub(x, lo) if k else _pw.sub(_pw.add(lo, 1), x)
+            weight = w if weight is None else _pw.mul(weight, w)
+        vals, inside = gather(idx)
+        term = _pw.mul(vals, weight.masked_fill(_pw.logical_not(inside), 0).unsqueeze(1))
+        out = term if out is None else _pw.add(out, term)
+    return out
+
+
+__all__ += ["affine_grid", "grid_sample"]

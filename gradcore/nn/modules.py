@@ -45,7 +45,7 @@ __all__ = ["Module", "Sequential", "ModuleList", "Linear", "Embedding", "LayerNo
            "PReLU", "GLU", "Softmin", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
            "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "SoftMarginLoss",
            "MultiLabelSoftMarginLoss", "TripletMarginLoss", "PairwiseDistance",
-           "CosineSimilarity"]
+           "CosineSimilarity", "Buffer"]
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -99,6 +99,41 @@ def _tensor_type(t) -> str:
     ``gradcore.cuda.FloatTensor``."""
     kind = _TENSOR_TYPES.get(t.dtype.name, t.dtype.name)
     return f"gradcore.cuda.{kind}" if t.device.type == "cuda" else f"gradcore.{kind}"
+
+
+class _BufferMeta(type):
+    """``isinstance(t, Buffer)`` is True of the tensors :class:`Buffer` made (PyTorch's
+    ``_BufferMeta``): they are plain tensors flagged ``_is_buffer``."""
+
+    def __instancecheck__(cls, instance) -> bool:
+        if cls is Buffer and isinstance(instance, Tensor) and \
+                getattr(instance, "_is_buffer", False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """A tensor that a module registers as a buffer when assigned to one of its
+    attributes (``self.steps = nn.Buffer(gc.zeros(1))``), as :meth:`Module.register_buffer`
+    does; ``persistent=False`` keeps it out of ``state_dict``. ``Buffer(t)`` is ``t``
+    detached (sharing its memory), flagged ``persistent`` and as a buffer.
+
+    >>> import gradcore as gc
+    >>> from gradcore import nn
+    >>> m = nn.Module()
+    >>> m.steps = nn.Buffer(gc.zeros(1))
+    >>> m.cache = nn.Buffer(gc.zeros(2), persistent=False)
+    >>> list(m.state_dict()), len(list(m.buffers()))
+    (['steps'], 2)
+    """
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = empty((0,))
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
 
 
 class RemovableHandle:
@@ -331,6 +366,9 @@ class Module:
             modules[name] = None
             return
         buffers = d.get("_buffers")
+        if isinstance(value, Buffer):  # nn.Buffer(t, persistent=...): registers a buffer
+            self.register_buffer(name, value, value.persistent)
+            return
         if buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
@@ -712,6 +750,8 @@ class Module:
                     errors.append(f'While copying the parameter named "{key}", expected '
                                   f'a tensor in the state_dict, got {type(value).__name__}.')
                     continue
+            if getattr(target, "_uninitialized", False):  # a lazy layer's: takes the shape
+                target.materialize(tuple(value.shape))
             if tuple(value.shape) != tuple(target.shape):
                 errors.append(f"size mismatch for {key}: copying a param with shape "
                               f"{_shape_str(value.shape)} from checkpoint, the shape in "
@@ -2089,3 +2129,313 @@ def _call_with_backward_hooks(module, args, kwargs):
     for i, t in zip(needing, new):
         outs[i] = t
     return outs[0] if single else tuple(outs)
+
+
+# ---- thresholds, random slopes, bilinear maps, 2-D softmax, shuffles ----------
+class Threshold(Module):
+    """``input`` where ``input > threshold``, else ``value`` (``F.threshold``)."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return (f"threshold={self.threshold}, value={self.value}"
+                f"{', inplace=True' if self.inplace else ''}")
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU (``F.rrelu``): a slope drawn from ``[lower, upper)`` per
+    element in training, ``(lower + upper) / 2`` after ``eval()``."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}{', inplace=True' if self.inplace else ''}"
+
+
+class Bilinear(Module):
+    """``y = x1^T A x2 + b`` (``F.bilinear``): ``weight`` ``(out_features, in1_features,
+    in2_features)`` and ``bias`` uniform in ``+-1/sqrt(in1_features)``."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        self.in1_features = in1_features
+        self.in2_features = in2_features
+        self.out_features = out_features
+        self.weight = Parameter(empty((out_features, in1_features, in2_features),
+                                      device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty((out_features,), device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Draw the weight and bias again, uniform in ``+-1/sqrt(in1_features)``."""
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of ``(N, C, H, W)`` or ``(C, H, W)``, at each place."""
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D "
+                             f"instead")
+        return F.softmax(input, -3, _stacklevel=5)
+
+
+class PixelShuffle(Module):
+    """``(*, C * r^2, H, W)`` to ``(*, C, H * r, W * r)`` (``F.pixel_shuffle``)."""
+
+    def __init__(self, upscale_factor: int):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input):
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self):
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """``(*, C, H * r, W * r)`` to ``(*, C * r^2, H, W)`` (``F.pixel_unshuffle``)."""
+
+    def __init__(self, downscale_factor: int):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input):
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self):
+        return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """The channels of ``(N, C, *)`` as ``groups`` groups, interleaved
+    (``F.channel_shuffle``)."""
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"
+
+
+# ---- more losses ----------
+class GaussianNLLLoss(_Loss):
+    """``F.gaussian_nll_loss``: ``forward(input, target, var)``."""
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+        super().__init__(None, None, reduction)
+        self.full = full
+        self.eps = eps
+
+    def forward(self, input, target, var):
+        return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
+                                   reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """``F.poisson_nll_loss``: ``forward(log_input, target)``."""
+
+    def __init__(self, log_input: bool = True, full: bool = False, size_average=None,
+                 eps: float = 1e-8, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input = log_input
+        self.full = full
+        self.eps = eps
+
+    def forward(self, log_input, target):
+        return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
+                                  eps=self.eps, reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    """``F.hinge_embedding_loss`` with ``margin``."""
+
+    def __init__(self, margin: float = 1.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.hinge_embedding_loss(input, target, margin=self.margin,
+                                      reduction=self.reduction)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """``F.multi_margin_loss`` (``p`` 1 or 2, ``margin``; ``weight`` is a buffer)."""
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight=None, size_average=None,
+                 reduce=None, reduction: str = "mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.ndim != 1:
+            raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got "
+                             f"{weight.ndim}D instead")
+        self.p = p
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.multi_margin_loss(input, target, p=self.p, margin=self.margin,
+                                   weight=self.weight, reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """``F.multilabel_margin_loss``: targets list each sample's classes up to a -1."""
+
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """``F.triplet_margin_with_distance_loss``; ``distance_function`` defaults to a
+    :class:`PairwiseDistance` (a child module, as in PyTorch)."""
+
+    def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean"):
+        super().__init__(None, None, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
+                             f"than 0, got {margin} instead")
+        self.distance_function = distance_function if distance_function is not None \
+            else PairwiseDistance()
+        self.margin = margin
+        self.swap = swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+# ---- bags of embeddings ----------
+class EmbeddingBag(Module):
+    """Sums, means or maxima of bags of embedding rows (``F.embedding_bag``): a table of
+    ``num_embeddings`` vectors of size ``embedding_dim`` (N(0, 1) init, the
+    ``padding_idx`` row zero); ``forward(input, offsets=None, per_sample_weights=None)``."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm=None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                 sparse: bool = False, _weight=None, include_last_offset: bool = False,
+                 padding_idx=None, device=None, dtype=None):
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        if padding_idx is not None:
+            if padding_idx > 0:
+                assert padding_idx < num_embeddings, \
+                    "padding_idx must be within num_embeddings"
+            elif padding_idx < 0:
+                assert padding_idx >= -num_embeddings, \
+                    "padding_idx must be within num_embeddings"
+                padding_idx = num_embeddings + padding_idx
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = Parameter(empty((num_embeddings, embedding_dim), device=device,
+                                          dtype=dtype))
+            self.reset_parameters()
+        else:
+            assert list(_weight.shape) == [num_embeddings, embedding_dim], \
+                "Shape of weight does not match num_embeddings and embedding_dim"
+            self.weight = Parameter(_weight)
+        self.mode = mode
+        self.sparse = sparse
+        self.include_last_offset = include_last_offset
+
+    def reset_parameters(self) -> None:
+        """Draw the weight again from the standard normal distribution (the ``padding_idx`` row
+        zero)."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx] = 0
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self):
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, mode="mean", sparse=False,
+                        include_last_offset=False, padding_idx=None):
+        """An EmbeddingBag whose weight is ``embeddings`` (2-D), frozen unless
+        ``freeze=False``."""
+        assert embeddings.ndim == 2, "Embeddings parameter is expected to be 2-dimensional"
+        rows, cols = embeddings.shape
+        bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                  embeddings, include_last_offset, padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag
+
+
+__all__ += ["Threshold", "RReLU", "Bilinear", "Softmax2d", "PixelShuffle", "PixelUnshuffle",
+            "ChannelShuffle", "GaussianNLLLoss", "PoissonNLLLoss", "HingeEmbeddingLoss",
+            "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
+            "EmbeddingBag"]
+
+
+class Container(Module):
+    """Deprecated: a :class:`Module` holding the modules given as keyword arguments
+    (PyTorch's ``nn.Container``, with its ``FutureWarning``); subclass :class:`Module`
+    instead."""
+
+    def __init__(self, **kwargs):
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now "
+                      "implemented in `nn.Module`. Subclass that instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
+
+
+__all__ += ["Container"]

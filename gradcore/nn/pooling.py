@@ -12,6 +12,7 @@ gradcore.Size([2, 3, 1, 1])
 from __future__ import annotations
 
 from ..ops import pool as _pool
+from . import functional as F
 from .modules import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
@@ -216,3 +217,65 @@ class AdaptiveAvgPool3d(_AdaptivePool):
 
     def forward(self, input):
         return _pool.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptivePool):
+    """Max pooling to ``output_size`` (an int, a triple, ``None`` keeping an axis)."""
+
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return _pool.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The inverse of :class:`MaxPool3d` (``F.max_unpool3d``): ``forward(input, indices,
+    output_size=None)``."""
+
+    _n = 3
+
+    def forward(self, input, indices, output_size=None):
+        return _pool.max_unpool3d(input, indices, self.kernel_size, self.stride,
+                                  self.padding, output_size)
+
+
+class _LPPoolNd(Module):
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self):
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling over ``(N, C, L)`` (``F.lp_pool1d``)."""
+
+    def forward(self, input):
+        return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride,
+                           self.ceil_mode)
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling over ``(N, C, H, W)`` (``F.lp_pool2d``)."""
+
+    def forward(self, input):
+        return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride,
+                           self.ceil_mode)
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling over ``(N, C, D, H, W)`` (``F.lp_pool3d``)."""
+
+    def forward(self, input):
+        return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride,
+                           self.ceil_mode)
+
+
+__all__ += ["AdaptiveMaxPool3d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d"]

@@ -46,7 +46,7 @@ from ._export import export
 
 __all__ = ["softmax", "log_softmax", "erf", "gelu", "softplus", "silu", "mish", "leaky_relu",
            "elu", "selu", "celu", "hardtanh", "hardswish", "hardsigmoid", "logsigmoid",
-           "softshrink", "hardshrink", "prelu", "layer_norm",
+           "softshrink", "hardshrink", "threshold", "prelu", "layer_norm",
            "linear", "embedding", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits",
            "binary_cross_entropy"]
 
@@ -635,6 +635,34 @@ def hardshrink(x, lambd=0.5):
         return wrap(out)
     t = _record_saving_input(out, HardshrinkBackward0, x)
     t.grad_fn.lambd = float(lambd)
+    return t
+
+
+# threshold: ThresholdBackward0, no gradient where x <= threshold (the bound included)
+declare(Kernel("threshold_backward", ("g", "x"), "where(x <= threshold, 0, g)",
+               scalars=("threshold",)))
+class ThresholdBackward0(Node):
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (F.threshold_backward(g, x, self.threshold),)
+
+
+def threshold(x, threshold, value):
+    """``x`` where ``x > threshold``, else ``value`` (integer inputs stay integers)."""
+    if not isinstance(x, Tensor):
+        x = as_tensor(x)
+    xd = x._data
+    if xd.dtype == np.bool_:
+        raise NotImplementedError(f'"threshold_{x.device.type}" not implemented for \'Bool\'')
+    m = math_of(xd)
+    xu = _up(xd)
+    out = _in_dtype(m, m.where(xu > threshold, xu, m.asarray(value, dtype=xu.dtype)), xd)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = _record_saving_input(out, ThresholdBackward0, x)
+    t.grad_fn.threshold = float(threshold)
     return t
 
 

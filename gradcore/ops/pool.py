@@ -31,6 +31,7 @@ from ._export import export
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
            "max_unpool1d", "max_unpool2d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
+           "adaptive_max_pool3d", "max_unpool3d",
            "pool_output_size"]
 
 
@@ -257,6 +258,9 @@ def _adaptive_sizes(x, nd, output_size, op):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(x).__name__}")
     if x.ndim not in (nd + 1, nd + 2):
+        if nd == 3:  # (PyTorch's max pool says "got:", its average pool "got")
+            raise RuntimeError(f"{op}(): Expected 4D or 5D tensor, but got"
+                               f"{':' if 'max' in op else ''} {list(x.shape)}")
         raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
                            f"{list(x.shape)}" if nd == 2 else
                            f"{op}: Expected 2D or 3D tensor, but got {list(x.shape)}")
@@ -330,7 +334,11 @@ def _adaptive_max(nd, op, x, output_size, return_indices):
     in_sizes = tuple(x.shape[-nd:])
     if all(o > 0 and n % o == 0 for n, o in zip(in_sizes, sizes)):
         k = tuple(n // o for n, o in zip(in_sizes, sizes))
+        if nd == 3:
+            return max_pool3d(x, k, k, 0, 1, False, return_indices)
         return _max_pool(nd, op, x, k, k, 0, 1, False, return_indices)
+    if nd == 3:
+        return _adaptive_max_volume(op, x, in_sizes, sizes, return_indices)
     m = math_of(x._data)
     # each axis's windows as index rows of the longest one, the last index repeated (a
     # repeat is a tie that argmax resolves to its first place: the same element)
@@ -360,6 +368,39 @@ def _adaptive_max(nd, op, x, output_size, return_indices):
     chosen = m.take_along_axis(m.asarray(flat.reshape(-1, w)).reshape(
         (1,) * len(lead) + (-1, w)), m.expand_dims(arg, -1), axis=-1)
     return y, wrap(chosen.reshape(out_shape).astype(np.int64))
+
+
+def _adaptive_max_volume(op, x, in_sizes, sizes, return_indices):
+    """:func:`_adaptive_max` of a 3-D volume: each output's window as a row of indices
+    into the flattened volume (each axis's windows padded with their last index, a tie
+    that argmax resolves to the same element), its maximum taken along the row."""
+    m = math_of(x._data)
+    nd = len(in_sizes)
+    flat = np.zeros(tuple(sizes) + (1,) * nd, np.int64)
+    stride = 1
+    for axis in reversed(range(nd)):
+        start, end = _windows(in_sizes[axis], sizes[axis])
+        width = int((end - start).max())
+        idx = np.minimum(start[:, None] + np.arange(width), end[:, None] - 1)
+        shape = [1] * (2 * nd)
+        shape[axis], shape[nd + axis] = idx.shape
+        flat = flat + idx.reshape(shape) * stride
+        stride *= in_sizes[axis]
+    n_out = int(np.prod(sizes))
+    flat = flat.reshape(n_out, -1)
+    lead = tuple(x.shape[:-nd])
+    plane = _shape.reshape(x, lead + (-1,))
+    windows = _index.index_select(plane, plane.ndim - 1,
+                                  wrap(m.asarray(flat.reshape(-1))))
+    windows = _shape.reshape(windows, lead + flat.shape)
+    arg = m.argmax(windows._data, axis=-1)
+    y = _shape.reshape(_index.take_along_dim(windows, wrap(m.expand_dims(arg, -1)), dim=-1),
+                       lead + tuple(sizes))
+    if not return_indices:
+        return y
+    chosen = m.take_along_axis(m.asarray(flat).reshape((1,) * len(lead) + flat.shape),
+                               m.expand_dims(arg, -1), axis=-1)
+    return y, wrap(chosen.reshape(lead + tuple(sizes)).astype(np.int64))
 
 
 @export(torch=True)
@@ -542,3 +583,23 @@ def adaptive_avg_pool3d(input, output_size):  # noqa: A002
     y = _linalg.matmul(_averaging(dn, do, dt, m), _shape.reshape(y, lead + (dn, ho * wo)))
     y = _shape.reshape(y, lead + (do, ho, wo))
     return y.to(dtypes.float16) if half else y
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):  # noqa: A002
+    """Max pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to ``output_size`` (an int
+    or a triple; ``None`` keeps that axis), PyTorch's adaptive windows;
+    ``return_indices`` also returns indices into each flattened volume."""
+    return _adaptive_max(3, "adaptive_max_pool3d", input, output_size, return_indices)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0,  # noqa: A002
+                 output_size=None):
+    """The inverse of :func:`max_pool3d` (``F.max_unpool3d``): ``input``
+    ``(N, C, D, H, W)`` or ``(C, D, H, W)`` put back at ``indices`` (positions in each
+    output volume) in zeros of the unpooled size (``output_size``, or
+    ``(n - 1) * stride - 2 * padding + kernel_size`` per axis)."""
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"Input to max_unpooling3d should be a 4d or 5d Tensor, but got a "
+                           f"tensor with {input.ndim} dimensions.")
+    return _max_unpool(3, "max_unpool3d", input, indices, kernel_size, stride, padding,
+                       output_size)
