@@ -192,6 +192,14 @@ Tensor.nbytes = property(lambda self: int(self._data.nbytes),
                          doc="The number of bytes of the elements.")
 Tensor.is_cpu = property(lambda self: self.device.type == "cpu",
                          doc="Whether the data is in the CPU's memory.")
+# PyTorch's other device and layout kinds, none of which gradcore has: always False
+# (programs test `x.is_xpu` or `x.is_sparse` before choosing a path)
+for _kind in ("is_xpu", "is_mps", "is_meta", "is_xla", "is_ipu", "is_vulkan", "is_maia",
+              "is_mtia", "is_mkldnn", "is_sparse", "is_sparse_csr", "is_quantized",
+              "is_nested"):
+    setattr(Tensor, _kind, property(lambda self: False,
+                                    doc="False: gradcore has no such tensors."))
+del _kind
 Tensor.itemsize = property(lambda self: self._data.dtype.itemsize,
                            doc="The size of one element in bytes.")
 

@@ -485,3 +485,12 @@ def test_new_empty_strided_has_the_strides_asked(device):
 
 def test_is_cpu(device):
     assert gc.ones(1).is_cpu == (gc.device(device).type == "cpu")
+
+
+def test_other_device_and_layout_kinds_are_false():
+    # pytorch/examples' dcgan tests `input.is_cuda or input.is_xpu`
+    t = gc.ones(2)
+    for kind in ("is_xpu", "is_mps", "is_meta", "is_xla", "is_ipu", "is_vulkan", "is_maia",
+                 "is_mtia", "is_mkldnn", "is_sparse", "is_sparse_csr", "is_quantized",
+                 "is_nested"):
+        assert getattr(t, kind) is False, kind
