@@ -92,7 +92,19 @@ from .random import (
     set_rng_state,
 )
 from .sampling import bernoulli, multinomial, normal, poisson
-from .tensor import Parameter, Tensor
+from .tensor import (
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    Parameter,
+    ShortTensor,
+    Tensor,
+)
 
 # PyTorch's torch.<name> functions among the ops: each is declared where it is written
 # (`@export(torch=...)` above its `def` in gradcore/ops/; `grep "def tanh"` finds it).
