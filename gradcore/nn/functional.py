@@ -1446,3 +1446,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest",  # noqa: A0
 
 
 __all__ += ["interpolate"]
+
+from ..ops.shape import pixel_shuffle, pixel_unshuffle  # noqa: E402
+
+__all__ += ["pixel_shuffle", "pixel_unshuffle"]
