@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from .. import backend
 
+__all__ = ["matmul", "is_built"]
+
 
 class _Matmul:
     """``torch.backends.cuda.matmul``: the flags programs set for PyTorch's GEMMs."""

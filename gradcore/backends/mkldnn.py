@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+__all__ = ["enabled", "is_available"]
+
 enabled = True
+"""PyTorch's switch for oneDNN: settable, read nowhere."""
 
 
 def is_available() -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["is_available", "is_built"]
+
 
 def is_available() -> bool:
     """False: no MPS device."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["is_available"]
+
 
 def is_available() -> bool:
     """False."""
