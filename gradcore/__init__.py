@@ -16,6 +16,7 @@ from . import (
     amp,
     autograd,
     backend,
+    backends,
     distributed,
     dtypes,
     kernels,
@@ -141,7 +142,19 @@ from .random import (
     set_rng_state,
 )
 from .sampling import bernoulli, multinomial, normal, poisson
-from .tensor import Parameter, Tensor
+from .tensor import (
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    Parameter,
+    ShortTensor,
+    Tensor,
+)
 
 # PyTorch's torch.<name> functions among the ops: each is declared where it is written
 # (`@export(torch=...)` above its `def` in gradcore/ops/; `grep "def tanh"` finds it).
@@ -328,51 +341,6 @@ class _Accelerator:
 
 
 accelerator = _Accelerator()
-
-
-class _Flags:
-    """A namespace of settable flags (``gc.backends.cudnn.benchmark = True``) that
-    programs set for PyTorch and gradcore reads nowhere."""
-
-    def __init__(self, name, **flags):
-        self._name = name
-        self.__dict__.update(flags)
-
-    def __repr__(self):
-        return f"<gradcore.backends.{self._name}>"
-
-
-class _Backends:
-    """``gc.backends``: what programs test or set on PyTorch's backends. gradcore has no
-    cuDNN and no MPS (``is_available()`` is False); the flags are accepted.
-
-    Attributes:
-        cudnn: ``benchmark``, ``deterministic``, ``enabled``, ``allow_tf32`` (settable,
-            read nowhere), ``is_available()`` (False), ``version()`` (None).
-        mps: ``is_available()`` and ``is_built()``, both False.
-        cuda: ``matmul.allow_tf32`` and ``matmul.allow_fp16_reduced_precision_reduction``
-            (settable), ``is_built()`` (whether CUDA can be used).
-        mkldnn: ``enabled`` (settable), ``is_available()`` (False).
-        openmp: ``is_available()`` (False).
-
-    >>> import gradcore as gc
-    >>> gc.backends.cudnn.is_available(), gc.backends.mps.is_available()
-    (False, False)
-    """
-
-    def __init__(self):
-        self.cudnn = _Flags("cudnn", benchmark=False, deterministic=False, enabled=True,
-                            allow_tf32=True, is_available=lambda: False,
-                            version=lambda: None)
-        self.mps = _Flags("mps", is_available=lambda: False, is_built=lambda: False)
-        self.cuda = _Flags("cuda", matmul=_Flags("cuda.matmul", allow_tf32=False,
-                                                 allow_fp16_reduced_precision_reduction=True),
-                           is_built=backend.cuda_is_available)
-        self.mkldnn = _Flags("mkldnn", enabled=True, is_available=lambda: False)
-        self.openmp = _Flags("openmp", is_available=lambda: False)
-
-
-backends = _Backends()
 
 
 class inference_mode(_grad_mode._Mode):

@@ -64,6 +64,67 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "
 _TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
 
 
+def legacy_new(args, dtype, device, what="new"):
+    """PyTorch's legacy constructor (``torch.Tensor(...)``, ``torch.FloatTensor(...)``):
+    no argument: an empty tensor; sizes (ints or a ``Size``): an uninitialized (here:
+    zero) tensor of that shape; a tensor of ``dtype``: an alias of it; else data copied
+    as ``dtype``. CPU tensors only, as PyTorch's CPU type objects make."""
+    if device is not None and backend.device(device).type != "cpu":
+        raise RuntimeError(f"legacy constructor expects device type: cpu but device type: "
+                           f"{backend.device(device).type} was passed")
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        other = args[0]
+        if other.dtype != dtype or other.device.type != "cpu":
+            raise TypeError(f"expected {dtype} on cpu (got {other.dtype} on "
+                            f"{other.device.type})")
+        return other.view_as(other)
+    if len(args) == 1 and isinstance(args[0], Size):
+        args = tuple(args[0])
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        shape = args if args else (0,)
+        for d in shape:
+            if d < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {d}: "
+                                   f"{list(shape)}")
+        return _wrap(backend.device("cpu").math.zeros(shape, dtype=dtype.np))
+    if len(args) != 1:
+        bad = next(a for a in args if not isinstance(a, int) or isinstance(a, bool))
+        raise TypeError(f"{what}(): argument 'size' failed to unpack the object at pos "
+                        f"{args.index(bad) + 1} with error \"type must be tuple of ints,but "
+                        f"got {type(bad).__name__}\"")
+    return from_data(args[0], dtype=dtype, device="cpu")
+
+
+class _TensorType(type):
+    """The type of ``gc.FloatTensor``, ``gc.LongTensor``, ...: PyTorch's legacy typed
+    constructors. Calling one makes a ``Tensor`` of its dtype (:func:`legacy_new`);
+    ``isinstance(t, gc.FloatTensor)`` is whether ``t`` is a float32 CPU tensor;
+    ``t.type(gc.LongTensor)`` casts."""
+
+    def __call__(cls, *args, device=None):
+        return legacy_new(args, cls.dtype, device)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype and obj.device.type == "cpu"
+
+    def __repr__(cls):
+        return f"<class 'gradcore.{cls.__name__}'>"
+
+
+def _tensor_type(name, dtype_name):
+    dt = dtypes.to_dtype(dtype_name)
+    return _TensorType(name, (), {"dtype": dt, "is_cuda": False, "is_sparse": False,
+                                  "__module__": "gradcore",
+                                  "__doc__": f"The legacy constructor of {dt} CPU tensors "
+                                             f"(``torch.{name}``): ``{name}(data)``, "
+                                             f"``{name}(*sizes)``."})
+
+
+_TENSOR_TYPES = {name: _tensor_type(name, dt) for dt, name in _TYPE_NAMES.items()}
+globals().update(_TENSOR_TYPES)
+__all__ += list(_TENSOR_TYPES)
+
+
 def type_(self, dtype=None, non_blocking=False, **kwargs):
     """Without ``dtype``: PyTorch's type name (``'torch.FloatTensor'``,
     ``'torch.cuda.LongTensor'``). With one (a dtype or such a name): the tensor cast to
@@ -76,6 +137,8 @@ def type_(self, dtype=None, non_blocking=False, **kwargs):
     if dtype is None:
         where = "torch.cuda." if self._data.__class__.__module__ != "numpy" else "torch."
         return where + _TYPE_NAMES[self.dtype.name]
+    if isinstance(dtype, _TensorType):
+        return self.to(dtype=dtype.dtype)
     if isinstance(dtype, str):
         name = dtype.rsplit(".", 1)[-1]
         if name in _TYPE_DTYPES:
@@ -192,6 +255,14 @@ Tensor.nbytes = property(lambda self: int(self._data.nbytes),
                          doc="The number of bytes of the elements.")
 Tensor.is_cpu = property(lambda self: self.device.type == "cpu",
                          doc="Whether the data is in the CPU's memory.")
+# PyTorch's other device and layout kinds, none of which gradcore has: always False
+# (programs test `x.is_xpu` or `x.is_sparse` before choosing a path)
+for _kind in ("is_xpu", "is_mps", "is_meta", "is_xla", "is_ipu", "is_vulkan", "is_maia",
+              "is_mtia", "is_mkldnn", "is_sparse", "is_sparse_csr", "is_quantized",
+              "is_nested"):
+    setattr(Tensor, _kind, property(lambda self: False,
+                                    doc="False: gradcore has no such tensors."))
+del _kind
 Tensor.itemsize = property(lambda self: self._data.dtype.itemsize,
                            doc="The size of one element in bytes.")
 

@@ -168,3 +168,18 @@ def test_cuda_functions_on_the_standin(standin):
     x = gc.ones(2, device="cuda")
     assert x.get_device() == 0 and x.type() == "torch.cuda.FloatTensor"
     assert x.new_zeros(3).device == x.device
+
+
+def test_backends_are_modules_a_program_imports():
+    # `import torch.backends.cudnn as cudnn` (pytorch/examples' dcgan) needs modules
+    import importlib
+
+    cudnn = importlib.import_module("gradcore.backends.cudnn")
+    assert cudnn is gc.backends.cudnn and cudnn.is_available() is False
+    cudnn.benchmark = True
+    assert gc.backends.cudnn.benchmark is True
+    cudnn.benchmark = False
+    mps = importlib.import_module("gradcore.backends.mps")
+    assert mps.is_built() is False
+    assert gc.backends.cuda.matmul.allow_fp16_reduced_precision_reduction is True
+    assert gc.backends.mkldnn.is_available() is False and gc.backends.openmp.is_available() is False

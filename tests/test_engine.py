@@ -847,6 +847,27 @@ def test_grad_fn_names_and_next_functions(device):
     assert s.grad_fn.next_functions[0][0] is z.grad_fn
 
 
+def test_linear_node_inputs_in_addmm_order(device):
+    # the "Neural Networks" tutorial walks loss.grad_fn.next_functions[0][0] of a Linear:
+    # PyTorch's AddmmBackward0 takes (bias, input, weight.t()), MmBackward0 (input, ...)
+    lin = gc.nn.Linear(3, 2).to(device)
+    x = _t([[1.0, 2.0, 3.0]], requires_grad=True)
+    h = x * 2
+    out = lin(h)
+    assert out.grad_fn.name() == "AddmmBackward0"
+    (b_fn, _), (h_fn, _), (w_fn, _) = out.grad_fn.next_functions
+    assert b_fn.variable is lin.bias and h_fn is h.grad_fn and w_fn.variable is lin.weight
+    lin.bias.requires_grad_(False)
+    out = lin(h)
+    assert out.grad_fn.next_functions[0][0] is None
+    out.sum().backward()
+    np.testing.assert_allclose(host(x.grad), 2 * host(lin.weight.detach()).sum(0)[None])
+    assert lin.bias.grad is None and lin.weight.grad is not None
+    plain = gc.nn.Linear(3, 2, bias=False).to(device)(h)
+    assert plain.grad_fn.name() == "MmBackward0"
+    assert plain.grad_fn.next_functions[0][0] is h.grad_fn
+
+
 def test_multi_output_nodes_name_the_output(device):
     x = _t([1.0, 2.0, 3.0, 4.0], requires_grad=True)
     a, b = x.split(2)

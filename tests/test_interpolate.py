@@ -103,3 +103,50 @@ def test_bilinear_second_derivatives():
     fn = lambda t: F.interpolate(t, size=(4, 5), mode="bilinear") ** 2  # noqa: E731
     assert gradcheck(fn, (x,))
     assert gradgradcheck(fn, (x,))
+
+
+@needs_torch
+@pytest.mark.parametrize("shape, r", [((2, 8, 3, 2), 2), ((9, 2, 1), 3), ((2, 1, 4, 3, 2), 2),
+                                      ((0, 4, 2, 2), 2), ((1, 3, 2, 2), 1)])
+def test_pixel_shuffle_and_unshuffle_are_pytorch_s(shape, r, device):
+    # pytorch/examples' super_resolution ends its network with nn.PixelShuffle
+    import torch
+
+    x = np.random.default_rng(0).standard_normal(shape)
+    g = gc.tensor(x, device=device, requires_grad=True)
+    t = torch.tensor(x, requires_grad=True)
+    out, want = gc.nn.PixelShuffle(r)(g), torch.nn.PixelShuffle(r)(t)
+    np.testing.assert_array_equal(host(out), want.detach().numpy())
+    assert out.grad_fn.name() == "PixelShuffleBackward0"
+    w = np.random.default_rng(1).standard_normal(tuple(want.shape))
+    if w.size:  # (PyTorch's PixelShuffleBackward0 refuses an empty batch's gradient)
+        out.backward(gc.tensor(w, device=device), retain_graph=True)
+        want.backward(torch.tensor(w))
+        np.testing.assert_array_equal(host(g.grad), t.grad.numpy())
+        assert gradgradcheck(lambda a: F.pixel_shuffle(a, r) ** 2, (g,))
+    back = gc.nn.PixelUnshuffle(r)(out)
+    np.testing.assert_array_equal(host(back), torch.nn.PixelUnshuffle(r)(want).detach().numpy())
+    assert back.grad_fn.name() == ("PixelUnshuffleBackward0" if w.size else "CloneBackward0")
+    assert repr(gc.nn.PixelShuffle(r)) == repr(torch.nn.PixelShuffle(r))
+    assert repr(gc.nn.PixelUnshuffle(r)) == repr(torch.nn.PixelUnshuffle(r))
+    assert gc.pixel_shuffle is F.pixel_shuffle
+
+
+@needs_torch
+@pytest.mark.parametrize("fn, args", [("pixel_shuffle", ((2, 3), 2)),
+                                      ("pixel_shuffle", ((1, 5, 2, 2), 2)),
+                                      ("pixel_shuffle", ((1, 4, 2, 2), 0)),
+                                      ("pixel_shuffle", ((1, 4, 2, 2), 2.0)),
+                                      ("pixel_unshuffle", ((2, 3), 2)),
+                                      ("pixel_unshuffle", ((1, 5, 3, 2), 2)),
+                                      ("pixel_unshuffle", ((1, 5, 2, 3), 2)),
+                                      ("pixel_unshuffle", ((1, 4, 2, 2), -1))])
+def test_pixel_shuffle_errors_are_pytorch_s(fn, args):
+    import torch
+
+    shape, r = args
+    with pytest.raises(Exception) as want:
+        getattr(torch.nn.functional, fn)(torch.ones(shape), r)
+    with pytest.raises(type(want.value)) as got:
+        getattr(F, fn)(gc.ones(shape), r)
+    assert str(got.value) == str(want.value)

@@ -241,6 +241,7 @@ OPS = [
     Op("matmul_batched", lambda m, a, b: a @ b, np.matmul,
        [((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((3, 4), (2, 4, 2))]),
     Op("mm", lambda m, a, b: m.mm(a, b), np.matmul, [((2, 3), (3, 4))]),
+    Op("spmm", lambda m, a, b: m.spmm(a, b), np.matmul, [((2, 3), (3, 4))]),  # (gcn example)
     Op("bmm", lambda m, a, b: m.bmm(a, b), np.matmul, [((2, 3, 4), (2, 4, 2))]),
     Op("dot", lambda m, a, b: m.dot(a, b), np.dot, [((5,), (5,))]),
     Op("outer", lambda m, a, b: m.outer(a, b), np.outer, [((3,), (4,))]),

@@ -485,3 +485,52 @@ def test_new_empty_strided_has_the_strides_asked(device):
 
 def test_is_cpu(device):
     assert gc.ones(1).is_cpu == (gc.device(device).type == "cpu")
+
+
+def test_other_device_and_layout_kinds_are_false():
+    # pytorch/examples' dcgan tests `input.is_cuda or input.is_xpu`
+    t = gc.ones(2)
+    for kind in ("is_xpu", "is_mps", "is_meta", "is_xla", "is_ipu", "is_vulkan", "is_maia",
+                 "is_mtia", "is_mkldnn", "is_sparse", "is_sparse_csr", "is_quantized",
+                 "is_nested"):
+        assert getattr(t, kind) is False, kind
+
+
+TYPED = ["FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
+         "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
+
+
+@needs_torch
+@pytest.mark.parametrize("name", TYPED)
+def test_legacy_typed_constructors_match_pytorch(name):
+    # pytorch/examples' gcn and gat: torch.FloatTensor(ndarray), torch.LongTensor(labels)
+    import torch
+
+    for args in [([[1, 0], [2, 3]],), (np.array([[1, 2]], dtype=np.int32),), (2, 3),
+                 (torch.Size([2]),), (), ((1, 2),)]:
+        want = getattr(torch, name)(*args)
+        got = getattr(gc, name)(*[gc.Size(a) if isinstance(a, torch.Size) else a
+                                  for a in args])
+        assert got.dtype.name == str(want.dtype).split(".")[1] and got.shape == want.shape
+        if args and not isinstance(args[-1], (int, torch.Size)):  # (sizes: uninitialized)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+        assert isinstance(got, gc.Tensor) and isinstance(got, getattr(gc, name))
+    other = "LongTensor" if name != "LongTensor" else "FloatTensor"
+    assert not isinstance(gc.zeros(1, dtype=getattr(gc, other).dtype), getattr(gc, name))
+    with pytest.raises(TypeError):
+        torch.FloatTensor(2, "a")
+    with pytest.raises(TypeError, match="failed to unpack the object at pos 2"):
+        gc.FloatTensor(2, "a")
+
+
+def test_legacy_typed_constructor_of_a_tensor_and_casts():
+    t = gc.tensor([1.0, 2.0])
+    a = gc.FloatTensor(t)
+    assert a is not t and a.data_ptr() == t.data_ptr()
+    with pytest.raises(TypeError, match="expected gradcore.int64"):
+        gc.LongTensor(t)
+    with pytest.raises(RuntimeError, match="legacy constructor expects device type: cpu but "
+                                           "device type: cuda was passed"):
+        gc.FloatTensor([1.0], device="cuda")
+    assert t.type(gc.LongTensor).dtype == gc.int64
+    assert repr(gc.Tensor()) == "tensor([])" and gc.Tensor(gc.Size([2, 3])).shape == (2, 3)

@@ -101,12 +101,13 @@ class Tensor:
 
     def __init__(self, *args, dtype=None, device=None, requires_grad=False):
         # PyTorch's legacy constructor: Tensor([[1, 2]]) copies data as float32,
-        # Tensor(2, 3) makes an uninitialized (here: zero) tensor of that shape.
-        if len(args) == 1 and not isinstance(args[0], int):
+        # Tensor(2, 3) or Tensor(Size([2, 3])) makes an uninitialized (here: zero) tensor
+        # of that shape; Tensor() an empty one.
+        if len(args) == 1 and not isinstance(args[0], (int, Size)):
             src = from_data(args[0], dtype=dtype or dtypes.float32, device=device)
         else:
-            shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) \
-                else tuple(args)
+            shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) \
+                else tuple(args) or (0,)
             dev = backend.device(device)
             src = _wrap(dev.math.zeros(shape, dtype=(dtype and dtypes.to_dtype(dtype).np)
                                        or np.float32))

@@ -131,7 +131,13 @@ from .pooling import (
     MaxUnpool2d,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
+from .upsampling import (
+    PixelShuffle,
+    PixelUnshuffle,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
 
 __all__ += ["utils", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
             "GRUCell"]
@@ -147,7 +153,8 @@ __all__ += ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool
 __all__ += ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm"]
 __all__ += ["Dropout1d", "Dropout2d"]
 __all__ += ["MultiheadAttention"]
-__all__ += ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
+__all__ += ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle",
+            "PixelUnshuffle"]
 
 # instance normalization (gradcore/nn/normalization.py)
 from .normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: E402
@@ -184,8 +191,6 @@ from .modules import (  # noqa: E402
     HingeEmbeddingLoss,
     MultiLabelMarginLoss,
     MultiMarginLoss,
-    PixelShuffle,
-    PixelUnshuffle,
     PoissonNLLLoss,
     RReLU,
     Softmax2d,
@@ -202,9 +207,9 @@ from .normalization import (  # noqa: E402
 )
 from .pooling import AdaptiveMaxPool3d, LPPool1d, LPPool2d, LPPool3d, MaxUnpool3d  # noqa: E402
 
-__all__ += ["Buffer", "Threshold", "RReLU", "Bilinear", "Softmax2d", "PixelShuffle",
-            "PixelUnshuffle", "ChannelShuffle", "GaussianNLLLoss", "PoissonNLLLoss",
-            "HingeEmbeddingLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
+__all__ += ["Buffer", "Threshold", "RReLU", "Bilinear", "Softmax2d", "ChannelShuffle",
+            "GaussianNLLLoss", "PoissonNLLLoss", "HingeEmbeddingLoss", "MultiMarginLoss",
+            "MultiLabelMarginLoss",
             "TripletMarginWithDistanceLoss", "EmbeddingBag", "UninitializedParameter",
             "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "AlphaDropout",
             "FeatureAlphaDropout", "Dropout3d", "RMSNorm", "LocalResponseNorm", "SyncBatchNorm",

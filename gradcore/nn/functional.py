@@ -1591,53 +1591,8 @@ __all__ += ["threshold", "threshold_", "rrelu", "rrelu_", "bilinear", "rms_norm"
             "local_response_norm"]
 
 
-# ---- rearranging channels: pixel shuffles, channel shuffle ----------
-def pixel_shuffle(input, upscale_factor):  # noqa: A002
-    """``(*, C * r^2, H, W)`` to ``(*, C, H * r, W * r)``: each group of ``r^2`` channels
-    spread over an ``r x r`` block of pixels (``r = upscale_factor``).
-
-    >>> import gradcore as gc, gradcore.nn.functional as F
-    >>> F.pixel_shuffle(gc.arange(4.0).reshape(1, 4, 1, 1), 2)
-    tensor([[[[0., 1.],
-              [2., 3.]]]])
-    """
-    if input.ndim < 3:
-        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
-                           f"got input with {input.ndim} dimension(s)")
-    r = int(upscale_factor)
-    if r <= 0:
-        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
-    *lead, c, h, w = input.shape
-    if c % (r * r):
-        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
-                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
-                           f"is not divisible by {r * r}")
-    n = len(lead)
-    x = input.reshape(*lead, c // (r * r), r, r, h, w)
-    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
-
-
-def pixel_unshuffle(input, downscale_factor):  # noqa: A002
-    """The inverse of :func:`pixel_shuffle`: ``(*, C, H * r, W * r)`` to
-    ``(*, C * r^2, H, W)``."""
-    if input.ndim < 3:
-        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but "
-                           f"got input with {input.ndim} dimension(s)")
-    r = int(downscale_factor)
-    if r <= 0:
-        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
-    *lead, c, h, w = input.shape
-    if h % r:
-        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by "
-                           f"downscale_factor, but input.size(-2)={h} is not divisible by {r}")
-    if w % r:
-        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by "
-                           f"downscale_factor, but input.size(-1)={w} is not divisible by {r}")
-    n = len(lead)
-    x = input.reshape(*lead, c, h // r, r, w // r, r)
-    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+# ---- rearranging channels: pixel shuffles (one node each: ops/shape.py), channel shuffle
+from ..ops.shape import pixel_shuffle, pixel_unshuffle  # noqa: E402
 
 
 def channel_shuffle(input, groups):  # noqa: A002

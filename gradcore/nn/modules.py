@@ -2209,34 +2209,6 @@ class Softmax2d(Module):
         return F.softmax(input, -3, _stacklevel=5)
 
 
-class PixelShuffle(Module):
-    """``(*, C * r^2, H, W)`` to ``(*, C, H * r, W * r)`` (``F.pixel_shuffle``)."""
-
-    def __init__(self, upscale_factor: int):
-        super().__init__()
-        self.upscale_factor = upscale_factor
-
-    def forward(self, input):
-        return F.pixel_shuffle(input, self.upscale_factor)
-
-    def extra_repr(self):
-        return f"upscale_factor={self.upscale_factor}"
-
-
-class PixelUnshuffle(Module):
-    """``(*, C, H * r, W * r)`` to ``(*, C * r^2, H, W)`` (``F.pixel_unshuffle``)."""
-
-    def __init__(self, downscale_factor: int):
-        super().__init__()
-        self.downscale_factor = downscale_factor
-
-    def forward(self, input):
-        return F.pixel_unshuffle(input, self.downscale_factor)
-
-    def extra_repr(self):
-        return f"downscale_factor={self.downscale_factor}"
-
-
 class ChannelShuffle(Module):
     """The channels of ``(N, C, *)`` as ``groups`` groups, interleaved
     (``F.channel_shuffle``)."""
@@ -2418,7 +2390,7 @@ class EmbeddingBag(Module):
         return bag
 
 
-__all__ += ["Threshold", "RReLU", "Bilinear", "Softmax2d", "PixelShuffle", "PixelUnshuffle",
+__all__ += ["Threshold", "RReLU", "Bilinear", "Softmax2d",
             "ChannelShuffle", "GaussianNLLLoss", "PoissonNLLLoss", "HingeEmbeddingLoss",
             "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
             "EmbeddingBag"]

@@ -1,5 +1,6 @@
 """``nn.Upsample`` (and ``nn.UpsamplingNearest2d``, ``nn.UpsamplingBilinear2d``), PyTorch's
-modules over ``F.interpolate``.
+modules over ``F.interpolate``; ``nn.PixelShuffle`` and ``nn.PixelUnshuffle`` over
+``F.pixel_shuffle`` and ``F.pixel_unshuffle``.
 
 >>> import gradcore as gc
 >>> gc.nn.Upsample(scale_factor=2)(gc.ones(1, 1, 2, 2)).shape
@@ -11,7 +12,8 @@ from __future__ import annotations
 from . import functional as F
 from .modules import Module
 
-__all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
+__all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle",
+           "PixelUnshuffle"]
 
 
 class Upsample(Module):
@@ -53,3 +55,33 @@ class UpsamplingBilinear2d(Upsample):
 
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
+class PixelShuffle(Module):
+    """``(*, C * r * r, H, W)`` to ``(*, C, H * r, W * r)`` (``F.pixel_shuffle``), ``r``
+    the ``upscale_factor``."""
+
+    def __init__(self, upscale_factor: int):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input):
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self):
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """``(*, C, H * r, W * r)`` to ``(*, C * r * r, H, W)`` (``F.pixel_unshuffle``),
+    ``r`` the ``downscale_factor``."""
+
+    def __init__(self, downscale_factor: int):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input):
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self):
+        return f"downscale_factor={self.downscale_factor}"

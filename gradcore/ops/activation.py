@@ -802,17 +802,18 @@ class LinearBackward(Node):
         out_f, in_f = w.shape
         g2 = g.reshape((-1, out_f)) if g.ndim != 2 else g
         gx = gw = gb = None
-        if self.needs(0):
+        first = 1 if self.has_bias else 0  # (the inputs: bias first, as PyTorch's addmm)
+        if self.needs(first):
             gx = F.matmul(g2, w)
             if x.ndim != 2:
                 gx = gx.reshape(x.shape)
-        if self.needs(1):
+        if self.needs(first + 1):
             x2 = x.reshape((-1, in_f)) if x.ndim != 2 else x
             gw = F.matmul(g2.swapaxes(-1, -2), x2)
         if self.has_bias:
-            if self.needs(2):
+            if self.needs(0):
                 gb = F.sum(g2, axis=0)  # (a new array: g2 is 2-D)
-            return gx, gw, gb
+            return gb, gx, gw
         return gx, gw
 
     def name(self):
@@ -841,8 +842,10 @@ def linear(x, weight, bias=None):
             out = out.reshape(xd.shape[:-1] + (wd.shape[0],))
         if not (mode.enabled and (x._rg or weight._rg or (bias is not None and bias._rg))):
             return wrap(out)
+        # inputs in the order of PyTorch's AddmmBackward0 / MmBackward0: (bias,) x, weight
+        # (its next_functions, which a graph walk reads)
         t = record(out, LinearBackward, x, weight) if bias is None else \
-            record(out, LinearBackward, x, weight, bias)
+            record(out, LinearBackward, bias, x, weight)
         node = t.grad_fn
         node.has_bias = bias is not None
         node._name = ("LinearBackward0" if xd.ndim != 2 else

@@ -144,9 +144,9 @@ def matmul(a, b):
     return t
 
 
-@export(torch=True, method=True)
+@export(torch=("mm", "spmm"), method=True)
 def mm(a, b):
-    """2-D matrix product."""
+    """2-D matrix product (``spmm`` too: gradcore's tensors are all dense)."""
     if a.ndim != 2 or b.ndim != 2:
         raise RuntimeError(f"mm: expected 2-D tensors, got shapes {tuple(a.shape)} and "
                            f"{tuple(b.shape)}")

@@ -1542,3 +1542,90 @@ def meshgrid(*tensors, indexing=None):
         view_shape[p] = -1
         grids.append(broadcast_to(reshape(t, tuple(view_shape)), tuple(sizes)))
     return tuple(grids)
+
+
+
+class _RearrangeBackward(Node):
+    """The gradient of :func:`_rearrange`: the same steps undone."""
+
+    def apply(self, F, g):
+        g = F.transpose(g.reshape(self.mid_shape), self.inverse)
+        return (g.reshape(self.in_shape),)
+
+
+class PixelShuffleBackward0(_RearrangeBackward):
+    pass
+
+
+class PixelUnshuffleBackward0(_RearrangeBackward):
+    pass
+
+
+def _rearrange(x, split, perm, shape, node_cls):
+    """``x`` split to ``split``, its axes permuted by ``perm`` and merged to ``shape``
+    (a copy, as PyTorch's pixel shuffles are): one node of ``node_cls``."""
+    xd = x._data
+    mid = xd.reshape(split).transpose(perm)
+    out = math_of(xd).ascontiguousarray(mid).reshape(shape)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record(out, node_cls, x)
+    node = t.grad_fn
+    node.mid_shape, node.in_shape = mid.shape, xd.shape
+    node.inverse = tuple(int(i) for i in np.argsort(perm))
+    return t
+
+def _pixel_factor(x, factor, op, name):
+    if isinstance(factor, bool) or not isinstance(factor, (int, np.integer)):
+        raise TypeError(f"{op}(): argument '{name}' (position 2) must be int, not "
+                        f"{type(factor).__name__}")
+    r = int(factor)
+    if x._data.ndim < 3:
+        raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input "
+                           f"with {x._data.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"{op} expects a positive {name}, but got {r}")
+    return r
+
+
+@export(torch=True)
+def pixel_shuffle(input, upscale_factor):  # noqa: A002
+    """``(*, C * r * r, H, W)`` rearranged to ``(*, C, H * r, W * r)``, ``r`` the
+    ``upscale_factor`` (sub-pixel convolution's last step).
+
+    >>> import gradcore as gc
+    >>> pixel_shuffle(gc.arange(4.0).reshape(1, 4, 1, 1), 2)
+    tensor([[[[0., 1.],
+              [2., 3.]]]])
+    """
+    r = _pixel_factor(input, upscale_factor, "pixel_shuffle", "upscale_factor")
+    *batch, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    n = len(batch)
+    return _rearrange(input, (*batch, c // (r * r), r, r, h, w),
+                      (*range(n), n, n + 3, n + 1, n + 4, n + 2),
+                      (*batch, c // (r * r), h * r, w * r), PixelShuffleBackward0)
+
+
+@export(torch=True)
+def pixel_unshuffle(input, downscale_factor):  # noqa: A002
+    """The inverse of :func:`pixel_shuffle`: ``(*, C, H * r, W * r)`` to
+    ``(*, C * r * r, H, W)``, ``r`` the ``downscale_factor``. An empty input comes back
+    as its clone, of its own shape, as PyTorch's does."""
+    r = _pixel_factor(input, downscale_factor, "pixel_unshuffle", "downscale_factor")
+    *batch, c, h, w = input.shape
+    if h % r:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by "
+                           f"downscale_factor, but input.size(-2)={h} is not divisible by {r}")
+    if w % r:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by "
+                           f"downscale_factor, but input.size(-1)={w} is not divisible by {r}")
+    if input._data.size == 0:  # (PyTorch's pixel_unshuffle returns an empty input's clone)
+        return input.clone()
+    n = len(batch)
+    return _rearrange(input, (*batch, c, h // r, r, w // r, r),
+                      (*range(n), n, n + 2, n + 4, n + 1, n + 3),
+                      (*batch, c * r * r, h // r, w // r), PixelUnshuffleBackward0)
