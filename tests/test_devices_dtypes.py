@@ -140,8 +140,10 @@ def test_accelerator_and_backends_without_a_gpu(monkeypatch):
     assert gc.accelerator.current_accelerator() is None
     assert gc.accelerator.device_count() == 0
     assert gc.backends.mps.is_available() is False and gc.backends.cudnn.is_available() is False
-    gc.backends.cudnn.benchmark = True  # programs set these for PyTorch: accepted
-    gc.backends.cuda.matmul.allow_tf32 = True
+    # programs set these for PyTorch: accepted (and put back after the test)
+    monkeypatch.setattr(gc.backends.cudnn, "benchmark", True)
+    monkeypatch.setattr(gc.backends.cuda.matmul, "allow_tf32", True)
+    assert gc.backends.cuda.matmul.allow_tf32 is True
     with pytest.raises(RuntimeError, match="no GPU here"):
         gc.cuda.synchronize()
     with pytest.raises(RuntimeError, match="no GPU here"):
