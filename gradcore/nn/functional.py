@@ -64,8 +64,10 @@ def _legacy_reduction(size_average, reduce, reduction):
 
 # ---- layers and activations ----------
 def linear(input, weight, bias=None):
-    """``input @ weight.T + bias``; one graph node (``AddmmBackward0``) for any
-    leading dimensions of ``input``."""
+    """``input @ weight.T + bias``; one graph node for any leading dimensions of
+    ``input``: ``AddmmBackward0`` (``MmBackward0`` without a bias) for a 2-D input, as
+    PyTorch's, and ``LinearBackward0`` for the others (where PyTorch records a view of
+    a 2-D product: ``ViewBackward0`` over ``AddmmBackward0``)."""
     return _act.linear(input, weight, bias)
 
 
