@@ -21,6 +21,7 @@ from . import (
     dtypes,
     kernels,
     linalg,
+    multiprocessing,
     nn,
     onnx,
     optim,
@@ -459,10 +460,10 @@ for _name in ("all", "amax", "amin", "any", "argmax", "argmin", "broadcast_to", 
 del _name
 
 # `from gradcore import *`: every public name (generated: the ops' come from their
-# declarations), less the modules `random` (it would hide Python's own) and `utils`,
-# which torch's __all__ leaves out too
+# declarations), less the modules `random` and `multiprocessing` (they would hide
+# Python's own) and `utils`, which torch's __all__ leaves out too
 __all__ = sorted(_n for _n in globals() if not _n.startswith("_") and
-                 _n not in ("random", "utils"))
+                 _n not in ("random", "utils", "multiprocessing"))
 
 
 class _TorchAlias:

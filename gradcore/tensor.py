@@ -11,6 +11,10 @@ need the engine's user-facing entry points and the ops' argument parsing.
 
 from __future__ import annotations
 
+import mmap
+
+import numpy as np
+
 from . import backend, dtypes
 from . import ops as _ops
 from ._size import Size
@@ -381,9 +385,19 @@ def is_pinned(self, device=None) -> bool:
 
 
 def share_memory_(self):
-    """Mark the memory as shared between processes and return ``self``: gradcore's
-    tensors stay in this process's memory (``torch.multiprocessing`` is not modeled);
-    ``is_shared()`` is True afterwards, as in PyTorch."""
+    """Move the data into memory shared with the processes this one forks afterwards
+    (``multiprocessing``'s default start on Linux, as Hogwild training uses it), and
+    return ``self``: what a child writes, the parent sees. A CUDA tensor is left as it
+    is (as in PyTorch). Tensors cannot be pickled, so processes started by "spawn" or
+    "forkserver" cannot be handed one (an error, not a copy). Views of this tensor made
+    before the call keep the old memory."""
+    if self.device.type == "cuda" or getattr(self, "_shared", False):
+        return self
+    d = self._data
+    shared = np.frombuffer(mmap.mmap(-1, max(d.nbytes, 1)), dtype=d.dtype,
+                           count=d.size).reshape(d.shape)  # anonymous, MAP_SHARED
+    shared[...] = d
+    self._data = shared
     self._shared = True
     return self
 

@@ -682,6 +682,11 @@ class Module:
                 return out
         return self._apply_to_tensors(convert)
 
+    def share_memory(self):
+        """``Tensor.share_memory_()`` on every parameter, gradient and buffer: processes
+        forked afterwards update the same memory (Hogwild); returns the module."""
+        return self._apply_to_tensors(lambda t: t.share_memory_())
+
     def cpu(self):
         """Move the parameters and buffers to the CPU, in place; returns the module."""
         return self.to("cpu")
