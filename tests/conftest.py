@@ -36,6 +36,19 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("device", devices, scope="session", indirect=True)
 
 
+def pytest_collection_finish(session):
+    """A test marked ``start_early(start)`` has ``start(item)`` called once the session
+    has collected it, before any test runs: ``start`` begins work the test will wait for
+    in another process (a compiler), which then runs beside the tests before it on a
+    free core. Not for a bare collection (--collect-only) or an xdist worker."""
+    config = session.config
+    if config.option.collectonly or hasattr(config, "workerinput"):
+        return
+    for item in session.items:
+        for mark in item.iter_markers("start_early"):
+            mark.args[0](item)
+
+
 @pytest.fixture(scope="session")
 def device(request):
     """The device under test, as gradcore spells it (``cuda-standin`` runs as ``cuda``:
