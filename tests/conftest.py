@@ -112,6 +112,24 @@ def _default_device(request):
             gc.set_default_device(prev)
 
 
+@pytest.fixture
+def launched(monkeypatch):
+    """The entry points (``<kernel>_<dtype>``) gradcore launches on a CUDA device from
+    here on, in order: every launch goes through ``gradcore.kernels.device.launch``,
+    which this wraps for the test. Clear the list where the test starts counting."""
+    from gradcore.kernels import device as kdevice  # noqa: PLC0415
+
+    names = []
+    real = kdevice.launch
+
+    def spy(math, name, *args, **kwargs):
+        names.append(name)
+        return real(math, name, *args, **kwargs)
+
+    monkeypatch.setattr(kdevice, "launch", spy)
+    return names
+
+
 @pytest.fixture(autouse=True)
 def _no_pending_checks():
     """A range check a test left unread (backend.check_range) must not fail the next."""
