@@ -18,6 +18,7 @@
 #include <ucontext.h>
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #define __global__
@@ -125,14 +126,29 @@ inline void to_fiber(Fiber& f) { swapcontext(scheduler, &f.context); }
 inline void to_scheduler() { swapcontext(&running->context, scheduler); }
 #endif
 
+// The fibers' stacks, kept from one launch to the next on each OS thread: a block's
+// worth of 64 KiB stacks is megabytes, which allocating and zeroing on every launch cost
+// more than most kernels. Left as the last launch left them, as a GPU leaves memory.
+inline char* fiber_stacks(size_t bytes) {
+    static thread_local std::unique_ptr<char[]> stacks;
+    static thread_local size_t size = 0;
+    if (size < bytes) {
+        stacks.reset(new char[bytes]);
+        size = bytes;
+    }
+    return stacks.get();
+}
+
 // Every thread of `block` runs `thread_body` until its next __syncthreads (or its end);
 // then the next thread runs; rounds repeat until all have finished. A __syncthreads
 // reached by some threads of a block and not others hangs on a GPU; here it aborts.
 template <typename F>
 void launch_cooperative(int grid, int block, F thread_body) {
-    const size_t stack_size = 64 * 1024;
+    // 64 KiB and three cache lines: stacks a power of two apart would put every fiber's
+    // top in the same cache sets, and each switch would miss
+    const size_t stack_size = 64 * 1024 + 3 * 64;
     std::vector<Fiber> fibers(block);
-    std::vector<char> stacks((size_t)block * stack_size);
+    char* stacks = fiber_stacks((size_t)block * stack_size);
     std::function<void()> body = thread_body;
     fiber_body = &body;
 #ifndef GRADCORE_FAST_FIBERS

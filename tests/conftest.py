@@ -36,6 +36,19 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("device", devices, scope="session", indirect=True)
 
 
+def pytest_collection_finish(session):
+    """A test marked ``start_early(start)`` has ``start(item)`` called once the session
+    has collected it, before any test runs: ``start`` begins work the test will wait for
+    in another process (a compiler), which then runs beside the tests before it on a
+    free core. Not for a bare collection (--collect-only) or an xdist worker."""
+    config = session.config
+    if config.option.collectonly or hasattr(config, "workerinput"):
+        return
+    for item in session.items:
+        for mark in item.iter_markers("start_early"):
+            mark.args[0](item)
+
+
 @pytest.fixture(scope="session")
 def device(request):
     """The device under test, as gradcore spells it (``cuda-standin`` runs as ``cuda``:
@@ -97,6 +110,24 @@ def _default_device(request):
             gc.set_default_device(dev)
             yield
             gc.set_default_device(prev)
+
+
+@pytest.fixture
+def launched(monkeypatch):
+    """The entry points (``<kernel>_<dtype>``) gradcore launches on a CUDA device from
+    here on, in order: every launch goes through ``gradcore.kernels.device.launch``,
+    which this wraps for the test. Clear the list where the test starts counting."""
+    from gradcore.kernels import device as kdevice  # noqa: PLC0415
+
+    names = []
+    real = kdevice.launch
+
+    def spy(math, name, *args, **kwargs):
+        names.append(name)
+        return real(math, name, *args, **kwargs)
+
+    monkeypatch.setattr(kdevice, "launch", spy)
+    return names
 
 
 @pytest.fixture(autouse=True)

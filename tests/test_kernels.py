@@ -10,11 +10,14 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -112,10 +115,14 @@ def test_expression_translation_rejects(expr, params, message):
 
 # ------------------------------------------------------------------ nvcc
 
-def _nvcc():
-    found = shutil.which("nvcc") or next(
+def _find_nvcc() -> str | None:
+    return shutil.which("nvcc") or next(
         (str(p) for p in [Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin/nvcc"]
          if p.is_file()), None)
+
+
+def _nvcc():
+    found = _find_nvcc()
     if found is None:
         if os.environ.get("CI"):
             pytest.fail("nvcc not found, and CI is set: CI must compile the CUDA kernels")
@@ -123,15 +130,50 @@ def _nvcc():
     return found
 
 
+_NVCC_JOBS: dict[str, tuple[subprocess.Popen, list[str], Path]] = {}
+
+
+def _nvcc_job(arch: str):
+    """nvcc compiling the generated source to an ``arch`` cubin, in a process of its own
+    (stdout and stderr to files, for the test to read): started once, by the first to ask,
+    which is conftest's ``start_early`` as soon as the session has collected the test, so
+    that the compile (~25 s of CPU an architecture) runs beside the tests before it.
+    Nothing when there is no nvcc (the test skips or fails, saying so)."""
+    job = _NVCC_JOBS.get(arch)
+    nvcc = _find_nvcc()
+    if job is None and nvcc is not None:
+        if not _NVCC_JOBS:
+            atexit.register(_stop_nvcc_jobs)
+        out = Path(tempfile.mkdtemp(prefix=f"gradcore-nvcc-{arch}-"))
+        cubin = out / f"kernels_{arch}.cubin"
+        cmd = [nvcc, "-cubin", f"-arch={arch}", "-Werror", "all-warnings",
+               f"-I{kc.kernels_dir()}", "-o", str(cubin), str(kc.kernels_dir() / kc.GENERATED)]
+        with open(out / "stdout", "w") as stdout, open(out / "stderr", "w") as stderr:
+            # a session of its own: stopping it stops the cicc or ptxas it runs
+            proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, text=True,
+                                    start_new_session=True)
+        job = _NVCC_JOBS[arch] = (proc, cmd, out)
+    return job
+
+
+def _stop_nvcc_jobs():
+    """At exit: a compile no test waited for (deselected by -x, a failure, ^C) ends."""
+    for proc, _, out in _NVCC_JOBS.values():
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(out, ignore_errors=True)
+
+
+@pytest.mark.start_early(lambda item: _nvcc_job(item.callspec.params["arch"]))
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_nvcc_compiles_every_kernel(arch, tmp_path):
-    nvcc = _nvcc()
-    cubin = tmp_path / f"kernels_{arch}.cubin"
-    cmd = [nvcc, "-cubin", f"-arch={arch}", "-Werror", "all-warnings",
-           f"-I{kc.kernels_dir()}", "-o", str(cubin), str(kc.kernels_dir() / kc.GENERATED)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}"
-    image = cubin.read_bytes()
+def test_nvcc_compiles_every_kernel(arch):
+    _nvcc()
+    proc, cmd, out = _nvcc_job(arch)
+    proc.wait()
+    logs = [(out / name).read_text() for name in ("stdout", "stderr")]
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{logs[0]}\n{logs[1]}"
+    image = (out / f"kernels_{arch}.cubin").read_bytes()
     missing = [f"{name}_{dtype}" for name in kc.all_kernels() for dtype in DTYPES
                if f"{name}_{dtype}\0".encode() not in image]
     assert not missing, f"no entry point in the {arch} cubin for {missing}"
@@ -218,9 +260,15 @@ def host_lib():
     return khost.host_library()
 
 
-def test_host_build_is_cached(tmp_path):
+def test_host_build_is_cached(tmp_path, monkeypatch):
+    """A build lands in its own folder of the cache and is reused. (Unoptimized here, a
+    third of -O2's time: the flags are part of the key, and the library the other tests
+    load, host_lib, is the -O2 build.)"""
     if shutil.which(os.environ.get("CXX") or "g++") is None:
         pytest.skip("no host C++ compiler (g++ or $CXX) to build the kernel source")
+    assert "-O2" in khost.HOST_FLAGS
+    monkeypatch.setattr(khost, "HOST_FLAGS",
+                        tuple("-O0" if f == "-O2" else f for f in khost.HOST_FLAGS))
     lib = khost.build_host_library(tmp_path)
     assert lib.is_file() and tmp_path in lib.parents
     stamp = lib.stat().st_mtime_ns
@@ -856,15 +904,34 @@ def test_softmax_xent_forward_kernel_matches_the_twin(dtype, host_lib):
     assert np.isfinite(out[1][0]) and np.isnan(out[1][1]) and out[3][1] == 5
 
 
+# the language standard is the front end's business: its syntax and semantic checks
+# (templates instantiated) decide whether a standard takes the source, the back end
+# (NVVM, a few seconds a dtype) sees the same code whatever -std was
+SYNTAX_ONLY = "--fdevice-syntax-only"
+NVRTC_ERROR_INVALID_OPTION = 5
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("std", ["c++11", "c++14", "c++20"])
-def test_nvrtc_compiles_in_other_language_standards(std):
+def test_nvrtc_compiles_in_other_language_standards(std, dtype):
     """Should CuPy pass its own -std after ours, the last one wins (NVRTC warns): the
-    source must compile in any standard from C++11."""
+    source must compile in any standard from C++11, every dtype. NVRTC's front end
+    checks it (an NVRTC without --fdevice-syntax-only compiles it all), and a line no
+    standard takes must fail the same check."""
     lib = _nvrtc()
     source = (kc.kernels_dir() / kc.GENERATED).read_text()
-    options = (*kdev.nvrtc_options("float32"), f"-std={std}", "--gpu-architecture=compute_80")
-    rc, log, _ = nvrtc_compile(lib, source, kc.GENERATED, options)
+    options = (*kdev.nvrtc_options(dtype), f"-std={std}", "--gpu-architecture=compute_80")
+    rc, log, _ = nvrtc_compile(lib, source, kc.GENERATED, (*options, SYNTAX_ONLY))
+    if rc == NVRTC_ERROR_INVALID_OPTION and SYNTAX_ONLY in log:
+        rc, log, _ = nvrtc_compile(lib, source, kc.GENERATED, options)
+    else:
+        options = (*options, SYNTAX_ONLY)
     assert rc == 0, f"NVRTC {' '.join(options)}:\n{log}"
+    # an error only a template's instantiation finds
+    bad = source + ("\ntemplate <typename T> __device__ T gc_not_a_member(T x) { return x.nope; }"
+                    "\n__device__ float gc_use(float x) { return gc_not_a_member(x); }\n")
+    rc, log, _ = nvrtc_compile(lib, bad, kc.GENERATED, options)
+    assert rc != 0 and "nope" in log, log
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

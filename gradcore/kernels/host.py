@@ -6,6 +6,7 @@ against its NumPy twin without a GPU (:func:`run_host`, :func:`launch_host`)."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import shutil
@@ -26,6 +27,7 @@ from .source import (
     entry,
     host_entry_source,
     kernel_arguments,
+    kernel_count,
     kernels_dir,
     signature,
 )
@@ -98,12 +100,18 @@ _LIBS: dict[str, ctypes.CDLL] = {}
 _BUILT: dict[tuple, str] = {}
 
 
+@functools.lru_cache(maxsize=8)
+def _source_paths(folder: str) -> tuple[str, ...]:
+    return tuple(os.path.join(folder, name) for name in (GENERATED, *HELPERS))
+
+
 def _quick_key(cache_dir) -> tuple:
-    folder = kernels_dir()
-    stats = tuple((name, st.st_mtime_ns, st.st_size) for name in (GENERATED, *HELPERS)
-                  for st in [(folder / name).stat()])
-    root = Path(cache_dir) if cache_dir is not None else _cache_root()
-    return (str(root), _cxx(), str(folder), stats, len(all_kernels()))
+    # strings and os.stat: pathlib's joins cost more than the stats themselves
+    folder = str(kernels_dir())
+    stats = tuple((st.st_mtime_ns, st.st_size) for st in map(os.stat, _source_paths(folder)))
+    root = str(cache_dir) if cache_dir is not None else \
+        os.environ.get("GRADCORE_CACHE_DIR") or os.path.expanduser("~")  # (_cache_root's)
+    return (root, _cxx(), folder, stats, kernel_count())
 
 
 def host_library(cache_dir: str | os.PathLike | None = None) -> ctypes.CDLL:
@@ -162,8 +170,9 @@ def launch_host(name: str, values, grid: int, block: int,
         else:
             holders.append(ctypes.c_longlong(int(v)))
     args = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
-    fn.restype = None
-    fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_int]
+    if fn.argtypes is None:  # (once per entry point: the library keeps its functions)
+        fn.restype = None
+        fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_int]
     fn(args, int(grid), int(block))
 
 

@@ -76,13 +76,19 @@ _RESERVED = {"C", "T", "i", "n", "stride", "load", "store", "compute_type", "gra
              "gc_half"} | set(_FUNCS)
 
 
+_KERNELS_DIR: list[Path] = []  # kernels_dir's answer, once found (the package stays put)
+
+
 def kernels_dir() -> Path:
     """The folder holding the kernel sources: ``gradcore/_kernels`` in an installed
     wheel, else ``kernels/`` next to the package (a source checkout or editable install).
     """
+    if _KERNELS_DIR:  # (the CuPy stand-in asks on every launch)
+        return _KERNELS_DIR[0]
     here = Path(__file__).resolve().parent.parent  # gradcore/
     for candidate in (here / "_kernels", here.parent / "kernels"):
         if (candidate / GENERATED).is_file():
+            _KERNELS_DIR.append(candidate)
             return candidate
     raise FileNotFoundError(
         f"gradcore's CUDA kernel sources ({GENERATED}) are neither in {here / '_kernels'} "
@@ -201,12 +207,22 @@ _HEADER = """\
 """
 
 
+_KERNEL_TABLES = (KERNELS, UPDATE_KERNELS, DEVICE_SCALAR_UPDATES, ROW_KERNELS, CONV_KERNELS,
+                  PHILOX_KERNELS)
+
+
 def all_kernels() -> dict:
     """Every declared kernel: the pointwise ones, the optimizer updates, the row kernels,
     the convolution's window kernels and the random ones, by name."""
     return {**KERNELS, **UPDATE_KERNELS, **DEVICE_SCALAR_UPDATES, **MULTI_TENSOR_UPDATES,
             **ROW_KERNELS,
             **CONV_KERNELS, **PHILOX_KERNELS}
+
+
+def kernel_count() -> int:
+    """How many kernels the tables declare (one more with each kernel declared), without
+    building :func:`all_kernels`'s dict."""
+    return sum(map(len, _KERNEL_TABLES))
 
 
 # A kernel's parameters, in order, as (kind, name): "in" (const T*, read at i * stride),
