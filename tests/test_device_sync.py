@@ -86,7 +86,20 @@ SYNC_NEEDED = {"getitem_mask": "a boolean mask's output size is the number of it
                "polygamma": "polygamma with n >= 2 reads the least input back (below -9 "
                             "its series takes one step per unit)",
                "igamma_igammac": "the series and continued fraction read back whether "
-                                 "every element has converged, every 32 steps"}
+                                 "every element has converged, every 32 steps",
+               # as PyTorch's: an error that depends on the values
+               "linalg.cholesky": "a matrix that is not positive-definite raises: the "
+                                  "factorization's status is read back (PyTorch's too)",
+               "cholesky_upper": "a matrix that is not positive-definite raises: the "
+                                 "factorization's status is read back (PyTorch's too)",
+               "gaussian_nll_loss": "a negative variance raises ValueError: PyTorch reads "
+                                    "var < 0 back too",
+               "linalg.lstsq": "residuals are returned only when every matrix has full "
+                               "rank: an output whose shape depends on the values",
+               "linalg.matrix_exp": "the number of squarings comes from the largest norm, "
+                                    "read back (not yet chosen on the device)",
+               "embedding_bag_mean": "the bags are cut at the offsets on the host (not yet "
+                                     "on the device)"}
 
 
 def _op_params():

@@ -26,7 +26,7 @@ from .. import creation, dtypes
 from .. import random as _random_state
 from ..autograd.grad_mode import autocast_blocks as _ac_blocks
 from ..autograd.grad_mode import no_grad
-from ..backend import math_of
+from ..backend import check_range, math_of
 from ..ops import _autocast as _ac
 from ..ops import activation as _act
 from ..ops import apply_inplace
@@ -1720,18 +1720,17 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if weight is not None and weight.numel() != c:
         raise RuntimeError(f"inconsistent weight size, expected {c} but got "
                            f"{list(weight.shape)}")
-    t = _int_array(target).reshape(-1)
-    if t.size and (t.min() < 0 or t.max() >= c):
-        raise RuntimeError("target out of range")
+    t = target.reshape(-1)
+    # (on a device, an index out of range is reported at the next read)
+    check_range(t._data, 0, c, lambda _v: RuntimeError("target out of range"))
     x = input.reshape(nframe, c)
-    m = math_of(input._data)
-    idx = wrap(m.asarray(t.reshape(-1, 1)))
+    idx = t.reshape(-1, 1)
     z = _pw.clamp(_pw.add(_pw.sub(margin, x.gather(1, idx)), x), min=0)
     if p == 2:
         z = _pw.mul(z, z)
     if weight is not None:
-        z = _pw.mul(z, weight.index_select(0, wrap(m.asarray(t))).unsqueeze(1))
-    own = wrap(m.asarray(t.reshape(-1, 1) == np.arange(c)))
+        z = _pw.mul(z, weight.index_select(0, t).unsqueeze(1))
+    own = _pw.eq(idx, creation.arange(c, device=input.device))
     loss = _pw.div(_red.sum(z.masked_fill(own, 0), 1), c)
     if reduction == "none":
         return loss if target.ndim else loss.reshape(())
@@ -1754,18 +1753,15 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None,  # noq
                            f"size: {list(input.shape)}")
     nframe = 1 if nd <= 1 else input.shape[0]
     c = 1 if nd == 0 else input.shape[-1]
-    t = _int_array(target).reshape(nframe, c)
-    if t.size and (t.min() < -1 or t.max() >= c):
-        raise RuntimeError("argument #2 'target' is out of range")
-    listed = np.zeros((nframe, c))  # how often each class is listed
-    for n in range(nframe):
-        for k in t[n]:
-            if k < 0:
-                break
-            listed[n, k] += 1
-    other = (listed == 0).astype(np.float64)
-    m = math_of(input._data)
-    pairs = wrap(m.asarray((listed[:, :, None] * other[:, None, :]).astype(input._data.dtype)))
+    t = target.reshape(nframe, c)
+    check_range(t._data, -1, c, lambda _v: RuntimeError("argument #2 'target' is out of "
+                                                         "range"))
+    with no_grad():  # how often each class is listed (up to the first -1), on the device
+        upto = _pw.ge(t, 0).to(dtype=input.dtype).cumprod(1)
+        listed = creation.zeros((nframe, c), dtype=input.dtype, device=input.device)
+        listed = listed.scatter_add(1, _pw.clamp(t, min=0), upto)
+        other = _pw.eq(listed, 0).to(dtype=input.dtype)
+        pairs = _pw.mul(listed.unsqueeze(2), other.unsqueeze(1))
     x = input.reshape(nframe, c)
     hinge = _pw.clamp(_pw.add(_pw.sub(1, x.unsqueeze(2)), x.unsqueeze(1)), min=0)
     loss = _pw.div(_red.sum(_pw.mul(hinge, pairs), (1, 2)), c)
