@@ -261,14 +261,14 @@ def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=Non
     replaces it (a string) or rewrites it (a callable given the message).
 
     >>> import gradcore as gc
-    >>> gc.testing.assert_close(gc.tensor([1.0, 2.0, 3.0]), gc.tensor([1.0, 2.5, 3.0]))
+    >>> gc.testing.assert_close(gc.tensor([1.0, 2.0, 3.0]), gc.tensor([1.0, 4.0, 3.0]))
     Traceback (most recent call last):
     ...
     AssertionError: Tensor-likes are not close!
     <BLANKLINE>
     Mismatched elements: 1 / 3 (33.3%)
-    Greatest absolute difference: 0.5 at index (1,) (up to 1e-05 allowed)
-    Greatest relative difference: 0.2 at index (1,) (up to 1.3e-06 allowed)
+    Greatest absolute difference: 2.0 at index (1,) (up to 1e-05 allowed)
+    Greatest relative difference: 0.5 at index (1,) (up to 1.3e-06 allowed)
     """
     __tracebackhide__ = True
     options = dict(allow_subclasses=allow_subclasses, rtol=rtol, atol=atol,
