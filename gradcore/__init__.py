@@ -19,6 +19,7 @@ from . import (
     backends,
     distributed,
     dtypes,
+    fft,
     kernels,
     linalg,
     multiprocessing,
@@ -27,6 +28,8 @@ from . import (
     optim,
     random,
     sampling,
+    special,
+    testing,
     utils,
 )
 from ._functional import INPLACE_FUNCTIONS as _INPLACE_FUNCTIONS

@@ -949,31 +949,110 @@ class ArrayMath:
             return _into(self.xp.i0(x.astype(np.float64)), x, None)
 
     def i1(self, x):
-        """The modified Bessel function of the first kind of order 1: its power series
-        up to ``|x| = 30``, the asymptotic series beyond (``e**|x|`` split in two
-        halves, so that it overflows only with the result)."""
+        """The modified Bessel function of the first kind of order 1 (see
+        :meth:`_bessel_i`)."""
+        return self._bessel_i(x, 1, scaled=False)
+
+    def i0e(self, x):
+        """``exp(-|x|) * i0(x)``, finite where ``i0`` overflows (see :meth:`_bessel_i`)."""
+        return self._bessel_i(x, 0, scaled=True)
+
+    def i1e(self, x):
+        """``exp(-|x|) * i1(x)``, finite where ``i1`` overflows (see :meth:`_bessel_i`)."""
+        return self._bessel_i(x, 1, scaled=True)
+
+    def _bessel_i(self, x, order, scaled):
+        """The modified Bessel function of the first kind of ``order`` 0 or 1 (times
+        ``exp(-|x|)`` when ``scaled``): its power series up to ``|x| = 30``, the
+        asymptotic series beyond (unscaled, ``e**|x|`` split in two halves, so that it
+        overflows only with the result). Computed in float64, rounded once."""
         xp = self.xp
         x = xp.asarray(x)
         y = x.astype(np.float64)
         a = xp.abs(y)
         small = xp.minimum(a, 30.0)
         q = (small * 0.5) ** 2
-        term = small * 0.5
+        term = small * 0.5 if order else xp.ones_like(small)
         total = term
-        for k in range(1, 80):  # (x/2)^(2k+1) / (k! (k+1)!): enough terms at 30
-            term = term * q / (k * (k + 1))
+        for k in range(1, 80):  # (x/2)^(2k+n) / (k! (k+n)!): enough terms at 30
+            term = term * q / (k * (k + order))
             total = total + term
         big = xp.maximum(a, 30.0)
         u = 1.0 / (8.0 * big)
         series = xp.ones_like(big)
         coef = xp.ones_like(big)
         for k in range(1, 25):
-            coef = coef * -(4.0 - (2 * k - 1) ** 2) * u / k
+            coef = coef * -(4.0 * order * order - (2 * k - 1) ** 2) * u / k
             series = series + coef
-        half = xp.exp(big * 0.5)
-        asymptotic = half * (half * series / xp.sqrt(2 * np.pi * big))
+        if scaled:
+            total = total * xp.exp(-small)
+            asymptotic = series / xp.sqrt(2 * np.pi * big)
+        else:
+            half = xp.exp(big * 0.5)
+            asymptotic = half * (half * series / xp.sqrt(2 * np.pi * big))
         out = xp.where(a <= 30.0, total, asymptotic)
-        return _into(xp.copysign(out, y), x, None)
+        if order:
+            out = xp.copysign(out, y)
+        return _into(out, x, None)
+
+    def erfcx(self, x):
+        """The scaled complementary error function ``exp(x*x) * erfc(x)``: W. J. Cody's
+        rational approximations (CALERF) of it for ``|x| > 0.46875``, where ``erfc``
+        itself would underflow; inf below about -26.6, as PyTorch. float16 and float32
+        are computed in float64 and rounded once."""
+        xp = self.xp
+        x = xp.asarray(x)
+        y = x.astype(np.float64)
+        erf_small = _cody_erf_erfc(xp, xp.clip(y, -0.46875, 0.46875))[0]
+        t = xp.maximum(xp.abs(y), 0.46875)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = xp.where(xp.abs(y) <= 0.46875, xp.exp(y * y) * (1.0 - erf_small),
+                           xp.where(y < 0, 2.0 * xp.exp(y * y) - _cody_erfcx(xp, t),
+                                    _cody_erfcx(xp, t)))
+        return _into(out, x, None)
+
+    def ndtri(self, p):
+        """The inverse of the standard normal distribution function: Abramowitz and
+        Stegun's 26.2.23 as a first guess, refined by four Newton steps on
+        ``log(ndtr(x)) = log(min(p, 1 - p))`` (through :meth:`erfcx`: exact far into the
+        tail); -inf at 0, inf at 1, NaN outside. Computed in float64, rounded once."""
+        xp = self.xp
+        p = xp.asarray(p)
+        y = p.astype(np.float64)
+        q = xp.clip(xp.minimum(y, 1.0 - y), 1e-320, 0.5)
+        log_q = xp.log(q)
+        t = xp.sqrt(-2.0 * log_q)
+        x = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) /
+              (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))))
+        for _ in range(4):
+            x = xp.minimum(x, 0.0)
+            s = self.erfcx(-x / np.sqrt(2.0))  # ndtr(x) = s / 2 exp(-x*x/2)
+            log_ndtr = xp.log(0.5 * s) - 0.5 * x * x
+            x = x - (log_ndtr - log_q) * (0.5 * np.sqrt(2.0 * np.pi)) * s
+        out = xp.where(y > 0.5, -x, x)
+        out = xp.where(y == 0.5, 0.0, out)
+        out = xp.where(y == 0.0, -np.inf, xp.where(y == 1.0, np.inf, out))
+        out = xp.where((y < 0) | (y > 1) | xp.isnan(y), np.nan, out)
+        return _into(out, p, None)
+
+    def zeta(self, x, q):
+        """The Hurwitz zeta function ``sum_k (k + q)**-x``, as Cephes' ``zeta`` (PyTorch's):
+        inf at ``x == 1`` and at the non-positive integers ``q``, NaN for ``x < 1`` and for
+        a negative ``q`` with a fractional ``x``. Broadcast, computed in float64 and rounded
+        once to ``x``'s floating dtype."""
+        xp = self.xp
+        like = xp.asarray(x)
+        x, q = xp.broadcast_arrays(xp.asarray(x, dtype=np.float64),
+                                   xp.asarray(q, dtype=np.float64))
+        bad = (x < 1) | ((q < 0) & (q != xp.floor(q)) & (x != xp.floor(x))) | \
+            xp.isnan(x) | xp.isnan(q)
+        s = xp.where((x > 1) & ~bad, x, 2.0)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            total = _hurwitz_zeta(xp, s, xp.where(bad, 1.0, q))
+            far = (1.0 / (s - 1.0) + 0.5 / q) * q ** (1.0 - s)  # Cephes' q > 1e8
+        total = xp.where((q > 1e8) & (q < np.inf), far, total)
+        total = xp.where(x == 1, np.inf, total)
+        return _into(xp.where(bad, np.nan, total), like, None)
 
 
 # lgamma(2 + t) = (1 - euler_gamma) t + sum_k>=2 (-1)^k (zeta(k) - 1) t^k / k, |t| <= 0.5,
@@ -1093,6 +1172,25 @@ def _cody_erf_erfc(xp, x):
     erf = xp.where(small, erf_small, xp.copysign(1.0 - upper, x))
     erfc = xp.where(small, 1.0 - erf_small, xp.where(x < 0, 2.0 - upper, upper))
     return erf, erfc
+
+
+def _cody_erfcx(xp, t):
+    """``exp(t*t) * erfc(t)`` of a float64 array ``t >= 0.46875`` by W. J. Cody's
+    approximations (CALERF's scaled result): ``C(t) / D(t)`` up to 4, the asymptotic
+    rational form beyond (``1 / (t sqrt(pi))`` for the largest)."""
+    c = xp.minimum(t, 4.0)
+    num, den = _CODY_C[8] * c, c
+    for cc, d in zip(_CODY_C[:7], _CODY_D[:7]):
+        num, den = (num + cc) * c, (den + d) * c
+    middle = (num + _CODY_C[7]) / (den + _CODY_D[7])
+    b = xp.maximum(t, 4.0)
+    with np.errstate(over="ignore"):
+        r = 1.0 / (b * b)
+    num, den = _CODY_P[5] * r, r
+    for pp, qq in zip(_CODY_P[:4], _CODY_Q[:4]):
+        num, den = (num + pp) * r, (den + qq) * r
+    tail = (0.5641895835477563 - r * (num + _CODY_P[4]) / (den + _CODY_Q[4])) / b
+    return xp.where(t <= 4.0, middle, tail)
 
 
 def _into(result, x, out):

@@ -15,6 +15,7 @@ broadcasting for binary ops), the input domain, and the tolerance.  Checks that 
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -458,6 +459,23 @@ OPS = [
        _np_of(math.lgamma, x - i / 2) for i in range(3)) + 1.5 * math.log(math.pi),
        domain=(1.2, 3.0)),
     Op("i0", lambda m, x: m.i0(x * 2), lambda x: np.i0(x * 2)),
+    # torch.special (gradcore.special): the functions that are not aliases of the above
+    Op("special_erfcx", lambda m, x: m.special.erfcx(x),
+       lambda x: np.exp(x * x) * _np_of(math.erfc, x)),
+    Op("special_i0e_i1e", lambda m, x: m.special.i0e(x * 2) + m.special.i1e(x) * x,
+       lambda x: np.i0(x * 2) * np.exp(-np.abs(x * 2)) + _i1_np(x) * np.exp(-np.abs(x)) * x),
+    Op("special_i1", lambda m, x: m.special.i1(x * 2), lambda x: _i1_np(x * 2)),
+    Op("special_ndtr_log_ndtr", lambda m, x: m.special.ndtr(x) + m.special.log_ndtr(x * 3),
+       lambda x: _ndtr_np(x) + np.log(_ndtr_np(x * 3))),
+    Op("special_ndtri", lambda m, x: m.special.ndtri(x), lambda x: _np_of(_NORMAL.inv_cdf, x),
+       domain=(0.05, 0.95)),
+    Op("special_entr", lambda m, x: m.special.entr(x), lambda x: -x * np.log(x),
+       domain=(0.2, 2.0)),
+    Op("special_xlog1py", lambda m, a, b: m.special.xlog1py(a, b), lambda a, b: a * np.log1p(b),
+       "binary", domain=(-0.5, 2.0)),
+    # (a constant first argument: PyTorch has no derivative for it)
+    Op("special_zeta", lambda m, x: m.special.zeta(m.tensor(2.5, dtype=x.dtype), x),
+       lambda x: _hurwitz_np(2.5, x), domain=(0.5, 3.0)),
     # (a constant shape parameter: PyTorch has no derivative for it)
     Op("igamma_igammac", lambda m, x: m.igamma(m.tensor(2.5, dtype=x.dtype), x) +
        m.igammac(m.tensor([0.5], dtype=x.dtype), x * 3) * x,
@@ -1022,6 +1040,33 @@ def _cdist_np(a, b, p):
 
 def _np_of(fn, x):
     return np.vectorize(fn, otypes=[np.float64])(x)
+
+
+_NORMAL = statistics.NormalDist()
+
+
+def _ndtr_np(x):
+    return 0.5 * _np_of(math.erfc, -x / math.sqrt(2))
+
+
+def _i1_np(x):
+    """The modified Bessel function i1 by its power series (to 1e-17 for |x| <= 4)."""
+    x = np.asarray(x, dtype=np.float64)
+    term = x / 2
+    total = term
+    for k in range(1, 40):
+        term = term * (x / 2) ** 2 / (k * (k + 1))
+        total = total + term
+    return total
+
+
+def _hurwitz_np(s, q, terms=1000):
+    """``sum_k (q + k)^-s``: the first terms, and Euler-Maclaurin's tail."""
+    q = np.asarray(q, dtype=np.float64)
+    n = q[..., None] + np.arange(terms, dtype=np.float64)
+    head = (n ** -s).sum(-1)
+    big = q + terms
+    return head + big ** (1 - s) / (s - 1) + 0.5 * big ** -s + s * big ** (-s - 1) / 12
 
 
 def _polygamma_np(n, x, terms=1000):

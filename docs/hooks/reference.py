@@ -51,6 +51,9 @@ PAGES = {
     "gradcore.utils.data": "reference/utils.data.md",
     "gradcore.amp": "reference/amp.md",
     "gradcore.cuda": "reference/cuda.md",
+    "gradcore.special": "reference/special.md",
+    "gradcore.fft": "reference/fft.md",
+    "gradcore.testing": "reference/testing.md",
 }
 
 

@@ -2749,6 +2749,155 @@ def i1(input):  # noqa: A002
     return t
 
 
+# ---- torch.special's scaled and normal-distribution functions (gradcore.special) -------
+class SpecialI0EBackward0(Node):  # i1e(x) - sign(x) i0e(x)
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g * (F.i1e(x) - F.sign(x) * self.output(F)),)
+
+
+def i0e(input):  # noqa: A002
+    """``exp(-|x|) * i0(x)``, finite where :func:`i0` overflows (PyTorch's
+    ``torch.special.i0e``); integers give float32."""
+    return _unary(input, "i0e", SpecialI0EBackward0, save_input=True, save_output=True)
+
+
+class SpecialI1EBackward0(Node):  # i0e(x) - i1e(x) (sign(x) + 1 / x), and 1/2 at 0
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        y = self.output(F)
+        safe = F.where(x == 0, 1.0, x)
+        return (g * F.where(x == 0, 0.5, F.i0e(x) - y * (F.sign(x) + 1.0 / safe)),)
+
+
+def i1e(input):  # noqa: A002
+    """``exp(-|x|) * i1(x)`` (PyTorch's ``torch.special.i1e``); integers give float32."""
+    return _unary(input, "i1e", SpecialI1EBackward0, save_input=True, save_output=True)
+
+
+class SpecialErfcxBackward0(Node):  # 2 x erfcx(x) - 2 / sqrt(pi)
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g * (2.0 * x * self.output(F) - 1.1283791670955126),)
+
+
+def erfcx(input):  # noqa: A002
+    """The scaled complementary error function ``exp(x**2) * erfc(x)`` (PyTorch's
+    ``torch.special.erfcx``), accurate where ``erfc`` underflows; integers give
+    float32."""
+    return _unary(input, "erfcx", SpecialErfcxBackward0, save_input=True, save_output=True)
+
+
+class SpecialNdtriBackward0(Node):  # sqrt(2 pi) exp(ndtri(p)**2 / 2)
+    fresh_grads = True
+
+    def apply(self, F, g):
+        y = self.output(F)
+        return (g * 2.5066282746310002 * F.exp(0.5 * y * y),)
+
+
+def ndtri(input):  # noqa: A002
+    """The inverse of the standard normal distribution function (PyTorch's
+    ``torch.special.ndtri``): -inf at 0, inf at 1, NaN outside; integers give float32."""
+    return _unary(input, "ndtri", SpecialNdtriBackward0, save_input=True, save_output=True)
+
+
+class SpecialLogNdtrBackward0(Node):  # pdf / cdf = sqrt(2 / pi) / erfcx(-x / sqrt(2))
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g * 0.7978845608028654 / F.erfcx(x * -0.7071067811865476),)
+
+
+def log_ndtr(input):  # noqa: A002
+    """``log(ndtr(x))``, accurate in both tails (PyTorch's ``torch.special.log_ndtr``):
+    ``log(erfcx(-x / sqrt(2)) / 2) - x**2 / 2`` below 0, ``log1p(-erfc(x / sqrt(2)) /
+    2)`` above; integers give float32."""
+    x = _float(as_tensor(input))
+    xd = x._data
+    m = math_of(xd)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        neg = m.minimum(xd, 0).astype(np.float64)
+        low = m.log(0.5 * m.erfcx(neg * -0.7071067811865476)) - 0.5 * neg * neg
+        high = m.log1p(-0.5 * m.erfc(m.maximum(xd, 0).astype(np.float64) *
+                                     0.7071067811865476))
+    out = m.where(xd < 0, low, high).astype(xd.dtype)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record1(out, SpecialLogNdtrBackward0, x)
+    t.grad_fn.saved = (x,)
+    t.grad_fn.versions = (x._version,)
+    return t
+
+
+class SpecialEntrBackward0(Node):  # -(1 + log(x)), as PyTorch's (inf at 0)
+    fresh_grads = True
+
+    def apply(self, F, g):
+        (x,) = self.unpack(F)
+        return (g * -(1.0 + F.log(x)),)
+
+
+def entr(input):  # noqa: A002
+    """The elementwise entropy ``-x log(x)``: 0 at 0, -inf below (PyTorch's
+    ``torch.special.entr``); integers give float32."""
+    x = _float(as_tensor(input))
+    xd = x._data
+    m = math_of(xd)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = m.where(xd > 0, -xd * m.log(m.where(xd > 0, xd, 1)),
+                      m.where(xd == 0, 0, m.where(xd < 0, -np.inf, xd))).astype(xd.dtype)
+    if not (mode.enabled and x._rg):
+        return wrap(out)
+    t = record1(out, SpecialEntrBackward0, x)
+    t.grad_fn.saved = (x,)
+    t.grad_fn.versions = (x._version,)
+    return t
+
+
+class SpecialZetaBackward0(Node):  # other: -x zeta(x + 1, q); PyTorch has none for x
+    fresh_grads = True
+
+    def apply(self, F, g):
+        if self.needs(0):
+            raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+        x, q = self.unpack(F)
+        return None, g * -x * F.zeta(x + 1.0, q)
+
+
+def zeta(input, other):  # noqa: A002
+    """The Hurwitz zeta function ``sum_k (k + other)**-input`` (PyTorch's
+    ``torch.special.zeta``); either may be a number, integers give float32. The
+    gradient of ``other`` only (PyTorch has none for ``input``: backward through it
+    raises)."""
+    x, y = binary_operands(input, other, "zeta", True)
+    if not isinstance(x, Tensor):
+        x = as_tensor(x, y).to(dtype=y.dtype)
+    if not isinstance(y, Tensor):
+        y = as_tensor(y, x).to(dtype=x.dtype)
+    xd, yd = x._data, y._data
+    try:
+        math_of(xd).broadcast_shapes(xd.shape, yd.shape)
+    except ValueError as exc:
+        raise _broadcast_error("zeta", x, y, exc) from None
+    out = math_of(xd).zeta(xd, yd).astype(xd.dtype, copy=False)
+    if not (mode.enabled and (x._rg or y._rg)):
+        return wrap(out)
+    t = record(out, SpecialZetaBackward0, x, y)
+    node = t.grad_fn
+    node.save(x, y)
+    if xd.shape != yd.shape:
+        node.shapes = (xd.shape, yd.shape)
+    return t
+
+
 # PyTorch's IgammaBackward0: no derivative for `input` (backward raises), and
 # g * exp((a - 1) log(x) - x - lgamma(a)) for `other` (igammac: its negative)
 class IgammaBackward0(Node):

@@ -148,6 +148,8 @@ lgamma = _pw.lgamma
 polygamma = _pw.polygamma
 i0 = _pw.i0
 i1 = _pw.i1
+# torch.special's (gradcore.special)
+i0e, i1e, erfcx, zeta = _pw.i0e, _pw.i1e, _pw.erfcx, _pw.zeta
 maximum, minimum = _pw.maximum, _pw.minimum
 sigmoid, log1p, abs = _pw.sigmoid, _pw.log1p, _pw.abs  # noqa: A001
 floor, trunc = _pw.floor, _pw.trunc
