@@ -1,11 +1,10 @@
 """``torch.multiprocessing``: Python's :mod:`multiprocessing`, and ``spawn``.
 
-gradcore tensors are shared with processes the way fork shares memory:
-``Tensor.share_memory_()`` / ``Module.share_memory()`` move a CPU tensor's data into
-memory that processes forked afterwards write to and read from (Hogwild training with
-the "fork" start method, Linux's default). Tensors cannot be pickled, so a process
-started by "spawn" or "forkserver" cannot be handed one (pickling raises), and
-``spawn`` suits functions that build their own tensors.
+``Tensor.share_memory_()`` / ``Module.share_memory()`` move a CPU tensor's data into a
+shared memory block, which processes forked afterwards share, and which a tensor
+handed to a process started by "spawn" or "forkserver" is pickled as (by name): every
+process reads and writes the same parameters (Hogwild training). Other tensors refuse
+pickling (save them with ``gradcore.save``).
 
 >>> import gradcore.multiprocessing as mp
 >>> sorted(mp.get_all_sharing_strategies())

@@ -11,7 +11,8 @@ need the engine's user-facing entry points and the ops' argument parsing.
 
 from __future__ import annotations
 
-import mmap
+import weakref as _weakref
+from multiprocessing import shared_memory as _shared_memory
 
 import numpy as np
 
@@ -385,26 +386,61 @@ def is_pinned(self, device=None) -> bool:
 
 
 def share_memory_(self):
-    """Move the data into memory shared with the processes this one forks afterwards
-    (``multiprocessing``'s default start on Linux, as Hogwild training uses it), and
-    return ``self``: what a child writes, the parent sees. A CUDA tensor is left as it
-    is (as in PyTorch). Tensors cannot be pickled, so processes started by "spawn" or
-    "forkserver" cannot be handed one (an error, not a copy). Views of this tensor made
-    before the call keep the old memory."""
-    if self.device.type == "cuda" or getattr(self, "_shared", False):
+    """Move the data into shared memory (a ``multiprocessing.shared_memory`` block) and
+    return ``self``: processes forked afterwards, and processes handed the tensor
+    through ``multiprocessing`` (pickled: by the block's name, not by value, as
+    PyTorch's ``torch.multiprocessing`` does), read and write the same memory (Hogwild
+    training). A CUDA tensor is left as it is (as in PyTorch). The block lives as long
+    as this tensor: keep it alive until the processes it was handed to have started
+    (a block already freed is a FileNotFoundError there). Views of this tensor made
+    before the call keep the old memory; other tensors still refuse pickling."""
+    if self.device.type == "cuda" or self.__dict__.get("_shm") is not None:
         return self
     d = self._data
-    shared = np.frombuffer(mmap.mmap(-1, max(d.nbytes, 1)), dtype=d.dtype,
-                           count=d.size).reshape(d.shape)  # anonymous, MAP_SHARED
+    block = _shared_memory.SharedMemory(create=True, size=max(d.nbytes, 1))
+    shared = np.ndarray(d.shape, dtype=d.dtype, buffer=block.buf)
     shared[...] = d
-    self._data = shared
-    self._shared = True
+    self._data = self._shm_array = shared
+    self._shm = block
+    _weakref.finalize(self, _unlink_block, block)  # (the creator frees the block)
     return self
+
+
+def _unlink_block(block) -> None:
+    try:
+        block.unlink()
+    except FileNotFoundError:
+        pass
+
+
+_refuse_pickle = Tensor.__reduce_ex__
+
+
+def _reduce_shared(self, protocol):
+    """Pickling (what ``multiprocessing`` does to a process's arguments): a tensor in
+    shared memory goes by its block's name, any other is refused."""
+    if self.__dict__.get("_shm_array") is None or self._data is not self._shm_array:
+        return _refuse_pickle(self, protocol)
+    return (_attach_shared, (self._shm.name, self._data.dtype.str, self._data.shape,
+                             self._rg, isinstance(self, Parameter)))
+
+
+def _attach_shared(name, dtype, shape, requires_grad, parameter):
+    """A tensor over the shared block ``name`` (in the process that unpickles it)."""
+    # (the creating process unlinks the block; its children share its resource
+    # tracker, for which attaching again changes nothing)
+    block = _shared_memory.SharedMemory(name=name)
+    arr = np.ndarray(shape, dtype=np.dtype(dtype), buffer=block.buf)
+    t = Parameter(_wrap(arr), requires_grad=requires_grad) if parameter else _wrap(arr)
+    if not parameter:
+        t._rg = requires_grad
+    t._shm, t._shm_array = block, arr
+    return t
 
 
 def is_shared(self) -> bool:
     """Whether ``share_memory_()`` was called on it (or it is on a GPU, as in PyTorch)."""
-    return bool(getattr(self, "_shared", False)) or self.device.type == "cuda"
+    return self.__dict__.get("_shm") is not None or self.device.type == "cuda"
 
 
 def record_stream(self, stream) -> None:
@@ -480,6 +516,7 @@ for _fn in (fill_diagonal_, new, apply_, map_, pin_memory, is_pinned, share_memo
     _fn.__qualname__ = f"Tensor.{_fn.__name__}"
     setattr(Tensor, _fn.__name__, _fn)
 del _fn
+Tensor.__reduce_ex__ = _reduce_shared
 
 Tensor.output_nr = property(lambda self: self._out_nr,
                             doc="Which output of its ``grad_fn`` this tensor is (0 for most).")

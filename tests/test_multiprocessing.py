@@ -64,6 +64,29 @@ def test_sharing_strategies_and_unpicklable_tensors():
         mp.set_sharing_strategy("shm")
     import pickle  # noqa: PLC0415
 
-    with pytest.raises(TypeError, match="not picklable"):  # what "spawn" would need
-        pickle.dumps(gc.ones(2).share_memory_())
+    with pytest.raises(TypeError, match="not picklable"):  # (only shared ones go)
+        pickle.dumps(gc.ones(2))
+    shared = gc.ones(2).share_memory_()
+    other = pickle.loads(pickle.dumps(shared))  # by the block's name: the same memory
+    other[0] = 7.0
+    assert shared.tolist() == [7.0, 1.0] and other.is_shared()
+    sent = gc.nn.Parameter(gc.zeros(3)).share_memory_()  # (alive while it is received)
+    p = pickle.loads(pickle.dumps(sent))
+    assert isinstance(p, gc.nn.Parameter) and p.requires_grad
     assert mp.Queue is not None and mp.cpu_count() >= 1
+
+
+def test_spawned_processes_are_handed_shared_parameters():
+    """The "spawn" start method (pytorch/examples' mnist_hogwild sets it) pickles the
+    model: its shared parameters go by name, so the child's updates are the parent's."""
+    model = gc.nn.Linear(3, 2).share_memory()
+    before = model.weight.detach().clone()
+    ctx = mp.get_context("spawn")
+    t = gc.zeros(2).share_memory_()  # (kept alive here until the child has attached)
+    p = ctx.Process(target=_add_rank, args=(1, model, t))
+    p.start()
+    p.join()
+    assert p.exitcode == 0
+    np.testing.assert_array_equal((model.weight.detach() - before).numpy(),
+                                  np.full((2, 3), 2.0))
+    assert t.tolist() == [0.0, 20.0]
