@@ -11,7 +11,7 @@
 0.375
 """
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
@@ -26,4 +26,4 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS", "lr_scheduler"]
+           "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS", "lr_scheduler", "swa_utils"]
