@@ -46,6 +46,21 @@ def _make_orthogonal(A):
     return Q * R.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
 
 
+def _geqrf(A):
+    """``torch.geqrf``: LAPACK's QR factorization as it stores it, ``R`` on and above
+    the diagonal, the Householder vectors below it, and their scales ``tau`` (NumPy's
+    ``qr(mode="raw")``, on the host; for assignments, not differentiated)."""
+    import numpy as np
+
+    from ... import backend
+    a = np.asarray(backend.to_host(A.detach()._data))
+    pairs = [np.linalg.qr(m, mode="raw") for m in a.reshape(-1, *a.shape[-2:])]
+    h = np.stack([p[0].T for p in pairs]).reshape(a.shape)   # (raw: transposed)
+    tau = np.stack([p[1] for p in pairs]).reshape(*a.shape[:-2], -1)
+    return (_creation.tensor(h.astype(a.dtype), device=A.device),
+            _creation.tensor(tau.astype(a.dtype), device=A.device))
+
+
 def _householder_product(A, tau):
     """``torch.linalg.householder_product``: the first ``k`` columns of the product of
     the reflections ``I - tau_i v_i v_i^T``, ``v_i`` the ``i``-th column of ``A`` below
@@ -125,10 +140,10 @@ class _Orthogonal(Module):
                     raise NotImplementedError(
                         "It is not possible to assign to the matrix exponential or the "
                         "Cayley parametrizations when use_trivialization=False.")
-                raise NotImplementedError(
-                    "assigning to the householder parametrization with "
-                    "use_trivialization=False needs torch.geqrf, which gradcore does not "
-                    "have")
+                A, tau = _geqrf(Q)
+                A.diagonal(dim1=-2, dim2=-1).sign_()
+                A.diagonal(dim1=-2, dim2=-1)[tau == 0.0] *= -1
+                return A.mT if transpose else A
             if n == k:
                 Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
             else:
