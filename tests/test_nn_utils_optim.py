@@ -89,6 +89,14 @@ def test_register_parametrization_swaps_the_class_and_keys_like_pytorch():
     tl.weight = torch.tensor(np.eye(4, dtype=np.float32) * 2)
     gl.weight = gc.tensor(np.eye(4, dtype=np.float32) * 2)
     _same_state(gl, tl)
+    _raises_like(lambda: setattr(tl, "weight", torch.nn.Parameter(torch.ones(4, 4))),
+                 lambda: setattr(gl, "weight", nn.Parameter(gc.ones(4, 4))))
+    # a deep copy keeps the parametrized class
+    import copy
+    clone = copy.deepcopy(gl)
+    assert type(clone) is type(gl) and clone.parametrizations.weight.original is not \
+        gl.parametrizations.weight.original
+    np.testing.assert_array_equal(_np(clone.weight), _np(gl.weight))
     # gradients reach the original
     gl(gc.tensor(X)).sum().backward()
     tl(torch.tensor(X)).sum().backward()

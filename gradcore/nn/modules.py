@@ -344,6 +344,8 @@ class Module:
         params = d.get("_parameters")
         if isinstance(value, Parameter):
             self._check_init("parameters")
+            if isinstance(getattr(type(self), name, None), property):  # (parametrized)
+                raise KeyError(f"attribute '{name}' already exists")
             self._forget(name, keep="_parameters")
             params[name] = value
             return
