@@ -468,6 +468,23 @@ def test_rprop_and_asgd_resume_from_pytorchs_state_dict(name, kw):
                                    _np(theirs[key]), rtol=2e-5, atol=2e-6, err_msg=key)
 
 
+def test_rprop_treats_zero_and_nan_gradients_as_pytorch():
+    """A zero product of gradients keeps the step size; a NaN one too (PyTorch's sign of
+    NaN is 0), and a NaN gradient moves nothing but is kept as ``prev``."""
+    grads = ([1.0, -1.0, 0.0, float("nan")], [1.0, 1.0, float("nan"), 2.0],
+             [-1.0, 0.0, 1.0, 1.0])
+    got = []
+    for lib in (torch, gc):
+        p = lib.nn.Parameter(lib.tensor([1.0, 2.0, 3.0, 0.5]))
+        opt = lib.optim.Rprop([p], lr=0.1)
+        for g in grads:
+            p.grad = lib.tensor(g)
+            opt.step()
+        got.append([_np(p), _np(opt.state[p]["step_size"]), _np(opt.state[p]["prev"])])
+    for ours, theirs in zip(got[1], got[0]):
+        np.testing.assert_array_equal(ours, theirs)
+
+
 # ---- optim.swa_utils ----------------------------------------------------------------------
 def _net(lib):
     return lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.BatchNorm1d(4), lib.nn.Linear(4, 2))

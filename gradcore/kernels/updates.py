@@ -248,7 +248,8 @@ UPDATE_KERNELS = {k.name: k for k in [
     Update("rprop_step", ("p", "g", "prev", "step_size"), (
         ("g", "where(maximize != 0, -g, g)"),
         ("s", "g * prev"),
-        # step_size * (etaplus, etaminus or 1 by the sign of s), then clamp_(min, max)
+        # step_size * (etaplus, etaminus or 1 by the sign of s), then clamp_(min, max);
+        # a NaN s or g counts as zero, as PyTorch's sign() of NaN is 0
         ("step_size", "where(s > 0, step_size * etaplus, "
                       "where(s < 0, step_size * etaminus, step_size))"),
         ("step_size", "maximum(step_size, step_size_min)"),
