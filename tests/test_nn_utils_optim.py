@@ -274,6 +274,39 @@ def test_orthogonal_gives_pytorchs_matrix_from_its_state(orthogonal_map, shape):
                                rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.parametrize("orthogonal_map", ["householder", "matrix_exp", "cayley"])
+def test_orthogonal_on_a_batch_of_matrices_matches_pytorch(orthogonal_map):
+    for use_trivialization in (True, False):
+        tm = tP.orthogonal(torch.nn.Conv1d(4, 3, 3), orthogonal_map=orthogonal_map,
+                           use_trivialization=use_trivialization)
+        gm = gP.orthogonal(nn.Conv1d(4, 3, 3), orthogonal_map=orthogonal_map,
+                           use_trivialization=use_trivialization)
+        assert list(gm.state_dict()) == list(tm.state_dict())
+        with torch.no_grad():
+            tm.parametrizations.weight.original.mul_(0.9)
+        _load_from_torch(gm, tm)
+        np.testing.assert_allclose(_np(gm.weight), _np(tm.weight), rtol=1e-4, atol=1e-5)
+
+
+def test_a_buffer_parametrized_and_transferred_as_pytorch():
+    def double(lib):
+        class Double(lib.nn.Module):
+            def forward(self, x):
+                return x * 2
+        return Double()
+    tb, gb = torch.nn.BatchNorm1d(3), nn.BatchNorm1d(3)
+    tparam.register_parametrization(tb, "running_var", double(torch))
+    gparam.register_parametrization(gb, "running_var", double(gc))
+    assert list(gb.state_dict()) == list(tb.state_dict())
+    assert "original" in gb.parametrizations.running_var._buffers
+    np.testing.assert_array_equal(_np(gb.running_var), [2.0, 2.0, 2.0])
+    t2, g2 = torch.nn.BatchNorm1d(3), nn.BatchNorm1d(3)
+    tparam.transfer_parametrizations_and_params(tb, t2)
+    gparam.transfer_parametrizations_and_params(gb, g2)
+    assert list(g2.state_dict()) == list(t2.state_dict())
+    assert g2.parametrizations.running_var.original is gb.parametrizations.running_var.original
+
+
 def test_orthogonal_assignment_and_errors():
     gl = gP.orthogonal(nn.Linear(3, 3))
     Q = np.linalg.qr(np.random.default_rng(3).standard_normal((3, 3)))[0].astype(np.float32)
