@@ -2145,6 +2145,68 @@ __device__ __forceinline__ void radam_step(T* __restrict__ a0, const T* __restri
     }
 }
 
+// rprop_step(p, g, prev, step_size, maximize, etaminus, etaplus, step_size_min, step_size_max): g = where(maximize != 0, -g, g); s = g * prev; step_size = where(s > 0, step_size * etaplus, where(s < 0, step_size * etaminus, step_size)); step_size = maximum(step_size, step_size_min); step_size = where(step_size > step_size_max, step_size_max, step_size); g = where(s < 0, 0, g); p = p - where(g > 0, step_size, where(g < 0, -step_size, 0)); prev = g
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void rprop_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C maximize, C etaminus, C etaplus, C step_size_min, C step_size_max, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C prev = load(a2[i]);
+        C step_size = load(a3[i]);
+        g = where(maximize != C(0), -g, g);
+        C s = g * prev;
+        step_size = where(s > C(0), step_size * etaplus, where(s < C(0), step_size * etaminus, step_size));
+        step_size = maximum(step_size, step_size_min);
+        step_size = where(step_size > step_size_max, step_size_max, step_size);
+        g = where(s < C(0), C(0), g);
+        p = p - where(g > C(0), step_size, where(g < C(0), -step_size, C(0)));
+        prev = g;
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(prev);
+        a3[i] = store<T>(step_size);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void rprop_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, T* __restrict__ a3, C maximize, C etaminus, C etaplus, C step_size_min, C step_size_max, long long n) {
+    if (n < 2147483648LL) {
+        rprop_step_loop<T, C, unsigned int>(a0, a1, a2, a3, maximize, etaminus, etaplus, step_size_min, step_size_max, (unsigned int)n);
+    } else {
+        rprop_step_loop<T, C, long long>(a0, a1, a2, a3, maximize, etaminus, etaplus, step_size_min, step_size_max, n);
+    }
+}
+
+// asgd_step(p, g, ax, wd, maximize, decay, neg_eta, average, mu): g = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = p * decay; p = p + g * neg_eta; ax = where(average != 0, ax + (p - ax) * mu, p)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void asgd_step_loop(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, C wd, C maximize, C decay, C neg_eta, C average, C mu, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        C p = load(a0[i]);
+        C g = load(a1[i]);
+        C ax = load(a2[i]);
+        g = where(wd != C(0), where(maximize != C(0), (p * wd) - g, (p * wd) + g), where(maximize != C(0), -g, g));
+        p = p * decay;
+        p = p + (g * neg_eta);
+        ax = where(average != C(0), ax + ((p - ax) * mu), p);
+        a0[i] = store<T>(p);
+        a2[i] = store<T>(ax);
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void asgd_step(T* __restrict__ a0, const T* __restrict__ a1, T* __restrict__ a2, C wd, C maximize, C decay, C neg_eta, C average, C mu, long long n) {
+    if (n < 2147483648LL) {
+        asgd_step_loop<T, C, unsigned int>(a0, a1, a2, wd, maximize, decay, neg_eta, average, mu, (unsigned int)n);
+    } else {
+        asgd_step_loop<T, C, long long>(a0, a1, a2, wd, maximize, decay, neg_eta, average, mu, n);
+    }
+}
+
 // sgd_step_dev(p, g, scalars): d = where(wd != 0, where(maximize != 0, p * wd - g, p * wd + g), where(maximize != 0, -g, g)); p = p + d * neg_lr
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void sgd_step_dev_loop(T* __restrict__ a0, const T* __restrict__ a1, const C* __restrict__ scalars, I n) {
@@ -2771,6 +2833,12 @@ extern "C" __global__ void nadam_step_float16(gc_half* __restrict__ a0, const gc
 extern "C" __global__ void radam_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, float coupled, float wd, float maximize, float decay, float decay_factor, float beta2, float one_minus_beta2, float small_weight, float weight, float one_minus_weight, float bias_correction1, float lr, float rectify, float bias_correction2_sqrt, float eps, float rect, long long n) {
     gradcore::radam_step<gc_half, float>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction1, lr, rectify, bias_correction2_sqrt, eps, rect, n);
 }
+extern "C" __global__ void rprop_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, gc_half* __restrict__ a3, float maximize, float etaminus, float etaplus, float step_size_min, float step_size_max, long long n) {
+    gradcore::rprop_step<gc_half, float>(a0, a1, a2, a3, maximize, etaminus, etaplus, step_size_min, step_size_max, n);
+}
+extern "C" __global__ void asgd_step_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, gc_half* __restrict__ a2, float wd, float maximize, float decay, float neg_eta, float average, float mu, long long n) {
+    gradcore::asgd_step<gc_half, float>(a0, a1, a2, wd, maximize, decay, neg_eta, average, mu, n);
+}
 extern "C" __global__ void sgd_step_dev_float16(gc_half* __restrict__ a0, const gc_half* __restrict__ a1, const float* __restrict__ scalars, long long n) {
     gradcore::sgd_step_dev<gc_half, float>(a0, a1, scalars, n);
 }
@@ -3121,6 +3189,12 @@ extern "C" __global__ void nadam_step_float32(float* __restrict__ a0, const floa
 extern "C" __global__ void radam_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float coupled, float wd, float maximize, float decay, float decay_factor, float beta2, float one_minus_beta2, float small_weight, float weight, float one_minus_weight, float bias_correction1, float lr, float rectify, float bias_correction2_sqrt, float eps, float rect, long long n) {
     gradcore::radam_step<float, float>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction1, lr, rectify, bias_correction2_sqrt, eps, rect, n);
 }
+extern "C" __global__ void rprop_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float* __restrict__ a3, float maximize, float etaminus, float etaplus, float step_size_min, float step_size_max, long long n) {
+    gradcore::rprop_step<float, float>(a0, a1, a2, a3, maximize, etaminus, etaplus, step_size_min, step_size_max, n);
+}
+extern "C" __global__ void asgd_step_float32(float* __restrict__ a0, const float* __restrict__ a1, float* __restrict__ a2, float wd, float maximize, float decay, float neg_eta, float average, float mu, long long n) {
+    gradcore::asgd_step<float, float>(a0, a1, a2, wd, maximize, decay, neg_eta, average, mu, n);
+}
 extern "C" __global__ void sgd_step_dev_float32(float* __restrict__ a0, const float* __restrict__ a1, const float* __restrict__ scalars, long long n) {
     gradcore::sgd_step_dev<float, float>(a0, a1, scalars, n);
 }
@@ -3470,6 +3544,12 @@ extern "C" __global__ void nadam_step_float64(double* __restrict__ a0, const dou
 }
 extern "C" __global__ void radam_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double coupled, double wd, double maximize, double decay, double decay_factor, double beta2, double one_minus_beta2, double small_weight, double weight, double one_minus_weight, double bias_correction1, double lr, double rectify, double bias_correction2_sqrt, double eps, double rect, long long n) {
     gradcore::radam_step<double, double>(a0, a1, a2, a3, coupled, wd, maximize, decay, decay_factor, beta2, one_minus_beta2, small_weight, weight, one_minus_weight, bias_correction1, lr, rectify, bias_correction2_sqrt, eps, rect, n);
+}
+extern "C" __global__ void rprop_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double* __restrict__ a3, double maximize, double etaminus, double etaplus, double step_size_min, double step_size_max, long long n) {
+    gradcore::rprop_step<double, double>(a0, a1, a2, a3, maximize, etaminus, etaplus, step_size_min, step_size_max, n);
+}
+extern "C" __global__ void asgd_step_float64(double* __restrict__ a0, const double* __restrict__ a1, double* __restrict__ a2, double wd, double maximize, double decay, double neg_eta, double average, double mu, long long n) {
+    gradcore::asgd_step<double, double>(a0, a1, a2, wd, maximize, decay, neg_eta, average, mu, n);
 }
 extern "C" __global__ void sgd_step_dev_float64(double* __restrict__ a0, const double* __restrict__ a1, const double* __restrict__ scalars, long long n) {
     gradcore::sgd_step_dev<double, double>(a0, a1, scalars, n);

@@ -74,7 +74,7 @@ def test_every_kernel_and_dtype_has_an_entry_point():
     assert {"sgd_step", "sgd_momentum_step", "adam_step", "adam_amsgrad_step",
             "rmsprop_step", "rmsprop_momentum_step", "rmsprop_centered_step",
             "rmsprop_centered_momentum_step", "adagrad_step", "adadelta_step", "adamax_step",
-            "nadam_step", "radam_step"} <= set(kc.all_kernels())
+            "nadam_step", "radam_step", "rprop_step", "asgd_step"} <= set(kc.all_kernels())
 
 
 @pytest.mark.parametrize("expr, params, c", [
@@ -703,6 +703,13 @@ UPDATE_CASES = [
                           weight_decay=0.1, maximize=True), ("any", "positive")),
     ("radam_update", dict(step=12, lr=1e-3, beta1=0.9, beta2=0.99, eps=1e-8,
                           weight_decay=0.1, decoupled_weight_decay=True), ("any", "positive")),
+    ("rprop_update", dict(etaminus=0.5, etaplus=1.2, step_size_min=1e-6, step_size_max=50),
+     ("any", "positive")),
+    ("rprop_update", dict(etaminus=0.3, etaplus=1.5, step_size_min=0.6, step_size_max=1.0,
+                          maximize=True), ("any", "positive")),
+    ("asgd_update", dict(eta=0.01, mu=1.0, lambd=1e-4), ("any",)),
+    ("asgd_update", dict(eta=0.05, mu=0.25, lambd=0.1, weight_decay=0.1, maximize=True),
+     ("any",)),
 ]
 
 

@@ -58,8 +58,14 @@ CASES = [
     ("RAdam", dict(lr=0.02, weight_decay=0.1)),
     ("RAdam", dict(lr=0.02, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
     ("RAdam", dict(lr=0.01, betas=(0.3, 0.9))),
+    ("Rprop", dict()),
+    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.08), maximize=True)),
+    ("ASGD", dict()),
+    ("ASGD", dict(lr=0.05, lambd=0.01, alpha=0.5, t0=5, weight_decay=0.1)),
+    ("ASGD", dict(lr=0.02, t0=0, maximize=True)),
 ]
-NEW_OPTIMIZERS = ["RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]
+NEW_OPTIMIZERS = ["RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop",
+                  "ASGD"]
 
 
 def _ids(case):
@@ -393,6 +399,8 @@ BAD_OPTIONS = [
     ("NAdam", dict(weight_decay=-1.0)), ("NAdam", dict(momentum_decay=-4e-3)),
     ("RAdam", dict(lr=-1.0)), ("RAdam", dict(eps=-1.0)), ("RAdam", dict(betas=(-0.1, 0.9))),
     ("RAdam", dict(weight_decay=-1.0)),
+    ("Rprop", dict(lr=-1.0)), ("Rprop", dict(etas=(1.0, 1.2))), ("Rprop", dict(etas=(0.5, 1.0))),
+    ("ASGD", dict(lr=-1.0)), ("ASGD", dict(weight_decay=-1.0)),
 ]
 
 
@@ -536,7 +544,8 @@ def test_optimizers_call_the_fused_update_of_the_parameters_namespace(monkeypatc
     m = gc.backend.cpu.math
     calls = []
     for name in ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update",
-                 "adadelta_update", "adamax_update", "nadam_update", "radam_update"):
+                 "adadelta_update", "adamax_update", "nadam_update", "radam_update",
+                 "rprop_update", "asgd_update"):
         real = getattr(m, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
@@ -550,7 +559,8 @@ def test_optimizers_call_the_fused_update_of_the_parameters_namespace(monkeypatc
                             (optim.Adagrad, {}, "adagrad_update"),
                             (optim.Adadelta, {}, "adadelta_update"),
                             (optim.Adamax, {}, "adamax_update"),
-                            (optim.NAdam, {}, "nadam_update"), (optim.RAdam, {}, "radam_update")]:
+                            (optim.NAdam, {}, "nadam_update"), (optim.RAdam, {}, "radam_update"),
+                            (optim.Rprop, {}, "rprop_update"), (optim.ASGD, {}, "asgd_update")]:
         calls.clear()
         w, b = _gc_params(pb)
         _gc_run(cls([w, b], **kw), w, b, pb, 3)
@@ -932,6 +942,8 @@ UPDATE_ARRAYS = {
     "adamax_update": ("any", "positive"),            # exp_avg, exp_inf
     "nadam_update": ("any", "positive"),             # exp_avg, exp_avg_sq
     "radam_update": ("any", "positive"),             # exp_avg, exp_avg_sq
+    "rprop_update": ("any", "positive"),             # prev, step_size
+    "asgd_update": ("any",),                         # ax
 }
 
 
@@ -981,6 +993,10 @@ UPDATE_OPTIONS = {
     "radam_update": [dict(lr=1e-3, beta2=0.999, eps=1e-8, **kw) for kw in _options(
         step=[2, 9], beta1=[0.9, 0.3], weight_decay=[0.0, 0.1],
         decoupled_weight_decay=[False, True], maximize=[False, True])],
+    "rprop_update": [dict(step_size_min=1e-6, step_size_max=50, **kw) for kw in _options(
+        etaminus=[0.5, 0.3], etaplus=[1.2, 1.5], maximize=[False, True])],
+    "asgd_update": [dict(eta=0.01, lambd=1e-4, **kw) for kw in _options(
+        mu=[1.0, 0.25], weight_decay=[0.0, 0.1], maximize=[False, True])],
 }
 
 

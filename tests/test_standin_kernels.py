@@ -308,6 +308,8 @@ def test_optimizer_updates_are_one_kernel_per_parameter_or_one_for_all(launches)
         "nadam_step": lambda ps: gc.optim.NAdam(ps, lr=0.01, weight_decay=0.1,
                                                 decoupled_weight_decay=True),
         "radam_step": lambda ps: gc.optim.RAdam(ps, lr=0.01, weight_decay=0.1),
+        "rprop_step": lambda ps: gc.optim.Rprop(ps, lr=0.01, maximize=True),
+        "asgd_step": lambda ps: gc.optim.ASGD(ps, lr=0.01, t0=3, weight_decay=0.1),
     }
     for kernel, make in makers.items():
         got, names = run("cuda", make)

@@ -4,7 +4,8 @@ An optimizer's whole per-parameter update (weight decay, moments, bias correctio
 parameter write) is one :class:`~.spec.Update` declaration per set of state arrays
 (``sgd_step`` and ``sgd_momentum_step``, ``adam_step`` and ``adam_amsgrad_step``,
 ``rmsprop_step`` and its momentum and centered forms, ``adagrad_step``,
-``adadelta_step``, ``adamax_step``, ``nadam_step``, ``radam_step``), and one entry per
+``adadelta_step``, ``adamax_step``, ``nadam_step``, ``radam_step``, ``rprop_step``,
+``asgd_step``), and one entry per
 optimizer (:func:`sgd_update`, :func:`adam_update`, :func:`rmsprop_update`, ...) that
 forms the declaration's scalars on the host and calls the step. The optimizers in
 :mod:`gradcore.optim` call the entry on their parameter's array namespace
@@ -91,6 +92,21 @@ from :func:`nadam_kernel_scalars`; weight decay as Adam's or AdamW's)::
     p = p - m / (1 - beta1 ** step) * lr * (1 / (sqrt(v) + eps) * sqrt(1 - beta2 ** step)) * r_t
                                                                    (rho_t > 5)
     p = p - m / (1 - beta1 ** step) * lr                           (otherwise)
+
+``rprop_update`` (``g`` negated when ``maximize``; no weight decay)::
+
+    s = etaplus if g * prev > 0, etaminus if g * prev < 0, else 1
+    step_size = min(max(step_size * s, step_size_min), step_size_max)
+    g = 0 where s == etaminus
+    p = p - sign(g) * step_size
+    prev = g
+
+``asgd_update`` (``eta`` and ``mu`` the state's, as float32 numbers; ``g``
+weight-decayed, as SGD's)::
+
+    p = p * (1 - lambd * eta)
+    p = p - eta * g
+    ax = ax + (p - ax) * mu     (mu != 1; otherwise ax = p)
 """
 
 from __future__ import annotations
@@ -109,10 +125,12 @@ from .spec import Update
 __all__ = ["UPDATE_KERNELS", "DEVICE_SCALAR_UPDATES", "MULTI_TENSOR_UPDATES", "ROW_WIDTH",
            "SKIP_COLUMN", "ENTRIES", "UPDATES", "sgd_update",
            "adam_update", "rmsprop_update", "adagrad_update", "adadelta_update", "adamax_update",
-           "nadam_update", "radam_update", "adam_scalars", "sgd_kernel_scalars",
+           "nadam_update", "radam_update", "rprop_update", "asgd_update", "adam_scalars",
+           "sgd_kernel_scalars",
            "adam_kernel_scalars", "rmsprop_kernel_scalars", "adagrad_kernel_scalars",
            "adadelta_kernel_scalars", "adamax_kernel_scalars", "nadam_kernel_scalars",
-           "nadam_mu_product", "radam_kernel_scalars", "radam_rho", "inplace_step",
+           "nadam_mu_product", "radam_kernel_scalars", "radam_rho", "rprop_kernel_scalars",
+           "asgd_kernel_scalars", "asgd_schedule", "inplace_step",
            "inplace_source", "host_conditions", "CHUNK"]
 
 
@@ -227,6 +245,26 @@ UPDATE_KERNELS = {k.name: k for k in [
     ), writes=("p", "m", "v"),
         scalars=(*_ADAM_KIN_SCALARS, "bias_correction1", "lr", "rectify",
                  "bias_correction2_sqrt", "eps", "rect")),
+    Update("rprop_step", ("p", "g", "prev", "step_size"), (
+        ("g", "where(maximize != 0, -g, g)"),
+        ("s", "g * prev"),
+        # step_size * (etaplus, etaminus or 1 by the sign of s), then clamp_(min, max);
+        # a NaN s or g counts as zero, as PyTorch's sign() of NaN is 0
+        ("step_size", "where(s > 0, step_size * etaplus, "
+                      "where(s < 0, step_size * etaminus, step_size))"),
+        ("step_size", "maximum(step_size, step_size_min)"),
+        ("step_size", "where(step_size > step_size_max, step_size_max, step_size)"),
+        ("g", "where(s < 0, 0, g)"),  # PyTorch's sign == etaminus (0 < etaminus < 1)
+        ("p", "p - where(g > 0, step_size, where(g < 0, -step_size, 0))"),  # sign(g)
+        ("prev", "g"),
+    ), writes=("p", "prev", "step_size"),
+        scalars=("maximize", "etaminus", "etaplus", "step_size_min", "step_size_max")),
+    Update("asgd_step", ("p", "g", "ax"), (
+        _DECAYED_GRAD,
+        ("p", "p * decay"),
+        ("p", "p + g * neg_eta"),
+        ("ax", "where(average != 0, ax + (p - ax) * mu, p)"),
+    ), writes=("p", "ax"), scalars=(*_DECAYED_SCALARS, "decay", "neg_eta", "average", "mu")),
 ]}
 
 
@@ -412,6 +450,30 @@ def radam_kernel_scalars(dtype, step, lr, beta1, beta2, eps, weight_decay=0.0,
             bias_correction1, lr, float(rectify), bias_correction2**0.5, eps, rect)
 
 
+def rprop_kernel_scalars(etaminus, etaplus, step_size_min, step_size_max,
+                         maximize=False) -> tuple:
+    """The scalars of ``rprop_step``."""
+    return (float(maximize), etaminus, etaplus, step_size_min, step_size_max)
+
+
+def asgd_kernel_scalars(eta, mu, lambd, weight_decay=0.0, maximize=False) -> tuple:
+    """The scalars of ``asgd_step`` from the state's ``eta`` and ``mu`` (the values
+    PyTorch reads from its float32 0-d tensors): the decay ``1 - lambd * eta`` and
+    the averaging, by ``mu`` or (``mu == 1``) a copy, decided here as PyTorch decides
+    it in Python."""
+    return (weight_decay, float(maximize), 1 - lambd * eta, -eta, float(mu != 1), mu)
+
+
+def asgd_schedule(step: int, lr: float, lambd: float, alpha: float,
+                  t0: float) -> tuple[float, float]:
+    """ASGD's ``(eta, mu)`` after its ``step``-th update, rounded to float32 as
+    PyTorch's ``eta.copy_(torch.as_tensor(lr / (1 + lambd * lr * step) ** alpha))``
+    and ``mu.copy_(torch.as_tensor(1 / max(1, step - t0)))`` store them."""
+    eta = lr / ((1 + lambd * lr * step) ** alpha)
+    mu = 1 / max(1, step - t0)
+    return float(np.float32(eta)), float(np.float32(mu))
+
+
 # ---- the entries the optimizers call -------------------------------------------------
 def sgd_update(steps, param, grad, momentum_buffer, *, lr, momentum=0.0, dampening=0.0,
                weight_decay=0.0, nesterov=False, maximize=False, first_step=False):
@@ -517,10 +579,29 @@ def radam_update(steps, param, grad, exp_avg, exp_avg_sq, *, step, lr, beta1, be
                                            weight_decay, maximize, decoupled_weight_decay))
 
 
+def rprop_update(steps, param, grad, prev, step_size, *, etaminus, etaplus, step_size_min,
+                 step_size_max, maximize=False):
+    """One Rprop step for one parameter (``steps.rprop_step``), in place on ``param``,
+    ``prev`` and ``step_size``; ``grad`` is only read."""
+    steps.rprop_step(param, grad, prev, step_size,
+                     *rprop_kernel_scalars(etaminus, etaplus, step_size_min, step_size_max,
+                                           maximize))
+
+
+def asgd_update(steps, param, grad, ax, *, eta, mu, lambd, weight_decay=0.0,
+                maximize=False):
+    """One ASGD step for one parameter (``steps.asgd_step``), in place on ``param`` and
+    ``ax``; ``grad`` is only read; ``eta`` and ``mu`` are the state's before this update
+    (:func:`asgd_schedule` makes the next ones)."""
+    steps.asgd_step(param, grad, ax,
+                    *asgd_kernel_scalars(eta, mu, lambd, weight_decay, maximize))
+
+
 ENTRIES = {"sgd_update": sgd_update, "adam_update": adam_update,
            "rmsprop_update": rmsprop_update, "adagrad_update": adagrad_update,
            "adadelta_update": adadelta_update, "adamax_update": adamax_update,
-           "nadam_update": nadam_update, "radam_update": radam_update}
+           "nadam_update": nadam_update, "radam_update": radam_update,
+           "rprop_update": rprop_update, "asgd_update": asgd_update}
 
 
 # ---- the declaration as in-place array code (the CPU's update) -----------------------------

@@ -344,6 +344,8 @@ class Module:
         params = d.get("_parameters")
         if isinstance(value, Parameter):
             self._check_init("parameters")
+            if isinstance(getattr(type(self), name, None), property):  # (parametrized)
+                raise KeyError(f"attribute '{name}' already exists")
             self._forget(name, keep="_parameters")
             params[name] = value
             return
@@ -740,6 +742,13 @@ class Module:
         """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        hooked = [(name, m) for name, m in self.named_modules()
+                  if m.__dict__.get("_load_state_dict_pre_hooks")]
+        if hooked:  # they may rename keys (a copy: the caller's dict is left as it is)
+            state_dict = OrderedDict(state_dict)
+            for name, m in hooked:
+                for hook in list(m._load_state_dict_pre_hooks.values()):
+                    hook(state_dict, name + "." if name else "", {}, strict, [], [], [])
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict.keys() if k not in own]
@@ -778,6 +787,18 @@ class Module:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:"
                                "\n\t" + "\n\t".join(errors))
         return _IncompatibleKeys(missing, unexpected)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False):
+        """Call ``hook(state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` (``with_module``: ``hook(module, ...)``) before
+        ``load_state_dict`` reads this module's keys (``prefix``: their dotted prefix),
+        as PyTorch's private hook of that name; the hook may change ``state_dict`` (a
+        copy of the one given). Returns a handle whose ``remove()`` unregisters it."""
+        hooks = self.__dict__.setdefault("_load_state_dict_pre_hooks", OrderedDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = (hook if not with_module
+                            else lambda *args: hook(self, *args))
+        return handle
 
     def _assign(self, key, target, value):
         module_path, _, name = key.rpartition(".")

@@ -23,9 +23,9 @@ from ..tensor import Tensor
 
 __all__ = ["Optimizer", "required", "DeviceUpdate"]
 
-# state values kept as Python numbers here, 0-d tensors in PyTorch: step counts (ints)
-# and NAdam's running product of momentum coefficients (a float)
-_NUMBER_STATE = {"step": int, "mu_product": float}
+# state values kept as Python numbers here, 0-d tensors in PyTorch: step counts (ints),
+# NAdam's running product of momentum coefficients and ASGD's eta and mu (floats)
+_NUMBER_STATE = {"step": int, "mu_product": float, "eta": float, "mu": float}
 
 
 class DeviceUpdate(NamedTuple):

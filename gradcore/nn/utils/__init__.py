@@ -6,11 +6,23 @@ Gradient clipping (``clip_grad_norm_``, ``clip_grad_value_``, ``get_total_norm``
 ``rnn``: :func:`~gradcore.nn.utils.rnn.pad_sequence`,
 :class:`~gradcore.nn.utils.rnn.PackedSequence` and the functions that pack and unpack
 batches of sequences of different lengths for the recurrent layers.
+
+``parametrize`` and ``parametrizations``: tensors of a module computed from others
+(:func:`~gradcore.nn.utils.parametrize.register_parametrization`; weight norm, spectral
+norm, orthogonal); ``weight_norm``/``remove_weight_norm`` and
+``spectral_norm``/``remove_spectral_norm``: their older forms by forward pre-hooks.
+
+``prune``: masks on parameters (``weight_orig`` times ``weight_mask``), by magnitude,
+at random or given.
 """
 
-from . import clip_grad, convert_parameters, rnn
+from . import clip_grad, convert_parameters, parametrizations, parametrize, prune, rnn
 from .clip_grad import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
+from .spectral_norm import remove_spectral_norm, spectral_norm
+from .weight_norm import remove_weight_norm, weight_norm
 
-__all__ = ["rnn", "clip_grad_norm_", "clip_grad_value_", "get_total_norm",
-           "clip_grads_with_norm_", "parameters_to_vector", "vector_to_parameters"]
+__all__ = ["rnn", "parametrize", "parametrizations", "prune", "clip_grad_norm_",
+           "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_",
+           "parameters_to_vector", "vector_to_parameters", "weight_norm",
+           "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
