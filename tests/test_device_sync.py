@@ -85,6 +85,8 @@ SYNC_NEEDED = {"getitem_mask": "a boolean mask's output size is the number of it
                # iterative formulas run over whole arrays, not yet as CUDA kernels
                "polygamma": "polygamma with n >= 2 reads the least input back (below -9 "
                             "its series takes one step per unit)",
+               "special_zeta": "the Hurwitz zeta reads the least q back (below 9 its "
+                               "series takes one step per unit), as polygamma does",
                "igamma_igammac": "the series and continued fraction read back whether "
                                  "every element has converged, every 32 steps",
                # as PyTorch's: an error that depends on the values
