@@ -1,0 +1,52 @@
+"""Probability distributions, as ``torch.distributions``: parameterized distributions
+that sample (``sample``; ``rsample`` differentiably, by reparameterization), score
+values (``log_prob``, ``cdf``, ``icdf``), and know their ``mean``, ``variance``,
+``entropy`` and KL divergences (``kl_divergence``), for VAEs, policy gradients and
+Bayesian models.
+
+Samples come from gradcore's random generator: ``gc.manual_seed`` repeats them (the
+values are not PyTorch's; log-probabilities, moments, entropies, divergences and
+gradients at the same values are).
+
+>>> import gradcore as gc
+>>> from gradcore.distributions import Normal, kl_divergence
+>>> p, q = Normal(0.0, 1.0), Normal(1.0, 1.0)
+>>> kl_divergence(p, q)
+tensor(0.5000)
+"""
+
+from . import constraints, transforms
+from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
+from .categorical import Categorical
+from .dirichlet import Dirichlet
+from .distribution import Distribution, ExponentialFamily
+from .exponential import Exponential
+from .gamma import Gamma
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .laplace import Laplace
+from .log_normal import LogNormal
+from .multivariate_normal import MultivariateNormal
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
+from .poisson import Poisson
+from .transformed_distribution import TransformedDistribution
+from .transforms import (
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    SigmoidTransform,
+    TanhTransform,
+    Transform,
+    identity_transform,
+)
+from .uniform import Uniform
+
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Dirichlet", "Distribution",
+           "Exponential", "ExponentialFamily", "Gamma", "Independent", "Laplace",
+           "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
+           "TransformedDistribution", "Uniform", "kl_divergence", "register_kl",
+           "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform",
+           "TanhTransform", "Transform", "identity_transform", "constraints", "transforms"]
