@@ -40,9 +40,11 @@ from .transforms import (
     SigmoidTransform,
     TanhTransform,
     Transform,
-    identity_transform,
 )
 from .uniform import Uniform
+
+identity_transform = transforms.identity_transform
+"""The identity map (a composition of no transforms)."""
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Dirichlet", "Distribution",
            "Exponential", "ExponentialFamily", "Gamma", "Independent", "Laplace",

@@ -56,12 +56,14 @@ class _Dependent(Constraint):
 
     @property
     def is_discrete(self) -> bool:
+        """Whether the region is discrete."""
         if self._is_discrete is NotImplemented:
             raise NotImplementedError(".is_discrete cannot be determined statically")
         return self._is_discrete
 
     @property
     def event_dim(self) -> int:
+        """How many rightmost dimensions make one event."""
         if self._event_dim is NotImplemented:
             raise NotImplementedError(".event_dim cannot be determined statically")
         return self._event_dim
@@ -113,10 +115,12 @@ class _IndependentConstraint(Constraint):
 
     @property
     def is_discrete(self) -> bool:
+        """Whether the region is discrete."""
         return self.base_constraint.is_discrete
 
     @property
     def event_dim(self) -> int:
+        """How many rightmost dimensions make one event."""
         return self.base_constraint.event_dim + self.reinterpreted_batch_ndims
 
     def check(self, value):
@@ -133,6 +137,8 @@ class _IndependentConstraint(Constraint):
 
 
 class _Boolean(Constraint):
+    """Values 0 and 1."""
+
     is_discrete = True
 
     def check(self, value):
@@ -140,6 +146,8 @@ class _Boolean(Constraint):
 
 
 class _OneHot(Constraint):
+    """One-hot vectors (zeros and a single one along the last dimension)."""
+
     is_discrete = True
     event_dim = 1
 
@@ -148,6 +156,8 @@ class _OneHot(Constraint):
 
 
 class _IntegerInterval(Constraint):
+    """Integers in ``[lower_bound, upper_bound]``."""
+
     is_discrete = True
 
     def __init__(self, lower_bound, upper_bound):
@@ -162,6 +172,8 @@ class _IntegerInterval(Constraint):
 
 
 class _IntegerGreaterThan(Constraint):
+    """Integers ``>= lower_bound``."""
+
     is_discrete = True
 
     def __init__(self, lower_bound):
@@ -176,11 +188,15 @@ class _IntegerGreaterThan(Constraint):
 
 
 class _Real(Constraint):
+    """Real numbers (anything but NaN)."""
+
     def check(self, value):
         return value == value  # (False for NaN)
 
 
 class _GreaterThan(Constraint):
+    """Numbers ``> lower_bound``."""
+
     def __init__(self, lower_bound):
         self.lower_bound = lower_bound
         super().__init__()
@@ -193,11 +209,15 @@ class _GreaterThan(Constraint):
 
 
 class _GreaterThanEq(_GreaterThan):
+    """Numbers ``>= lower_bound``."""
+
     def check(self, value):
         return self.lower_bound <= value
 
 
 class _LessThan(Constraint):
+    """Numbers ``< upper_bound``."""
+
     def __init__(self, upper_bound):
         self.upper_bound = upper_bound
         super().__init__()
@@ -210,6 +230,8 @@ class _LessThan(Constraint):
 
 
 class _Interval(Constraint):
+    """Numbers in the closed interval ``[lower_bound, upper_bound]``."""
+
     def __init__(self, lower_bound, upper_bound):
         self.lower_bound, self.upper_bound = lower_bound, upper_bound
         super().__init__()
@@ -222,11 +244,15 @@ class _Interval(Constraint):
 
 
 class _HalfOpenInterval(_Interval):
+    """Numbers in the half-open interval ``[lower_bound, upper_bound)``."""
+
     def check(self, value):
         return (self.lower_bound <= value) & (value < self.upper_bound)
 
 
 class _Simplex(Constraint):
+    """Vectors of non-negative numbers summing to 1 (to 1e-6) along the last dimension."""
+
     event_dim = 1
 
     def check(self, value):
@@ -234,6 +260,8 @@ class _Simplex(Constraint):
 
 
 class _Multinomial(Constraint):
+    """Vectors of non-negative counts summing to at most ``upper_bound``."""
+
     is_discrete = True
     event_dim = 1
 
@@ -245,6 +273,8 @@ class _Multinomial(Constraint):
 
 
 class _LowerTriangular(Constraint):
+    """Lower-triangular matrices."""
+
     event_dim = 2
 
     def check(self, value):
@@ -252,6 +282,8 @@ class _LowerTriangular(Constraint):
 
 
 class _LowerCholesky(Constraint):
+    """Lower-triangular matrices with a positive diagonal."""
+
     event_dim = 2
 
     def check(self, value):
@@ -260,6 +292,8 @@ class _LowerCholesky(Constraint):
 
 
 class _Square(Constraint):
+    """Square matrices."""
+
     event_dim = 2
 
     def check(self, value):
@@ -268,6 +302,8 @@ class _Square(Constraint):
 
 
 class _Symmetric(_Square):
+    """Symmetric matrices (to 1e-6)."""
+
     def check(self, value):
         square = super().check(value)
         if not bool(square.all()):
@@ -276,6 +312,8 @@ class _Symmetric(_Square):
 
 
 class _PositiveSemidefinite(_Symmetric):
+    """Symmetric positive-semidefinite matrices."""
+
     def check(self, value):
         symmetric = super().check(value)
         if not bool(symmetric.all()):
@@ -284,6 +322,8 @@ class _PositiveSemidefinite(_Symmetric):
 
 
 class _PositiveDefinite(_Symmetric):
+    """Symmetric positive-definite matrices."""
+
     def check(self, value):
         symmetric = super().check(value)
         if not bool(symmetric.all()):
@@ -306,10 +346,12 @@ class _Cat(Constraint):
 
     @property
     def is_discrete(self) -> bool:
+        """Whether the region is discrete."""
         return any(c.is_discrete for c in self.cseq)
 
     @property
     def event_dim(self) -> int:
+        """How many rightmost dimensions make one event."""
         return max(c.event_dim for c in self.cseq)
 
     def check(self, value):
@@ -330,10 +372,12 @@ class _Stack(Constraint):
 
     @property
     def is_discrete(self) -> bool:
+        """Whether the region is discrete."""
         return any(c.is_discrete for c in self.cseq)
 
     @property
     def event_dim(self) -> int:
+        """How many rightmost dimensions make one event."""
         dim = max(c.event_dim for c in self.cseq)
         return dim + 1 if self.dim + dim < 0 else dim
 

@@ -7,7 +7,7 @@ import warnings
 from .._size import Size
 from . import _api as gc
 from . import constraints
-from .utils import _size_of, lazy_property
+from .utils import _inherit_docstrings, _size_of, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -33,6 +33,10 @@ class Distribution:
     has_rsample = False
     has_enumerate_support = False
     _validate_args = __debug__
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _inherit_docstrings(cls)
 
     @staticmethod
     def set_default_validate_args(value: bool) -> None:

@@ -19,7 +19,7 @@ import operator
 
 from . import _api as gc
 from . import constraints
-from .utils import _sum_rightmost, broadcast_all, lazy_property
+from .utils import _inherit_docstrings, _sum_rightmost, broadcast_all, lazy_property
 
 __all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
            "IndependentTransform", "PowerTransform", "SigmoidTransform",
@@ -41,6 +41,20 @@ class Transform:
     """
 
     bijective = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _inherit_docstrings(cls)
+
+    @property
+    def domain(self):
+        """The constraint of the inputs."""
+        raise NotImplementedError
+
+    @property
+    def codomain(self):
+        """The constraint of the outputs."""
+        raise NotImplementedError
 
     def __init__(self, cache_size: int = 0):
         self._cache_size = cache_size
@@ -312,6 +326,7 @@ class ComposeTransform(Transform):
 
 
 identity_transform = ComposeTransform([])
+"""The identity map (a composition of no transforms)."""
 
 
 class IndependentTransform(Transform):

@@ -157,3 +157,17 @@ def vec_to_tril_matrix(vec, diag: int = 0):
 
 def _size_of(sample_shape) -> Size:
     return sample_shape if isinstance(sample_shape, Size) else Size(sample_shape)
+
+
+def _inherit_docstrings(cls) -> None:
+    """Give the properties ``cls`` overrides without a docstring their base's (a
+    distribution's ``mean`` is documented once, on ``Distribution.mean``)."""
+    for name, value in vars(cls).items():
+        if isinstance(value, property) and not value.__doc__:
+            for base in cls.__mro__[1:]:
+                inherited = base.__dict__.get(name)
+                doc = getattr(inherited, "__doc__", None) if isinstance(
+                    inherited, property) else None
+                if doc:
+                    value.__doc__ = doc
+                    break
