@@ -344,6 +344,34 @@ def test_gamma_rsample_gradient_is_torchs_implicit_reparameterization():
                                rtol=1e-10)
 
 
+@needs_torch
+def test_dirichlet_and_beta_rsample_gradients_are_torchs():
+    import torch
+    from torch.distributions.dirichlet import _Dirichlet_backward
+
+    conc = gc.tensor([[0.3, 2.0, 7.0], [8.0, 9.0, 0.5]], dtype=gc.float64, requires_grad=True)
+    weights = R.standard_normal((30, 2, 3))
+    gc.manual_seed(2)
+    x = gd.Dirichlet(conc).rsample((30,))
+    (x * gc.tensor(weights)).sum().backward()
+    expected = _Dirichlet_backward(torch.tensor(host(x.detach())),
+                                   torch.tensor(host(conc.detach())).expand(30, 2, 3),
+                                   torch.tensor(weights)).sum(0)
+    np.testing.assert_allclose(host(conc.grad), expected.numpy(), rtol=1e-10)
+
+    a = gc.tensor([0.5, 12.0], dtype=gc.float64, requires_grad=True)
+    b = gc.tensor([2.0, 9.0], dtype=gc.float64, requires_grad=True)
+    y = gd.Beta(a, b).rsample((30,))
+    (y * gc.tensor(weights[:, 0, :2])).sum().backward()
+    heads_tails = torch.tensor(host(gc.stack([y.detach(), 1 - y.detach()], -1)))
+    grad_output = torch.stack([torch.tensor(weights[:, 0, :2]),
+                               torch.zeros(30, 2, dtype=torch.float64)], -1)
+    both = torch.stack([torch.tensor(host(a.detach())), torch.tensor(host(b.detach()))], -1)
+    expected = _Dirichlet_backward(heads_tails, both.expand(30, 2, 2), grad_output).sum(0)
+    np.testing.assert_allclose(host(a.grad), expected[:, 0].numpy(), rtol=1e-8)
+    np.testing.assert_allclose(host(b.grad), expected[:, 1].numpy(), rtol=1e-8)
+
+
 @pytest.mark.parametrize("family", ["gamma", "beta", "dirichlet"])
 def test_implicit_reparameterization_gradients_are_unbiased(family):
     """The gradient of the mean of many rsample draws is the gradient of the mean."""
