@@ -80,6 +80,16 @@ CASES = [
      [LOC, SCALE], REAL),
     ("log_normal", lambda D, a, b: D.LogNormal(a, b), [LOC, SCALE], POSITIVE),
     ("tanh_normal", _normal_squashed, [LOC, SCALE], UNIT * 2 - 1),
+    ("geometric", lambda D, p: D.Geometric(p), [PROBS], COUNTS),
+    ("geometric_logits", lambda D, x: D.Geometric(logits=x), [LOC], COUNTS),
+    ("cauchy", lambda D, a, b: D.Cauchy(a, b), [LOC, SCALE], REAL),
+    ("half_normal", lambda D, b: D.HalfNormal(b), [SCALE], POSITIVE),
+    ("gumbel", lambda D, a, b: D.Gumbel(a, b), [LOC, SCALE], REAL),
+    ("chi2", lambda D, k: D.Chi2(k), [CONC], POSITIVE),
+    ("student_t", lambda D, k, a, b: D.StudentT(k, a, b), [CONC + 1.5, LOC, SCALE], REAL),
+    ("student_t_heavy", lambda D, k: D.StudentT(k), [np.array([0.5, 1.5, 2.5, 4.0])], REAL),
+    ("multinomial", lambda D, w: D.Multinomial(4, w), [WEIGHTS],
+     np.array([[[4, 0, 0, 0], [1, 1, 1, 1], [0, 2, 2, 0]]] * 2, dtype=np.float64)),
     ("logistic", _logistic, [LOC, SCALE], REAL),
 ]
 
@@ -141,7 +151,7 @@ def test_values_and_gradients_match_torch(device, name, make, params, values):
                                    atol=1e-9, err_msg=key)
         # (the derivative of the incomplete gamma function in its first argument is
         # implemented by neither library)
-        differentiable = not (name == "gamma" and key == "cdf")
+        differentiable = not (name in ("gamma", "chi2") and key == "cdf")
         if ours[key].requires_grad and np.isfinite(expected).all() and differentiable:
             total_g = total_g + ours[key].sum()
             total_t = total_t + theirs[key].sum()
@@ -191,6 +201,18 @@ KL_CASES = [
      [CONC, SCALE]),
     ("bernoulli_poisson", lambda D, p, r: (D.Bernoulli(p), D.Poisson(r)), [PROBS, SCALE]),
     ("normal_gamma_infinite", lambda D, a, b: (D.Normal(a, b), D.Gamma(b, b)),
+     [LOC, SCALE]),
+    ("geometric", lambda D, p, q: (D.Geometric(p), D.Geometric(q)), [PROBS, UNIT[0]]),
+    ("half_normal", lambda D, a, b: (D.HalfNormal(a), D.HalfNormal(b)), [CONC, SCALE]),
+    ("gumbel", lambda D, a, b: (D.Gumbel(a, b), D.Gumbel(b, a.exp())), [LOC, SCALE]),
+    ("cauchy", lambda D, a, b: (D.Cauchy(a, b), D.Cauchy(b, a.exp())), [LOC, SCALE]),
+    ("chi2_gamma", lambda D, a, b: (D.Chi2(a), D.Gamma(b, a)), [CONC, SCALE]),
+    ("exponential_gumbel", lambda D, a, b: (D.Exponential(a), D.Gumbel(b, a)), [CONC, SCALE]),
+    ("gamma_gumbel", lambda D, a, b: (D.Gamma(a, b), D.Gumbel(b, a)), [CONC, SCALE]),
+    ("gumbel_normal", lambda D, a, b: (D.Gumbel(a, b), D.Normal(b, b)), [LOC, SCALE]),
+    ("normal_gumbel", lambda D, a, b: (D.Normal(a, b), D.Gumbel(b, b)), [LOC, SCALE]),
+    ("uniform_gumbel", lambda D, a, b: (D.Uniform(a, a + b), D.Gumbel(b, b)), [LOC, SCALE]),
+    ("gumbel_uniform_infinite", lambda D, a, b: (D.Gumbel(a, b), D.Uniform(a, a + b)),
      [LOC, SCALE]),
 ]
 
@@ -250,6 +272,11 @@ SAMPLED = [
     ("mvn", lambda: gd.MultivariateNormal(gc.tensor([1.0, -1.0]),
                                           gc.tensor([[2.0, 0.5], [0.5, 1.0]]))),
     ("log_normal", lambda: gd.LogNormal(gc.tensor([0.0, 0.5]), gc.tensor([0.25, 0.5]))),
+    ("geometric", lambda: gd.Geometric(gc.tensor([0.3, 0.8]))),
+    ("half_normal", lambda: gd.HalfNormal(gc.tensor([0.5, 2.0]))),
+    ("gumbel", lambda: gd.Gumbel(gc.tensor([0.5, -1.0]), gc.tensor([1.0, 0.3]))),
+    ("student_t", lambda: gd.StudentT(gc.tensor([5.0, 9.0]), 1.0, gc.tensor([1.0, 0.5]))),
+    ("multinomial", lambda: gd.Multinomial(6, gc.tensor([0.2, 0.3, 0.5]))),
 ]
 
 

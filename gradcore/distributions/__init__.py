@@ -20,18 +20,25 @@ from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
+from .cauchy import Cauchy
+from .chi2 import Chi2
 from .dirichlet import Dirichlet
 from .distribution import Distribution, ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .half_normal import HalfNormal
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
+from .studentT import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import (
     AffineTransform,
@@ -46,9 +53,10 @@ from .uniform import Uniform
 identity_transform = transforms.identity_transform
 """The identity map (a composition of no transforms)."""
 
-__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Dirichlet", "Distribution",
-           "Exponential", "ExponentialFamily", "Gamma", "Independent", "Laplace",
-           "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
+           "Distribution", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
+           "HalfNormal", "Independent", "Laplace", "LogNormal", "Multinomial",
+           "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson", "StudentT",
            "TransformedDistribution", "Uniform", "kl_divergence", "register_kl",
            "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform",
            "TanhTransform", "Transform", "identity_transform", "constraints", "transforms"]

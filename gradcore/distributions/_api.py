@@ -11,6 +11,7 @@ from ..creation import (
     eye,
     full,
     full_like,
+    ones_like,
     rand,
     tensor,
     zeros,
@@ -21,6 +22,7 @@ from ..dtypes import finfo, float64, get_default_dtype
 from ..dtypes import int64 as long
 from ..ops import (
     abs,  # noqa: A004
+    atan,
     atanh,
     broadcast_shapes,
     broadcast_tensors,
@@ -40,9 +42,11 @@ from ..ops import (
     log1p,
     logit,
     matmul,
+    rsqrt,
     sigmoid,
     softmax,
     stack,
+    tan,
     transpose,
     where,
     xlogy,
@@ -52,9 +56,10 @@ from ..tensor import Tensor
 
 __all__ = ["autograd", "linalg", "nn", "enable_grad", "no_grad", "arange", "as_tensor",
            "empty", "eye", "full", "full_like", "rand", "tensor", "zeros", "zeros_like",
+           "ones_like", "atan", "tan",
            "bool", "finfo", "float64", "get_default_dtype", "long", "abs", "atanh",
            "broadcast_shapes", "broadcast_tensors", "cat", "cholesky_inverse", "clamp",
            "digamma", "erf", "erfinv", "exp", "expm1", "flip", "igamma", "isclose",
-           "lgamma", "log", "log1p", "logit", "matmul", "sigmoid", "softmax", "stack",
+           "lgamma", "log", "log1p", "rsqrt", "logit", "matmul", "sigmoid", "softmax", "stack",
            "transpose", "where", "xlogy", "bernoulli", "multinomial", "normal", "poisson",
            "Tensor"]

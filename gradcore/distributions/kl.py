@@ -19,10 +19,14 @@ from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
+from .cauchy import Cauchy
 from .dirichlet import Dirichlet
 from .distribution import Distribution, ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
@@ -48,10 +52,15 @@ def register_kl(type_p, type_q):
         type_p: a subclass of ``Distribution``.
         type_q: a subclass of ``Distribution``.
 
-    >>> from gradcore.distributions import Normal, register_kl
-    >>> @register_kl(Normal, Normal)
-    ... def kl_normal_normal(p, q):
-    ...     ...
+    >>> import gradcore as gc
+    >>> from gradcore.distributions import Normal, kl_divergence, register_kl
+    >>> class PointMass(Normal):
+    ...     pass
+    >>> @register_kl(PointMass, Normal)
+    ... def kl_point_normal(p, q):
+    ...     return -q.log_prob(p.loc)
+    >>> kl_divergence(PointMass(0.0, 1.0), Normal(0.0, 1.0))
+    tensor(0.9189)
     """
     for name, kind in (("type_p", type_p), ("type_q", type_q)):
         if not (isinstance(kind, type) and issubclass(kind, Distribution)):
@@ -229,6 +238,27 @@ def _kl_gamma_gamma(p, q):
     return t1 + t2 + t3 + t4
 
 
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    ct1 = p.scale / q.scale
+    ct2 = q.loc / q.scale
+    ct3 = p.loc / q.scale
+    t1 = -ct1.log() - ct2 + ct3
+    t2 = ct1 * euler_constant
+    t3 = gc.exp(ct2 + (1 + ct1).lgamma() - ct3)
+    return t1 + t2 + t3 - (1 + euler_constant)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - gc.log1p(-q.probs) / p.probs - q.logits
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
 @register_kl(Laplace, Laplace)
 def _kl_laplace_laplace(p, q):
     scale_ratio = p.scale / q.scale
@@ -297,6 +327,13 @@ def _kl_independent_independent(p, q):
                           p.reinterpreted_batch_ndims)
 
 
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
+    t2 = (4 * p.scale * q.scale).log()
+    return t1 - t2
+
+
 # ---- across families ---------------------------------------------------------------
 @register_kl(Bernoulli, Poisson)
 def _kl_bernoulli_poisson(p, q):
@@ -353,6 +390,16 @@ def _kl_exponential_gamma(p, q):
             - (1 + euler_constant))
 
 
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    scale_rate_prod = p.rate * q.scale
+    loc_scale_ratio = q.loc / q.scale
+    t1 = scale_rate_prod.log() - 1
+    t2 = gc.exp(loc_scale_ratio) * scale_rate_prod / (scale_rate_prod + 1)
+    t3 = scale_rate_prod.reciprocal()
+    return t1 - loc_scale_ratio + t2 + t3
+
+
 @register_kl(Exponential, Normal)
 def _kl_exponential_normal(p, q):
     var_normal = q.scale.pow(2)
@@ -373,6 +420,35 @@ def _kl_gamma_infinity(p, q):
 @register_kl(Gamma, Exponential)
 def _kl_gamma_exponential(p, q):
     return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    beta_scale_prod = p.rate * q.scale
+    loc_scale_ratio = q.loc / q.scale
+    t1 = ((p.concentration - 1) * p.concentration.digamma() - p.concentration.lgamma()
+          - p.concentration)
+    t2 = beta_scale_prod.log() + p.concentration / beta_scale_prod
+    t3 = (gc.exp(loc_scale_ratio) * (1 + beta_scale_prod.reciprocal()).pow(-p.concentration)
+          - loc_scale_ratio)
+    return t1 + t2 + t3
+
+
+@register_kl(Gumbel, Beta)
+@register_kl(Gumbel, Exponential)
+@register_kl(Gumbel, Gamma)
+@register_kl(Gumbel, Uniform)
+def _kl_gumbel_infinity(p, q):
+    return _infinite_like(p.loc)
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    param_ratio = p.scale / q.scale
+    t1 = (param_ratio / math.sqrt(2 * math.pi)).log()
+    t2 = (math.pi * param_ratio * 0.5).pow(2) / 3
+    t3 = ((p.loc + p.scale * euler_constant - q.loc) / q.scale).pow(2) * 0.5
+    return -t1 + t2 + t3 - (euler_constant + 1)
 
 
 @register_kl(Gamma, Normal)
@@ -412,6 +488,17 @@ def _kl_laplace_normal(p, q):
 @register_kl(Normal, Uniform)
 def _kl_normal_infinity(p, q):
     return _infinite_like(p.loc)
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    mean_scale_ratio = p.loc / q.scale
+    var_scale_sqr_ratio = (p.scale / q.scale).pow(2)
+    loc_scale_ratio = q.loc / q.scale
+    t1 = var_scale_sqr_ratio.log() * 0.5
+    t2 = mean_scale_ratio - loc_scale_ratio
+    t3 = gc.exp(-mean_scale_ratio + 0.5 * var_scale_sqr_ratio + loc_scale_ratio)
+    return -t1 + t2 + t3 - (0.5 * (1 + math.log(2 * math.pi)))
 
 
 @register_kl(Normal, Laplace)
@@ -462,6 +549,16 @@ def _kl_uniform_gamma(p, q):
     t4 = q.rate * (p.high + p.low) / 2
     result = -t1 + t2 + t3 + t4
     return _inf_where(p.low < q.support.lower_bound, result)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    common_term = q.scale / (p.high - p.low)
+    high_loc_diff = (p.high - q.loc) / q.scale
+    low_loc_diff = (p.low - q.loc) / q.scale
+    t1 = common_term.log() + 0.5 * (high_loc_diff + low_loc_diff)
+    t2 = common_term * (gc.exp(-high_loc_diff) - gc.exp(-low_loc_diff))
+    return t1 - t2
 
 
 @register_kl(Uniform, Normal)
