@@ -452,6 +452,22 @@ def test_validation_errors_match_torch():
         assert message(case, gc).replace("gradcore", "torch") == message(case, torch)
 
 
+@needs_torch
+def test_reprs_match_torchs():
+    import torch
+    import torch.distributions as td
+
+    def reprs(m, D):
+        return [repr(D.Normal(m.tensor([0.0]), m.tensor([1.0]))), repr(D.Normal(0.0, 2.0)),
+                repr(D.Normal(m.zeros(3), 1.0)), repr(D.Bernoulli(logits=m.tensor(0.5))),
+                repr(D.Categorical(m.tensor([0.5, 0.5]))), repr(D.Beta(1.0, 2.0)),
+                repr(D.Independent(D.Normal(m.zeros(2), 1.0), 1)),
+                repr(D.MultivariateNormal(m.zeros(2), m.eye(2)))]
+
+    ours = [r.replace("gradcore", "torch") for r in reprs(gc, gd)]
+    assert ours == reprs(torch, td)
+
+
 def test_validate_args_can_be_turned_off():
     gd.Normal(0.0, -1.0, validate_args=False)  # no error
     gd.Distribution.set_default_validate_args(False)

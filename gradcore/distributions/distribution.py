@@ -235,9 +235,9 @@ class Distribution:
 
     def __repr__(self) -> str:
         names = [k for k in self.arg_constraints if k in self.__dict__]
-        args = ", ".join(
-            f"{p}: {self.__dict__[p].item() if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"  # noqa: E501
-            for p in names)
+        # (a one-element parameter is shown, as f"{tensor}" shows it; others by size)
+        args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"  # noqa: E501
+                         for p in names)
         return type(self).__name__ + "(" + args + ")"
 
 
