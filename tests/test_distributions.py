@@ -88,6 +88,17 @@ CASES = [
     ("chi2", lambda D, k: D.Chi2(k), [CONC], POSITIVE),
     ("student_t", lambda D, k, a, b: D.StudentT(k, a, b), [CONC + 1.5, LOC, SCALE], REAL),
     ("student_t_heavy", lambda D, k: D.StudentT(k), [np.array([0.5, 1.5, 2.5, 4.0])], REAL),
+    ("mixture_normal", lambda D, w, a, b: D.MixtureSameFamily(D.Categorical(w),
+                                                              D.Normal(a, b)),
+     [WEIGHTS[0], LOC, SCALE], REAL[..., None]),
+    ("mixture_independent", lambda D, w, a, b: D.MixtureSameFamily(
+        D.Categorical(logits=w), D.Independent(D.Normal(a, b), 1)),
+     [WEIGHTS, R.standard_normal((3, 4, 2)), R.uniform(0.5, 2.0, (3, 4, 2))],
+     R.standard_normal((5, 3, 2))),
+    ("relaxed_bernoulli", lambda D, t, p: D.RelaxedBernoulli(t, probs=p),
+     [np.array(0.7), PROBS], UNIT),
+    ("relaxed_one_hot", lambda D, t, w: D.RelaxedOneHotCategorical(t, logits=w),
+     [np.array(0.5), WEIGHTS], R.dirichlet(np.ones(4), (2, 3))),
     ("multinomial", lambda D, w: D.Multinomial(4, w), [WEIGHTS],
      np.array([[[4, 0, 0, 0], [1, 1, 1, 1], [0, 2, 2, 0]]] * 2, dtype=np.float64)),
     ("logistic", _logistic, [LOC, SCALE], REAL),
@@ -277,6 +288,9 @@ SAMPLED = [
     ("gumbel", lambda: gd.Gumbel(gc.tensor([0.5, -1.0]), gc.tensor([1.0, 0.3]))),
     ("student_t", lambda: gd.StudentT(gc.tensor([5.0, 9.0]), 1.0, gc.tensor([1.0, 0.5]))),
     ("multinomial", lambda: gd.Multinomial(6, gc.tensor([0.2, 0.3, 0.5]))),
+    ("mixture", lambda: gd.MixtureSameFamily(
+        gd.Categorical(gc.tensor([[0.3, 0.7], [0.5, 0.5]])),
+        gd.Normal(gc.tensor([[-2.0, 1.0], [0.0, 3.0]]), gc.tensor([[1.0, 0.5], [0.2, 1.0]])))),
 ]
 
 
@@ -299,6 +313,24 @@ def test_samples_have_the_distributions_shape_support_and_moments(name, make):
     sample_mean = host(x.double().mean(0))
     np.testing.assert_allclose(sample_mean, mean, atol=5 * std.max() / math.sqrt(n) + 1e-6)
     np.testing.assert_allclose(host(x.double().std(0)), std, rtol=0.05, atol=0.01)
+
+
+def test_relaxed_samples_are_differentiable_and_in_the_support():
+    logits = gc.tensor([[0.5, -1.0, 2.0]], requires_grad=True)
+    relaxed = gd.RelaxedOneHotCategorical(gc.tensor(0.3), logits=logits)
+    y = relaxed.rsample((100,))
+    assert tuple(y.shape) == (100, 1, 3) and bool(relaxed.support.check(y).all())
+    (y[..., 0]).sum().backward()
+    assert float(logits.grad[0, 0]) > 0 > float(logits.grad[0, 1])
+    # a low temperature gives nearly one-hot draws, the category of largest logit most
+    frequencies = host(y.detach().round().mean(0))[0]
+    assert frequencies.argmax() == 2 and abs(frequencies.sum() - 1) < 0.05
+    probs = gc.tensor([0.2, 0.9], requires_grad=True)
+    b = gd.RelaxedBernoulli(gc.tensor(0.1), probs=probs).rsample((2000,))
+    assert bool(((b > 0) & (b < 1)).all())
+    np.testing.assert_allclose(host((b.detach() > 0.5).float().mean(0)), [0.2, 0.9], atol=0.05)
+    b.sum().backward()
+    assert bool((probs.grad > 0).all())
 
 
 def test_sample_shapes_and_scalar_parameters():

@@ -33,11 +33,14 @@ from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
+from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
+from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
 from .studentT import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import (
@@ -55,8 +58,9 @@ identity_transform = transforms.identity_transform
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
            "Distribution", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
-           "HalfNormal", "Independent", "Laplace", "LogNormal", "Multinomial",
-           "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson", "StudentT",
+           "HalfNormal", "Independent", "Laplace", "LogNormal", "MixtureSameFamily",
+           "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
            "TransformedDistribution", "Uniform", "kl_divergence", "register_kl",
            "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform",
            "TanhTransform", "Transform", "identity_transform", "constraints", "transforms"]

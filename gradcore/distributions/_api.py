@@ -40,6 +40,7 @@ from ..ops import (
     lgamma,
     log,
     log1p,
+    log_softmax,
     logit,
     matmul,
     rsqrt,
@@ -54,12 +55,10 @@ from ..ops import (
 from ..sampling import bernoulli, multinomial, normal, poisson
 from ..tensor import Tensor
 
-__all__ = ["autograd", "linalg", "nn", "enable_grad", "no_grad", "arange", "as_tensor",
-           "empty", "eye", "full", "full_like", "rand", "tensor", "zeros", "zeros_like",
-           "ones_like", "atan", "tan",
-           "bool", "finfo", "float64", "get_default_dtype", "long", "abs", "atanh",
-           "broadcast_shapes", "broadcast_tensors", "cat", "cholesky_inverse", "clamp",
-           "digamma", "erf", "erfinv", "exp", "expm1", "flip", "igamma", "isclose",
-           "lgamma", "log", "log1p", "rsqrt", "logit", "matmul", "sigmoid", "softmax", "stack",
-           "transpose", "where", "xlogy", "bernoulli", "multinomial", "normal", "poisson",
-           "Tensor"]
+__all__ = ["autograd", "linalg", "nn", "enable_grad", "no_grad", "arange", "as_tensor", "empty",
+           "eye", "full", "full_like", "rand", "tensor", "zeros", "zeros_like", "ones_like", "atan",
+           "tan", "bool", "finfo", "float64", "get_default_dtype", "long", "abs", "atanh",
+           "broadcast_shapes", "broadcast_tensors", "cat", "cholesky_inverse", "clamp", "digamma",
+           "erf", "erfinv", "exp", "expm1", "flip", "igamma", "isclose", "lgamma", "log", "log1p",
+           "log_softmax", "rsqrt", "logit", "matmul", "sigmoid", "softmax", "stack", "transpose",
+           "where", "xlogy", "bernoulli", "multinomial", "normal", "poisson", "Tensor"]

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from . import _api as gc
 
-__all__ = ["Constraint", "boolean", "cat", "dependent", "dependent_property",
-           "greater_than", "greater_than_eq", "independent", "integer_interval", "interval",
-           "half_open_interval", "is_dependent", "less_than", "lower_cholesky",
-           "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer",
-           "one_hot", "positive", "positive_semidefinite", "positive_definite",
-           "positive_integer", "real", "real_vector", "simplex", "square", "stack",
-           "symmetric", "unit_interval"]
+__all__ = ["Constraint", "boolean", "cat", "dependent", "dependent_property", "greater_than",
+           "greater_than_eq", "independent", "integer_interval", "interval", "half_open_interval",
+           "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
+           "MixtureSameFamilyConstraint", "multinomial", "nonnegative", "nonnegative_integer",
+           "one_hot", "positive", "positive_semidefinite", "positive_definite", "positive_integer",
+           "real", "real_vector", "simplex", "square", "stack", "symmetric", "unit_interval"]
 
 
 class Constraint:
@@ -134,6 +133,42 @@ class _IndependentConstraint(Constraint):
     def __repr__(self):
         return (f"{type(self).__name__[1:]}({self.base_constraint!r}, "
                 f"{self.reinterpreted_batch_ndims})")
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """The support of a mixture: ``base_constraint`` checked for every component, then
+    all of them required (a value must be in every component's support).
+
+    Args:
+        base_constraint: the components' support.
+    """
+
+    def __init__(self, base_constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise TypeError(f"base_constraint must be a Constraint, got "
+                            f"{type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self) -> bool:
+        """Whether the region is discrete."""
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:
+        """How many rightmost dimensions make one event."""
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        keep = value.dim() - self.event_dim
+        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.base_constraint!r})"
 
 
 class _Boolean(Constraint):
