@@ -333,6 +333,28 @@ def test_relaxed_samples_are_differentiable_and_in_the_support():
     assert bool((probs.grad > 0).all())
 
 
+def test_draws_are_made_on_the_parameters_device(device):
+    loc = gc.tensor([0.5, -1.0], requires_grad=True)
+    positive = gc.tensor([0.7, 3.0], requires_grad=True)
+    weights = gc.tensor([[0.2, 0.8], [0.6, 0.4]], requires_grad=True)
+    families = [gd.Normal(loc, positive), gd.Laplace(loc, positive), gd.Uniform(loc, loc + 1),
+                gd.Exponential(positive), gd.Gamma(positive, 1.0), gd.Beta(positive, 2.0),
+                gd.Dirichlet(weights + positive), gd.StudentT(positive + 2),
+                gd.MultivariateNormal(loc, scale_tril=gc.eye(2) * positive),
+                gd.RelaxedOneHotCategorical(gc.tensor(0.5), probs=weights)]
+    for dist in families:
+        x = dist.rsample((3,))
+        assert x.device.type == gc.device(device).type, type(dist).__name__
+        x.sum().backward()
+    assert loc.grad.device.type == positive.grad.device.type == gc.device(device).type
+    for dist in (gd.Bernoulli(weights), gd.Categorical(weights), gd.OneHotCategorical(weights),
+                 gd.Poisson(positive), gd.Binomial(4, weights), gd.Geometric(weights),
+                 gd.Multinomial(3, weights)):
+        x = dist.sample((3,))
+        assert x.device.type == gc.device(device).type, type(dist).__name__
+        assert bool(dist.support.check(x).all()), type(dist).__name__
+
+
 def test_sample_shapes_and_scalar_parameters():
     d = gd.Normal(0.0, 1.0)
     assert d.batch_shape == gc.Size([]) and d.sample().shape == gc.Size([])
@@ -571,3 +593,30 @@ def test_a_program_aliasing_gradcore_as_torch_imports_torch_distributions():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "0.5", out.stderr
+
+
+@needs_torch
+def test_utils_match_torchs():
+    import torch
+    import torch.distributions.utils as tu
+
+    import gradcore.distributions.utils as gu
+
+    m = np.arange(18.0).reshape(2, 3, 3)
+    for diag in (0, -1, 1):
+        vec = gu.tril_matrix_to_vec(gc.tensor(m), diag)
+        np.testing.assert_array_equal(host(vec), tu.tril_matrix_to_vec(torch.tensor(m), diag))
+        np.testing.assert_array_equal(host(gu.vec_to_tril_matrix(vec, diag)),
+                                      tu.vec_to_tril_matrix(torch.tensor(host(vec)), diag))
+    p = np.array([0.0, 0.3, 1.0])
+    for binary in (True, False):
+        np.testing.assert_allclose(host(gu.probs_to_logits(gc.tensor(p), binary)),
+                                   tu.probs_to_logits(torch.tensor(p, dtype=torch.float32),
+                                                      binary), rtol=1e-6)
+        np.testing.assert_allclose(host(gu.logits_to_probs(gc.tensor(p), binary)),
+                                   tu.logits_to_probs(torch.tensor(p, dtype=torch.float32),
+                                                      binary), rtol=1e-6)
+    a, b = gu.broadcast_all(gc.zeros(2, 1, dtype=gc.float64), 3)
+    assert tuple(a.shape) == tuple(b.shape) == (2, 1) and b.dtype == gc.float64
+    with pytest.raises(ValueError, match="Input arguments must all be instances of Number"):
+        gu.broadcast_all(gc.zeros(2), "3")

@@ -31,7 +31,8 @@ _RATIONAL = np.array([
 
 
 def _digamma(x: np.ndarray) -> np.ndarray:
-    return gc.digamma(gc.tensor(x, dtype=gc.float64)).numpy()
+    # (on the host whatever the default device: these are host arrays)
+    return gc.digamma(gc.tensor(x, dtype=gc.float64, device="cpu")).numpy()
 
 
 def _gamma_grad_small_x(alpha, x):

@@ -130,7 +130,7 @@ def tril_matrix_to_vec(mat, diag: int = 0):
     if not -n <= diag < n:
         raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
     rows, cols = np.tril_indices(n, k=diag)
-    return mat[..., gc.tensor(rows), gc.tensor(cols)]
+    return mat[..., gc.tensor(rows, device=mat.device), gc.tensor(cols, device=mat.device)]
 
 
 def vec_to_tril_matrix(vec, diag: int = 0):
@@ -151,7 +151,7 @@ def vec_to_tril_matrix(vec, diag: int = 0):
                          "the lower triangular part of a square D x D matrix.")
     rows, cols = np.tril_indices(n, k=diag)
     mat = gc.zeros(tuple(vec.shape[:-1]) + (n, n), dtype=vec.dtype, device=vec.device)
-    mat[..., gc.tensor(rows), gc.tensor(cols)] = vec
+    mat[..., gc.tensor(rows, device=vec.device), gc.tensor(cols, device=vec.device)] = vec
     return mat
 
 
