@@ -611,11 +611,9 @@ def test_utils_match_torchs():
     p = np.array([0.0, 0.3, 1.0])
     for binary in (True, False):
         np.testing.assert_allclose(host(gu.probs_to_logits(gc.tensor(p), binary)),
-                                   tu.probs_to_logits(torch.tensor(p, dtype=torch.float32),
-                                                      binary), rtol=1e-6)
+                                   tu.probs_to_logits(torch.tensor(p), binary), rtol=1e-6)
         np.testing.assert_allclose(host(gu.logits_to_probs(gc.tensor(p), binary)),
-                                   tu.logits_to_probs(torch.tensor(p, dtype=torch.float32),
-                                                      binary), rtol=1e-6)
+                                   tu.logits_to_probs(torch.tensor(p), binary), rtol=1e-6)
     a, b = gu.broadcast_all(gc.zeros(2, 1, dtype=gc.float64), 3)
     assert tuple(a.shape) == tuple(b.shape) == (2, 1) and b.dtype == gc.float64
     with pytest.raises(ValueError, match="Input arguments must all be instances of Number"):
