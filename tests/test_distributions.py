@@ -618,3 +618,30 @@ def test_utils_match_torchs():
     assert tuple(a.shape) == tuple(b.shape) == (2, 1) and b.dtype == gc.float64
     with pytest.raises(ValueError, match="Input arguments must all be instances of Number"):
         gu.broadcast_all(gc.zeros(2), "3")
+
+
+@needs_torch
+def test_enumerate_support_and_the_exponential_family_entropy_match_torch():
+    import torch
+    import torch.distributions as td
+
+    def supports(m, D):
+        w = m.tensor([[0.2, 0.8], [0.6, 0.4]], dtype=m.float64)
+        found = []
+        for dist in (D.Bernoulli(w[:, 0]), D.Categorical(w), D.OneHotCategorical(w),
+                     D.Binomial(3, w[:, 0])):
+            found += [dist.enumerate_support(), dist.enumerate_support(expand=False)]
+        found.append(D.Binomial(3, w[:, 0]).entropy())
+        return [t.detach().numpy() if m is torch else host(t) for t in found]
+
+    for ours, theirs in zip(supports(gc, gd), supports(torch, td)):
+        assert ours.shape == theirs.shape
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+    # the entropy from the natural parameters (Bregman) agrees with the closed forms
+    for dist in (gd.Normal(gc.tensor([0.3, -1.0]), gc.tensor([0.5, 2.0])),
+                 gd.Exponential(gc.tensor([0.5, 2.0])), gd.Gamma(gc.tensor([0.5, 2.0]), 1.5),
+                 gd.Bernoulli(gc.tensor([0.3, 0.9]))):
+        np.testing.assert_allclose(host(gd.ExponentialFamily.entropy(dist).detach()),
+                                   host(dist.entropy()), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(host(gd.Normal(0.0, 1.0).perplexity()),
+                               math.exp(0.5 + 0.5 * math.log(2 * math.pi)), rtol=1e-6)
