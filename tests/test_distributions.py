@@ -501,6 +501,11 @@ def test_validation_errors_match_torch():
         lambda m, D: D.MultivariateNormal(m.zeros(2)),
         lambda m, D: D.Independent(D.Normal(m.zeros(2), 1.0), 2),
         lambda m, D: D.Beta(m.tensor([1.0]), m.tensor([0.0])),
+        lambda m, D: D.Normal(m.zeros(3), "a"),
+        lambda m, D: D.MixtureSameFamily(D.Normal(0.0, 1.0), D.Normal(m.zeros(2), 1.0)),
+        lambda m, D: D.MixtureSameFamily(D.Categorical(m.ones(3)), D.Normal(m.zeros(2), 1.0)),
+        lambda m, D: D.Geometric(m.tensor([0.0, 0.5])),
+        lambda m, D: D.Binomial(m.tensor([2.5]), m.tensor([0.5])),
     ]
     for case in cases:
         assert message(case, gc).replace("gradcore", "torch") == message(case, torch)

@@ -38,7 +38,7 @@ def broadcast_all(*values):
         *values: tensors and numbers.
     """
     if not all(isinstance(v, gc.Tensor) or _is_number(v) for v in values):
-        raise ValueError("Input arguments must all be instances of Number, torch.Tensor or "
+        raise ValueError("Input arguments must all be instances of Number, gradcore.Tensor or "
                          "objects implementing __torch_function__.")
     if not all(isinstance(v, gc.Tensor) for v in values):
         options = {"dtype": gc.get_default_dtype()}
