@@ -650,3 +650,43 @@ def test_enumerate_support_and_the_exponential_family_entropy_match_torch():
                                    host(dist.entropy()), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(host(gd.Normal(0.0, 1.0).perplexity()),
                                math.exp(0.5 + 0.5 * math.log(2 * math.pi)), rtol=1e-6)
+
+
+REGISTRY_CASES = [("real", ()), ("positive", ()), ("nonnegative", ()), ("unit_interval", ()),
+                  ("simplex", ()), ("real_vector", ()), ("greater_than", (1.5,)),
+                  ("greater_than_eq", (-0.5,)), ("less_than", (-1.0,)),
+                  ("interval", (-2.0, 3.0)), ("half_open_interval", (0.0, 1.0)),
+                  ("lower_cholesky", ()), ("positive_definite", ())]
+
+
+@needs_torch
+@pytest.mark.parametrize("registry", ["biject_to", "transform_to"])
+def test_biject_to_and_transform_to_match_torch(registry):
+    import torch
+    import torch.distributions as td
+
+    r = np.random.default_rng(3)
+    for name, args in REGISTRY_CASES:
+        ours_c, theirs_c = getattr(gd.constraints, name), getattr(td.constraints, name)
+        if args:
+            ours_c, theirs_c = ours_c(*args), theirs_c(*args)
+        try:
+            theirs = getattr(td, registry)(theirs_c)
+        except NotImplementedError:
+            with pytest.raises(NotImplementedError, match="Cannot transform"):
+                getattr(gd, registry)(ours_c)
+            continue
+        ours = getattr(gd, registry)(ours_c)
+        x = r.standard_normal((2, 3, 3) if "cholesky" in name or "definite" in name
+                              else (2, 3))
+        y_g, y_t = ours(gc.tensor(x)), theirs(torch.tensor(x))
+        np.testing.assert_allclose(host(y_g), y_t.numpy(), rtol=1e-10, err_msg=name)
+        assert bool(ours_c.check(y_g).all()), name
+        np.testing.assert_allclose(host(ours.inv(y_g)), theirs.inv(y_t).numpy(), rtol=1e-8,
+                                   atol=1e-12, err_msg=name)
+        try:
+            expected = theirs.log_abs_det_jacobian(torch.tensor(x), y_t).numpy()
+        except NotImplementedError:
+            continue
+        np.testing.assert_allclose(host(ours.log_abs_det_jacobian(gc.tensor(x), y_g)),
+                                   expected, rtol=1e-10, err_msg=name)

@@ -11,6 +11,7 @@ from ..creation import (
     eye,
     full,
     full_like,
+    ones,
     ones_like,
     rand,
     tensor,
@@ -56,8 +57,8 @@ from ..sampling import bernoulli, multinomial, normal, poisson
 from ..tensor import Tensor
 
 __all__ = ["autograd", "linalg", "nn", "enable_grad", "no_grad", "arange", "as_tensor", "empty",
-           "eye", "full", "full_like", "rand", "tensor", "zeros", "zeros_like", "ones_like", "atan",
-           "tan", "bool", "finfo", "float64", "get_default_dtype", "long", "abs", "atanh",
+           "eye", "full", "full_like", "rand", "tensor", "zeros", "zeros_like", "ones", "ones_like",
+           "atan", "tan", "bool", "finfo", "float64", "get_default_dtype", "long", "abs", "atanh",
            "broadcast_shapes", "broadcast_tensors", "cat", "cholesky_inverse", "clamp", "digamma",
            "erf", "erfinv", "exp", "expm1", "flip", "igamma", "isclose", "lgamma", "log", "log1p",
            "log_softmax", "rsqrt", "logit", "matmul", "sigmoid", "softmax", "stack", "transpose",

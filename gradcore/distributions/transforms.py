@@ -22,8 +22,9 @@ from . import constraints
 from .utils import _inherit_docstrings, _sum_rightmost, broadcast_all, lazy_property
 
 __all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
-           "IndependentTransform", "PowerTransform", "SigmoidTransform",
-           "SoftplusTransform", "TanhTransform", "Transform", "identity_transform"]
+           "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+           "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
+           "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform"]
 
 
 def _softplus(x):
@@ -642,3 +643,121 @@ class AffineTransform(Transform):
     def inverse_shape(self, shape):
         return gc.broadcast_shapes(shape, getattr(self.loc, "shape", ()),
                                    getattr(self.scale, "shape", ()))
+
+
+class SoftmaxTransform(Transform):
+    """``y = softmax(x)`` over the last dimension: onto the simplex, not bijective (its
+    ``inv`` returns ``log(y)``)."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def __eq__(self, other):
+        return isinstance(other, SoftmaxTransform)
+
+    __hash__ = Transform.__hash__
+
+    def _call(self, x):
+        probs = (x - x.max(-1, True)[0]).exp()
+        return probs / probs.sum(-1, True)
+
+    def _inverse(self, y):
+        return y.log()
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape
+
+
+class StickBreakingTransform(Transform):
+    """A bijection from vectors of ``K - 1`` reals onto the ``K``-simplex, breaking a
+    stick: each coordinate (a sigmoid, shifted so that zeros give the uniform vector)
+    takes its share of what the previous ones left."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    def __eq__(self, other):
+        return isinstance(other, StickBreakingTransform)
+
+    __hash__ = Transform.__hash__
+
+    @staticmethod
+    def _offset(like):
+        """``K - 1, K - 2, ..., 1`` for the ``K - 1`` reals of a ``K``-simplex."""
+        n = like.shape[-1]
+        return n + 1 - gc.ones(n, dtype=like.dtype, device=like.device).cumsum(-1)
+
+    def _call(self, x):
+        offset = self._offset(x)
+        z = _clipped_sigmoid(x - offset.log())
+        z_cumprod = (1 - z).cumprod(-1)
+        pad = gc.nn.functional.pad
+        return pad(z, [0, 1], value=1) * pad(z_cumprod, [1, 0], value=1)
+
+    def _inverse(self, y):
+        y_crop = y[..., :-1]
+        offset = self._offset(y_crop)
+        sf = gc.clamp(1 - y_crop.cumsum(-1), min=gc.finfo(y.dtype).tiny)
+        return y_crop.log() - sf.log() + offset.log()
+
+    def log_abs_det_jacobian(self, x, y):
+        x = x - self._offset(x).log()
+        return (-x + gc.nn.functional.logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] - 1,)
+
+
+class LowerCholeskyTransform(Transform):
+    """From square matrices to lower-triangular ones with a positive diagonal: the
+    strict lower triangle kept, the diagonal exponentiated (the upper triangle is
+    dropped: not bijective)."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other):
+        return isinstance(other, LowerCholeskyTransform)
+
+    __hash__ = Transform.__hash__
+
+    def _call(self, x):
+        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+
+    def _inverse(self, y):
+        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class PositiveDefiniteTransform(Transform):
+    """From square matrices to positive-definite ones: ``L L^T`` of the
+    :class:`LowerCholeskyTransform` of the input."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other):
+        return isinstance(other, PositiveDefiniteTransform)
+
+    __hash__ = Transform.__hash__
+
+    def _call(self, x):
+        x = LowerCholeskyTransform()(x)
+        return x @ x.mT
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(gc.linalg.cholesky(y))
