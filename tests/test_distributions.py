@@ -690,3 +690,23 @@ def test_biject_to_and_transform_to_match_torch(registry):
             continue
         np.testing.assert_allclose(host(ours.log_abs_det_jacobian(gc.tensor(x), y_g)),
                                    expected, rtol=1e-10, err_msg=name)
+
+
+def test_a_compiled_step_replays_unvalidated_distributions_with_fresh_draws():
+    import warnings
+
+    def step(a):
+        normal = gd.Normal(a, 1.0, validate_args=False)
+        categorical = gd.Categorical(logits=a, validate_args=False)
+        return normal.rsample(), categorical.sample((8,)), normal.log_prob(a)
+
+    compiled = gc.compile(step)
+    a = gc.tensor([2.0, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no eager fallback)
+        outs = [compiled(a) for _ in range(4)]
+    draws = {tuple(host(x).tolist()) for x, _, _ in outs}
+    assert len(draws) == 4
+    np.testing.assert_allclose(host(outs[-1][2]), [-0.9189385] * 2, rtol=1e-6)
+    with pytest.warns(UserWarning, match="runs eagerly"):  # (validation reads values)
+        gc.compile(lambda a: gd.Normal(a, 1.0).rsample())(a)
