@@ -99,6 +99,14 @@ CASES = [
      [np.array(0.7), PROBS], UNIT),
     ("relaxed_one_hot", lambda D, t, w: D.RelaxedOneHotCategorical(t, logits=w),
      [np.array(0.5), WEIGHTS], R.dirichlet(np.ones(4), (2, 3))),
+    ("negative_binomial", lambda D, n, p: D.NegativeBinomial(n, p), [CONC, PROBS], COUNTS),
+    ("negative_binomial_logits", lambda D, n, x: D.NegativeBinomial(n, logits=x),
+     [CONC, LOC], COUNTS),
+    ("pareto", lambda D, s, a: D.Pareto(s, a), [SCALE * 0.1, CONC + 2], POSITIVE + 0.3),
+    ("weibull", lambda D, s, k: D.Weibull(s, k), [SCALE, CONC], POSITIVE),
+    ("inverse_gamma", lambda D, c, r: D.InverseGamma(c, r), [CONC + 1, SCALE], POSITIVE),
+    ("one_hot_straight_through", lambda D, w: D.OneHotCategoricalStraightThrough(w),
+     [WEIGHTS], np.eye(4)[[[0, 3, 1], [2, 2, 0]]]),
     ("multinomial", lambda D, w: D.Multinomial(4, w), [WEIGHTS],
      np.array([[[4, 0, 0, 0], [1, 1, 1, 1], [0, 2, 2, 0]]] * 2, dtype=np.float64)),
     ("logistic", _logistic, [LOC, SCALE], REAL),
@@ -162,7 +170,7 @@ def test_values_and_gradients_match_torch(device, name, make, params, values):
                                    atol=1e-9, err_msg=key)
         # (the derivative of the incomplete gamma function in its first argument is
         # implemented by neither library)
-        differentiable = not (name in ("gamma", "chi2") and key == "cdf")
+        differentiable = not (name in ("gamma", "chi2", "inverse_gamma") and key == "cdf")
         if ours[key].requires_grad and np.isfinite(expected).all() and differentiable:
             total_g = total_g + ours[key].sum()
             total_t = total_t + theirs[key].sum()
@@ -225,6 +233,14 @@ KL_CASES = [
     ("uniform_gumbel", lambda D, a, b: (D.Uniform(a, a + b), D.Gumbel(b, b)), [LOC, SCALE]),
     ("gumbel_uniform_infinite", lambda D, a, b: (D.Gumbel(a, b), D.Uniform(a, a + b)),
      [LOC, SCALE]),
+    ("pareto", lambda D, s, a: (D.Pareto(s, a), D.Pareto(s * 0.5, a + 1)), [SCALE, CONC]),
+    ("pareto_exponential", lambda D, s, a: (D.Pareto(s, a), D.Exponential(s)), [SCALE, CONC]),
+    ("pareto_gamma", lambda D, s, a: (D.Pareto(s, a), D.Gamma(a, s)), [SCALE, CONC]),
+    ("pareto_normal", lambda D, s, a: (D.Pareto(s, a + 1.5), D.Normal(s, a)), [SCALE, CONC]),
+    ("uniform_pareto", lambda D, s, a: (D.Uniform(s, s + 1), D.Pareto(s * 0.5, a)),
+     [SCALE, CONC]),
+    ("normal_pareto_infinite", lambda D, s, a: (D.Normal(s, a), D.Pareto(s, a)),
+     [SCALE, CONC]),
 ]
 
 
@@ -288,6 +304,11 @@ SAMPLED = [
     ("gumbel", lambda: gd.Gumbel(gc.tensor([0.5, -1.0]), gc.tensor([1.0, 0.3]))),
     ("student_t", lambda: gd.StudentT(gc.tensor([5.0, 9.0]), 1.0, gc.tensor([1.0, 0.5]))),
     ("multinomial", lambda: gd.Multinomial(6, gc.tensor([0.2, 0.3, 0.5]))),
+    ("negative_binomial", lambda: gd.NegativeBinomial(gc.tensor([2.0, 5.5]),
+                                                      gc.tensor([0.3, 0.6]))),
+    ("pareto", lambda: gd.Pareto(gc.tensor([1.0, 0.5]), gc.tensor([9.0, 12.0]))),
+    ("weibull", lambda: gd.Weibull(gc.tensor([1.0, 2.0]), gc.tensor([0.8, 3.0]))),
+    ("inverse_gamma", lambda: gd.InverseGamma(gc.tensor([5.0, 8.0]), gc.tensor([1.0, 2.0]))),
     ("mixture", lambda: gd.MixtureSameFamily(
         gd.Categorical(gc.tensor([[0.3, 0.7], [0.5, 0.5]])),
         gd.Normal(gc.tensor([[-2.0, 1.0], [0.0, 3.0]]), gc.tensor([[1.0, 0.5], [0.2, 1.0]])))),

@@ -8,7 +8,7 @@ from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution
 
-__all__ = ["OneHotCategorical"]
+__all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 class OneHotCategorical(Distribution):
@@ -99,3 +99,22 @@ class OneHotCategorical(Distribution):
         if expand:
             values = values.expand((n,) + tuple(self.batch_shape) + (n,))
         return values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """A :class:`OneHotCategorical` whose ``rsample`` passes gradients straight through
+    (Bengio et al., 2013): the one-hot sample forward, the gradient of ``probs``
+    backward.
+
+    Args:
+        probs: event weights, ``(..., K)``.
+        logits: event log-weights, ``(..., K)``.
+        validate_args: whether to check the arguments (see ``Distribution``).
+    """
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=Size()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())
