@@ -462,11 +462,14 @@ for _name in ("all", "amax", "amin", "any", "argmax", "argmin", "broadcast_to", 
     globals()[_name] = _tensor_input(globals()[_name])
 del _name
 
+# (last: the distributions are written against the finished top-level namespace)
+from . import distributions  # noqa: E402
+
 # `from gradcore import *`: every public name (generated: the ops' come from their
 # declarations), less the modules `random` and `multiprocessing` (they would hide
-# Python's own) and `utils`, which torch's __all__ leaves out too
+# Python's own), `utils` and `distributions`, which torch's __all__ leaves out too
 __all__ = sorted(_n for _n in globals() if not _n.startswith("_") and
-                 _n not in ("random", "utils", "multiprocessing"))
+                 _n not in ("random", "utils", "multiprocessing", "distributions"))
 
 
 class _TorchAlias:

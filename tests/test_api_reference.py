@@ -39,7 +39,7 @@ ref = _load_hook()
 MODULE_NAMESPACES = ["gradcore.nn", "gradcore.nn.functional", "gradcore.nn.init",
                      "gradcore.optim", "gradcore.optim.lr_scheduler", "gradcore.autograd",
                      "gradcore.utils.data", "gradcore.amp", "gradcore.special", "gradcore.fft",
-                     "gradcore.testing"]
+                     "gradcore.testing", "gradcore.distributions"]
 NAMESPACES = ["gradcore", "gradcore.Tensor", *MODULE_NAMESPACES, "gradcore.cuda",
               "gradcore.accelerator"]
 

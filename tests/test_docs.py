@@ -44,6 +44,7 @@ def test_guide_examples_run_in_order(capsys):
     out = capsys.readouterr().out
     assert "Sequential(" in out and "300 True" in out
     assert "\n18\n" in out  # the compiled step: two recordings, then replays
+    assert "gradcore.Size([16, 4]) 0.0" in out  # the distributions example
 
 
 def test_compile_page_example_runs(capsys):

@@ -50,6 +50,7 @@ PAGES = {
     "gradcore.autograd": "reference/autograd.md",
     "gradcore.utils.data": "reference/utils.data.md",
     "gradcore.amp": "reference/amp.md",
+    "gradcore.distributions": "reference/distributions.md",
     "gradcore.cuda": "reference/cuda.md",
     "gradcore.special": "reference/special.md",
     "gradcore.fft": "reference/fft.md",
