@@ -48,6 +48,7 @@ PAGES = {
     "gradcore.optim": "reference/optim.md",
     "gradcore.optim.lr_scheduler": "reference/optim.lr_scheduler.md",
     "gradcore.autograd": "reference/autograd.md",
+    "gradcore.autograd.functional": "reference/autograd.functional.md",
     "gradcore.utils.data": "reference/utils.data.md",
     "gradcore.amp": "reference/amp.md",
     "gradcore.cuda": "reference/cuda.md",
