@@ -19,6 +19,7 @@ from . import (
     backends,
     distributed,
     dtypes,
+    func,
     kernels,
     linalg,
     nn,
@@ -123,6 +124,7 @@ from .dtypes import (
     strided,
     uint8,
 )
+from .func import vmap
 from .io import load, save
 from .nn.functional import (  # (torch.<name> too)
     cosine_similarity,

@@ -49,6 +49,7 @@ PAGES = {
     "gradcore.optim.lr_scheduler": "reference/optim.lr_scheduler.md",
     "gradcore.autograd": "reference/autograd.md",
     "gradcore.autograd.functional": "reference/autograd.functional.md",
+    "gradcore.func": "reference/func.md",
     "gradcore.utils.data": "reference/utils.data.md",
     "gradcore.amp": "reference/amp.md",
     "gradcore.cuda": "reference/cuda.md",
@@ -287,6 +288,7 @@ TOP_BY_MODULE = {
     "gradcore._settings": "Process-wide settings",
     "gradcore._functional": "Dropout, embedding and the in-place function forms",
     "gradcore.nn.functional": "Also in gradcore.nn.functional",
+    "gradcore.func": "Function transforms",
 }
 # names the module rule would put elsewhere (those defined in gradcore/__init__.py)
 TOP_BY_NAME = {
@@ -301,7 +303,8 @@ TOP_BY_NAME = {
     "get_device": "Tensors",
 }
 TOP_ORDER = ["Tensors", "Creating tensors", "Data types", "Devices", "Random numbers",
-             "Gradient modes", "Saving and loading", "Compiling, mixed precision and profiling",
+             "Gradient modes", "Function transforms", "Saving and loading",
+             "Compiling, mixed precision and profiling",
              "Pointwise operations", "Reductions, sorting and counting",
              "Shapes: views, joining and splitting", "Indexing, gathering and scattering",
              "Matrix products and linear algebra",
