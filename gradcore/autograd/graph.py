@@ -281,7 +281,10 @@ def _collect(roots):
 
 
 def _needed(roots, targets, seen):
-    """Nodes from which some target node is reachable (autograd.grad prunes the rest)."""
+    """Nodes from which some target node is reachable through an edge: the ones
+    autograd.grad runs. A target itself only receives its gradient (captured): it runs
+    only when another target lies below it, as in PyTorch, so that its saved tensors stay
+    for a later backward."""
     parents: dict[Node, list[Node]] = {}
     for node in seen:
         for nxt, _ in node.next_functions:
@@ -289,7 +292,6 @@ def _needed(roots, targets, seen):
                 parents.setdefault(nxt, []).append(node)
     needed = set()
     stack = [t for t in targets if t in seen]
-    needed.update(stack)
     while stack:
         node = stack.pop()
         for p in parents.get(node, ()):
@@ -317,10 +319,11 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     tensor_math = _tm
     root_nodes = [n for n, _ in roots]
     captured = [None] * (len(capture) if capture else 0)
-    needed = None
+    needed = targets = None
     if capture is not None and not accumulate:
         deps, root_set = _collect(root_nodes)
-        needed = _needed(root_nodes, [n for n, _ in capture], root_set.union(deps))
+        targets = {n for n, _ in capture}
+        needed = _needed(root_nodes, targets, root_set.union(deps))
 
     buffers: dict[Node, object] = {}
     for (node, nr), g in zip(roots, root_grads):
@@ -352,13 +355,15 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
             # Follow the graph from `node`; along a chain the gradient is handed on
             # directly, without the buffer dict and the heap.
             while True:
-                if needed is not None and node not in needed:
+                if needed is not None and node not in needed and node not in targets:
                     break
                 if node._pre_hooks is not None:  # hooks or retain_grad
                     grad = _run_prehooks(node, grad)
                     is_owned = False
                 if capture:
                     _capture(capture, captured, node, grad)
+                    if needed is not None and node not in needed:
+                        break  # a target with no other target below: it does not run
                 sink, single, writes_into_grad, fresh_grads, passes = node._kind
                 if sink:  # an AccumulateGrad: the gradient lands in a leaf
                     if accumulate:
