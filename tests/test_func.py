@@ -178,7 +178,7 @@ def test_unused_inputs_give_zeros_or_raise_in_strict_mode():
 
 
 ALIASED = {"torch.autograd.functional": "gradcore.autograd.functional",
-           "torch.func": "gradcore.func"}
+           "torch.func": "gradcore.func", "torch.utils.checkpoint": "gradcore.utils.checkpoint"}
 
 
 def test_torch_aliased_imports_reach_the_new_modules():
@@ -188,6 +188,9 @@ def test_torch_aliased_imports_reach_the_new_modules():
 
     saved = sys.modules.get("torch")
     stashed = {name: sys.modules.pop(name) for name in ALIASED if name in sys.modules}
+    # an import sets the module as an attribute of its parent package (torch.utils, ...)
+    parents = {name: getattr(sys.modules.get(name.rpartition(".")[0]), name.rpartition(".")[2],
+                             None) for name in ALIASED}
     sys.modules["torch"] = gc
     try:
         for alias, real in ALIASED.items():
@@ -200,6 +203,10 @@ def test_torch_aliased_imports_reach_the_new_modules():
             sys.modules.pop(name, None)
         sys.modules.update(stashed)
         sys.modules["torch"] = saved
+        for name, module in parents.items():
+            parent, _, attr = name.rpartition(".")
+            if module is not None and parent in sys.modules:
+                setattr(sys.modules[parent], attr, module)
 
 
 # ---------------------------------------------------------------------- torch.func
@@ -443,3 +450,110 @@ def test_functional_call_errors_and_tied_weights():
         results[lib] += (str(err.value),)
     assert results[torch][0].tolist() == results[gc][0].tolist()
     assert results[torch][2] == results[gc][2]
+
+
+# ---------------------------------------------------------------- utils.checkpoint
+
+def _dropout_region(lib, w):
+    return lambda a: lib.nn.functional.dropout((a @ w).tanh(), 0.5) * 2
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_recomputes_with_the_same_dropout_masks(use_reentrant):
+    x = gc.tensor(RNG.standard_normal((4, 3)).astype(np.float32), requires_grad=True)
+    w = gc.tensor(RNG.standard_normal((3, 3)).astype(np.float32), requires_grad=True)
+    f = _dropout_region(gc, w)
+
+    def run(checkpointed):
+        x.grad = w.grad = None
+        gc.manual_seed(3)
+        y = gc.utils.checkpoint.checkpoint(f, x, use_reentrant=use_reentrant) \
+            if checkpointed else f(x)
+        gc.manual_seed(99)  # draws between forward and backward change nothing
+        (y * y).sum().backward()
+        return y.detach().numpy(), x.grad.numpy(), w.grad.numpy()
+    for plain, checked in zip(run(False), run(True)):
+        np.testing.assert_allclose(checked, plain, rtol=1e-6)
+    assert gc.utils.checkpoint.checkpoint(f, x, use_reentrant=use_reentrant).grad_fn.name() \
+        == "CheckpointFunctionBackward"
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_matches_torch(use_reentrant):
+    xs, ws = RNG.standard_normal((4, 3)).astype(np.float32), np.float32(0.3)
+    results = {}
+    for lib in (torch, gc):
+        x = lib.tensor(xs, requires_grad=True)
+        w = lib.full((3, 3), ws, requires_grad=True)
+        y, z = lib.utils.checkpoint.checkpoint(lambda a, b: ((a @ w).sin() * b, a.sum()), x,
+                                               lib.tensor(2.0), use_reentrant=use_reentrant)
+        (y.sum() + z).backward()
+        results[lib] = (y, z, x.grad, w.grad)
+    same(results[torch], results[gc])
+
+
+def test_checkpoint_without_reentrant_works_with_autograd_grad_and_kwargs():
+    results = {}
+    for lib in (torch, gc):
+        x = lib.tensor(X, requires_grad=True)
+        w = lib.tensor(X * 2, requires_grad=True)
+        y = lib.utils.checkpoint.checkpoint(lambda a, scale: (a * w).exp() * scale, x,
+                                            use_reentrant=False, scale=3.0)
+        gx, gw = lib.autograd.grad(y.sum(), (x, w), create_graph=True)
+        (ggx,) = lib.autograd.grad(gx.sum(), x)
+        results[lib] = (y, gx, gw, ggx)
+    same(results[torch], results[gc])
+
+
+def test_checkpoint_warnings_and_errors():
+    for lib in (torch, gc):
+        x = lib.tensor(X, requires_grad=True)
+        with pytest.warns(UserWarning) as record:
+            lib.utils.checkpoint.checkpoint(lambda a: a * 2, x)
+        with pytest.warns(UserWarning) as record_sequential:
+            lib.utils.checkpoint.checkpoint_sequential([lambda a: a * 2] * 2, 2, x)
+        with pytest.warns(UserWarning) as record_no_grad:
+            y = lib.utils.checkpoint.checkpoint(lambda a: a * 2, lib.tensor(X),
+                                                use_reentrant=True)
+        assert not y.requires_grad
+        if lib is torch:
+            expected = [str(r[0].message) for r in (record, record_sequential, record_no_grad)]
+    assert [str(r[0].message) for r in (record, record_sequential, record_no_grad)] == expected
+    ck = lambda lib: lib.utils.checkpoint.checkpoint  # noqa: E731
+    f = lambda a, b=1: a * b  # noqa: E731
+    same_error(lambda lib: lambda x: ck(lib)(f, x, use_reentrant=True, b=2), (X,))
+    same_error(lambda lib: lambda x: ck(lib)(f, x, use_reentrant=True, debug=True), (X,))
+    same_error(lambda lib: lambda x: ck(lib)(f, x, use_reentrant=False,
+                                             determinism_check="strict"), (X,))
+    same_error(lambda lib: lambda x: lib.utils.checkpoint.checkpoint_sequential(
+        [f], 1, x, use_reentrant=True, extra=1), (X,))
+    for lib in (torch, gc):  # the arguments are freed by the first backward
+        x = lib.tensor(X, requires_grad=True)
+        y = ck(lib)(lambda a: (a * a).sum(), x, use_reentrant=True)
+        y.backward()
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            y.backward()
+
+
+def test_checkpoint_sequential_matches_torch():
+    w1 = RNG.standard_normal((4, 3)).astype(np.float32)
+    w2 = RNG.standard_normal((2, 4)).astype(np.float32)
+    results = {}
+    for lib in (torch, gc):
+        model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Tanh(), lib.nn.Linear(4, 2),
+                                  lib.nn.Sigmoid())
+        with lib.no_grad():
+            model[0].weight.copy_(lib.tensor(w1))
+            model[2].weight.copy_(lib.tensor(w2))
+            model[0].bias.zero_()
+            model[2].bias.zero_()
+        x = lib.tensor(Y[:, :1].repeat(3, 1) if lib is torch else Y[:, :1].repeat(3, 1))
+        out = lib.utils.checkpoint.checkpoint_sequential(model, 2, lib.tensor(RNG_INPUT),
+                                                         use_reentrant=False)
+        out.sum().backward()
+        results[lib] = (out, model[0].weight.grad, model[2].bias.grad)
+        del x
+    same(results[torch], results[gc])
+
+
+RNG_INPUT = RNG.standard_normal((5, 3)).astype(np.float32)

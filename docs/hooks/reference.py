@@ -51,6 +51,7 @@ PAGES = {
     "gradcore.autograd.functional": "reference/autograd.functional.md",
     "gradcore.func": "reference/func.md",
     "gradcore.utils.data": "reference/utils.data.md",
+    "gradcore.utils.checkpoint": "reference/utils.checkpoint.md",
     "gradcore.amp": "reference/amp.md",
     "gradcore.cuda": "reference/cuda.md",
 }
