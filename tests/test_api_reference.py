@@ -39,7 +39,8 @@ ref = _load_hook()
 MODULE_NAMESPACES = ["gradcore.nn", "gradcore.nn.functional", "gradcore.nn.init",
                      "gradcore.optim", "gradcore.optim.lr_scheduler", "gradcore.autograd",
                      "gradcore.autograd.functional", "gradcore.func",
-                     "gradcore.utils.data", "gradcore.utils.checkpoint", "gradcore.amp"]
+                     "gradcore.utils.data", "gradcore.utils.checkpoint", "gradcore.amp",
+                     "gradcore.jit", "gradcore.compiler"]
 NAMESPACES = ["gradcore", "gradcore.Tensor", *MODULE_NAMESPACES, "gradcore.cuda",
               "gradcore.accelerator"]
 

@@ -178,7 +178,8 @@ def test_unused_inputs_give_zeros_or_raise_in_strict_mode():
 
 
 ALIASED = {"torch.autograd.functional": "gradcore.autograd.functional",
-           "torch.func": "gradcore.func", "torch.utils.checkpoint": "gradcore.utils.checkpoint"}
+           "torch.func": "gradcore.func", "torch.utils.checkpoint": "gradcore.utils.checkpoint",
+           "torch.jit": "gradcore.jit", "torch.compiler": "gradcore.compiler"}
 
 
 def test_torch_aliased_imports_reach_the_new_modules():
@@ -557,3 +558,87 @@ def test_checkpoint_sequential_matches_torch():
 
 
 RNG_INPUT = RNG.standard_normal((5, 3)).astype(np.float32)
+
+
+# ------------------------------------------------------------- jit and compiler
+
+def _double(x):
+    return x * 2
+
+
+def test_jit_script_and_trace_return_what_they_are_given():
+    for lib in (torch, gc):
+        with pytest.warns(DeprecationWarning) as script_warning:
+            scripted = lib.jit.script(_double)
+        calls = []
+
+        def f(x, y=1.0):
+            calls.append(lib.jit.is_tracing())
+            return x * y
+        with pytest.warns(DeprecationWarning) as trace_warning:
+            traced = lib.jit.trace(f, (lib.tensor(X), lib.tensor(2.0)))
+        # (PyTorch's check_trace runs f twice more: a second trace, then plain Python)
+        assert calls[0] and not lib.jit.is_tracing() and not lib.jit.is_scripting()
+        messages = [str(script_warning[0].message), str(trace_warning[0].message)]
+        if lib is torch:
+            expected = messages
+            continue
+        assert messages == expected and calls == [True]
+        assert traced is f and traced(gc.tensor(X), gc.tensor(3.0)).tolist() == \
+            (gc.tensor(X) * 3).tolist()
+        assert scripted(gc.tensor(2.0)).item() == 4.0
+    model = gc.nn.Linear(3, 2)
+    with pytest.warns(DeprecationWarning):
+        assert gc.jit.trace(model, gc.tensor(X)) is model
+        assert gc.jit.trace(model, example_kwarg_inputs={"input": gc.tensor(X)}) is model
+        assert gc.jit.trace_module(model, {"forward": gc.tensor(X)}) is model
+        assert gc.jit.script(model) is model
+    assert not isinstance(model, gc.jit.ScriptModule)
+
+    class Scripted(gc.jit.ScriptModule):  # an ordinary module
+        def forward(self, x):
+            return x + 1
+    assert Scripted()(gc.ones(1)).item() == 2.0
+
+
+def test_jit_errors_and_decorators():
+    def trace_method(lib):
+        with pytest.warns(DeprecationWarning):
+            lib.jit.trace(lib.nn.Linear(3, 2).extra_repr, lib.ones(3))
+    for lib in (torch, gc):
+        with pytest.raises(AttributeError) as err:
+            trace_method(lib)
+        with pytest.raises(RuntimeError) as bad_ignore:
+            lib.jit.ignore(3)
+        with pytest.warns(FutureWarning) as drop:
+            lib.jit.ignore(True)
+        if lib is torch:
+            expected = (str(err.value), str(bad_ignore.value), str(drop[0].message))
+    assert (str(err.value), str(bad_ignore.value), str(drop[0].message)) == expected
+
+    def f(x):
+        return x
+    for decorator in (gc.jit.ignore, gc.jit.ignore(), gc.jit.unused, gc.jit.export,
+                      gc.compiler.disable, gc.compiler.disable(recursive=False),
+                      gc.compiler.allow_in_graph, gc.jit.script_if_tracing):
+        assert decorator(f) is f
+    assert gc.jit.annotate(list, [1]) == [1]
+    with pytest.raises(RuntimeError, match="gradcore has no TorchScript"):
+        gc.jit.save(gc.nn.Linear(1, 1), "m.pt")
+    with pytest.raises(RuntimeError, match="cannot load TorchScript"):
+        gc.jit.load("m.pt")
+    with pytest.raises(RuntimeError, match="cannot be created"):
+        gc.jit.ScriptFunction()
+
+
+def test_compiler_names():
+    assert gc.compiler.is_compiling() is torch.compiler.is_compiling() is False
+    assert gc.compiler.is_exporting() is False and gc.compiler.is_dynamo_compiling() is False
+    for lib in (torch, gc):
+        with pytest.raises(AssertionError) as not_callable:
+            lib.compiler.disable(3)
+        with pytest.raises(AssertionError) as not_callable_too:
+            lib.compiler.allow_in_graph(3)
+        if lib is torch:
+            expected = (str(not_callable.value), str(not_callable_too.value))
+    assert (str(not_callable.value), str(not_callable_too.value)) == expected

@@ -53,6 +53,8 @@ PAGES = {
     "gradcore.utils.data": "reference/utils.data.md",
     "gradcore.utils.checkpoint": "reference/utils.checkpoint.md",
     "gradcore.amp": "reference/amp.md",
+    "gradcore.jit": "reference/jit.md",
+    "gradcore.compiler": "reference/compiler.md",
     "gradcore.cuda": "reference/cuda.md",
 }
 
