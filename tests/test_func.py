@@ -179,7 +179,8 @@ def test_unused_inputs_give_zeros_or_raise_in_strict_mode():
 
 ALIASED = {"torch.autograd.functional": "gradcore.autograd.functional",
            "torch.func": "gradcore.func", "torch.utils.checkpoint": "gradcore.utils.checkpoint",
-           "torch.jit": "gradcore.jit", "torch.compiler": "gradcore.compiler"}
+           "torch.jit": "gradcore.jit", "torch.compiler": "gradcore.compiler",
+           "torch.autograd.graph": "gradcore.autograd.graph"}
 
 
 def test_torch_aliased_imports_reach_the_new_modules():
@@ -642,3 +643,110 @@ def test_compiler_names():
         if lib is torch:
             expected = (str(not_callable.value), str(not_callable_too.value))
     assert (str(not_callable.value), str(not_callable_too.value)) == expected
+
+
+# ------------------------------------------------------------ saved-tensor hooks
+
+class _Square:
+    """A custom Function that saves its input, for each library."""
+
+    @staticmethod
+    def make(lib):
+        class Square(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return 2 * x * g
+        return Square
+
+
+def _mlp_pair():
+    w1 = RNG.standard_normal((4, 3)).astype(np.float32)
+    models = {}
+    for lib in (torch, gc):
+        m = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Tanh(), lib.nn.Linear(4, 1))
+        with lib.no_grad():
+            m[0].weight.copy_(lib.tensor(w1))
+            m[2].weight.fill_(0.5)
+            m[0].bias.zero_()
+            m[2].bias.zero_()
+        models[lib] = m
+    return models
+
+
+def test_saved_tensors_hooks_see_what_ops_save():
+    models = _mlp_pair()
+    results = {}
+    for lib in (torch, gc):
+        hooks = lib.autograd.graph.saved_tensors_hooks
+        x = lib.tensor(Y[:, :1].repeat(3, 1) if lib is torch else
+                       np.repeat(Y[:, :1], 3, 1), requires_grad=True)
+        shapes, unpacked = [], []
+
+        def pack(t):
+            shapes.append(tuple(t.shape))
+            return ("packed", t)
+
+        def unpack(p):
+            unpacked.append(p[0])
+            return p[1]
+        with hooks(pack, unpack):
+            out = models[lib](x).sum() + (x * x).exp().sum() + \
+                _Square.make(lib).apply(x).sum()
+        packs_in_forward = len(shapes)
+        out.backward()
+        # (the shapes differ only where PyTorch saves a Linear's weight transposed)
+        shapes = sorted(s for s in shapes if s not in ((1, 4), (4, 1), (3, 4), (4, 3)))
+        results[lib] = (x.grad, models[lib][0].weight.grad, shapes, packs_in_forward,
+                        len(unpacked))
+    assert results[gc][2:] == results[torch][2:]
+    same(results[torch][:2], results[gc][:2])
+
+
+def test_saved_tensors_hooks_nest_and_are_off_after_the_block():
+    seen = []
+    hooks = gc.autograd.graph.saved_tensors_hooks
+    x = gc.tensor(X, requires_grad=True)
+    with hooks(lambda t: seen.append("outer") or t, lambda p: p):
+        with hooks(lambda t: seen.append("inner") or t, lambda p: p):
+            y = (x * x).sum()
+        z = x.exp().sum()
+    (y + z).backward()
+    assert seen == ["inner", "inner", "outer"]
+    np.testing.assert_allclose(x.grad.numpy(), 2 * X + np.exp(X), rtol=1e-6)
+    seen.clear()
+    (x * x).sum().backward()
+    assert seen == [] and gc.autograd.graph.Node.saved is None
+
+
+def test_save_on_cpu_and_hook_errors():
+    results = {}
+    for lib in (torch, gc):
+        graph = lib.autograd.graph
+        x = lib.tensor(X, requires_grad=True)
+        with graph.save_on_cpu():
+            y = (x.sin() * x).sum()
+        y.backward()
+        with graph.saved_tensors_hooks(lambda t: t, lambda p: 3):
+            y = (x * x).sum()
+        with pytest.raises(TypeError) as bad_unpack:
+            y.backward()
+        with graph.saved_tensors_hooks(lambda t: t.mul_(2), lambda p: p):
+            with pytest.raises(RuntimeError) as in_place:
+                x.clone() * x
+        with graph.disable_saved_tensors_hooks("no hooks here"):
+            with pytest.raises(RuntimeError) as disabled:
+                with graph.saved_tensors_hooks(lambda t: t, lambda p: p):
+                    pass
+        with graph.saved_tensors_hooks(lambda t: t, lambda p: p):
+            with pytest.raises(RuntimeError) as disabled_inside:
+                with graph.disable_saved_tensors_hooks("not now"):
+                    pass
+        results[lib] = (x.grad, str(bad_unpack.value), str(in_place.value),
+                        str(disabled.value), str(disabled_inside.value))
+    same(results[torch], results[gc])

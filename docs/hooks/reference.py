@@ -49,6 +49,7 @@ PAGES = {
     "gradcore.optim.lr_scheduler": "reference/optim.lr_scheduler.md",
     "gradcore.autograd": "reference/autograd.md",
     "gradcore.autograd.functional": "reference/autograd.functional.md",
+    "gradcore.autograd.graph": "reference/autograd.graph.md",
     "gradcore.func": "reference/func.md",
     "gradcore.utils.data": "reference/utils.data.md",
     "gradcore.utils.checkpoint": "reference/utils.checkpoint.md",
@@ -251,7 +252,7 @@ def _target(ident: str, obj) -> str:
 
 
 # The members shown of classes whose other public members are the engine's
-MEMBERS = {"gradcore.autograd.Node": ["name"]}
+MEMBERS = {"gradcore.autograd.Node": ["name"], "gradcore.autograd.graph.Node": ["name"]}
 
 
 def _rel(page: str) -> str:

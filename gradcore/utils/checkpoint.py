@@ -30,15 +30,7 @@ import warnings
 from .. import random as _random
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.grad_mode import state as _mode
-from ..autograd.graph import (
-    _FREED,
-    Node,
-    SavedTensorError,
-    _raise_modified,
-    differentiable,
-    new_seq,
-    run_backward,
-)
+from ..autograd.graph import Node, differentiable, new_seq, run_backward, saved_inputs
 from ..autograd.tensor_base import Tensor, _wrap, edge
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "noop_context_fn"]
@@ -101,12 +93,7 @@ class CheckpointFunctionBackward(Node):
 
     def apply(self, F, grad):
         grads = [grad] if self.n_outputs == 1 else list(grad)
-        saved = self.saved  # the tensor arguments (the engine frees them after backward)
-        if saved is None:
-            raise SavedTensorError(_FREED)
-        for t, v in zip(saved, self.versions):
-            if t._version != v:
-                _raise_modified(self, t, v)
+        saved = saved_inputs(self)  # the tensor arguments (freed by the engine after use)
         create_graph = differentiable(F)
         inputs, outputs = self.recompute(saved, create_graph and not self.reentrant)
         roots, root_grads = [], []
