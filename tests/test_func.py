@@ -12,6 +12,8 @@ import pytest
 import gradcore as gc
 import gradcore.autograd.functional as GF
 
+from conftest import host
+
 torch = pytest.importorskip("torch", reason="the results are compared with PyTorch's")
 TF = torch.autograd.functional
 
@@ -750,3 +752,33 @@ def test_save_on_cpu_and_hook_errors():
         results[lib] = (x.grad, str(bad_unpack.value), str(in_place.value),
                         str(disabled.value), str(disabled_inside.value))
     same(results[torch], results[gc])
+
+
+# ------------------------------------------------------------------ on each device
+
+def test_transforms_checkpointing_and_hooks_on_the_device(device):
+    """The same results on the device under test (the CUDA path runs on the stand-in
+    where no GPU is present): per-sample gradients, a checkpointed block with dropout,
+    and save_on_cpu keeping saved tensors on the host."""
+    x = gc.tensor(Y, requires_grad=True)
+    w = gc.tensor(X[:2], requires_grad=True)
+    assert x.device.type == device
+    per_sample = gc.vmap(gc.func.grad(lambda w, row: (row @ w).sin()), in_dims=(None, 0))(w, x)
+    np.testing.assert_allclose(host(per_sample), np.cos(Y @ X[:2])[:, None] * Y, rtol=1e-5)
+    block = lambda a: gc.nn.functional.dropout(a @ w, 0.5).exp()  # noqa: E731
+    gc.manual_seed(1)
+    plain = block(x)
+    (gx,) = gc.autograd.grad(plain.sum(), x)
+    gc.manual_seed(1)
+    checked = gc.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+    (gx2,) = gc.autograd.grad(checked.sum(), x)
+    np.testing.assert_allclose(host(gx2), host(gx), rtol=1e-6)
+    devices = []
+    pack = gc.autograd.graph.save_on_cpu()
+    original = pack.pack_hook
+    pack.pack_hook = lambda t: devices.append(original(t)[1].device.type) or original(t)
+    with pack:
+        y = (x * w).exp().sum()
+    y.backward()
+    assert set(devices) == {"cpu"} and x.grad.device.type == device
+    np.testing.assert_allclose(host(x.grad), (X[:2] * np.exp(Y * X[:2])), rtol=1e-5)
