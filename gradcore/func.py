@@ -497,7 +497,8 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
         func: a function of tensors returning a tensor or a pytree of tensors.
         argnums: the index of the argument to differentiate, or a tuple of indices.
         has_aux: ``func`` returns ``(output, aux)``; the result is ``(jacobian, aux)``.
-        randomness: as ``vmap``'s: ``"error"``, ``"different"`` or ``"same"``.
+        randomness: ``"error"``, ``"different"`` or ``"same"`` (checked; gradcore
+            runs ``func`` once, so its draws are simply its own).
 
     >>> import gradcore as gc
     >>> from gradcore.func import jacfwd

@@ -531,6 +531,8 @@ def test_checkpoint_warnings_and_errors():
                                              determinism_check="strict"), (X,))
     same_error(lambda lib: lambda x: lib.utils.checkpoint.checkpoint_sequential(
         [f], 1, x, use_reentrant=True, extra=1), (X,))
+    same_error(lambda lib: lambda x: lib.autograd.grad(
+        ck(lib)(lambda a: (a * a).sum(), x.requires_grad_(), use_reentrant=True), x), (X,))
     for lib in (torch, gc):  # the arguments are freed by the first backward
         x = lib.tensor(X, requires_grad=True)
         y = ck(lib)(lambda a: (a * a).sum(), x, use_reentrant=True)

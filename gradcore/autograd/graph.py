@@ -543,7 +543,8 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     # the set as soon as its array leaves the buffers, so ids are never stale.
     owned: set[int] = set()
     anomaly = _mode.anomaly
-    prev_mode, prev_releasing = _mode.enabled, _mode.releasing
+    prev_mode, prev_releasing, prev_capturing = _mode.enabled, _mode.releasing, _mode.capturing
+    _mode.capturing = not accumulate
     _mode.enabled = bool(create_graph)
     _mode.releasing = not retain_graph and not create_graph
     math_by_type = _backend._math_by_type
@@ -655,6 +656,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                 break
     finally:
         _mode.enabled, _mode.releasing = prev_mode, prev_releasing
+        _mode.capturing = prev_capturing
     return captured
 
 

@@ -15,7 +15,8 @@ gradcore's checkpoint is one node of the graph (``CheckpointFunctionBackward``) 
 backward recomputes the region. With ``use_reentrant=True`` (PyTorch's default, with a
 warning when not passed) its edges go to the tensor arguments, and the tensors the
 function uses from elsewhere (a module's parameters) get their gradients in ``.grad``
-from the recomputation's own backward, as PyTorch's reentrant variant does. With
+from the recomputation's own backward, as PyTorch's reentrant variant does (and, as
+there, ``autograd.grad`` through the region raises). With
 ``use_reentrant=False`` the region runs recorded once, to find every tensor requiring
 grad it reads (arguments, parameters, tensors from before the region), the recording is
 dropped, and the node's edges go to all of them: ``autograd.grad`` works through it and
@@ -110,6 +111,12 @@ class CheckpointFunctionBackward(Node):
         if not roots:
             return (None,) * len(self.next_functions)
         if self.reentrant:
+            if _mode.capturing:
+                raise RuntimeError("When use_reentrant=True, torch.utils.checkpoint is "
+                                   "incompatible with .grad() or passing an `inputs` parameter "
+                                   "to .backward(). To resolve this error, you can either set "
+                                   "use_reentrant=False, or call .backward() without passing "
+                                   "the `inputs` argument.")
             # the recomputation's own backward: its leaves (parameters) get their .grad
             with enable_grad() if create_graph else no_grad():
                 run_backward(roots, root_grads, retain_graph=create_graph,
