@@ -17,9 +17,12 @@ from . import (
     autograd,
     backend,
     backends,
+    compiler,
     distributed,
     dtypes,
     fft,
+    func,
+    jit,
     kernels,
     linalg,
     multiprocessing,
@@ -127,6 +130,7 @@ from .dtypes import (
     strided,
     uint8,
 )
+from .func import vmap
 from .io import load, save
 from .nn.functional import (  # (torch.<name> too)
     cosine_similarity,

@@ -38,7 +38,9 @@ ref = _load_hook()
 # the namespaces that have a reference page, with their public names
 MODULE_NAMESPACES = ["gradcore.nn", "gradcore.nn.functional", "gradcore.nn.init",
                      "gradcore.optim", "gradcore.optim.lr_scheduler", "gradcore.autograd",
-                     "gradcore.utils.data", "gradcore.amp", "gradcore.special", "gradcore.fft",
+                     "gradcore.autograd.functional", "gradcore.autograd.graph", "gradcore.func",
+                     "gradcore.utils.data", "gradcore.utils.checkpoint", "gradcore.amp",
+                     "gradcore.jit", "gradcore.compiler", "gradcore.special", "gradcore.fft",
                      "gradcore.testing", "gradcore.distributions"]
 NAMESPACES = ["gradcore", "gradcore.Tensor", *MODULE_NAMESPACES, "gradcore.cuda",
               "gradcore.accelerator"]

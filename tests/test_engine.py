@@ -456,6 +456,17 @@ def test_autograd_grad_grad_outputs_and_intermediate_input(device):
         gc.autograd.grad((x * 2), x)
 
 
+def test_autograd_grad_of_an_intermediate_leaves_its_node_for_later(device):
+    """The node of an intermediate input only receives its gradient: it does not run,
+    so what it saved is still there for a later backward (as in PyTorch)."""
+    x = _t([1.0, 2.0], requires_grad=True)
+    h = x * x
+    (gh,) = gc.autograd.grad((h * 3).sum(), h)
+    np.testing.assert_array_equal(host(gh), [3., 3.])
+    h.sum().backward()
+    np.testing.assert_array_equal(host(x.grad), [2., 4.])
+
+
 def test_autograd_grad_several_outputs(device):
     x = _t([1.0, 2.0], requires_grad=True)
     a = (x * 2).sum()

@@ -48,9 +48,15 @@ PAGES = {
     "gradcore.optim": "reference/optim.md",
     "gradcore.optim.lr_scheduler": "reference/optim.lr_scheduler.md",
     "gradcore.autograd": "reference/autograd.md",
+    "gradcore.autograd.functional": "reference/autograd.functional.md",
+    "gradcore.autograd.graph": "reference/autograd.graph.md",
+    "gradcore.func": "reference/func.md",
     "gradcore.utils.data": "reference/utils.data.md",
+    "gradcore.utils.checkpoint": "reference/utils.checkpoint.md",
     "gradcore.amp": "reference/amp.md",
     "gradcore.distributions": "reference/distributions.md",
+    "gradcore.jit": "reference/jit.md",
+    "gradcore.compiler": "reference/compiler.md",
     "gradcore.cuda": "reference/cuda.md",
     "gradcore.special": "reference/special.md",
     "gradcore.fft": "reference/fft.md",
@@ -250,7 +256,7 @@ def _target(ident: str, obj) -> str:
 
 
 # The members shown of classes whose other public members are the engine's
-MEMBERS = {"gradcore.autograd.Node": ["name"]}
+MEMBERS = {"gradcore.autograd.Node": ["name"], "gradcore.autograd.graph.Node": ["name"]}
 
 
 def _rel(page: str) -> str:
@@ -290,6 +296,7 @@ TOP_BY_MODULE = {
     "gradcore._settings": "Process-wide settings",
     "gradcore._functional": "Dropout, embedding and the in-place function forms",
     "gradcore.nn.functional": "Also in gradcore.nn.functional",
+    "gradcore.func": "Function transforms",
 }
 # names the module rule would put elsewhere (those defined in gradcore/__init__.py)
 TOP_BY_NAME = {
@@ -304,7 +311,8 @@ TOP_BY_NAME = {
     "get_device": "Tensors",
 }
 TOP_ORDER = ["Tensors", "Creating tensors", "Data types", "Devices", "Random numbers",
-             "Gradient modes", "Saving and loading", "Compiling, mixed precision and profiling",
+             "Gradient modes", "Function transforms", "Saving and loading",
+             "Compiling, mixed precision and profiling",
              "Pointwise operations", "Reductions, sorting and counting",
              "Shapes: views, joining and splitting", "Indexing, gathering and scattering",
              "Matrix products and linear algebra",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..backend import math_of
 from .grad_mode import no_grad
 from .grad_mode import state as _mode
-from .graph import _FREED, Node, _raise_modified, differentiable
+from .graph import _FREED, Node, _Packed, _raise_modified, differentiable
 from .tensor_base import Tensor, _wrap, new_node, zeros
 
 
@@ -40,6 +40,8 @@ class FunctionCtx:
         saved = self._node.saved if getattr(self, "_node", None) is not None else self._saved
         if saved is None:
             raise RuntimeError(_FREED)
+        if type(saved) is _Packed:  # saved under saved_tensors_hooks
+            return saved.unpack()
         for t, v in zip(saved, self._versions):
             if t is not None and t._version != v:
                 _raise_modified(self._node, t, v)

@@ -13,6 +13,9 @@ class _State(threading.local):
     enabled = True   # class attributes are each new thread's defaults
     anomaly = False
     releasing = False  # inside a backward that frees saved values as it goes
+    # inside autograd.grad / backward(inputs=...): gradients are captured, not
+    # accumulated into leaves (reentrant checkpointing refuses to run then)
+    capturing = False
     autocast = None  # {device type: dtype} inside gc.autocast blocks that are on
 
 

@@ -12,6 +12,7 @@ imports none: the ops hand it ``tensor_math`` once, at import
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import weakref
@@ -24,8 +25,7 @@ from .. import backend as _backend
 from ..backend import math_of
 from .grad_mode import state as _mode
 
-__all__ = ["Node", "AccumulateGrad", "run_backward", "SavedTensorError",
-           "set_differentiable_namespace"]
+__all__ = ["Node", "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks"]
 
 
 class SavedTensorError(RuntimeError):
@@ -118,13 +118,17 @@ class Node:
         vc = tensor._vc
         if vc is None:  # a fresh output (the usual case): start its version counter
             vc = tensor._vc = [0]
-        self.out = (tensor._data, vc, vc[0], tensor._out_nr)
+        data = tensor._data if not _hooks_on[0] else _pack_output(tensor)
+        self.out = (data, vc, vc[0], tensor._out_nr)
 
     def unpack(self, F):
         """The saved inputs: arrays, or tensors when building a differentiable graph."""
         saved = self.saved
         if saved is None:
             raise SavedTensorError(_FREED)
+        if type(saved) is _Packed:  # saved under saved_tensors_hooks
+            saved = saved.unpack()
+            return saved if F is _tm else tuple([t._data for t in saved])
         for t, v in zip(saved, self.versions):
             if t._version != v:
                 _raise_modified(self, t, v)
@@ -140,7 +144,9 @@ class Node:
         if out is None:
             raise SavedTensorError(_FREED)
         data, vc, v, nr = out
-        if vc[0] != v:
+        if type(data) is _Packed:  # saved under saved_tensors_hooks (no version check)
+            data = data.unpack()[0]._data
+        elif vc[0] != v:
             _raise_modified(self, None, v, vc[0])
         if F is _tm:
             return F.wrap_output(data, self, nr)
@@ -167,6 +173,208 @@ class Node:
 
     def apply(self, F, grad):  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+# ---- saved-tensor hooks (torch.autograd.graph.saved_tensors_hooks) ----------------------
+# What a node saves for backward goes through one of two doors: its ``saved`` attribute
+# (the inputs: Node.save, or set directly by the hot paths of the ops) and
+# ``save_output``. While a saved_tensors_hooks block is open in some thread, ``saved``
+# is a property of Node whose setter packs the tensors with the innermost hooks of the
+# current thread (a _Packed in their place); ``save_output`` packs the output. Outside
+# such blocks ``saved`` is a plain attribute again: no cost when no hooks are used.
+
+class _HookState(threading.local):
+    def __init__(self):
+        self.stack = []  # (pack_hook, unpack_hook), innermost last
+        self.disabled = None  # the message of disable_saved_tensors_hooks, or None
+
+
+_hook_state = _HookState()
+_hooks_on = [0]  # open saved_tensors_hooks blocks, in all threads
+_hooks_lock = threading.Lock()
+
+
+class _Packed:
+    """Tensors a node saved, as the pack hook returned them, with the unpack hook."""
+
+    __slots__ = ("items", "unpack_hook", "ids")
+
+    def __init__(self, tensors, pack_hook, unpack_hook):
+        items = []
+        for t in tensors:
+            if t is None:
+                items.append(None)
+                continue
+            version = t._version
+            state = _hook_state
+            outer, state.stack = state.stack, []  # the hook's own ops save unhooked
+            try:
+                packed = pack_hook(t)
+            finally:
+                state.stack = outer
+            if t._version != version:
+                raise RuntimeError("A saved tensor pack hook is modifying its input in place. "
+                                   "Tensors provided as input to pack hook cannot be modified "
+                                   "by in-place operations as this can lead to unexpected "
+                                   "side-effects. Please open an issue if you need to perform "
+                                   "in-place operations on the input to a pack hook.")
+            items.append((packed,))
+        self.items = items
+        self.unpack_hook = unpack_hook
+        self.ids = tuple(id(t) for t in tensors)  # (which tensors, without keeping them)
+
+    def unpack(self):
+        from .tensor_base import Tensor  # noqa: PLC0415  (tensor_base imports this module)
+
+        out = []
+        for item in self.items:
+            if item is None:
+                out.append(None)
+                continue
+            t = self.unpack_hook(item[0])
+            if not isinstance(t, Tensor):
+                raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor "
+                                f"but got result of type {type(t).__name__}")
+            out.append(t)
+        return tuple(out)
+
+    def __len__(self):
+        return len(self.items)
+
+
+def holds(node, tensor) -> bool:
+    """Whether ``node`` saved ``tensor`` itself as one of its inputs (packed or not)."""
+    saved = node.saved
+    if saved is None:
+        return False
+    if type(saved) is _Packed:
+        return id(tensor) in saved.ids
+    return any(s is tensor for s in saved)
+
+
+def saved_inputs(node):
+    """The tensors ``node`` saved as its inputs (unpacked when packed by hooks), checked
+    against later in-place changes; raises when they were freed by a backward."""
+    saved = node.saved
+    if saved is None:
+        raise SavedTensorError(_FREED)
+    if type(saved) is _Packed:
+        return saved.unpack()
+    for t, v in zip(saved, node.versions):
+        if t is not None and t._version != v:
+            _raise_modified(node, t, v)
+    return saved
+
+
+def _get_saved(node):
+    return node.__dict__.get("saved")
+
+
+def _set_saved(node, value):
+    stack = _hook_state.stack
+    if stack and value is not None and type(value) is not _Packed:
+        pack, unpack = stack[-1]
+        value = _Packed(value, pack, unpack)
+    node.__dict__["saved"] = value
+
+
+_SAVED = property(_get_saved, _set_saved, doc="What the node saved of its inputs.")
+
+
+def _pack_output(tensor):
+    stack = _hook_state.stack
+    if not stack:
+        return tensor._data
+    pack, unpack = stack[-1]
+    return _Packed((tensor,), pack, unpack)
+
+
+class saved_tensors_hooks:
+    """Context manager: every tensor an op saves for backward inside the block (its
+    inputs, its output, ``ctx.save_for_backward``'s) goes through ``pack_hook(tensor)``,
+    whose result the graph keeps instead; backward calls ``unpack_hook(packed)`` for
+    the tensor back (PyTorch's ``torch.autograd.graph.saved_tensors_hooks``). The hooks
+    of this thread's innermost block apply.
+
+    Args:
+        pack_hook: ``tensor -> anything``; it must not modify the tensor in place.
+        unpack_hook: ``packed -> tensor`` with the content of the tensor given to
+            ``pack_hook``.
+
+    >>> import gradcore as gc
+    >>> from gradcore.autograd.graph import saved_tensors_hooks
+    >>> x = gc.ones(2, requires_grad=True)
+    >>> seen = []
+    >>> with saved_tensors_hooks(lambda t: seen.append(t.shape) or t, lambda p: p):
+    ...     y = (x * x).sum()
+    >>> y.backward()
+    >>> len(seen), x.grad
+    (2, tensor([2., 2.]))
+
+    Tensors saved under hooks are not checked for in-place changes at backward (PyTorch
+    does not check them either); what an op keeps that is not a tensor (indices, masks
+    as arrays) does not go through the hooks.
+    """
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        if _hook_state.disabled is not None:
+            raise RuntimeError(_hook_state.disabled)
+        _hook_state.stack.append((self.pack_hook, self.unpack_hook))
+        with _hooks_lock:
+            _hooks_on[0] += 1
+            Node.saved = _SAVED
+
+    def __exit__(self, *exc):
+        _hook_state.stack.pop()
+        with _hooks_lock:
+            _hooks_on[0] -= 1
+            if not _hooks_on[0]:
+                Node.saved = None
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Context manager: tensors saved for backward inside the block are kept on the
+    host and moved back to their device for backward (PyTorch's
+    ``torch.autograd.graph.save_on_cpu``): GPU memory for host memory and two copies.
+    CPU tensors stay where they are.
+
+    Args:
+        pin_memory: accepted (gradcore copies through ordinary host memory).
+        device_type: accepted (``"cuda"``: gradcore's one accelerator).
+    """
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack_to_cpu(tensor):
+            return (tensor.device, tensor.cpu())
+
+        def unpack_from_cpu(packed):
+            device, tensor = packed
+            return tensor.to(device)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message):
+    """Context manager: inside it, opening a :class:`saved_tensors_hooks` block (or this
+    one inside such a block) raises ``RuntimeError(error_message)``.
+
+    Args:
+        error_message: the message of the error.
+    """
+    if _hook_state.stack:
+        raise RuntimeError(error_message)
+    previous = _hook_state.disabled
+    _hook_state.disabled = error_message
+    try:
+        yield
+    finally:
+        _hook_state.disabled = previous
 
 
 def _raise_modified(node, tensor, saved_version, now=None):
@@ -281,7 +489,10 @@ def _collect(roots):
 
 
 def _needed(roots, targets, seen):
-    """Nodes from which some target node is reachable (autograd.grad prunes the rest)."""
+    """Nodes from which some target node is reachable through an edge: the ones
+    autograd.grad runs. A target itself only receives its gradient (captured): it runs
+    only when another target lies below it, as in PyTorch, so that its saved tensors stay
+    for a later backward."""
     parents: dict[Node, list[Node]] = {}
     for node in seen:
         for nxt, _ in node.next_functions:
@@ -289,7 +500,6 @@ def _needed(roots, targets, seen):
                 parents.setdefault(nxt, []).append(node)
     needed = set()
     stack = [t for t in targets if t in seen]
-    needed.update(stack)
     while stack:
         node = stack.pop()
         for p in parents.get(node, ()):
@@ -317,10 +527,11 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     tensor_math = _tm
     root_nodes = [n for n, _ in roots]
     captured = [None] * (len(capture) if capture else 0)
-    needed = None
+    needed = targets = None
     if capture is not None and not accumulate:
         deps, root_set = _collect(root_nodes)
-        needed = _needed(root_nodes, [n for n, _ in capture], root_set.union(deps))
+        targets = {n for n, _ in capture}
+        needed = _needed(root_nodes, targets, root_set.union(deps))
 
     buffers: dict[Node, object] = {}
     for (node, nr), g in zip(roots, root_grads):
@@ -332,7 +543,8 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     # the set as soon as its array leaves the buffers, so ids are never stale.
     owned: set[int] = set()
     anomaly = _mode.anomaly
-    prev_mode, prev_releasing = _mode.enabled, _mode.releasing
+    prev_mode, prev_releasing, prev_capturing = _mode.enabled, _mode.releasing, _mode.capturing
+    _mode.capturing = not accumulate
     _mode.enabled = bool(create_graph)
     _mode.releasing = not retain_graph and not create_graph
     math_by_type = _backend._math_by_type
@@ -352,13 +564,15 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
             # Follow the graph from `node`; along a chain the gradient is handed on
             # directly, without the buffer dict and the heap.
             while True:
-                if needed is not None and node not in needed:
+                if needed is not None and node not in needed and node not in targets:
                     break
                 if node._pre_hooks is not None:  # hooks or retain_grad
                     grad = _run_prehooks(node, grad)
                     is_owned = False
                 if capture:
                     _capture(capture, captured, node, grad)
+                    if needed is not None and node not in needed:
+                        break  # a target with no other target below: it does not run
                 sink, single, writes_into_grad, fresh_grads, passes = node._kind
                 if sink:  # an AccumulateGrad: the gradient lands in a leaf
                     if accumulate:
@@ -442,6 +656,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
                 break
     finally:
         _mode.enabled, _mode.releasing = prev_mode, prev_releasing
+        _mode.capturing = prev_capturing
     return captured
 
 

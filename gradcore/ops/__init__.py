@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _random, dtypes
 from ..autograd.grad_mode import no_grad as _no_grad
+from ..autograd.graph import holds as _holds
 from ..autograd.graph import set_differentiable_namespace
 from ..backend import Device as _Device
 from ..backend import device as _device
@@ -89,8 +90,7 @@ def apply_inplace(x: Tensor, op_name: str, fn, *args, **kwargs) -> Tensor:
         old = _alias(x)
         r = fn(old, *args, **kwargs)
         node = r.grad_fn
-        if node is not None and node.saved is not None and \
-                builtins.any(s is old for s in node.saved):
+        if node is not None and _holds(node, old):
             old._data = xd.copy()  # the node needs the value from before the write
     else:
         with _no_grad():

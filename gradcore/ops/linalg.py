@@ -13,7 +13,15 @@ import numpy as np
 from .. import dtypes
 from ..autograd.grad_mode import autocast_blocks as _autocast_blocks
 from ..autograd.grad_mode import no_grad
-from ..autograd.graph import _FREED, SavedTensorError, _raise_modified, differentiable
+from ..autograd.graph import (
+    _FREED,
+    SavedTensorError,
+    _hooks_on,
+    _pack_output,
+    _Packed,
+    _raise_modified,
+    differentiable,
+)
 from ..backend import device as _device
 from ..backend import get_default_device, math_of, to_host
 from . import _autocast
@@ -1168,7 +1176,8 @@ class _SavesOutputs(Node):
             vc = t._vc
             if vc is None:
                 vc = t._vc = [0]
-            entries.append((t._data, vc, vc[0], t._out_nr))
+            data = t._data if not _hooks_on[0] else _pack_output(t)
+            entries.append((data, vc, vc[0], t._out_nr))
         self.out = entries
 
     def outputs(self, F):
@@ -1178,7 +1187,9 @@ class _SavesOutputs(Node):
             raise SavedTensorError(_FREED)
         found = []
         for data, vc, v, nr in self.out:
-            if vc[0] != v:
+            if type(data) is _Packed:  # saved under saved_tensors_hooks
+                data = data.unpack()[0]._data
+            elif vc[0] != v:
                 _raise_modified(self, None, v, vc[0])
             found.append(F.wrap_output(data, self, nr) if differentiable(F) else data)
         return found

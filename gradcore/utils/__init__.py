@@ -1,6 +1,7 @@
 """``gradcore.utils``, as ``torch.utils``: :mod:`gradcore.utils.data` (datasets,
-samplers, ``DataLoader``)."""
+samplers, ``DataLoader``) and :mod:`gradcore.utils.checkpoint` (activation
+checkpointing)."""
 
-from . import data
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
