@@ -99,9 +99,7 @@ SYNC_NEEDED = {"getitem_mask": "a boolean mask's output size is the number of it
                "linalg.lstsq": "residuals are returned only when every matrix has full "
                                "rank: an output whose shape depends on the values",
                "linalg.matrix_exp": "the number of squarings comes from the largest norm, "
-                                    "read back (not yet chosen on the device)",
-               "embedding_bag_mean": "the bags are cut at the offsets on the host (not yet "
-                                     "on the device)"}
+                                    "read back (not yet chosen on the device)"}
 
 
 def _op_params():

@@ -29,7 +29,7 @@ from ..autograd.grad_mode import no_grad
 from ..backend import check_range, math_of
 from ..ops import _autocast as _ac
 from ..ops import activation as _act
-from ..ops import apply_inplace
+from ..ops import apply_inplace, searchsorted
 from ..ops import cat as _cat
 from ..ops import conv as _conv
 from ..ops import pointwise as _pw
@@ -1690,11 +1690,6 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(loss, reduction)
 
 
-def _int_array(t):
-    """An index tensor's values on the host, as int64."""
-    return np.asarray(t._data.get() if hasattr(t._data, "get") else t._data).astype(np.int64)
-
-
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,  # noqa: A002
                       reduce=None, reduction="mean"):
     """The multi-class hinge loss of ``(N, C)`` (or ``(C,)``) scores and class indices:
@@ -2082,58 +2077,57 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # no
             raise RuntimeError(f"padding_idx must be within the number of embeddings, "
                                f"{-num} through {num - 1}, but got {padding_idx}")
         padding_idx %= num
-    idx = _int_array(input)
-    k = idx.size
+    # on the device: each entry's bag found by a search of the bags' starts, the sums by
+    # an index add (an extra last bag takes what no bag holds), nothing read back
+    k = input.numel()
+    dev = weight.device
     if starts is None:
-        starts = _int_array(offsets)
-        if starts.size and starts[0] != 0:
-            raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
-                               f"mini-batch has to start from position 0. However, got "
-                               f"{starts[0]}")
+        offs = offsets.reshape(-1).to(dtype=dtypes.int64)
+        n_off = offs.numel()
+        if n_off:  # (checked with the other index checks: at the next read on a device)
+            check_range(offs._data[:1], 0, 1, lambda v: RuntimeError(
+                f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to "
+                f"start from position 0. However, got {v}"))
         if include_last_offset:
-            if starts.size == 0:
+            if n_off == 0:
                 raise RuntimeError("include_last_offset: number of offsets should be at "
                                    "least 1")
-            ends, starts = starts[1:], starts[:-1]
+            bounds = offs
         else:
-            ends = np.append(starts[1:], k)
+            bounds = _cat([offs, creation.full((1,), k, dtype=dtypes.int64, device=dev)], 0)
     else:
-        ends = np.append(starts[1:], k)
-    if k and (idx.min() < 0 or idx.max() >= num):
-        bad = int(idx[(idx < 0) | (idx >= num)][0])
-        raise IndexError(f"embedding_bag: index {bad} is out of range for {num} embeddings")
-    ends = np.minimum(np.maximum(ends, starts), k)
-    n_bags = starts.size
-    length = int((ends - starts).max()) if n_bags else 0
-    # each bag's entries as a row of positions into the input, k (a zero row) past its end
-    pos = starts[:, None] + np.arange(length)
-    valid = pos < ends[:, None]
-    if padding_idx is not None:
-        valid &= np.where(valid, idx[np.minimum(pos, max(k - 1, 0))] if k else 0,
-                          -1) != padding_idx
-    pos = np.where(valid, pos, k)
-    m = math_of(weight._data)
+        bounds = wrap(math_of(weight._data).asarray(np.append(starts, k).astype(np.int64)))
+    n_bags = bounds.numel() - 1
+    check_range(input._data, 0, num, lambda v: IndexError(
+        f"embedding_bag: index {v} is out of range for {num} embeddings"))
+    with no_grad():
+        pos = creation.arange(k, device=dev)
+        bag = _pw.sub(searchsorted(bounds[:-1].contiguous(), pos, right=True), 1) \
+            if n_bags else creation.full((k,), -1, dtype=dtypes.int64, device=dev)
+        safe = bag.clamp(min=0)
+        valid = _pw.logical_and(_pw.ge(bag, 0), _pw.lt(pos, bounds[1:].index_select(0, safe)
+                                                       if n_bags else pos))
+        if padding_idx is not None:
+            valid = _pw.logical_and(valid, _pw.ne(input, padding_idx))
+        bag = _pw.where(valid, bag, n_bags)  # (the extra bag)
     rows = embedding(input, weight, max_norm=max_norm, norm_type=norm_type,
                      scale_grad_by_freq=scale_grad_by_freq)
     if per_sample_weights is not None:
         rows = _pw.mul(rows, per_sample_weights.unsqueeze(1))
-    rows = _cat([rows, creation.zeros((1, weight.shape[1]), dtype=rows.dtype,
-                                      device=rows.device)], 0)
-    bags = rows.index_select(0, wrap(m.asarray(pos.reshape(-1)))).reshape(
-        n_bags, length, weight.shape[1])
-    counts = valid.sum(1)
+    d = weight.shape[1]
+    out = creation.zeros((n_bags + 1, d), dtype=rows.dtype, device=dev)
     if mode == "max":
-        empty = wrap(m.asarray(counts == 0)).unsqueeze(1)
-        filled = bags.masked_fill(wrap(m.asarray(~valid)).unsqueeze(2), float("-inf"))
-        if length == 0:
-            return creation.zeros((n_bags, weight.shape[1]), dtype=weight.dtype,
-                                  device=weight.device)
-        return _red.max(filled, 1)[0].masked_fill(empty, 0)
-    total = _red.sum(bags, 1)
+        out = out.scatter_reduce(0, bag.unsqueeze(1).expand(k, d), rows, "amax",
+                                 include_self=False)
+        return out[:n_bags]
+    total = out.index_add(0, bag, rows)[:n_bags]
     if mode == "sum":
         return total
-    scale = (1.0 / np.maximum(counts, 1)).astype(weight._data.dtype)[:, None]
-    return _pw.mul(total, wrap(m.asarray(scale)))
+    with no_grad():
+        counts = creation.zeros((n_bags + 1,), dtype=rows.dtype, device=dev).index_add(
+            0, bag, creation.ones((k,), dtype=rows.dtype, device=dev))[:n_bags]
+        scale = _pw.reciprocal(counts.clamp(min=1)).unsqueeze(1)
+    return _pw.mul(total, scale)
 
 
 __all__ += ["embedding_bag"]
