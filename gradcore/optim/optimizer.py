@@ -18,7 +18,7 @@ from .. import backend
 from ..autograd import enable_grad
 from ..autograd.tensor_base import _wrap
 from ..backend import math_of
-from ..kernels.updates import ROW_WIDTH, SKIP_COLUMN
+from ..kernels.updates import DEVICE_SCALAR_UPDATES, ROW_WIDTH, SKIP_COLUMN
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "required", "DeviceUpdate"]
@@ -62,7 +62,7 @@ class _Rows:
             self.rows[slot] = m.empty((len(n), ROW_WIDTH), dtype=compute)  # (set each step)
             self.hyper[slot] = m.empty((len(n), 4), dtype=np.float64)
             self.offsets[slot] = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
-            width = len(work[self.where.index((slot, 0))].arrays)
+            width = len(DEVICE_SCALAR_UPDATES[slot[1]].params)  # (arrays per tensor)
             self.table[slot] = m.empty((len(n) + 1 + len(n) * width,), dtype=np.int64)
         self.steps = None
         self.views: list = []
