@@ -16,7 +16,9 @@ measurement runs ``WARMUP`` untimed calls, then ``repeat`` timed ones, and repor
 median. On CUDA the device is synchronized before and after each timed call.
 ``compare_torch`` adds the same workloads written in PyTorch, timed after gradcore's (a
 pause in between, so that idle thread pools stop spinning), on each device gradcore ran
-on where PyTorch can: the CPU always, a GPU when ``torch.cuda.is_available()``.
+on where PyTorch can: the CPU always, a GPU when ``torch.cuda.is_available()``; on a GPU
+the whole-step suites also as PyTorch's own CUDA graph of the step (``torch graph``:
+captured by hand with ``torch.cuda.graph`` and ``Adam(capturable=True)``).
 """
 
 from __future__ import annotations
@@ -68,6 +70,21 @@ def _torch_synchronize(dev) -> None:
         import torch  # optional (not a dependency): imported where PyTorch is compared
 
         torch.cuda.synchronize(dev.index or 0)
+
+
+def _torch_cuda_graph(torch, step):
+    """``step`` captured into a CUDA graph after three warm-up calls on a side stream
+    (PyTorch's recipe for whole-network capture); returns a function that replays it."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step(None)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step(None)
+    return lambda _: graph.replay()
 
 
 def _gpu_description(dev) -> dict:
@@ -151,16 +168,19 @@ def _broadcast_backward(m, dev, n):
     return prepare, lambda loss: loss.backward()
 
 
-def _train_step(m, dev, w):
+def _train_step(m, dev, w, capturable=False):
     m.manual_seed(0)
     model = _mlp(784, [w, w], 10, m.nn, dev)
     return _adam_steps(m, model, m.randn(STEP_BATCH, 784, device=dev),
-                       m.randint(0, 10, (STEP_BATCH,), device=dev))
+                       m.randint(0, 10, (STEP_BATCH,), device=dev), capturable)
 
 
-def _adam_steps(m, model, x, y):
-    """``(prepare, timed)`` of a whole training step (cross-entropy, Adam) on ``x, y``."""
-    opt = m.optim.Adam(model.parameters(), lr=1e-3)
+def _adam_steps(m, model, x, y, capturable=False):
+    """``(prepare, timed)`` of a whole training step (cross-entropy, Adam) on ``x, y``;
+    ``capturable`` asks for PyTorch's ``Adam(capturable=True)`` (its state on the device,
+    as a CUDA graph of the step needs)."""
+    extra = {"capturable": True} if capturable else {}
+    opt = m.optim.Adam(model.parameters(), lr=1e-3, **extra)
     loss_fn = m.nn.CrossEntropyLoss()
 
     def step(_):
@@ -172,7 +192,7 @@ def _adam_steps(m, model, x, y):
     return lambda: None, step
 
 
-def _conv_step(m, dev, w):
+def _conv_step(m, dev, w, capturable=False):
     """An Adam step of a CNN on ``w`` x ``w`` images, batch 64: the digits network of
     ``gradcore train --model cnn`` at w = 8, the CIFAR-sized stack (3 channels; 32, 64,
     128 wide; batch 128) from w = 32 on."""
@@ -189,7 +209,7 @@ def _conv_step(m, dev, w):
                                                            device=dev))
     batch = 128 if cifar else 64
     return _adam_steps(m, model, m.randn(batch, chans[0], w, w, device=dev),
-                       m.randint(0, 10, (batch,), device=dev))
+                       m.randint(0, 10, (batch,), device=dev), capturable)
 
 
 @dataclass(frozen=True)
@@ -204,11 +224,17 @@ class Suite:
         """The workload in gradcore on ``dev``: ``(prepare, timed)``."""
         return self.workload(gc, str(dev), size)
 
-    def build_torch(self, size, device="cpu"):
-        """The same workload in PyTorch on ``device`` (a torch device string)."""
+    def build_torch(self, size, device="cpu", graph=False):
+        """The same workload in PyTorch on ``device`` (a torch device string); with
+        ``graph`` (a whole step on CUDA), captured by hand into one CUDA graph as
+        PyTorch's documentation does it (``torch.cuda.graph``, ``capturable=True``
+        Adam), and timed as its replays."""
         import torch  # optional (not a dependency): imported where PyTorch is compared
 
-        return self.workload(torch, device, size)
+        if not graph:
+            return self.workload(torch, device, size)
+        prepare, timed = self.workload(torch, device, size, capturable=True)
+        return prepare, _torch_cuda_graph(torch, timed)
 
 
 SUITES = {s.name: s for s in (
@@ -284,20 +310,24 @@ def run(suites, devices, sizes=None, repeat: int = 10, compare_torch: bool = Fal
     if compile:
         impls += [("compiled", dev) for dev in devices]
     if compare_torch:
-        impls += [("torch", dev) for dev in _torch_devices(devices)]
+        seen = _torch_devices(devices)
+        impls += [("torch", dev) for dev in seen]
+        # PyTorch's own CUDA graph of a whole step, captured by hand (torch.cuda.graph)
+        impls += [("torch graph", dev) for dev in seen if dev.type == "cuda"]
     runs = [(impl, dev, suite, size) for impl, dev in impls for suite, size in plan
-            if impl != "compiled" or suite.compilable]
+            if impl not in ("compiled", "torch graph") or suite.compilable]
     bar = _Progress(len(runs), progress)
     results = []
     try:
         for k, (impl, dev, suite, size) in enumerate(runs):
-            if impl == "torch" and runs[k - 1][0] != "torch":
+            torch_impl = impl.startswith("torch")
+            if torch_impl and not runs[k - 1][0].startswith("torch"):
                 time.sleep(SETTLE_S)
             label = f"{suite.name} {size} {'' if impl == 'gradcore' else impl + ' '}{dev}"
             bar.start(label)
-            if impl == "torch":
+            if torch_impl:
                 where = "cpu" if dev.type == "cpu" else f"cuda:{dev.index or 0}"
-                prepare, timed = suite.build_torch(size, where)
+                prepare, timed = suite.build_torch(size, where, graph=impl == "torch graph")
                 sync = lambda: _torch_synchronize(dev)
             else:
                 prepare, timed = suite.build(dev, size)
@@ -395,6 +425,9 @@ def format_table(results, suites) -> str:
     for t in torch_on:
         name = "CPU" if t == "cpu" else "GPU"
         header += [f"torch {name}", f"{name} vs torch"]
+    torch_graph = any(r["impl"] == "torch graph" for r in results)
+    if torch_graph:
+        header += ["torch GPU graph", "GPU compiled vs torch graph"]
     rows = []
     for suite in suites:
         cpu = _medians(results, suite.name, "gradcore", "cpu")
@@ -402,6 +435,7 @@ def format_table(results, suites) -> str:
         comp = _medians(results, suite.name, "compiled", "cpu")
         gcomp = _medians(results, suite.name, "compiled", "cuda")
         tch = {t: _medians(results, suite.name, "torch", t) for t in torch_on}
+        tgraph = _medians(results, suite.name, "torch graph", "cuda")
         for size in sorted(set(cpu) | set(gpu) | {n for m in tch.values() for n in m}):
             c, g = cpu.get(size), gpu.get(size)
             row = [suite.name, str(size), format_time(c), format_time(g), _ratio(c, g)]
@@ -412,6 +446,8 @@ def format_table(results, suites) -> str:
             for t in torch_on:
                 mine = (cpu if t == "cpu" else gpu).get(size)
                 row += [format_time(tch[t].get(size)), _ratio(mine, tch[t].get(size))]
+            if torch_graph:
+                row += [format_time(tgraph.get(size)), _ratio(gcomp.get(size), tgraph.get(size))]
             rows.append(row)
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     lines = ["  ".join(h.ljust(w) if i < 2 else h.rjust(w)
@@ -541,7 +577,10 @@ def plot(path, results, suites, machine) -> bool:
         for impl, dtype, label in (("gradcore", "cpu", "gradcore CPU"),
                                    ("gradcore", "cuda", "gradcore GPU"),
                                    ("torch", "cpu", "torch CPU"),
-                                   ("torch", "cuda", "torch GPU")):
+                                   ("compiled", "cpu", "gradcore CPU compiled"),
+                                   ("compiled", "cuda", "gradcore GPU compiled"),
+                                   ("torch", "cuda", "torch GPU"),
+                                   ("torch graph", "cuda", "torch GPU graph")):
             m = _medians(results, suite.name, impl, dtype)
             if m:
                 xs = sorted(m)
