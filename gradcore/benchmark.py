@@ -84,7 +84,10 @@ def _torch_cuda_graph(torch, step):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         step(None)
-    return lambda _: graph.replay()
+
+    def replay(_, step=step):  # (step holds the static tensors the graph reads: alive)
+        graph.replay()
+    return replay
 
 
 def _gpu_description(dev) -> dict:

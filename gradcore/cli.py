@@ -236,12 +236,15 @@ def train(args) -> int:
           f"on {n} digits ({len(yte)} held out) on {device}, {args.optimizer}, "
           f"{args.epochs} epochs of batch {args.batch_size}")
 
-    def train_step(xb, yb):
+    def train_step(idx):
+        # the batch is gathered inside the step, so that a compiled step captures it
+        # too: on a GPU each op left outside costs a launch from Python every step
+        xb, yb = x_train[idx], y_train[idx]
         loss = loss_fn(model(xb), yb)
         opt.zero_grad()
         loss.backward()
         opt.step()
-        return loss
+        return loss.detach() * len(idx)
 
     step = train_step if args.no_compile else gc.compile(train_step)
     start = time.perf_counter()
@@ -250,19 +253,19 @@ def train(args) -> int:
         for epoch in range(1, args.epochs + 1):
             order = gc.tensor(shuffle.permutation(n), device=device)
             bar = _progress(n, f"epoch {epoch}/{args.epochs}", not args.no_progress)
-            t0, seen, loss_sum = time.perf_counter(), 0, None
+            t0, seen, batch_losses = time.perf_counter(), 0, []
             for i in range(0, n, args.batch_size):
                 idx = order[i:i + args.batch_size]
-                xb, yb = x_train[idx], y_train[idx]
-                loss = step(xb, yb)
-                batch_loss = loss.detach() * len(yb)
-                loss_sum = batch_loss if loss_sum is None else loss_sum + batch_loss
-                seen += len(yb)
+                batch_loss = step(idx)
+                batch_losses.append(batch_loss)
+                seen += len(idx)
                 if bar is not None:
                     if (i // args.batch_size) % 10 == 0:  # .item() waits for the device
                         rate = seen / max(time.perf_counter() - t0, 1e-9)
-                        bar.set_postfix(loss=f"{loss.item():.4f}", rate=f"{rate:,.0f}/s")
-                    bar.update(len(yb))
+                        bar.set_postfix(loss=f"{batch_loss.item() / len(idx):.4f}",
+                                        rate=f"{rate:,.0f}/s")
+                    bar.update(len(idx))
+            loss_sum = gc.stack(batch_losses).sum()  # (one read of the device per epoch)
             if bar is not None:
                 bar.close()
             rate = seen / max(time.perf_counter() - t0, 1e-9)

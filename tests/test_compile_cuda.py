@@ -160,8 +160,29 @@ def test_a_host_read_runs_eagerly_with_the_line(device):
 
 
 def test_a_copy_from_the_host_runs_eagerly(device):
-    _refused(lambda loss: loss * gc.tensor(2.0, device="cuda"),
+    _refused(lambda loss: loss * gc.tensor([2.0], device="cuda").sum(),
              r"refused a copy from the host.*H2D.*test_compile_cuda.py:\d+")
+
+
+def test_a_scalar_made_in_the_step_is_captured_and_a_changing_one_refused(device):
+    """CuPy makes a 0-d array from the host with a fill kernel (the value its
+    argument), not a copy: a graph captures it with the value baked in. A constant
+    replays as eager; a value that changes between calls shows as two captures that
+    disagree, and the function runs eagerly, saying so."""
+    eager = _run(False, lambda p: gc.optim.SGD(p, lr=0.1),
+                 body=lambda loss: loss * gc.tensor(2.0, device="cuda"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = _run(True, lambda p: gc.optim.SGD(p, lr=0.1),
+                        body=lambda loss: loss * gc.tensor(2.0, device="cuda"))
+    _same(compiled, eager)
+    assert compiled[3].replays == STEPS - 3
+    calls = iter(range(100))
+    changing = lambda loss: loss * gc.tensor(float(next(calls)), device="cuda")  # noqa: E731
+    with pytest.warns(UserWarning, match="CUDA graphs of consecutive calls leave different"):
+        compiled = _run(True, lambda p: gc.optim.SGD(p, lr=0.1), body=changing,
+                        batches=_batches(8))
+    assert compiled[3].replays == 0
 
 
 def test_fullgraph_raises_instead(device):

@@ -25,7 +25,6 @@ eagerly, with a warning naming the refusal and the line (``fullgraph=True`` rais
 
 from __future__ import annotations
 
-import gc as _pygc
 import os
 import traceback
 
@@ -33,7 +32,7 @@ import numpy as np
 
 from .. import backend
 from ..kernels import gemm
-from .trace import _MISSING, _bind, _build, _Out
+from .trace import _MISSING, _bind, _build, _Out, live_instances
 
 __all__ = ["GraphStep", "CaptureFailed", "on_cuda", "capture", "launch", "agree",
            "guards_hold"]
@@ -52,9 +51,8 @@ def on_cuda(flat, tensor_cls) -> bool:
     if flat:
         return any(not isinstance(t._data, np.ndarray) for t in flat)
     found = False
-    for o in _pygc.get_objects():
-        if issubclass(type(o), tensor_cls) and o.__dict__.get("_rg") and \
-                o.__dict__.get("grad_fn") is None:
+    for o in live_instances(tensor_cls)[0]:
+        if o.__dict__.get("_rg") and o.__dict__.get("grad_fn") is None:
             if not _is_cuda(o.__dict__.get("_data")):
                 return False
             found = True
@@ -94,19 +92,14 @@ def _scan(flat, tensor_cls, module_cls, opt_types):
     """One pass over the live objects: the CUDA tensors (but the arguments), the
     modules, the optimizers and schedulers."""
     inputs = {id(t) for t in flat}
-    tensors, modules, optimizers = [], [], []
-    for o in _pygc.get_objects():
-        t = type(o)
-        if issubclass(t, tensor_cls):
-            if id(o) not in inputs:
-                d = o.__dict__.get("_data")
-                g = o.__dict__.get("grad")
-                if _is_cuda(d) or (g is not None and _is_cuda(getattr(g, "_data", None))):
-                    tensors.append(o)
-        elif issubclass(t, module_cls):
-            modules.append(o)
-        elif issubclass(t, opt_types):
-            optimizers.append(o)
+    live, modules, optimizers = live_instances(tensor_cls, module_cls, opt_types)
+    tensors = []
+    for o in live:
+        if id(o) not in inputs:
+            d = o.__dict__.get("_data")
+            g = o.__dict__.get("grad")
+            if _is_cuda(d) or (g is not None and _is_cuda(getattr(g, "_data", None))):
+                tensors.append(o)
     return tensors, modules, optimizers
 
 
@@ -410,8 +403,9 @@ def agree(earlier, later, flat, wrap):
             != [(id(t), a) for t, a, _v in sorted(later.changes, key=lambda c: (id(c[0]),
                                                                              c[1]))]:
         return False, later.run(flat, wrap)
-    with later.stream:
-        saved = [r.copy() for r in later.roots]
+    # the copies and the comparison run on the current stream, which each launch is
+    # ordered after and before (a copy on another stream would race with the launches)
+    saved = [r.copy() for r in later.roots]
     # the memory both read or write, but not what ``earlier`` bound and ``later`` binds
     # afresh (last call's gradients): those are compared through the bindings
     rebound = {id(_root(a)) for a in (getattr(v, "_data", v) for _t, _a, v in earlier.changes)
@@ -420,17 +414,15 @@ def agree(earlier, later, flat, wrap):
     host = _host_state(later.optimizers)  # (the launch's host work counts steps)
     first = launch(earlier, flat, wrap)
     _put_back(host)
-    with later.stream:
-        left = [a.copy() for a in _results(earlier, first, shared)]
-        for r, s in zip(later.roots, saved):
-            r[...] = s
+    left = [a.copy() for a in _results(earlier, first, shared)]
+    for r, s in zip(later.roots, saved):
+        r[...] = s
     out = later.run(flat, wrap)
     now = _results(later, out, shared)
     if len(now) != len(left) or any(a.shape != b.shape or a.dtype != b.dtype
                                      for a, b in zip(left, now)):
         return False, out
-    with later.stream:
-        same = all(bool(xp.array_equal(a, b, equal_nan=True)) for a, b in zip(left, now))
+    same = all(bool(xp.array_equal(a, b, equal_nan=True)) for a, b in zip(left, now))
     return same and _same_python(earlier.output, later.output), out
 
 

@@ -83,6 +83,24 @@ def _address(arr) -> int:
     return arr.__array_interface__["data"][0]
 
 
+def live_instances(*classes):
+    """The live objects the collector tracks that are instances of each of ``classes``
+    (a class or a tuple of classes): one list per class, in one pass over
+    ``gc.get_objects()`` with each type's answer cached (a process with large libraries
+    loaded holds a hundred thousand objects or more, and a recording asks about them all:
+    one pass of this kind takes about a quarter of the time of three plain ones)."""
+    found = tuple([] for _ in classes)
+    kinds: dict = {}
+    for o in _pygc.get_objects():
+        t = type(o)
+        k = kinds.get(t)
+        if k is None:
+            k = kinds[t] = tuple(i for i, c in enumerate(classes) if issubclass(t, c))
+        for i in k:
+            found[i].append(o)
+    return found
+
+
 def leaves(x, cls, out):
     """Append to ``out`` the instances of ``cls`` in ``x`` (through tuples, lists and
     dicts, in order); return ``out``."""
@@ -560,7 +578,8 @@ class Recorder:
             raise RuntimeError("gc.compile: a compiled function is already recording")
         tensor_cls = self._tensor_cls
         inputs = {id(t) for t in flat_inputs}
-        live = [o for o in _pygc.get_objects() if issubclass(type(o), tensor_cls)]
+        live, self._modules, opaque = live_instances(tensor_cls, self._module_cls,
+                                                     self._opaque_types)
         self._watched = [t for t in live if id(t) not in inputs]
         self._index = {id(t): k for k, t in enumerate(self._watched)}
         self._swapped = []
@@ -584,14 +603,12 @@ class Recorder:
             self._input_pairs.append((t, d))
             t._data = buf.view(Traced)
         self._after_opaque = self._bindings()
-        self._modules = [m for m in _pygc.get_objects() if issubclass(type(m), self._module_cls)]
         self._module_attrs = [_simple_attrs(m) for m in self._modules]
         self._installed = []
-        for obj in _pygc.get_objects():
-            if issubclass(type(obj), self._opaque_types):
-                for name in ("step", "zero_grad"):
-                    if hasattr(obj, name):
-                        self._install_opaque(obj, name)
+        for obj in opaque:
+            for name in ("step", "zero_grad"):
+                if hasattr(obj, name):
+                    self._install_opaque(obj, name)
         self._cpu = backend.device("cpu").math
         self._patched = []  # (namespace dict, name, value before or _MISSING)
         # `type(a) is F.ndarray` is how the engine and the ops know a gradient array
@@ -660,11 +677,10 @@ class Recorder:
                 t._data = d
         # everything else made while recording (new .grad tensors, optimizer state, the
         # outputs) holds plain arrays from now on
-        for o in _pygc.get_objects():
-            if issubclass(type(o), self._tensor_cls):
-                d = o.__dict__.get("_data")
-                if type(d) is Traced:
-                    o._data = _real(d)
+        for o in live_instances(self._tensor_cls)[0]:
+            d = o.__dict__.get("_data")
+            if type(d) is Traced:
+                o._data = _real(d)
 
     def finish(self, flat_inputs, result):
         """The tape of this recording (None when refused; ``self.refusal`` says why)."""

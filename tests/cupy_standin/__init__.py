@@ -657,8 +657,13 @@ def asarray(a, dtype=None, order=None, *, blocking=False):
         return _exec(lambda *xs: _np.stack(xs), parts)
     if hasattr(a, "__array_interface__") or hasattr(a, "__array__") or \
             isinstance(a, (list, tuple, int, float, complex, bool, _np.generic)):
-        _graph.refuse_transfer("H2D")
         out = _np.array(a, dtype=dtype, order=order or "K", copy=True)
+        if out.ndim == 0:
+            # CuPy fills a 0-d array with a kernel whose argument is the value (core.pyx,
+            # _array_default: `a.fill(a_cpu)`), no transfer: allowed during a capture,
+            # which bakes the value into the graph
+            return _exec(lambda: out.copy(), ())
+        _graph.refuse_transfer("H2D")
         return ndarray._new(out)
     raise TypeError(f"Unsupported type {type(a)}")
 
