@@ -496,7 +496,8 @@ class Recorder:
         if out is not None:
             self._calls.append(functools.partial(fn, out))
         else:
-            self._calls.append(functools.partial(fn, *args, **kwargs))
+            self._calls.append(_ufunc_call(fn, args, kwargs) or
+                               functools.partial(fn, *args, **kwargs))
 
     def produced(self, fn, args, kwargs, result):
         """A call outside the ufunc protocol made ``result``: new memory is refilled by
@@ -816,6 +817,46 @@ def _bind(changes):
             t.__dict__.pop(attr, None)
         else:
             t.__dict__[attr] = value
+
+
+_PY_SCALARS = (float, int, bool)
+
+
+def _ufunc_call(fn, args, kwargs):
+    """A ufunc's call as a replay makes it, or None where it takes other keywords than
+    ``out``: ``out`` passed by position, and each Python scalar made a NumPy scalar of
+    the dtype the ufunc's loop takes it as (NumPy parses keywords and converts Python
+    scalars on every call, which costs more than the loop itself on a small array).
+    The scalars are converted only where the converted call gives the recorded result
+    bit for bit (its outputs hold it now; an output that is also an input was
+    overwritten, and such a call keeps its Python scalars)."""
+    ufunc = getattr(fn, "__self__", None)
+    if type(ufunc) is not np.ufunc or getattr(fn, "__name__", "") != "__call__" or \
+            kwargs.keys() != {"out"}:
+        return None
+    outs = kwargs["out"]
+    if len(args) != ufunc.nin or len(outs) != ufunc.nout:
+        return None
+    if any(type(a) in _PY_SCALARS for a in args):
+        try:
+            loop = ufunc.resolve_dtypes(
+                tuple(type(a) if type(a) in _PY_SCALARS else a.dtype for a in args)
+                + (None,) * ufunc.nout)
+            typed = tuple(loop[i].type(a) if type(a) in _PY_SCALARS else a
+                          for i, a in enumerate(args))
+            with np.errstate(all="ignore"):
+                again = ufunc(*typed)
+        except Exception:  # noqa: BLE001 - any doubt: the call as recorded
+            again = None
+        if again is not None:
+            again = again if ufunc.nout > 1 else (again,)
+            if all(np.asarray(r).dtype == o.dtype and np.asarray(r).shape == o.shape and
+                   np.ascontiguousarray(r).tobytes() == np.ascontiguousarray(o).tobytes()
+                   for r, o in zip(again, outs)):  # (bit for bit: signed zeros, NaNs)
+                args = typed
+    if ufunc is np.maximum or ufunc is np.minimum:  # (NumPy 2.4 deprecates their
+        return functools.partial(ufunc, *args, out=outs)  # positional out)
+    return functools.partial(ufunc, *args, *outs)
 
 
 def _refill(fn, args, kwargs, many, out):
