@@ -679,7 +679,9 @@ def _arg(x, dim, keepdim, which):
     if isinstance(dim, (tuple, list)):
         raise TypeError(f"{which}(): argument 'dim' must be int, not tuple")
     axis = normalize_dim(dim, xd.ndim, which)
-    return wrap(m.asarray(fn(xd, axis=axis, keepdims=keepdim), dtype=np.int64))
+    # (a 0-d input's index is 0: no axis to name, which CuPy would refuse)
+    return wrap(m.asarray(fn(xd, axis=axis if xd.ndim else None, keepdims=keepdim),
+                          dtype=np.int64))
 
 
 @export(torch=True, method=True)
