@@ -456,7 +456,7 @@ class ArrayMath:
         """Zeros of ``shape`` plus ``g`` added at ``index`` (repeated indices accumulate);
         the rows at ``keep_zero`` (an embedding's padding row) stay zero."""
         out = self.xp.zeros(shape, dtype=g.dtype)
-        self.xp.add.at(out, index, g)
+        self.add_at(out, index, g)
         if keep_zero is not None:
             out[keep_zero] = 0
         return out
@@ -591,6 +591,20 @@ class ArrayMath:
         """``out[index] *= values`` in place, repeated indices multiplying in turn
         (``multiply.at``)."""
         self.xp.multiply.at(out, index, values)
+
+    def add_at(self, out, index, values):
+        """``out[index] += values`` in place, repeated indices accumulating
+        (``add.at``), for every dtype (bool: or)."""
+        self.xp.add.at(out, index, values)
+
+    def maximum_at(self, out, index, values):
+        """``out[index] = maximum(out[index], values)`` in place, repeated indices in
+        turn (``maximum.at``): NaN wins, as in PyTorch's amax; every dtype."""
+        self.xp.maximum.at(out, index, values)
+
+    def minimum_at(self, out, index, values):
+        """:meth:`maximum_at` for the minimum (NaN wins too)."""
+        self.xp.minimum.at(out, index, values)
 
     def expm1(self, x, out=None):
         """``exp(x) - 1``; float32 computed in float64 and rounded once: NumPy's own
@@ -1337,9 +1351,76 @@ class _CupyMath(ArrayMath):
         target = out.reshape(-1)  # (out: a new, contiguous array)
         target[place] = target[place] * vals[run_end]
 
+    # ``ufunc.at`` with an index array is a CUDA atomic per element in CuPy, which has
+    # them for these dtypes only (and refuses the others)
+    _ADD_AT = frozenset(np.dtype(t) for t in ("int32", "int64", "uint32", "uint64",
+                                              "float16", "float32", "float64"))
+    _EXTREMUM_AT = frozenset(np.dtype(t) for t in ("int32", "int64", "uint32", "uint64"))
+
+    def add_at(self, out, index, values):
+        """``add.at``; where CUDA has no atomic add for ``out``'s dtype (bool, 8 and
+        16-bit integers), the sums are taken in int64 and written back: exact, the cast
+        back wrapping as adding in the narrow type does (bool: nonzero, an or)."""
+        xp, dt = self.xp, out.dtype
+        if dt in self._ADD_AT:
+            xp.add.at(out, index, values)
+        else:
+            wide = out.astype(_INT64)
+            xp.add.at(wide, index, xp.asarray(values).astype(_INT64))
+            out[...] = wide.astype(dt)
+
+    def maximum_at(self, out, index, values):
+        self._extremum_at(out, index, values, True)
+
+    def minimum_at(self, out, index, values):
+        self._extremum_at(out, index, values, False)
+
+    def _extremum_at(self, out, index, values, largest):
+        """``maximum.at`` (``minimum.at``) on the integer atomics CUDA has: CuPy's own for
+        floating types compares by ``fmaxf``, in float32 (float64 values come back
+        rounded to float32) and dropping NaN. Floating values go in as integers of their
+        order (NaN first, as PyTorch's amax propagates it), the narrow integers and bool
+        as int32, and come back exactly."""
+        xp, dt = self.xp, out.dtype
+        at = (xp.maximum if largest else xp.minimum).at
+        if dt in self._EXTREMUM_AT:
+            at(out, index, values)
+            return
+        values = xp.asarray(values)
+        if dt.kind == "f":
+            key = _order_key(xp, out, largest)
+            at(key, index, _order_key(xp, values.astype(dt), largest))
+            out[...] = _from_order_key(xp, key, dt)
+        else:
+            wide = out.astype(np.int32)
+            at(wide, index, values.astype(np.int32))
+            out[...] = wide.astype(dt)
+
     def asarray(self, data, dtype=None):
         with self.xp.cuda.Device(self.device.index or 0):
             return self.xp.asarray(data, dtype=dtype)
+
+
+def _order_key(xp, a, largest):
+    """Integers ordered as the floating values of ``a`` (float16 as float32): the bits,
+    the negative ones with all but the sign flipped; NaN the largest key if ``largest``,
+    else the smallest (so that a maximum, or a minimum, of keys meets it first)."""
+    if a.dtype == np.float16:
+        a = a.astype(np.float32)
+    it = np.dtype(np.int32 if a.dtype == np.float32 else np.int64)
+    info = np.iinfo(it)
+    bits = a.view(it)
+    key = xp.where(bits < 0, bits ^ it.type(info.max), bits)
+    return xp.where(xp.isnan(a), it.type(info.max if largest else info.min), key)
+
+
+def _from_order_key(xp, key, dt):
+    """The floating values of dtype ``dt`` that :func:`_order_key` ordered (NaN for
+    the NaN keys)."""
+    it = key.dtype
+    bits = xp.where(key < 0, key ^ it.type(np.iinfo(it).max), key)
+    a = bits.view(np.float32 if it == np.int32 else np.float64)
+    return a.astype(dt) if a.dtype != dt else a
 
 
 _SUM_AXES: dict[tuple, tuple] = {}

@@ -61,6 +61,18 @@ def test_reductions_of_a_0d_tensor_accept_dim_0_and_minus_1(op, dim, lib, device
 
 
 @pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("op", ["argmax", "argmin", "prod"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_arg_and_prod_of_a_0d_tensor_along_dim_0_and_minus_1(op, keepdim, lib, device):
+    """(CuPy's reductions refuse an axis on a 0-d array, where NumPy's take 0 and -1.)"""
+    m = _lib(lib)
+    x = m.tensor(-2.5, dtype=m.float32)
+    for dim in (0, -1):
+        y = getattr(x, op)(dim, keepdim=keepdim)
+        assert tuple(y.shape) == () and y.item() == (0 if op != "prod" else -2.5)
+
+
+@pytest.mark.parametrize("lib", LIBS)
 @pytest.mark.parametrize("which", ["max", "min"])
 def test_max_min_with_dim_of_a_0d_tensor_stay_in_the_graph(which, lib, device):
     m = _lib(lib)

@@ -182,6 +182,69 @@ def test_scatter_reduce_nan_propagates_as_pytorch(device):
         np.testing.assert_array_equal(host(got), want.numpy())
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "int8", "uint8", "int16",
+                                   "bool"])
+def test_scatter_reductions_of_every_dtype_match_pytorch_exactly(dtype, device):
+    """amax and amin exact in every dtype (CuPy's floating maximum.at compares in float32
+    and drops NaN; it and add.at refuse the narrow types): NaN and infinities in self and
+    in src, values float32 cannot hold, negative ones; scatter_add and index_add too."""
+    torch = _torch()
+    rng = np.random.default_rng(12)
+    if dtype in ("float64", "float32", "float16"):
+        a = rng.standard_normal((3, 5)) * 1e3 + 1e-7  # (float64: beyond float32's digits)
+        b = rng.standard_normal((3, 5)) * 1e3
+        a[0, 1], a[2, 4], b[1, 2], b[0, 3], b[2, 0] = np.nan, -np.inf, np.nan, np.inf, -np.inf
+    elif dtype == "bool":
+        a, b = rng.integers(0, 2, (3, 5)), rng.integers(0, 2, (3, 5))
+    else:
+        a, b = rng.integers(-100, 100, (3, 5)), rng.integers(-100, 100, (3, 5))
+    a, b = a.astype(dtype), b.astype(dtype)
+    index = np.array([[0, 1, 0, 2, 2], [0, 1, 1, 2, 0], [1, 1, 1, 2, 0]])
+    for reduce in ("amax", "amin", "sum"):
+        for include_self in (True, False):
+            got = gc.tensor(a).scatter_reduce(0, gc.tensor(index), gc.tensor(b), reduce,
+                                              include_self=include_self)
+            want = torch.tensor(a).scatter_reduce(0, torch.tensor(index), torch.tensor(b),
+                                                  reduce, include_self=include_self)
+            _same(got, want, exact=dtype != "float16" or reduce != "sum")
+    _same(gc.tensor(a).scatter_add(1, gc.tensor(index), gc.tensor(b)),
+          torch.tensor(a).scatter_add(1, torch.tensor(index), torch.tensor(b)),
+          exact=dtype != "float16")
+    _same(gc.tensor(a).index_add(0, gc.tensor([2, 0, 2]), gc.tensor(b)),
+          torch.tensor(a).index_add(0, torch.tensor([2, 0, 2]), torch.tensor(b)),
+          exact=dtype != "float16")
+
+
+def test_the_standin_s_ufunc_at_is_cupy_s(standin):
+    """What CuPy's ``ufunc.at`` does with an index array (CUDA atomics, see
+    cupy/_core/_routines_indexing.pyx and include/cupy/atomics.cuh): the dtypes it
+    refuses, and maximum/minimum of floating types by ``fmaxf``/``fminf`` (NaN dropped,
+    float64 compared and stored in float32); a boolean-mask assignment and a reduction
+    along an axis of a 0-d array, which CuPy synchronizes on and refuses."""
+    cp = standin
+    idx = cp.asarray(np.array([0, 0, 1]))
+    with pytest.raises(TypeError, match=r"cupy.add.at only supports int32, int64, float16, "
+                                        r"float32, float64, uint32, uint64 as data type"):
+        cp.add.at(cp.zeros(2, dtype=np.uint8), idx, cp.ones(3, dtype=np.uint8))
+    for name in ("maximum", "minimum"):
+        with pytest.raises(TypeError, match=rf"cupy.{name}.at only supports int32, int64, "
+                                            r"float32, float64, uint32, uint64 as data type"):
+            getattr(cp, name).at(cp.zeros(2, dtype=np.float16), idx,
+                                 cp.ones(3, dtype=np.float16))
+    out = cp.asarray(np.array([np.nan, 0.0, 5.0]))
+    cp.maximum.at(out, idx, cp.asarray(np.array([np.nan, 1.0 + 1e-12, np.nan])))
+    np.testing.assert_array_equal(out.get(), [np.float32(1.0), 0.0, 5.0])
+    standin.reset_syncs()
+    mask = cp.asarray(np.array([True, False, True]))
+    out[mask] = 1.0
+    assert standin.host_syncs() == 1
+    with pytest.raises(np.exceptions.AxisError, match="axis 0 is out of bounds"):
+        cp.asarray(np.array(2.5)).prod(axis=0)
+    with pytest.raises(np.exceptions.AxisError):
+        cp.sum(cp.asarray(np.array(2.5)), -1)
+    assert float(cp.asarray(np.array(2.5)).prod(axis=None)) == 2.5
+
+
 def _raises_as_pytorch(call):
     """``call(gc)`` raises what ``call(torch)`` raises, with PyTorch's message."""
     torch = _torch()

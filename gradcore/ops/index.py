@@ -615,7 +615,7 @@ def scatter_add(x, dim, index, src):
     n = out.shape[axis]  # [0, n), as in PyTorch; on a GPU, at the next read
     check_range(tup[axis], 0, n,
                 _out_of_bounds("scatter_add(): ", axis, n, out.shape, RuntimeError))
-    math_of(out).add.at(out, tup, sd.astype(out.dtype, copy=False))
+    math_of(out).add_at(out, tup, sd.astype(out.dtype, copy=False))
     if not (mode.enabled and (x._rg or src._rg)):
         return wrap(out)
     whole = sd.shape == src._data.shape
@@ -813,7 +813,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A
         else:
             values = src._data[tuple(slice(0, k) for k in index._data.shape)]
         if reduce == "add":
-            m.add.at(out, tup, values)
+            m.add_at(out, tup, values)
         else:
             m.multiply_at(out, tup, values)
         tracked = (input,) if src is None else (input, src)
@@ -866,18 +866,19 @@ def _scatter_reduce_arrays(xd, tup, sd, reduce, include_self):
     if not include_self:
         out[tup] = _reduce_identity(reduce, xd.dtype)
     if reduce in ("sum", "mean"):
-        m.add.at(out, tup, sd)
+        m.add_at(out, tup, sd)
     elif reduce == "prod":
         m.multiply_at(out, tup, sd)
     elif reduce in ("amax", "max"):
-        m.maximum.at(out, tup, sd)
+        m.maximum_at(out, tup, sd)
     else:
-        m.minimum.at(out, tup, sd)
+        m.minimum_at(out, tup, sd)
     counts = None
     if reduce == "mean":
         counts = m.full(xd.shape, 1 if include_self else 0, dtype=xd.dtype)
-        m.add.at(counts, tup, m.ones(sd.shape, dtype=xd.dtype))
-        counts[counts == 0] = 1
+        m.add_at(counts, tup, m.ones(sd.shape, dtype=xd.dtype))
+        counts = m.maximum(counts, 1)  # (an untouched place divides by one; no mask
+        # assignment, which on CuPy reads the count of true elements back)
         out = out / counts if out.dtype.kind == "f" else out // counts
     return out, counts
 
@@ -963,7 +964,7 @@ def _scatter_reduce_tup(x, tup, src, reduce, include_self):
     if reduce == "prod":
         m = math_of(out)
         node.src_zeros = m.zeros(x._data.shape, dtype=np.int64)
-        m.add.at(node.src_zeros, tup, (src._data == 0).astype(np.int64))
+        m.add_at(node.src_zeros, tup, (src._data == 0).astype(np.int64))
         node.src_zeros = node.src_zeros[tup]
     node.save(x, src)
     node.save_output(t)
@@ -1130,7 +1131,7 @@ def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
     tup = (slice(None),) * axis + (idx,)
     out = xd.copy()
     added = sd if alpha == 1 else sd * alpha
-    math_of(out).add.at(out, tup, added.astype(out.dtype, copy=False))
+    math_of(out).add_at(out, tup, added.astype(out.dtype, copy=False))
     if not (mode.enabled and (input._rg or source._rg)):
         return wrap(out)
     t = record(out, IndexAddBackward0, input, source)

@@ -209,7 +209,9 @@ def prod(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
         raise TypeError("prod(): argument 'dim' must be int, not tuple")
     axis = None if dim is None else normalize_dim(dim, xd.ndim, "prod")
     acc, res = _accum_dtype(xd, dtype)
-    out = xd.prod(axis=axis, dtype=acc, keepdims=keepdim and axis is not None)
+    # (a 0-d input is its own product: no axis to name, which CuPy would refuse)
+    out = xd.prod(axis=axis if xd.ndim else None, dtype=acc,
+                  keepdims=keepdim and axis is not None and xd.ndim > 0)
     if out.dtype != res:
         out = out.astype(res)
     if not (mode.enabled and x._rg) or res.kind != "f":
@@ -677,7 +679,9 @@ def _arg(x, dim, keepdim, which):
     if isinstance(dim, (tuple, list)):
         raise TypeError(f"{which}(): argument 'dim' must be int, not tuple")
     axis = normalize_dim(dim, xd.ndim, which)
-    return wrap(m.asarray(fn(xd, axis=axis, keepdims=keepdim), dtype=np.int64))
+    # (a 0-d input's index is 0: no axis to name, which CuPy would refuse)
+    return wrap(m.asarray(fn(xd, axis=axis if xd.ndim else None, keepdims=keepdim),
+                          dtype=np.int64))
 
 
 @export(torch=True, method=True)
@@ -1566,7 +1570,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
         counts = m.bincount(pos, weights=inside, minlength=bins)
     else:
         counts = m.zeros(bins, dtype=np.float64)
-        m.add.at(counts, pos, inside.astype(np.float64))
+        m.add_at(counts, pos, inside.astype(np.float64))
     return wrap(counts.astype(xd.dtype))
 
 
@@ -1639,7 +1643,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False):  # noqa: 
     if weight is not None:
         w = w * weight._data.reshape(-1).astype(np.float64)
     hist = m.zeros(nb, dtype=np.float64)
-    m.add.at(hist, pos, w)
+    m.add_at(hist, pos, w)
     if density:
         hist = hist / (hist.sum() * (edges[1:] - edges[:-1]).astype(np.float64))
     return histogram_result(wrap(hist.astype(xd.dtype)), wrap(edges.copy()))

@@ -13,12 +13,16 @@ CuPy is stricter than NumPy it is strict too:
 * every host synchronization is counted in :func:`host_syncs`: ``.get()``,
   ``.item()``, ``.tolist()``, ``float()``, ``int()``, ``bool()``, ``len()`` of a
   mask result, stream synchronization, and the operations for which CuPy itself must
-  read a value back to size their result (boolean-mask indexing, ``nonzero``,
-  ``flatnonzero``, ``argwhere``, ``unique``, ``bincount``);
+  read a value back to size their result (boolean-mask indexing and assignment,
+  ``nonzero``, ``flatnonzero``, ``argwhere``, ``unique``, ``bincount``);
 * out-of-range integer-array indices wrap around, as in CuPy (NumPy raises): in
   ``a[idx]``, ``a[idx] = v`` and ``ufunc.at``;
-* there is no ``ufunc.at`` other than on the ufuncs CuPy supports it for, no
-  ``flags.writeable``, and reductions return 0-d arrays, never scalars;
+* there is no ``ufunc.at`` other than on the ufuncs CuPy supports it for, and with an
+  integer-array index (CUDA atomics) it refuses the dtypes CuPy refuses, and computes
+  ``maximum.at``/``minimum.at`` of floating types as CuPy's ``atomicMax``/``atomicMin``
+  do: by ``fmaxf``/``fminf`` (NaN dropped; float64 compared, and stored, in float32);
+* no ``flags.writeable``; reductions return 0-d arrays, never scalars, and refuse an
+  axis on a 0-d array (``axis=0`` or ``-1``, which NumPy's take);
 * streams, memory pools and stream capture (``Stream(non_blocking=True)``,
   ``begin_capture``/``end_capture``, ``Graph.launch``, ``MemoryPool``,
   ``using_allocator``) behave as CUDA's, and what CuPy refuses during a capture raises
@@ -233,6 +237,23 @@ _METHODS = {  # ndarray methods computed by NumPy, results wrapped
 }
 
 
+# CuPy's reductions (``_reduction._get_axis``): an axis is checked against ``ndim`` as
+# given, so a 0-d array refuses ``axis=0`` and ``axis=-1``, where NumPy's ufunc
+# reductions take them
+_REDUCTIONS = {"sum", "prod", "max", "min", "mean", "var", "std", "argmax", "argmin", "all",
+               "any", "amax", "amin", "nansum", "nanmax", "nanmin", "nanmean", "nanargmax",
+               "nanargmin", "ptp"}
+
+
+def _refuse_0d_axis(a, axis):
+    if axis is None or _np.ndim(_unwrap(a)) != 0:
+        return
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if axes:
+        raise _np.exceptions.AxisError(f"axis {axes[0]} is out of bounds for array of "
+                                       "dimension 0")
+
+
 class ndarray:  # noqa: N801  (CuPy's name)
     """A device array: a NumPy array that will not leave the device implicitly."""
 
@@ -324,6 +345,9 @@ class ndarray:  # noqa: N801  (CuPy's name)
             def method(*args, **kwargs):
                 if name == "dot" and _float_operands((w,) + args):
                     _graph.refuse_cublas()
+                if name in _REDUCTIONS:
+                    _refuse_0d_axis(w, kwargs["axis"] if "axis" in kwargs else
+                                    args[0] if args else None)
                 return _call(meth, (w,) + args, kwargs)
 
             method.__name__ = name
@@ -424,7 +448,10 @@ class ndarray:  # noqa: N801  (CuPy's name)
         return _exec(_getitem, (self._a, k))
 
     def __setitem__(self, key, value):
-        _exec(_setitem, (self._a, _unwrap_index(key), _unwrap(value, "value")))
+        k = _unwrap_index(key)
+        if _has_bool_mask(k, nonempty=True):  # CuPy counts the true elements first (an
+            _sync("boolean-mask assignment")  # int() of a scan's last element)
+        _exec(_setitem, (self._a, k, _unwrap(value, "value")))
 
     def __copy__(self):
         return _exec(_np.copy, (self._a,))
@@ -451,10 +478,20 @@ def _setitem(a, key, value):
     a[_wrap_around(key, a.shape)] = value
 
 
-def _has_bool_mask(k):
+def _has_bool_mask(k, nonempty=False):
     if type(k) is tuple:
-        return _b.any(_has_bool_mask(v) for v in k)
-    return isinstance(k, _np.ndarray) and k.dtype == _np.bool_ and k.ndim > 0
+        return _b.any(_has_bool_mask(v, nonempty) for v in k)
+    return isinstance(k, _np.ndarray) and k.dtype == _np.bool_ and k.ndim > 0 and \
+        not (nonempty and k.size == 0)
+
+
+def _has_int_array(k):
+    """Whether an index holds an integer array (CuPy's scatter kernels: atomics)."""
+    if type(k) is tuple:
+        return _b.any(_has_int_array(v) for v in k)
+    if type(k) is list:
+        return True
+    return isinstance(k, _np.ndarray) and k.dtype != _np.bool_
 
 
 def _binop(fn):
@@ -525,6 +562,9 @@ class ufunc:  # noqa: N801
         return _call(self._u, args, kwargs)
 
     def reduce(self, *args, **kwargs):
+        if args:  # (CuPy's add.reduce is sum(axis), its axis 0 by default)
+            _refuse_0d_axis(args[0], kwargs["axis"] if "axis" in kwargs else
+                            args[1] if len(args) > 1 else 0)
         return _call(self._u.reduce, args, kwargs)
 
     def accumulate(self, *args, **kwargs):
@@ -539,14 +579,51 @@ class ufunc:  # noqa: N801
         if type(a) is not ndarray:
             raise TypeError("ufunc.at needs a cupy.ndarray")
         u = self._u
+        idx = _unwrap_index(indices)
+        atomic = _has_int_array(idx) and not _has_bool_mask(idx)
+        if atomic:
+            _refuse_at_dtype(self.__name__, a.dtype)
+        if atomic and self.__name__ in ("maximum", "minimum") and a.dtype.kind == "f":
+            fmax = _np.fmax if self.__name__ == "maximum" else _np.fmin
 
-        def at(arr, idx, *value):
-            u.at(arr, _wrap_around(idx, arr.shape), *value)
+            def at(arr, idx, value):  # CuPy's atomicMax/atomicMin of floating types
+                idx = _wrap_around(idx, arr.shape)
+                fmax.at(arr, idx, value)
+                if arr.dtype == _np.float64:
+                    with _np.errstate(over="ignore"):
+                        arr[idx] = arr[idx].astype(_np.float32).astype(_np.float64)
+        else:
+            def at(arr, idx, *value):
+                u.at(arr, _wrap_around(idx, arr.shape), *value)
 
-        _exec(at, (a._a, _unwrap_index(indices)) + (() if b is None else (_unwrap(b),)))
+        _exec(at, (a._a, idx) + (() if b is None else (_unwrap(b),)))
 
     def __repr__(self):
         return f"<ufunc '{self.__name__}'>"
+
+
+# the dtypes CuPy's scatter kernels (an atomic per element: ``ufunc.at`` with an integer
+# array index) take, by ufunc; ``a``'s dtype decides (the values are cast to it)
+_I32_64 = ("int32", "int64", "uint32", "uint64")
+_AT_DTYPES = {"add": ("int32", "int64", "float16", "float32", "float64", "uint32", "uint64"),
+              "subtract": ("int32", "uint32"),
+              "maximum": ("int32", "int64", "float32", "float64", "uint32", "uint64"),
+              "minimum": ("int32", "int64", "float32", "float64", "uint32", "uint64"),
+              "bitwise_and": _I32_64, "bitwise_or": _I32_64, "bitwise_xor": _I32_64}
+_AT_MESSAGES = {"add": "int32, int64, float16, float32, float64, uint32, uint64",
+                "subtract": "int32, uint32,",
+                "maximum": "int32, int64, float32, float64, uint32, uint64",
+                "minimum": "int32, int64, float32, float64, uint32, uint64",
+                "bitwise_and": "int32, int64, uint32, uint64",
+                "bitwise_or": "int32, int64, uint32, uint64",
+                "bitwise_xor": "int32, int64, uint32, uint64"}
+
+
+def _refuse_at_dtype(name, dtype):
+    """CuPy's refusal of ``cupy.<name>.at`` on an array of a dtype CUDA has no atomic
+    for (``_scatter_op_single``'s TypeError, word for word)."""
+    if _np.dtype(dtype).name not in _AT_DTYPES[name]:
+        raise TypeError(f"cupy.{name}.at only supports {_AT_MESSAGES[name]} as data type")
 
 
 _UFUNCS = (
@@ -579,6 +656,9 @@ def _plain(name, np_name=None, syncs=False):
     def f(*args, **kwargs):
         if cublas and _float_operands(args) and (name != "einsum" or len(args) > 2):
             _graph.refuse_cublas()  # CuPy computes float products with cuBLAS
+        if name in _REDUCTIONS and args:
+            _refuse_0d_axis(args[0], kwargs["axis"] if "axis" in kwargs else
+                            args[1] if len(args) > 1 else None)
         out = _call(fn, args, kwargs)
         if syncs:  # CuPy reads a size back to the host to shape the result
             _sync(name)
