@@ -3,6 +3,9 @@
 # "GPU figures", quotes them), in two calls so that each fits a device call's limit:
 #   bench/gpu_run.sh test  OUTDIR   the machine's description, then make gpu-test
 #   bench/gpu_run.sh bench OUTDIR   make gpu-bench; its JSON, PNG and logs copied to OUTDIR
+#   bench/gpu_run.sh targets OUTDIR gc.compile's GPU targets (bench/gpu_targets.py), then
+#                                   gradcore train compiled and eager, and gradcore bench's
+#                                   step suite with PyTorch eager and PyTorch's CUDA graph
 # PYTHON (default python3) is taken as it is: no virtualenv, no installs, since the GPU
 # machine's Python already has CuPy, pytest and pytest-benchmark, and no network.
 set -u -o pipefail
@@ -36,5 +39,20 @@ bench)
   echo "gpu-bench: exit $rc after $(( $(date +%s) - start )) s" | tee -a "$out/gpu-bench.log"
   exit $rc
   ;;
-*) echo "usage: $0 test|bench OUTDIR" >&2; exit 2 ;;
+targets)
+  { date -u; echo "gradcore at ${REV:-unknown}"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+    $PY -c "import sys, numpy, cupy, torch; print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'cupy', cupy.__version__, 'torch', torch.__version__)"
+  } >"$out/machine.txt" 2>&1
+  cat "$out/machine.txt"
+  timeout "${TARGETS_TIMEOUT:-150}" $PY bench/gpu_targets.py "$out/gpu-targets.json" 2>&1 \
+      | tee "$out/gpu-targets.txt" | tail -40
+  for how in "" --no-compile; do
+    echo "gradcore train --device cuda $how"
+    timeout 90 $PY -m gradcore train --device cuda --no-progress $how 2>&1 | grep -v "^epoch"
+  done | tee "$out/gpu-train.txt"
+  timeout 90 $PY -m gradcore bench --suite step --sizes 256,512 --devices cuda --compare-torch \
+      --repeat 20 --no-progress 2>&1 | tee "$out/gpu-bench-step.txt"
+  ;;
+*) echo "usage: $0 test|bench|targets OUTDIR" >&2; exit 2 ;;
 esac

@@ -1,6 +1,7 @@
 """``gradcore bench``: every suite at tiny sizes, its table, JSON, plot and options; and
 ``gradcore`` alone (its usage)."""
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -145,6 +146,58 @@ def test_table_sets_torch_beside_gradcore_on_each_device():
     assert re.search(r"torch CPU\s+CPU vs torch\s+torch GPU\s+GPU vs torch", table)
     row = _rows(table, "mlp")[0]
     assert row[6:] == ["4.00x", "2.00", "ms", "2.00x", "500.0", "us", "2.00x"]
+
+
+def test_table_sets_the_compiled_step_beside_pytorch_s_cuda_graph():
+    """A GPU's whole-step figures: gradcore eager and compiled, PyTorch eager, and
+    PyTorch's hand-captured CUDA graph, with gradcore compiled over torch's graph."""
+    def res(impl, dev, t):
+        return {"suite": "step", "size": 512, "impl": impl, "device": dev, "median_s": t}
+
+    results = [res("gradcore", "cuda:0", 2e-3), res("compiled", "cuda:0", 0.25e-3),
+               res("torch", "cuda:0", 1.6e-3), res("torch graph", "cuda:0", 0.2e-3)]
+    table = benchmark.format_table(results, [benchmark.SUITES["step"]])
+    assert re.search(r"GPU compiled\s+GPU compiled speedup\s+torch GPU\s+GPU vs torch\s+"
+                     r"torch GPU graph\s+GPU compiled vs torch graph", table)
+    row = _rows(table, "step")[0]
+    assert row[-9:] == ["250.0", "us", "8.00x", "1.60", "ms", "1.25x", "200.0", "us", "1.25x"]
+
+
+def test_torch_cuda_graph_keeps_the_step_alive_and_replays_it():
+    """The replay function of PyTorch's graph holds the step (whose static tensors the
+    graph reads: freed, their memory would be handed to other tensors) and replays."""
+    calls = []
+
+    class FakeGraph:
+        def replay(self):
+            calls.append("replay")
+
+    class FakeCuda:
+        Stream = lambda self=None: type("S", (), {"wait_stream": lambda s, o: None})()  # noqa: E731
+        CUDAGraph = FakeGraph
+
+        @staticmethod
+        def current_stream():
+            return type("S", (), {"wait_stream": lambda s, o: None})()
+
+        @staticmethod
+        def stream(s):
+            return contextlib.nullcontext()
+
+        @staticmethod
+        def graph(g):
+            return contextlib.nullcontext()
+
+    fake_torch = type("T", (), {"cuda": FakeCuda})
+
+    def step(_):
+        calls.append("step")
+
+    replay = benchmark._torch_cuda_graph(fake_torch, step)
+    assert calls == ["step"] * 4  # three warm-ups, then the capture
+    assert step in (replay.__defaults__ or ())
+    replay(None)
+    assert calls[-1] == "replay"
 
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed (the plot extra): "
