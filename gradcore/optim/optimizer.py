@@ -66,6 +66,7 @@ class _Rows:
             self.table[slot] = m.empty((len(n) + 1 + len(n) * width,), dtype=np.int64)
         self.steps = None
         self.views: list = []
+        self.uploaded = {}  # slot -> the table last copied to the device (its bytes)
 
     def count_on_device(self, work) -> None:
         """Make the device's step counts the true ones: made from the host's counts
@@ -284,7 +285,10 @@ class Optimizer:
                                              dtype=np.uint64).view(np.int64))
             for slot, arr in entry.rows.items():
                 arr.set(staged[slot])
-                entry.table[slot].set(np.concatenate(tables[slot]))
+                table = np.concatenate(tables[slot])
+                if entry.uploaded.get(slot) != table.tobytes():  # (the arrays moved)
+                    entry.table[slot].set(table)
+                    entry.uploaded[slot] = table.tobytes()
                 if counted_on_device:
                     entry.hyper[slot].set(hyper[slot])
 
