@@ -7,7 +7,7 @@ import gradcore as gc
 import gradcore.nn.functional as F
 from gradcore.autograd import gradcheck, gradgradcheck
 
-from conftest import host, needs_torch
+from conftest import PINNED_TORCH, host, needs_torch
 
 
 def _copy_into(ours, theirs):
@@ -33,7 +33,9 @@ def test_training_then_eval_match_pytorch(spec, shape, device):
             p.uniform_(0.5, 1.5)
     ours = eval("gc.nn." + spec).to(device=device, dtype=gc.float64)
     _copy_into(ours, theirs)
-    assert repr(ours) == repr(theirs) and list(ours.state_dict()) == list(theirs.state_dict())
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    if PINNED_TORCH:  # (the norms print bias= from PyTorch 2.12 on)
+        assert repr(ours) == repr(theirs)
     rng = np.random.default_rng(1)
     for mode in ("train", "train", "train", "eval"):
         ours.train(mode == "train")
@@ -316,7 +318,9 @@ def test_instance_norm_matches_pytorch(spec, shape, device):
 
     theirs = eval("torch.nn." + spec).double()
     ours = eval("gc.nn." + spec).to(device=device, dtype=gc.float64)
-    assert repr(ours) == repr(theirs) and list(ours.state_dict()) == list(theirs.state_dict())
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    if PINNED_TORCH:  # (the norms print bias= from PyTorch 2.12 on)
+        assert repr(ours) == repr(theirs)
     rng = np.random.default_rng(9)
     for mode in ("train", "train", "eval"):
         ours.train(mode == "train")
