@@ -156,10 +156,22 @@ except ImportError:  # pragma: no cover - depends on the environment
 needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch is not installed "
                                  "(pip install torch==2.13.0 to run the comparisons)")
 
-# printouts that changed between PyTorch versions (LayerNorm's bias=, from 2.12 on) are
-# compared with the pinned one only (a GPU machine may have another torch)
+# what changed between PyTorch versions is compared with the pinned one only (a GPU
+# machine may have another torch: 2.11 there): printouts (the norms' bias=, from 2.12 on),
+# the argument parser's and a few other messages, derivatives that came later (aminmax,
+# nextafter). A test skips (needs_pinned_torch), or guards only the assertion that
+# depends on the version (``if PINNED_TORCH:``) and runs the rest with any torch.
 TORCH_VERSION = torch.__version__ if HAVE_TORCH else None
+PINNED_TORCH = HAVE_TORCH and TORCH_VERSION.startswith("2.13.")
 needs_pinned_torch = pytest.mark.skipif(
-    not HAVE_TORCH or not TORCH_VERSION.startswith("2.13."),
+    not PINNED_TORCH,
     reason=f"compared with PyTorch 2.13's printout (pip install torch==2.13.0); installed: "
            f"{TORCH_VERSION or 'none'}")
+
+
+def pinned_torch_only(why: str):
+    """A mark skipping a comparison that only PyTorch 2.13 passes, saying ``why`` (what
+    older PyTorch does otherwise)."""
+    return pytest.mark.skipif(not PINNED_TORCH,
+                              reason=f"{why}; compared with PyTorch 2.13 only "
+                                     f"(installed: {TORCH_VERSION or 'none'})")

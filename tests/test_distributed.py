@@ -76,9 +76,11 @@ def test_data_parallel_is_pytorch_s_on_one_device():
     t = torch.nn.DataParallel(torch.nn.Linear(2, 3))
     assert repr(g) == repr(t)
     assert list(g.state_dict()) == list(t.state_dict())
-    g.load_state_dict({k: gc.tensor(v.numpy()) for k, v in t.state_dict().items()})
+    # (with a GPU, PyTorch's DataParallel moves the module, and so its state and output,
+    # to cuda:0: read back with force=True)
+    g.load_state_dict({k: gc.tensor(v.numpy(force=True)) for k, v in t.state_dict().items()})
     x = np.arange(4.0, dtype=np.float32).reshape(2, 2)
     np.testing.assert_allclose(host(g(gc.tensor(x)).detach()),
-                               t(torch.tensor(x)).detach().numpy(), rtol=1e-6)
+                               t(torch.tensor(x)).detach().numpy(force=True), rtol=1e-6)
     with pytest.raises(RuntimeError, match="one device"):
         gc.nn.DataParallel(gc.nn.Linear(2, 3), device_ids=[0, 1])

@@ -12,7 +12,7 @@ import pytest
 import gradcore as gc
 import gradcore.autograd.functional as GF
 
-from conftest import host
+from conftest import PINNED_TORCH, host
 
 torch = pytest.importorskip("torch", reason="the results are compared with PyTorch's")
 TF = torch.autograd.functional
@@ -646,6 +646,8 @@ def test_compiler_names():
             lib.compiler.allow_in_graph(3)
         if lib is torch:
             expected = (str(not_callable.value), str(not_callable_too.value))
+    if not PINNED_TORCH:  # (PyTorch 2.11's disable(3) raised a bare AssertionError)
+        expected = ("fn must be callable", expected[1])
     assert (str(not_callable.value), str(not_callable_too.value)) == expected
 
 
@@ -753,6 +755,10 @@ def test_save_on_cpu_and_hook_errors():
                     pass
         results[lib] = (x.grad, str(bad_unpack.value), str(in_place.value),
                         str(disabled.value), str(disabled_inside.value))
+    if not PINNED_TORCH:  # (PyTorch 2.11 says the pack hook's input "can not be modified")
+        results[torch] = results[torch][:2] + (
+            results[torch][2].replace("can not be modified", "cannot be modified"),
+        ) + results[torch][3:]
     same(results[torch], results[gc])
 
 

@@ -15,7 +15,7 @@ from gradcore.nn.utils import parametrizations as gP
 from gradcore.nn.utils import parametrize as gparam
 from gradcore.nn.utils import prune as gprune
 
-from conftest import HAVE_TORCH, needs_torch
+from conftest import HAVE_TORCH, PINNED_TORCH, needs_torch
 
 pytestmark = needs_torch
 if HAVE_TORCH:
@@ -547,7 +547,8 @@ def test_averaged_model_matches_pytorch(variant):
         gs.update_parameters(gm)
     assert gs.n_averaged.dtype == gc.int64 and gs.n_averaged.item() == 4
     _same_state(gs, ts, rtol=1e-5, atol=1e-6)
-    assert repr(gs) == repr(ts)
+    if PINNED_TORCH:  # (BatchNorm prints bias= from PyTorch 2.12 on)
+        assert repr(gs) == repr(ts)
     torch.optim.swa_utils.update_bn([(torch.tensor(x), 0), (torch.tensor(2 * x), 1)], ts)
     gc.optim.swa_utils.update_bn([(gc.tensor(x), 0), (gc.tensor(2 * x), 1)], gs)
     _same_state(gs, ts, rtol=1e-5, atol=1e-6)
@@ -579,6 +580,8 @@ def test_swalr_rates_and_state_match_pytorch(kw):
 
 def test_swa_errors_are_pytorchs():
     for kw in (dict(anneal_strategy="exp"), dict(anneal_epochs=-1), dict(anneal_epochs=1.0)):
+        if "anneal_strategy" in kw and not PINNED_TORCH:
+            continue  # (PyTorch 2.11 words it "must by one of", 2.13 "must be one of")
         _raises_like(
             lambda: torch.optim.swa_utils.SWALR(
                 torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0), 0.1, **kw),

@@ -7,7 +7,7 @@ import gradcore as gc
 import gradcore.nn.functional as F
 from gradcore.autograd import gradcheck, gradgradcheck
 
-from conftest import host, needs_torch
+from conftest import PINNED_TORCH, host, needs_torch, pinned_torch_only
 
 
 def _copy_into(ours, theirs):
@@ -19,7 +19,8 @@ def _copy_into(ours, theirs):
     ("BatchNorm2d(3)", (4, 3, 5, 6)), ("BatchNorm1d(4)", (6, 4)),
     ("BatchNorm1d(4, momentum=None)", (5, 4, 7)), ("BatchNorm2d(3, affine=False)", (2, 3, 4, 4)),
     ("BatchNorm2d(3, track_running_stats=False)", (2, 3, 4, 4)),
-    ("BatchNorm2d(3, bias=False, momentum=0.3)", (2, 3, 4, 4)),
+    pytest.param("BatchNorm2d(3, bias=False, momentum=0.3)", (2, 3, 4, 4),
+                 marks=pinned_torch_only("PyTorch 2.11's BatchNorm takes no bias=")),
     ("BatchNorm3d(2)", (2, 2, 3, 3, 3)),
     ("GroupNorm(2, 4)", (3, 4, 5, 5)), ("GroupNorm(1, 3, affine=False, eps=1e-3)", (2, 3, 7)),
 ])
@@ -33,7 +34,9 @@ def test_training_then_eval_match_pytorch(spec, shape, device):
             p.uniform_(0.5, 1.5)
     ours = eval("gc.nn." + spec).to(device=device, dtype=gc.float64)
     _copy_into(ours, theirs)
-    assert repr(ours) == repr(theirs) and list(ours.state_dict()) == list(theirs.state_dict())
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    if PINNED_TORCH:  # (the norms print bias= from PyTorch 2.12 on)
+        assert repr(ours) == repr(theirs)
     rng = np.random.default_rng(1)
     for mode in ("train", "train", "train", "eval"):
         ours.train(mode == "train")
@@ -316,7 +319,9 @@ def test_instance_norm_matches_pytorch(spec, shape, device):
 
     theirs = eval("torch.nn." + spec).double()
     ours = eval("gc.nn." + spec).to(device=device, dtype=gc.float64)
-    assert repr(ours) == repr(theirs) and list(ours.state_dict()) == list(theirs.state_dict())
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    if PINNED_TORCH:  # (the norms print bias= from PyTorch 2.12 on)
+        assert repr(ours) == repr(theirs)
     rng = np.random.default_rng(9)
     for mode in ("train", "train", "eval"):
         ours.train(mode == "train")

@@ -16,7 +16,7 @@ import pytest
 
 import gradcore as gc
 
-from conftest import host, needs_torch
+from conftest import host, needs_torch, pinned_torch_only
 
 NAN, INF = float("nan"), float("inf")
 TIES = [3.0, 1.0, 2.0, 3.0, 1.0, NAN, 2.0]
@@ -297,8 +297,8 @@ CASES = {
                                               offset=-1),
     "diagonal_past_the_end": lambda m: m.diagonal(m.ones(2, 3, 4), offset=5, dim1=1, dim2=2),
     "trace": lambda m: (m.trace(m.arange(6.0).reshape(2, 3)),
-                        m.trace(m.ones(2, 3, dtype=m.int32)),
-                        m.trace(m.ones(2, 2, dtype=m.float16)), m.zeros(0, 0).trace()),
+                        m.trace(m.ones(2, 3, dtype=m.int32)), m.zeros(0, 0).trace()),
+    "trace_half": lambda m: m.trace(m.ones(2, 2, dtype=m.float16)),
     "outer_ger": lambda m: (m.outer(m.tensor([1, 2]), m.tensor([1.0, 2.0, 3.0])),
                             m.tensor([1.0, 2.0]).ger(m.tensor([3.0, 4.0]))),
     "cross": lambda m: m.cross(m.tensor([[1, 0, 0], [0, 1, 0]]), m.tensor([[0, 1, 0],
@@ -402,8 +402,14 @@ def _compare(name):
     return ours, theirs
 
 
+# cases PyTorch runs from 2.13 on, with what older PyTorch does instead
+CASES_OF_2_13 = {"trace_half": "PyTorch 2.11's CPU trace has no Half kernel"}
+
+
 @needs_torch
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pinned_torch_only(CASES_OF_2_13[n])) if n in CASES_OF_2_13
+    else n for n in sorted(CASES)])
 def test_matches_pytorch(name):
     ours, theirs = _compare(name)
     if type(theirs).__module__ == "torch.return_types":  # named as PyTorch's, same fields

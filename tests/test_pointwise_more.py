@@ -16,7 +16,7 @@ import pytest
 
 import gradcore as gc
 
-from conftest import host, needs_torch
+from conftest import host, needs_torch, pinned_torch_only
 
 NAN, INF = float("nan"), float("inf")
 MIXED = [1.5, -2.0, 0.0, NAN, INF, -0.0, -3.25]
@@ -360,9 +360,16 @@ def _on_view(op, x):
     return y * x
 
 
+# gradients PyTorch has from 2.13 on (2.11: "the derivative for 'nextafter' is not
+# implemented"); ours are checked against 2.13's
+GRADIENTS_OF_2_13 = {"nextafter"}
+
+
 @needs_torch
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("name", sorted(GRADIENTS))
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pinned_torch_only("PyTorch 2.11 has no derivative of " + n))
+    if n in GRADIENTS_OF_2_13 else n for n in sorted(GRADIENTS)])
 def test_gradients_match_pytorch(name, dtype, device):
     import torch
 

@@ -106,18 +106,20 @@ def view(x, *shape):
         return _view_as_dtype(x, shape[0])
     xd = x._data
     shape = _infer_shape(_shape_arg(shape, "view"), xd.size, "view", xd.shape)
-    try:
+    out = xd.reshape(shape)
+    if out is xd:  # (an array module may return the array itself for its own shape)
         out = xd.view()
-        out.shape = shape  # NumPy raises instead of copying
-    except AttributeError:
-        # NumPy refuses exactly where PyTorch's stride rule does (a view merges or
-        # splits only dimensions whose strides chain)
+    elif _copied(out, xd):
+        # NumPy and CuPy copy exactly where PyTorch's stride rule refuses (a view merges
+        # or splits only dimensions whose strides chain). (Not by setting the shape of a
+        # view, which raises there instead: NumPy 2.5 deprecates that; nor by reshape's
+        # copy=False, which NumPy has from 2.1 on only.)
         strides = tuple(s // xd.itemsize for s in xd.strides)
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one "
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
             f"(view: input shape {tuple(xd.shape)} with strides {strides}, requested "
-            f"{shape})") from None
+            f"{shape})")
     return _view_of(out, x, ViewBackward0, in_shape=xd.shape)
 
 
