@@ -146,6 +146,10 @@ REFUSALS = [
      "valid indices (got float)"),
     ("x[..., 7] = 1", lambda m: m.ones(2, 3).__setitem__((Ellipsis, 7), 1.), IndexError,
      "index 7 is out of bounds for dimension 1 with size 3"),
+    # (CuPy takes int() of a scalar index: a float is refused before it gets there)
+    ("x[0, 1.0] = 1", lambda m: m.ones(2, 3).__setitem__((0, 1.0), 1.), IndexError,
+     "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+     "valid indices (got float)"),
     ("add of (2, 3) and (2, 4)", lambda m: m.ones(2, 3) + m.ones(2, 4), RuntimeError,
      "The size of tensor a (3) must match the size of tensor b (4) at non-singleton "
      "dimension 1"),

@@ -235,6 +235,20 @@ def test_the_standin_refuses_implicit_conversion(standin):
     assert standin.host_syncs() == 4
 
 
+def test_the_standin_takes_scalar_indices_as_cupy_does(standin):
+    """CuPy indexes with int() of a scalar (a float truncates, where NumPy refuses) and
+    words an out-of-range one itself: "Index", not NumPy's "index"
+    (cupy/_core/_routines_indexing.pyx, _view_getitem)."""
+    arr = gc.arange(6.0, device="cuda").reshape(2, 3)._data
+    assert arr[1.5].get().tolist() == [3.0, 4.0, 5.0]
+    with pytest.raises(IndexError, match="^Index 5 is out of bounds for axis 0 with size 2$"):
+        arr[5]
+    with pytest.raises(IndexError, match="^Index -4 is out of bounds for axis 1 with size 3$"):
+        arr[:, -4] = 1.0
+    # a 0-d mask (True) names no axis: the integer array picks along axis 1
+    assert arr[0, True, standin.asarray([2, 5])].get().tolist() == [2.0, 2.0]
+
+
 def test_pos_weight_of_bce_with_logits_matches_cpu(standin):
     _compare(standin, lambda x, y, p: F.binary_cross_entropy_with_logits(x, y, pos_weight=p),
              _r(3, 5), (_r(3, 5, seed=1) > 0).astype(np.float64), np.abs(_r(5, seed=2)),

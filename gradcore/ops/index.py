@@ -62,6 +62,10 @@ def _convert_index(idx, x: Tensor):
             out.append(int(i))
         elif isinstance(i, np.bool_):
             out.append(bool(i))
+        elif isinstance(i, (float, complex)):
+            # refused here: NumPy raises, but CuPy takes int() of a scalar (x[1.5] is x[1])
+            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long "
+                             f"or byte Variables are valid indices (got {type(i).__name__})")
         else:
             out.append(i)
     return tuple(out)
@@ -216,8 +220,8 @@ def _check_arrays(m, index, shape, op=""):
             check_range(arr, -n, n, _out_of_bounds(op, axis, n, shape))
 
 
-_NUMPY_INDEX_ERRORS = (
-    (re.compile(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)"),
+_NUMPY_INDEX_ERRORS = (  # (CuPy says "Index" where NumPy says "index")
+    (re.compile(r"[Ii]ndex (-?\d+) is out of bounds for axis (\d+) with size (\d+)"),
      "index {0} is out of bounds for dimension {1} with size {2}"),
     (re.compile(r"too many indices for array: array is (\d+)-dimensional"),
      "too many indices for tensor of dimension {0}"),
@@ -225,7 +229,8 @@ _NUMPY_INDEX_ERRORS = (
 
 
 def _index_error(exc, idx, shape, op=""):
-    """NumPy's IndexError of an index, as PyTorch words it (with the tensor's shape)."""
+    """NumPy's or CuPy's IndexError of an index, as PyTorch words it (with the tensor's
+    shape)."""
     msg = str(exc)
     for pattern, words in _NUMPY_INDEX_ERRORS:
         m = pattern.search(msg)

@@ -118,14 +118,19 @@ def _unwrap_index(x):
 
 def _wrap_around(key, shape):
     """CuPy wraps out-of-range integer-array indices around (NumPy raises): the key with
-    each integer array taken modulo the size of the axis it picks along."""
+    each integer array taken modulo the size of the axis it picks along. A scalar index
+    CuPy takes as ``int()`` of it (a float truncates: ``a[1.5]`` is ``a[1]``, where
+    NumPy raises) and checks itself, in its words ("Index 5 is out of bounds for axis 0
+    with size 2", NumPy's "index ..."): ``_view_getitem`` in
+    cupy/_core/_routines_indexing.pyx."""
     parts = key if type(key) is tuple else (key,)
 
     def is_array(v):
         return isinstance(v, _np.ndarray) and v.ndim > 0
 
-    def is_mask(v):
-        return isinstance(v, (_np.ndarray, _np.bool_, bool)) and _np.asarray(v).dtype == bool
+    def is_mask(v):  # (``bool`` here is CuPy's name, NumPy's bool_: Python's is _b.bool)
+        return isinstance(v, (_np.ndarray, _np.bool_, _b.bool)) and \
+            _np.asarray(v).dtype == _np.bool_
 
     named = _b.sum(_np.ndim(v) if is_mask(v) else 1
                    for v in parts if v is not None and v is not Ellipsis)
@@ -140,6 +145,12 @@ def _wrap_around(key, shape):
         else:
             if is_array(v) and v.dtype.kind in "iu" and axis < len(shape) and shape[axis]:
                 v = v % shape[axis]
+            elif _np.isscalar(v) and not isinstance(v, (str, bytes)) and axis < len(shape):
+                ind = int(v)
+                if not -shape[axis] <= ind < shape[axis]:
+                    raise IndexError(f"Index {v} is out of bounds for axis {axis} with size "
+                                     f"{shape[axis]}")
+                v = ind
             axis += 1
         out.append(v)
     return tuple(out) if type(key) is tuple else out[0]
