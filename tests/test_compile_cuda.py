@@ -522,3 +522,59 @@ def test_multi_tensor_update_equals_one_launch_per_tensor(name):
     for a, b in zip(together[3], tensors[3]):  # the skipped tensor
         np.testing.assert_array_equal(a, b)
     assert not np.array_equal(together[0][0], tensors[0][0])
+
+
+def test_two_compiled_steps_called_in_turn_both_replay(device):
+    """A GAN's loop: two compiled steps of two models, called in turn. Each rebinds its
+    own gradients; neither graph reads the other's, so neither captures again (guards
+    on every live CUDA tensor made both capture on every call), and both give eager's
+    results bit for bit."""
+    def make(seed, compiled):
+        gc.manual_seed(seed)
+        m = gc.nn.Linear(4, 2).to("cuda")
+        opt = gc.optim.Adam(m.parameters(), lr=0.1)
+        x = gc.randn(3, 4, device="cuda")
+
+        def step():
+            opt.zero_grad()
+            loss = m(x).square().mean()
+            loss.backward()
+            opt.step()
+            return loss
+        return (gc.compile(step) if compiled else step), m
+
+    runs = []
+    for compiled in (False, True):
+        (a, ma), (b, mb) = make(0, compiled), make(1, compiled)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            losses = [(a().item(), b().item()) for _ in range(STEPS)]
+        runs.append((losses, [_host(p) for p in [*ma.parameters(), *mb.parameters()]]))
+    assert a.replays == b.replays == STEPS - 3
+    assert runs[0][0] == runs[1][0]
+    for p, q in zip(runs[0][1], runs[1][1]):
+        np.testing.assert_array_equal(p, q)
+
+
+def test_a_graph_is_captured_again_when_a_tensor_it_reads_is_rebound(device):
+    """The guards that remain: rebinding a parameter the step reads (``p.data = ...``)
+    sends the step back to capturing, and the next calls use the new array."""
+    w, b = _params()
+    opt = gc.optim.SGD([w, b], lr=0.1)
+    x, y = _batches(1)[0]
+
+    def step():
+        opt.zero_grad()
+        loss = (((x * w + b).tanh() - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = gc.compile(step)
+    for _ in range(4):
+        fn()
+    assert fn.replays == 1
+    w.data = gc.zeros(8, device="cuda")
+    fn()
+    assert fn.replays == 1 and fn.recordings == 3  # captured again, not replayed
+    assert _host(w).any()  # the step updated the new array (it was zeros)

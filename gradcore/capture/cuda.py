@@ -145,6 +145,43 @@ def _options(optimizers):
     return found
 
 
+class _Reached:
+    """A data descriptor put on the tensor class for ``_data`` while a step is
+    captured: it notes each tensor whose array the function's Python reached. The
+    graph can read no other tensor's memory, so only these are guarded (guarding every
+    live CUDA tensor made two compiled steps, a GAN's, capture again on every call:
+    each step rebinds gradients the other's guards watched)."""
+
+    def __init__(self, reached):
+        self.reached = reached
+
+    def __get__(self, t, owner=None):
+        if t is None:
+            return self
+        self.reached.add(id(t))
+        try:
+            return t.__dict__["_data"]
+        except KeyError:
+            raise AttributeError("_data") from None
+
+    def __set__(self, t, value):
+        self.reached.add(id(t))
+        t.__dict__["_data"] = value
+
+    def __delete__(self, t):
+        t.__dict__.pop("_data", None)
+
+
+def _noting(tensor_cls, watched, reached):
+    """Install :class:`_Reached` on ``tensor_cls``; None (and nothing installed) where
+    a class of a live tensor defines ``_data`` itself (then every tensor is guarded)."""
+    if "_data" in tensor_cls.__dict__ or any(
+            "_data" in c.__dict__ for t in watched for c in type(t).__mro__):
+        return None
+    tensor_cls._data = _Reached(reached)
+    return tensor_cls
+
+
 def _refused_read(arr):
     raise _HostRead()
 
@@ -226,6 +263,8 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
     backend._host_work = host_work = []  # what the optimizers leave for each launch
     gemm.use_stream(xp, stream.ptr)  # (cuBLAS's stream and workspace set before capture)
     graph = None
+    reached: set = set()
+    noted = _noting(tensor_cls, watched, reached)
     try:
         with stream, xp.cuda.using_allocator(pool.malloc):
             stream.begin_capture()
@@ -245,6 +284,8 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
         del pending[n_checks:]
         raise CaptureFailed(_why(exc)) from exc
     finally:
+        if noted is not None:
+            del noted._data
         for o in patched_steps:
             o.__dict__.pop("step", None)
         backend._host_work = None
@@ -278,7 +319,9 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
         for attr, v0, v1 in (("_data", d0, d1), ("grad", g0, g1)):
             if v1 is not v0:
                 changes.append((t, attr, v1))
-            elif v0 is not _MISSING:
+            elif v0 is not _MISSING and (noted is None or id(t if attr == "_data" else v0)
+                                         in reached):
+                # (a .grad is guarded where the graph reached the gradient's array)
                 guards.append((t, attr, v0))
     step.changes, step.guards = changes, guards
     step.flags = [(m, m.__dict__.get("training")) for m in modules]
