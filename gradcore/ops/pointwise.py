@@ -605,7 +605,10 @@ def _int_pow(x, y):
     m = math_of(y if hasattr(y, "dtype") else x)
     negative = y < 0
     out = x ** m.where(negative, 0, y)
-    at_negative = m.where(x == 1, 1, m.where(x == -1, 1 - 2 * (y % 2), 0))
+    if hasattr(x, "dtype"):
+        at_negative = m.where(x == 1, 1, m.where(x == -1, 1 - 2 * (y % 2), 0))
+    else:  # a number base: its case known on the host (where() takes array conditions)
+        at_negative = 1 if x == 1 else 1 - 2 * (y % 2) if x == -1 else 0
     return m.where(negative, at_negative, out).astype(out.dtype, copy=False)
 
 
@@ -1517,8 +1520,10 @@ def _np_lerp(a, b, w):
         a, b = a.astype(np.float32), b.astype(np.float32)
         w = w.astype(np.float32) if hasattr(w, "dtype") else w
     d = b - a
-    small = m.abs(w) < 0.5 if hasattr(w, "dtype") else -0.5 < w < 0.5  # (abs: the op)
-    out = m.where(small, a + w * d, b - d * (1 - w))
+    if hasattr(w, "dtype"):
+        out = m.where(m.abs(w) < 0.5, a + w * d, b - d * (1 - w))  # (abs: the op)
+    else:  # a number: the formula chosen on the host (where() takes array conditions)
+        out = a + w * d if -0.5 < w < 0.5 else b - d * (1 - w)
     return out.astype(dtype, copy=False)
 
 
