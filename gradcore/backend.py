@@ -510,7 +510,28 @@ class ArrayMath:
             have = byte_offsets(base, 0).reshape(-1)
             order = xp.argsort(have)
             flat = order[xp.searchsorted(have[order], wanted)]
-        return tuple(xp.unravel_index(flat, base.shape))
+        # (flat positions to indices by division, not unravel_index: CuPy's checks the
+        # positions' range on the host, which waits for the device)
+        index = []
+        for n in reversed(base.shape):
+            index.append(flat % n)
+            flat = flat // n
+        return tuple(reversed(index))
+
+    def pinv(self, a, rcond):
+        """The Moore-Penrose pseudo-inverse of each matrix of ``a`` (its last two axes),
+        from its singular value decomposition: the reciprocals of the singular values
+        above ``rcond`` times the largest, zero for the others (as NumPy's and PyTorch's,
+        but through ``where``: CuPy's ``linalg.pinv`` zeroes them by a boolean mask,
+        whose count it reads back to the host)."""
+        xp = self.xp
+        if a.size == 0:
+            return xp.zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2]), dtype=a.dtype)
+        u, s, vt = xp.linalg.svd(a.conj() if a.dtype.kind == "c" else a,
+                                 full_matrices=False)
+        large = s > rcond * s.max(axis=-1, keepdims=True)
+        s_inv = xp.where(large, 1 / xp.where(large, s, 1), 0).astype(s.dtype, copy=False)
+        return xp.matmul(vt.swapaxes(-1, -2), s_inv[..., None] * u.swapaxes(-1, -2))
 
     @staticmethod
     def astype(arr, dtype):
