@@ -1208,10 +1208,11 @@ def relu(x):
     xd = x._data
     if xd.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
-    # maximum(0, x), not maximum(x, 0): x itself where it is not below 0, so that -0.0
-    # and NaN come back as they are, as from PyTorch's clamp_min
-    out = math_of(xd).maximum(0, xd) if xd.nbytes < MIN_BYTES or xd.dtype.kind != "f" or \
-        (o := reusable(x, xd)) is None else np.maximum(0, xd, out=o)
+    # x itself where it is not below 0, so that -0.0 and NaN come back as they are, as
+    # from PyTorch's clamp_min (ArrayMath.relu)
+    m = math_of(xd)
+    out = m.relu(xd) if xd.nbytes < MIN_BYTES or xd.dtype.kind != "f" or \
+        (o := reusable(x, xd)) is None else m.relu(xd, out=o)
     if not (mode.enabled and x._rg):
         return wrap(out)
     t = record(out, ReluBackward0, x)
