@@ -1345,6 +1345,23 @@ class _CupyMath(ArrayMath):
             return fn(x.astype(np.float64)).astype(x.dtype)
         return fn(x)
 
+    def frexp(self, x):
+        """``(mantissa, exponent)``, float32 subnormals included: CuPy builds its kernels
+        with ``-ftz=true``, for which a float32 subnormal reads as 0 (in ``frexp`` as in
+        a conversion to float64: ``frexp(1e-40)`` would be ``(0.0, 0)``, not PyTorch's
+        ``(0.5444, -132)``). A subnormal is its 23 fraction bits times 2 ** -149: those
+        bits, an integer, convert to a normal float32, whose ``frexp`` is exact."""
+        xp = self.xp
+        mantissa, exponent = xp.frexp(x)
+        if x.dtype != np.float32:
+            return mantissa, exponent
+        bits = x.view(np.int32)
+        fraction = bits & 0x7FFFFF
+        subnormal = ((bits & 0x7F800000) == 0) & (fraction != 0)
+        sub_m, sub_e = xp.frexp(fraction.astype(np.float32))
+        mantissa = xp.where(subnormal, xp.where(bits < 0, -sub_m, sub_m), mantissa)
+        return mantissa, xp.where(subnormal, sub_e - 149, exponent).astype(exponent.dtype)
+
     def multiply_at(self, out, index, values):
         """``out[index] *= values`` (CuPy has no ``multiply.at``; ``out`` contiguous): the
         values sorted by the place they go, each run of one place multiplied by a
