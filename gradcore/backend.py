@@ -510,7 +510,28 @@ class ArrayMath:
             have = byte_offsets(base, 0).reshape(-1)
             order = xp.argsort(have)
             flat = order[xp.searchsorted(have[order], wanted)]
-        return tuple(xp.unravel_index(flat, base.shape))
+        # (flat positions to indices by division, not unravel_index: CuPy's checks the
+        # positions' range on the host, which waits for the device)
+        index = []
+        for n in reversed(base.shape):
+            index.append(flat % n)
+            flat = flat // n
+        return tuple(reversed(index))
+
+    def pinv(self, a, rcond):
+        """The Moore-Penrose pseudo-inverse of each matrix of ``a`` (its last two axes),
+        from its singular value decomposition: the reciprocals of the singular values
+        above ``rcond`` times the largest, zero for the others (as NumPy's and PyTorch's,
+        but through ``where``: CuPy's ``linalg.pinv`` zeroes them by a boolean mask,
+        whose count it reads back to the host)."""
+        xp = self.xp
+        if a.size == 0:
+            return xp.zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2]), dtype=a.dtype)
+        u, s, vt = xp.linalg.svd(a.conj() if a.dtype.kind == "c" else a,
+                                 full_matrices=False)
+        large = s > rcond * s.max(axis=-1, keepdims=True)
+        s_inv = xp.where(large, 1 / xp.where(large, s, 1), 0).astype(s.dtype, copy=False)
+        return xp.matmul(vt.swapaxes(-1, -2), s_inv[..., None] * u.swapaxes(-1, -2))
 
     @staticmethod
     def astype(arr, dtype):
@@ -631,6 +652,19 @@ class ArrayMath:
 
     def log10(self, x, out=None):
         return self._widened(self.xp.log10, x, out)
+
+    def relu(self, x, out=None):
+        """``max(x, 0)`` that is ``x`` itself where ``x`` is not below 0: -0.0 and NaN
+        come back as they are, as from PyTorch's ``clamp_min``. By ``where``: CuPy's
+        ``maximum`` is CUDA's ``max``, for which -0.0 is below +0.0."""
+        below = x < 0
+        zero = x.dtype.type(0)
+        if out is None:
+            return self.where(below, zero, x)
+        if out is not x:
+            self.copyto(out, x)
+        self.copyto(out, zero, where=below)
+        return out
 
     def sigmoid(self, x):
         """``1 / (1 + exp(-x))`` without overflow warnings and with one temporary;
@@ -1287,6 +1321,11 @@ class _NumpyMath(ArrayMath):
         out = np.asarray(data, dtype=dtype)
         return out
 
+    def relu(self, x, out=None):
+        """:meth:`ArrayMath.relu` in one ufunc: NumPy's ``maximum(0, x)`` gives its second
+        operand where the two are equal (-0.0) and NaN where it is NaN."""
+        return self.maximum(0, x) if out is None else self.maximum(0, x, out=out)
+
     @staticmethod
     def broadcast_to(arr, shape):
         """``np.broadcast_to`` (read-only), four times cheaper for one-element arrays."""
@@ -1319,6 +1358,23 @@ class _CupyMath(ArrayMath):
         if x.dtype in (np.float16, np.float32):
             return fn(x.astype(np.float64)).astype(x.dtype)
         return fn(x)
+
+    def frexp(self, x):
+        """``(mantissa, exponent)``, float32 subnormals included: CuPy builds its kernels
+        with ``-ftz=true``, for which a float32 subnormal reads as 0 (in ``frexp`` as in
+        a conversion to float64: ``frexp(1e-40)`` would be ``(0.0, 0)``, not PyTorch's
+        ``(0.5444, -132)``). A subnormal is its 23 fraction bits times 2 ** -149: those
+        bits, an integer, convert to a normal float32, whose ``frexp`` is exact."""
+        xp = self.xp
+        mantissa, exponent = xp.frexp(x)
+        if x.dtype != np.float32:
+            return mantissa, exponent
+        bits = x.view(np.int32)
+        fraction = bits & 0x7FFFFF
+        subnormal = ((bits & 0x7F800000) == 0) & (fraction != 0)
+        sub_m, sub_e = xp.frexp(fraction.astype(np.float32))
+        mantissa = xp.where(subnormal, xp.where(bits < 0, -sub_m, sub_m), mantissa)
+        return mantissa, xp.where(subnormal, sub_e - 149, exponent).astype(exponent.dtype)
 
     def multiply_at(self, out, index, values):
         """``out[index] *= values`` (CuPy has no ``multiply.at``; ``out`` contiguous): the

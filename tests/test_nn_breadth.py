@@ -149,8 +149,17 @@ CASES = {
 }
 
 
+# lp_pool with p = inf is the max of |x| from PyTorch 2.13 on (its functional.lp_pool*
+# returns max_pool(input.abs())); before, (avg_pool(x ** inf) * k) ** (1 / inf), which is
+# 1 (PyTorch 2.11 on a GPU machine gave 1.0 everywhere): compared with the pinned
+# PyTorch only
+_SINCE_2_13 = {"lp_pool_inf"}
+
+
 @needs_torch
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=needs_pinned_torch) if name in _SINCE_2_13 else name
+    for name in CASES])
 def test_matches_pytorch(name):
     fn, arrays = CASES[name]
     _same(fn, arrays)

@@ -266,3 +266,48 @@ def test_double_backward_of_split_with_an_unused_piece(standin):
 def test_repr_names_the_device_like_pytorch(standin):
     t = gc.tensor([1.0, 2.0], device="cuda")
     assert repr(t) == "tensor([1., 2.], device='cuda:0')"
+
+
+def test_the_standin_refuses_what_cupy_where_refuses(standin):
+    """CuPy's ``where(condition, x, y)`` calls ``condition.astype('?', copy=False)``
+    (cupy/_sorting/search.py): a Python bool raises ``AttributeError``, a NumPy array
+    ``TypeError``; a NumPy scalar passes; ``where(condition)`` is ``nonzero``."""
+    x = gc.ones(3, device="cuda")._data
+    with pytest.raises(AttributeError, match="'bool' object has no attribute 'astype'"):
+        standin.where(True, x, x)
+    with pytest.raises(TypeError):
+        standin.where(np.array([True, False, True]), x, x)
+    np.testing.assert_array_equal(standin.where(np.bool_(False), x, 0).get(), [0, 0, 0])
+    standin.reset_syncs()
+    standin.where(x > 0)
+    assert standin.host_syncs() == 1
+
+
+def test_the_standin_synchronizes_where_cupy_does(standin):
+    """``unravel_index`` checks its indices' range on the host; ``linalg.pinv`` zeroes
+    small singular values by a boolean mask, which reads a count back."""
+    standin.reset_syncs()
+    standin.unravel_index(standin.arange(4), (2, 2))
+    assert standin.host_syncs() == 1
+    standin.linalg.pinv(standin.eye(2))
+    assert standin.host_syncs() == 2
+
+
+def test_the_standin_s_maximum_is_cuda_s(standin):
+    """CuPy's float ``maximum``/``minimum`` are CUDA's ``max``/``min`` (NaN if either is
+    NaN): -0.0 is below +0.0, whatever the order (NumPy gives its second operand)."""
+    z = np.array([-0.0, 0.0], dtype=np.float32)
+    a, b = standin.asarray(z), standin.asarray(z[::-1].copy())
+    assert np.signbit(standin.maximum(a, b).get()).tolist() == [False, False]
+    assert np.signbit(standin.minimum(a, b).get()).tolist() == [True, True]
+    assert np.signbit(standin.maximum(0, a).get()).tolist() == [False, False]
+    nan = standin.maximum(standin.asarray(np.array([np.nan, 1.0])), 0.0).get()
+    assert np.isnan(nan[0]) and nan[1] == 1.0
+
+
+def test_the_standin_s_frexp_flushes_float32_subnormals(standin):
+    """CuPy compiles its kernels with ``-ftz=true``: a float32 subnormal reads as 0."""
+    m, e = standin.frexp(standin.asarray(np.array([1e-40, 3.0], dtype=np.float32)))
+    assert m.get().tolist() == [0.0, 0.75] and e.get().tolist() == [0, 2]
+    m, e = standin.frexp(standin.asarray(np.array([1e-310])))  # float64: not flushed
+    assert e.get().tolist() == [np.frexp(1e-310)[1]]

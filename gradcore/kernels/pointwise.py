@@ -158,10 +158,28 @@ def numpy_names() -> dict:
     return namespace_names(cpu.math)
 
 
+def where_of(xp):
+    """``xp.where``, taking a condition that is a Python number too (one on scalars only,
+    ``where(e == 0, ...)`` with ``e`` a number): CuPy's takes arrays and NumPy scalars
+    only (it calls ``condition.astype``); such a condition becomes a 0-d array there,
+    filled on the device (no copy from the host), so the result broadcasts as NumPy's."""
+    if xp is np:
+        return np.where
+    where, full = xp.where, xp.full
+
+    def where_taking_numbers(condition, x, y):
+        if isinstance(condition, (bool, int, float)):
+            condition = full((), condition, dtype=bool)
+        return where(condition, x, y)
+
+    return where_taking_numbers
+
+
 def namespace_names(math) -> dict:
     """The functions kernel expressions may call, over an array namespace: its array
     module's, with the namespace's own ``erf`` and PyTorch's ``sign`` (0 at NaN)."""
     names = {k: getattr(math.xp, k) for k in _NUMPY_NAMES if k != "pow"}
+    names["where"] = where_of(math.xp)
     names["pow"] = math.xp.power
     names["erf"] = math.erf
     names["sign"] = math.sign

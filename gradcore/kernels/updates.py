@@ -119,7 +119,7 @@ import inspect
 import numpy as np
 
 from .numpy_code import emit, is_where, linearize
-from .pointwise import CHUNK  # the slice size of the CPU updates
+from .pointwise import CHUNK, where_of  # (CHUNK: the slice size of the CPU updates)
 from .spec import Update
 
 __all__ = ["UPDATE_KERNELS", "DEVICE_SCALAR_UPDATES", "MULTI_TENSOR_UPDATES", "ROW_WIDTH",
@@ -616,6 +616,7 @@ def array_names(math) -> dict:
     ``sign`` where it has them: ``math`` may also be an array module)."""
     xp = getattr(math, "xp", math)
     names = {k: getattr(xp, k) for k in _FUNCTIONS}
+    names["where"] = where_of(xp)  # (a flag passed by value is a number)
     names["pow"] = xp.power
     for k in ("erf", "sign"):
         if xp is not math:

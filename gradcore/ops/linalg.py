@@ -1134,7 +1134,7 @@ def pinverse(input, rcond=1e-15):  # noqa: A002
                            "or more dimensions of float, double, cfloat or cdouble types")
     _floating("linalg.pinv", input)
     xd = input._data
-    out = math_of(xd).linalg.pinv(xd, rcond=rcond).astype(xd.dtype, copy=False)
+    out = math_of(xd).pinv(xd, rcond).astype(xd.dtype, copy=False)
     if not (mode.enabled and input._rg):
         return wrap(out)
     t = record(out, LinalgPinvBackward0, input)

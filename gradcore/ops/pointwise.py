@@ -605,7 +605,10 @@ def _int_pow(x, y):
     m = math_of(y if hasattr(y, "dtype") else x)
     negative = y < 0
     out = x ** m.where(negative, 0, y)
-    at_negative = m.where(x == 1, 1, m.where(x == -1, 1 - 2 * (y % 2), 0))
+    if hasattr(x, "dtype"):
+        at_negative = m.where(x == 1, 1, m.where(x == -1, 1 - 2 * (y % 2), 0))
+    else:  # a number base: its case known on the host (where() takes array conditions)
+        at_negative = 1 if x == 1 else 1 - 2 * (y % 2) if x == -1 else 0
     return m.where(negative, at_negative, out).astype(out.dtype, copy=False)
 
 
@@ -1205,10 +1208,11 @@ def relu(x):
     xd = x._data
     if xd.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
-    # maximum(0, x), not maximum(x, 0): x itself where it is not below 0, so that -0.0
-    # and NaN come back as they are, as from PyTorch's clamp_min
-    out = math_of(xd).maximum(0, xd) if xd.nbytes < MIN_BYTES or xd.dtype.kind != "f" or \
-        (o := reusable(x, xd)) is None else np.maximum(0, xd, out=o)
+    # x itself where it is not below 0, so that -0.0 and NaN come back as they are, as
+    # from PyTorch's clamp_min (ArrayMath.relu)
+    m = math_of(xd)
+    out = m.relu(xd) if xd.nbytes < MIN_BYTES or xd.dtype.kind != "f" or \
+        (o := reusable(x, xd)) is None else m.relu(xd, out=o)
     if not (mode.enabled and x._rg):
         return wrap(out)
     t = record(out, ReluBackward0, x)
@@ -1517,8 +1521,10 @@ def _np_lerp(a, b, w):
         a, b = a.astype(np.float32), b.astype(np.float32)
         w = w.astype(np.float32) if hasattr(w, "dtype") else w
     d = b - a
-    small = m.abs(w) < 0.5 if hasattr(w, "dtype") else -0.5 < w < 0.5  # (abs: the op)
-    out = m.where(small, a + w * d, b - d * (1 - w))
+    if hasattr(w, "dtype"):
+        out = m.where(m.abs(w) < 0.5, a + w * d, b - d * (1 - w))  # (abs: the op)
+    else:  # a number: the formula chosen on the host (where() takes array conditions)
+        out = a + w * d if -0.5 < w < 0.5 else b - d * (1 - w)
     return out.astype(dtype, copy=False)
 
 

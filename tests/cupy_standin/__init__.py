@@ -655,6 +655,71 @@ for _name in _UFUNCS:
     globals()[_name] = ufunc(getattr(_np, _name))
 
 
+def _cuda_extremum(np_ufunc, is_max):
+    """CuPy's float ``maximum``/``minimum`` (cupy/_math/misc.py): NaN where either
+    operand is NaN, else CUDA's ``max``/``min``, for which -0.0 is below +0.0:
+    ``maximum(0, -0.0)`` is +0.0 (NumPy's gives -0.0 there, its second operand)."""
+    def extremum(a, b, out=None, **kwargs):
+        r = np_ufunc(a, b, out=out, **kwargs)
+        if _np.result_type(r).kind != "f":
+            return r
+        both_zero = (_np.asarray(a) == 0) & (_np.asarray(b) == 0)
+        if not both_zero.any():
+            return r
+        neg = _np.signbit(a) & _np.signbit(b) if is_max else _np.signbit(a) | _np.signbit(b)
+        zeros = _np.where(neg, -0.0, 0.0).astype(_np.result_type(r))
+        if _np.ndim(r) == 0:
+            return zeros[()] if out is None else _np.copyto(r, zeros) or r
+        _np.copyto(r, _np.broadcast_to(zeros, r.shape), where=both_zero)
+        return r
+
+    extremum.__name__ = np_ufunc.__name__
+    return extremum
+
+
+class _ExtremumUfunc(ufunc):
+    def __init__(self, np_ufunc):
+        super().__init__(np_ufunc)
+        self._call_fn = _cuda_extremum(np_ufunc, np_ufunc is _np.maximum)
+
+    def __call__(self, *args, **kwargs):
+        return _call(self._call_fn, args, kwargs)
+
+
+maximum = _ExtremumUfunc(_np.maximum)
+minimum = _ExtremumUfunc(_np.minimum)
+
+
+def _flush_subnormals(a):
+    """A float32 array with its subnormal values as zeros of their sign: CuPy compiles
+    every kernel with ``-ftz=true`` (cupy/cuda/compiler.py), and the float32
+    instructions then read and write subnormals as zeros."""
+    a = _np.asarray(a)
+    if a.dtype != _np.float32:
+        return a
+    tiny = _np.abs(a) < _np.finfo(_np.float32).tiny
+    return _np.where(tiny, _np.copysign(_np.float32(0), a), a) if tiny.any() else a
+
+
+class _FlushingUfunc(ufunc):
+    """A ufunc whose CuPy kernel calls a CUDA float32 math function, built with
+    ``-ftz=true``: float32 subnormal inputs are read as zeros (``frexp(1e-40)`` is
+    ``(0.0, 0)`` on a GPU)."""
+
+    def __call__(self, *args, **kwargs):
+        u = self._u
+
+        def flushed(*xs, **kw):
+            return u(*(_flush_subnormals(x) if isinstance(x, _np.ndarray) else x
+                       for x in xs), **kw)
+
+        flushed.__name__ = u.__name__
+        return _call(flushed, args, kwargs)
+
+
+frexp = _FlushingUfunc(_np.frexp)
+
+
 # ----------------------------------------------------------------------------------
 # functions
 _CUBLAS = {"dot", "vdot", "inner", "matmul", "tensordot", "einsum"}
@@ -691,8 +756,8 @@ _FUNCS = (
     "split", "array_split", "tile", "repeat", "flip", "fliplr", "flipud", "roll",
     "rot90", "pad",
     # indexing
-    "take", "take_along_axis", "put_along_axis", "choose", "where", "diagonal",
-    "triu_indices", "tril_indices", "unravel_index", "ravel_multi_index", "put",
+    "take", "take_along_axis", "put_along_axis", "choose", "diagonal",
+    "triu_indices", "tril_indices", "ravel_multi_index", "put",
     "compress", "select", "searchsorted", "extract", "place", "putmask", "copyto",
     # math / reductions
     "sum", "prod", "cumsum", "cumprod", "mean", "var", "std", "average", "median",
@@ -709,8 +774,23 @@ _FUNCS = (
 )
 for _name in _FUNCS:
     globals()[_name] = _plain(_name)
-for _name in ("nonzero", "flatnonzero", "argwhere", "unique", "bincount"):
+# CuPy reads a size back to the host to shape the result; unravel_index checks its
+# indices' range with ``(indices < 0).any()`` and ``(indices > 0).any()`` on the host
+for _name in ("nonzero", "flatnonzero", "argwhere", "unique", "bincount", "unravel_index"):
     globals()[_name] = _plain(_name, syncs=True)
+
+
+def where(condition, x=None, y=None):
+    """CuPy's ``where`` (cupy/_sorting/search.py): with ``x`` and ``y``, its ufunc over
+    ``condition.astype('?', copy=False)``, so a condition that is a Python ``bool``
+    (or number) raises ``AttributeError`` as CuPy's does, and a NumPy array
+    ``TypeError``; with neither, ``nonzero(condition)``, which synchronizes."""
+    missing = (x is None, y is None).count(True)
+    if missing == 1:
+        raise ValueError("Must provide both 'x' and 'y' or neither.")
+    if missing == 2:
+        return nonzero(condition)  # noqa: F821  (defined above)
+    return _call(_np.where, (condition.astype("?", copy=False), x, y), {})
 
 
 def _np_broadcast_to(a, shape, subok=False):
@@ -970,7 +1050,10 @@ class _Linalg:
             return tuple(out) if isinstance(out, tuple) else out
 
         def f(*args, **kwargs):
-            return _call(fn, args, kwargs)
+            out = _call(fn, args, kwargs)
+            if name == "pinv":  # CuPy's zeroes the small singular values by a boolean
+                _sync("linalg.pinv")  # mask, s[s <= cutoff] = 0, which reads a count back
+            return out
         return f
 
 
