@@ -653,19 +653,6 @@ class ArrayMath:
     def log10(self, x, out=None):
         return self._widened(self.xp.log10, x, out)
 
-    def relu(self, x, out=None):
-        """``max(x, 0)`` that is ``x`` itself where ``x`` is not below 0: -0.0 and NaN
-        come back as they are, as from PyTorch's ``clamp_min``. By ``where``: CuPy's
-        ``maximum`` is CUDA's ``max``, for which -0.0 is below +0.0."""
-        below = x < 0
-        zero = x.dtype.type(0)
-        if out is None:
-            return self.where(below, zero, x)
-        if out is not x:
-            self.copyto(out, x)
-        self.copyto(out, zero, where=below)
-        return out
-
     def sigmoid(self, x):
         """``1 / (1 + exp(-x))`` without overflow warnings and with one temporary;
         float16 computed in float32 and rounded once, as PyTorch does."""
@@ -1320,11 +1307,6 @@ class _NumpyMath(ArrayMath):
     def asarray(self, data, dtype=None):
         out = np.asarray(data, dtype=dtype)
         return out
-
-    def relu(self, x, out=None):
-        """:meth:`ArrayMath.relu` in one ufunc: NumPy's ``maximum(0, x)`` gives its second
-        operand where the two are equal (-0.0) and NaN where it is NaN."""
-        return self.maximum(0, x) if out is None else self.maximum(0, x, out=out)
 
     @staticmethod
     def broadcast_to(arr, shape):

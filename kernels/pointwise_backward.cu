@@ -649,6 +649,28 @@ __device__ __forceinline__ void relu_backward(const T* __restrict__ a0, long lon
     }
 }
 
+// relu_forward(x) = where(x < 0, 0, x)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void relu_forward_loop(const T* __restrict__ a0, long long a1, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C x = load(a0[i & m1]);
+        out0[i] = store<T>(where(x < C(0), C(0), x));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void relu_forward(const T* __restrict__ a0, long long a1, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        relu_forward_loop<T, C, unsigned int>(a0, a1, out0, (unsigned int)n);
+    } else {
+        relu_forward_loop<T, C, long long>(a0, a1, out0, n);
+    }
+}
+
 // clamp_backward(g, x, lo, hi) = where((x >= lo) & (x <= hi), g, 0)
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void clamp_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, const T* __restrict__ a6, long long a7, T* __restrict__ out0, I n) {
@@ -2665,6 +2687,9 @@ extern "C" __global__ void sigmoid_backward_float16(const gc_half* __restrict__ 
 extern "C" __global__ void relu_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
     gradcore::relu_backward<gc_half, float>(a0, a1, a2, a3, out0, n);
 }
+extern "C" __global__ void relu_forward_float16(const gc_half* __restrict__ a0, long long a1, gc_half* __restrict__ out0, long long n) {
+    gradcore::relu_forward<gc_half, float>(a0, a1, out0, n);
+}
 extern "C" __global__ void clamp_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, const gc_half* __restrict__ a6, long long a7, gc_half* __restrict__ out0, long long n) {
     gradcore::clamp_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);
 }
@@ -3021,6 +3046,9 @@ extern "C" __global__ void sigmoid_backward_float32(const float* __restrict__ a0
 extern "C" __global__ void relu_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
     gradcore::relu_backward<float, float>(a0, a1, a2, a3, out0, n);
 }
+extern "C" __global__ void relu_forward_float32(const float* __restrict__ a0, long long a1, float* __restrict__ out0, long long n) {
+    gradcore::relu_forward<float, float>(a0, a1, out0, n);
+}
 extern "C" __global__ void clamp_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, const float* __restrict__ a6, long long a7, float* __restrict__ out0, long long n) {
     gradcore::clamp_backward<float, float>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);
 }
@@ -3376,6 +3404,9 @@ extern "C" __global__ void sigmoid_backward_float64(const double* __restrict__ a
 }
 extern "C" __global__ void relu_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
     gradcore::relu_backward<double, double>(a0, a1, a2, a3, out0, n);
+}
+extern "C" __global__ void relu_forward_float64(const double* __restrict__ a0, long long a1, double* __restrict__ out0, long long n) {
+    gradcore::relu_forward<double, double>(a0, a1, out0, n);
 }
 extern "C" __global__ void clamp_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, const double* __restrict__ a6, long long a7, double* __restrict__ out0, long long n) {
     gradcore::clamp_backward<double, double>(a0, a1, a2, a3, a4, a5, a6, a7, out0, n);

@@ -36,7 +36,7 @@ from . import twin
 from .spec import Kernel
 
 __all__ = ["KERNELS", "INPLACE_CPU", "numpy_names", "composite", "sliced", "CHUNK",
-           "relu_backward_cpu", "clamp_backward_cpu", "maximum_backward_a_cpu",
+           "relu_forward_cpu", "relu_backward_cpu", "clamp_backward_cpu", "maximum_backward_a_cpu",
            "maximum_backward_b_cpu", "where_backward_cpu", "where_backward_a_cpu",
            "where_backward_b_cpu"]
 
@@ -46,6 +46,12 @@ def _fits(out, g, *others):
     which the other arrays share (no broadcasting)."""
     return type(out) is np.ndarray and type(g) is np.ndarray and out.shape == g.shape and \
         out.dtype == g.dtype and all(getattr(o, "shape", None) == g.shape for o in others)
+
+
+def relu_forward_cpu(x, out=None):
+    # one ufunc: NumPy's maximum(0, x) gives its second operand where the two are equal
+    # (-0.0 stays -0.0) and NaN where x is NaN, as where(x < 0, 0, x)
+    return np.maximum(0, x) if out is None else np.maximum(0, x, out=out)
 
 
 def relu_backward_cpu(g, y, out=None):

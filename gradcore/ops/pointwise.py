@@ -1201,6 +1201,11 @@ class ReluBackward0(Node):
         return (F.relu_backward(g, self.output(F), out=out),)
 
 
+# relu's forward: x itself where it is not below 0, so that -0.0 and NaN come back as
+# they are, as from PyTorch's clamp_min (a CUDA max() takes -0.0 for below +0.0)
+declare(Kernel("relu_forward", ("x",), "where(x < 0, 0, x)", cpu=_twins.relu_forward_cpu))
+
+
 @export(torch=True, method=True)
 @op_function
 def relu(x):
@@ -1208,11 +1213,13 @@ def relu(x):
     xd = x._data
     if xd.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
-    # x itself where it is not below 0, so that -0.0 and NaN come back as they are, as
-    # from PyTorch's clamp_min (ArrayMath.relu)
     m = math_of(xd)
-    out = m.relu(xd) if xd.nbytes < MIN_BYTES or xd.dtype.kind != "f" or \
-        (o := reusable(x, xd)) is None else m.relu(xd, out=o)
+    if xd.dtype.kind != "f":  # (integers: no signed zeros, no NaN)
+        out = m.maximum(xd, 0)
+    elif xd.nbytes < MIN_BYTES or (o := reusable(x, xd)) is None:
+        out = m.relu_forward(xd)
+    else:
+        out = m.relu_forward(xd, out=o)
     if not (mode.enabled and x._rg):
         return wrap(out)
     t = record(out, ReluBackward0, x)
