@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import backend
 from ..kernels import gemm
-from .trace import _MISSING, _bind, _build, _Out, live_instances
+from .trace import _MISSING, DataLog, _bind, _build, _Out, live_instances
 
 __all__ = ["GraphStep", "CaptureFailed", "on_cuda", "capture", "launch", "agree",
            "guards_hold"]
@@ -145,43 +145,6 @@ def _options(optimizers):
     return found
 
 
-class _Reached:
-    """A data descriptor put on the tensor class for ``_data`` while a step is
-    captured: it notes each tensor whose array the function's Python reached. The
-    graph can read no other tensor's memory, so only these are guarded (guarding every
-    live CUDA tensor made two compiled steps, a GAN's, capture again on every call:
-    each step rebinds gradients the other's guards watched)."""
-
-    def __init__(self, reached):
-        self.reached = reached
-
-    def __get__(self, t, owner=None):
-        if t is None:
-            return self
-        self.reached.add(id(t))
-        try:
-            return t.__dict__["_data"]
-        except KeyError:
-            raise AttributeError("_data") from None
-
-    def __set__(self, t, value):
-        self.reached.add(id(t))
-        t.__dict__["_data"] = value
-
-    def __delete__(self, t):
-        t.__dict__.pop("_data", None)
-
-
-def _noting(tensor_cls, watched, reached):
-    """Install :class:`_Reached` on ``tensor_cls``; None (and nothing installed) where
-    a class of a live tensor defines ``_data`` itself (then every tensor is guarded)."""
-    if "_data" in tensor_cls.__dict__ or any(
-            "_data" in c.__dict__ for t in watched for c in type(t).__mro__):
-        return None
-    tensor_cls._data = _Reached(reached)
-    return tensor_cls
-
-
 def _refused_read(arr):
     raise _HostRead()
 
@@ -263,8 +226,8 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
     backend._host_work = host_work = []  # what the optimizers leave for each launch
     gemm.use_stream(xp, stream.ptr)  # (cuBLAS's stream and workspace set before capture)
     graph = None
-    reached: set = set()
-    noted = _noting(tensor_cls, watched, reached)
+    noted = DataLog.install(tensor_cls, watched)
+    reached = noted.reached if noted is not None else None
     try:
         with stream, xp.cuda.using_allocator(pool.malloc):
             stream.begin_capture()
@@ -285,7 +248,7 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
         raise CaptureFailed(_why(exc)) from exc
     finally:
         if noted is not None:
-            del noted._data
+            noted.remove()
         for o in patched_steps:
             o.__dict__.pop("step", None)
         backend._host_work = None

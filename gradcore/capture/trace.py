@@ -101,6 +101,54 @@ def live_instances(*classes):
     return found
 
 
+class DataLog:
+    """A data descriptor put on the tensor class for ``_data`` while a step records or
+    is captured: it notes each tensor whose array the function's Python reached
+    (``reached``, by id: a CUDA graph can read no other tensor's memory, so only these
+    are guarded) and each tensor given an array (``written``: the tensors a recording
+    made or rebound, whose traced arrays are made plain again after it). Found this
+    way, not by a second pass over every live object (a process with large libraries
+    loaded holds a hundred thousand objects or more)."""
+
+    def __init__(self, cls):
+        self.cls = cls
+        self.reached: set = set()
+        self.written: list = []
+
+    @classmethod
+    def install(cls, tensor_cls, live):
+        """A log installed on ``tensor_cls``; None (and nothing installed) where a class
+        of a live tensor defines ``_data`` itself, or a log is installed already."""
+        types = {type(t) for t in live}
+        if "_data" in tensor_cls.__dict__ or any("_data" in k.__dict__
+                                                 for t in types for k in t.__mro__):
+            return None
+        log = cls(tensor_cls)
+        tensor_cls._data = log
+        return log
+
+    def remove(self):
+        if self.cls.__dict__.get("_data") is self:
+            del self.cls._data
+
+    def __get__(self, t, owner=None):
+        if t is None:
+            return self
+        self.reached.add(id(t))
+        try:
+            return t.__dict__["_data"]
+        except KeyError:
+            raise AttributeError("_data") from None
+
+    def __set__(self, t, value):
+        self.reached.add(id(t))
+        self.written.append(t)
+        t.__dict__["_data"] = value
+
+    def __delete__(self, t):
+        t.__dict__.pop("_data", None)
+
+
 def leaves(x, cls, out):
     """Append to ``out`` the instances of ``cls`` in ``x`` (through tuples, lists and
     dicts, in order); return ``out``."""
@@ -632,6 +680,7 @@ class Recorder:
         backend.set_capture_hooks(_host_array_read, self._check_range, _host_computed)
         _random._rng = _RandomProxy(_random._rng, _random.seed_generator)
         _random._wrap_stream = _generator_proxy
+        self._log = DataLog.install(tensor_cls, live)
         _active = self
 
     def _install_opaque(self, obj, name):
@@ -659,6 +708,9 @@ class Recorder:
         """Undo what start did (also after an exception)."""
         global _active
         _active = None
+        log, self._log = getattr(self, "_log", None), None
+        if log is not None:
+            log.remove()
         if isinstance(_random._rng, _RandomProxy):
             _random._rng = _random._rng._real
         _random._wrap_stream = None
@@ -678,7 +730,7 @@ class Recorder:
                 t._data = d
         # everything else made while recording (new .grad tensors, optimizer state, the
         # outputs) holds plain arrays from now on
-        for o in live_instances(self._tensor_cls)[0]:
+        for o in (log.written if log is not None else live_instances(self._tensor_cls)[0]):
             d = o.__dict__.get("_data")
             if type(d) is Traced:
                 o._data = _real(d)
