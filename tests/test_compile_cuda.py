@@ -121,21 +121,26 @@ def test_a_launch_allocates_nothing(device):
         assert private.n_allocations == mine and default.n_allocations - other == 2
 
 
+def _step_without_arguments():
+    """``(step, w)``: an SGD step of its own parameters and batch, taking no argument."""
+    w, b = _params()
+    opt = gc.optim.SGD([w, b], lr=0.1)
+    x, y = _batches(1)[0]
+
+    def step():
+        opt.zero_grad()
+        loss = (((x * w + b).tanh() - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return step, w
+
+
 def test_a_step_without_arguments_is_captured(device):
     # (no argument tells the device: the parameters do, all on CUDA)
     results = []
     for compiled in (False, True):
-        w, b = _params()
-        opt = gc.optim.SGD([w, b], lr=0.1)
-        x, y = _batches(1)[0]
-
-        def step():
-            opt.zero_grad()
-            loss = (((x * w + b).tanh() - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
+        step, w = _step_without_arguments()
         fn = gc.compile(step) if compiled else step
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -559,17 +564,7 @@ def test_two_compiled_steps_called_in_turn_both_replay(device):
 def test_a_graph_is_captured_again_when_a_tensor_it_reads_is_rebound(device):
     """The guards that remain: rebinding a parameter the step reads (``p.data = ...``)
     sends the step back to capturing, and the next calls use the new array."""
-    w, b = _params()
-    opt = gc.optim.SGD([w, b], lr=0.1)
-    x, y = _batches(1)[0]
-
-    def step():
-        opt.zero_grad()
-        loss = (((x * w + b).tanh() - y) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss
-
+    step, w = _step_without_arguments()
     fn = gc.compile(step)
     for _ in range(4):
         fn()
