@@ -13,6 +13,9 @@ import gradcore as gc
 def _capture(cp, body, pool=None, stream=None, mode=None):
     stream = stream or cp.cuda.Stream(non_blocking=True)
     pool = pool or cp.cuda.MemoryPool()
+    # the capture stream ordered after the work already issued (the arrays the body reads
+    # were made on the legacy stream): what a GPU needs, and the stand-in checks
+    stream.wait_event(cp.cuda.get_current_stream().record())
     with stream, cp.cuda.using_allocator(pool.malloc):
         stream.begin_capture(mode)
         try:
@@ -36,6 +39,7 @@ def test_capture_records_work_and_launch_replays_it(standin):
     np.testing.assert_array_equal(a.get(), [0, 1, 2, 3])
     assert np.isnan(b.get()).all()
     graph.launch(stream)
+    stream.synchronize()  # (the host reads on the legacy stream: the launch is on another)
     np.testing.assert_array_equal(b.get(), [1, 3, 5, 7])
     np.testing.assert_array_equal(a.get(), [1, 2, 3, 4])
     np.testing.assert_array_equal(both.get(), [[1, 2, 3, 4], [1, 3, 5, 7]])
@@ -55,6 +59,7 @@ def test_a_launch_allocates_nothing_and_the_pool_is_the_one_in_use(standin):
     for _ in range(3):
         graph.launch(stream)
     assert pool.n_allocations == 3 and cp.get_default_memory_pool().n_allocations == before
+    stream.synchronize()
     np.testing.assert_array_equal(out.get(), [10, 10, 10])
 
 
@@ -66,6 +71,7 @@ def test_kernels_launched_through_gradcore_are_recorded(standin):
     graph, out, stream, _ = _capture(cp, lambda: m.tanh_backward(g, y))
     assert np.isnan(out.get()).all()
     graph.launch(stream)
+    stream.synchronize()
     np.testing.assert_allclose(out.get(), 2 * (1 - y.get() ** 2), rtol=1e-6)
 
 
@@ -97,6 +103,7 @@ def test_cublas_is_refused_as_cupy_does_but_integer_products_are_not(standin):
     a = cp.ones((2, 2), dtype=np.float32)
     i = cp.ones((2, 2), dtype=np.int64)
     s = cp.cuda.Stream(non_blocking=True)
+    s.wait_event(cp.cuda.get_current_stream().record())
     with s:
         s.begin_capture()
         for product in (lambda: a @ a, lambda: cp.matmul(a, a), lambda: cp.dot(a, a),
@@ -108,6 +115,7 @@ def test_cublas_is_refused_as_cupy_does_but_integer_products_are_not(standin):
         out = i @ i  # CuPy's own kernel for integers
         graph = s.end_capture()
     graph.launch(s)
+    s.synchronize()
     assert out.get().tolist() == [[2, 2], [2, 2]]
     np.testing.assert_array_equal((a @ a).get(), [[2, 2], [2, 2]])  # after: cuBLAS again
 
@@ -179,6 +187,7 @@ def test_pool_growth_in_the_global_mode_is_refused(standin):
     graph, out, s, _ = _capture(cp, lambda: a + 1, pool=pool,
                                 mode=rt.streamCaptureModeGlobal)
     graph.launch(s)
+    s.synchronize()
     assert out.get().tolist() == [1] * 64
 
 
@@ -187,13 +196,47 @@ def test_memory_reused_after_the_capture_is_caught(standin):
     a = cp.zeros(16, dtype=np.float32)
     default = cp.get_default_memory_pool()
     s = cp.cuda.Stream(non_blocking=True)
+    s.wait_event(cp.cuda.get_current_stream().record())
     with s:  # captured from the default pool: its temporaries go back to it
         s.begin_capture()
         out = (a + 1) * 2
         graph = s.end_capture()
     graph.launch(s)
+    s.synchronize()
     assert out.get().tolist() == [2] * 16
     filler = [cp.empty(16, dtype=np.float32) for _ in range(default.n_free_blocks() + 1)]
     with pytest.raises(RuntimeError, match="handed out again by its pool"):
         graph.launch(s)
     del filler
+
+
+def test_work_on_two_streams_must_be_ordered_as_on_a_gpu(standin):
+    """The stand-in runs every stream's work at once, so it checks the ordering a GPU
+    needs instead: work that reads what another stream wrote (or writes what another
+    read or wrote) without an event waited on or a synchronization in between raises
+    (on a GPU the two may run at once: silently wrong values)."""
+    cp = standin
+    from cupy_standin._graph import StreamRace  # noqa: PLC0415
+
+    a = cp.zeros(8, dtype=np.float32)
+    s1 = cp.cuda.Stream(non_blocking=True)
+    s2 = cp.cuda.Stream(non_blocking=True)
+    s1.wait_event(cp.cuda.get_current_stream().record())
+    with s1:
+        a += 1                      # written on s1
+    with s2, pytest.raises(StreamRace, match="reads memory .* not ordered after"):
+        a.copy()                    # read on s2, s2 not waiting for s1
+    s2.wait_event(s1.record())
+    with s2:
+        b = a.copy()                # ordered: fine
+    with s1, pytest.raises(StreamRace, match="writes memory"):
+        a[...] = 3                  # s1 writes what s2 read, not waiting for s2
+    with pytest.raises(StreamRace):
+        b.get()                     # the legacy stream reads what s2 wrote
+    s2.synchronize()                # the host waited: later work is ordered after
+    assert b.get().tolist() == [1.0] * 8
+    s1.wait_event(s2.record())
+    with s1:
+        a[...] = 3
+    cp.cuda.runtime.deviceSynchronize()
+    assert a.get().tolist() == [3.0] * 8

@@ -201,6 +201,9 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
     with stream:
         with xp.cuda.using_allocator(pool.malloc):
             buffers = [d.copy() for d in originals]
+    # (the work issued next on the current stream, which may write the arguments'
+    # memory, waits for those copies)
+    current.wait_event(stream.record())
     pending = backend._pending_checks
     n_checks = len(pending)
     ran_backward = []

@@ -168,25 +168,39 @@ def _wrap(r):
     return r
 
 
-def _call(fn, args, kwargs, where="argument"):
+# the functions and methods that write into their first operand (for _graph.issue)
+_WRITE_FIRST = {"copyto", "put_along_axis", "place", "putmask", "put", "fill_diagonal",
+                "fill", "sort", "partition", "itemset", "setfield"}
+
+
+def _call(fn, args, kwargs, where="argument", name=None):
     args = _unwrap(args, where)
     kwargs = {k: _unwrap(v, where) for k, v in kwargs.items()}
-    return _exec(fn, args, kwargs)
+    writes = args[:1] if name in _WRITE_FIRST and args else ()
+    return _exec(fn, args, kwargs, writes=writes)
 
 
-def _exec(fn, args, kwargs=None, stream=None):
+def _exec(fn, args, kwargs=None, stream=None, writes=()):
     """``fn(*args, **kwargs)`` over NumPy arrays, its result wrapped: device work, issued
-    to ``stream`` (the current one); recorded into the graph when that stream captures."""
+    to ``stream`` (the current one); recorded into the graph when that stream captures.
+    ``writes``: the operands it writes into (besides ``out=``), for the check of the
+    ordering between streams (``_graph.issue``)."""
     kwargs = {} if kwargs is None else kwargs
+    writes = (*writes, *_graph._flat(kwargs.get("out"), []))
     cap = _graph.capturing(stream)
+    if cap is None:  # (run now: ordered after the last uses of its memory elsewhere?)
+        _graph.issue(stream, _graph._flat((args, kwargs), []), writes)
     if cap is None and _graph._capture is not None:  # another stream's work: it runs
         with _graph.outside_capture():
             result = _wrap(fn(*args, **kwargs))
         _graph._capture.exempt((args, list(kwargs.values()), _unwrap_all(result)))
+        _graph.note_results(stream, _graph._flat_results(_unwrap_all(result), []))
         return result
     result = _wrap(fn(*args, **kwargs))
     if cap is not None:
-        cap.record(fn, args, kwargs, _unwrap_all(result))
+        cap.record(fn, args, kwargs, _unwrap_all(result), writes)
+    else:
+        _graph.note_results(stream, _graph._flat_results(_unwrap_all(result), []))
     return result
 
 
@@ -359,7 +373,7 @@ class ndarray:  # noqa: N801  (CuPy's name)
                 if name in _REDUCTIONS:
                     _refuse_0d_axis(w, kwargs["axis"] if "axis" in kwargs else
                                     args[0] if args else None)
-                return _call(meth, (w,) + args, kwargs)
+                return _call(meth, (w,) + args, kwargs, name=name)
 
             method.__name__ = name
             return method
@@ -370,6 +384,8 @@ class ndarray:  # noqa: N801  (CuPy's name)
         if stream is not None:
             _graph.refuse_transfer("D2H", stream)
         _sync("get()")
+        _graph.issue(stream, [self._a])  # (the copy, on that stream; the host waits)
+        _graph.host_waits_for(stream)
         out_a = _np.array(self._a, order=order)
         if out is not None:
             out[...] = out_a
@@ -389,32 +405,39 @@ class ndarray:  # noqa: N801  (CuPy's name)
             _graph._capture.exempt(self._a)
         self._a[...] = arr
 
+    def _host_read(self, what):
+        """A read of this array's values by the host: a copy on the current stream,
+        which the host waits for."""
+        _sync(what)
+        _graph.issue(None, [self._a])
+        _graph.host_waits_for(None)
+
     def item(self):
-        _sync("item()")
+        self._host_read("item()")
         return self._a.item()
 
     def tolist(self):
-        _sync("tolist()")
+        self._host_read("tolist()")
         return self._a.tolist()
 
     def __float__(self):
-        _sync("float()")
+        self._host_read("float()")
         return float(self._a)
 
     def __int__(self):
-        _sync("int()")
+        self._host_read("int()")
         return int(self._a)
 
     def __index__(self):
-        _sync("index")
+        self._host_read("index")
         return _op.index(self._a)
 
     def __bool__(self):
-        _sync("bool()")
+        self._host_read("bool()")
         return _b.bool(self._a.__bool__())
 
     def __complex__(self):
-        _sync("complex()")
+        self._host_read("complex()")
         return complex(self._a)
 
     def __array__(self, *args, **kwargs):
@@ -462,7 +485,7 @@ class ndarray:  # noqa: N801  (CuPy's name)
         k = _unwrap_index(key)
         if _has_bool_mask(k, nonempty=True):  # CuPy counts the true elements first (an
             _sync("boolean-mask assignment")  # int() of a scan's last element)
-        _exec(_setitem, (self._a, k, _unwrap(value, "value")))
+        _exec(_setitem, (self._a, k, _unwrap(value, "value")), writes=(self._a,))
 
     def __copy__(self):
         return _exec(_np.copy, (self._a,))
@@ -531,7 +554,7 @@ def _ibinop(fn):
     def method(self, other):
         if isinstance(other, _np.ndarray):
             raise TypeError(f"Unsupported type {type(other)}")
-        _exec(fn, (self._a, _unwrap(other)))
+        _exec(fn, (self._a, _unwrap(other)), writes=(self._a,))
         return self
     return method
 
@@ -607,7 +630,7 @@ class ufunc:  # noqa: N801
             def at(arr, idx, *value):
                 u.at(arr, _wrap_around(idx, arr.shape), *value)
 
-        _exec(at, (a._a, idx) + (() if b is None else (_unwrap(b),)))
+        _exec(at, (a._a, idx) + (() if b is None else (_unwrap(b),)), writes=(a._a,))
 
     def __repr__(self):
         return f"<ufunc '{self.__name__}'>"
@@ -735,7 +758,7 @@ def _plain(name, np_name=None, syncs=False):
         if name in _REDUCTIONS and args:
             _refuse_0d_axis(args[0], kwargs["axis"] if "axis" in kwargs else
                             args[1] if len(args) > 1 else None)
-        out = _call(fn, args, kwargs)
+        out = _call(fn, args, kwargs, name=name)
         if syncs:  # CuPy reads a size back to the host to shape the result
             _sync(name)
         return out
@@ -1128,4 +1151,4 @@ class _HostKernel:
                 raise TypeError(f"{self.name}: a host (NumPy) array passed to a kernel")
             values.append(a._a if type(a) is ndarray else a)
         _exec(khost.launch_host, (self.name, values, int(grid[0]), int(block[0])),
-              stream=stream)
+              stream=stream, writes=values)  # (any array it is given it may write)

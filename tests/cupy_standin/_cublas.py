@@ -102,5 +102,5 @@ class Library:
 
         from . import _exec  # noqa: PLC0415  (the stand-in's way of issuing work)
 
-        _exec(run, (opA, opB, C), stream=st.stream)
+        _exec(run, (opA, opB, C), stream=st.stream, writes=(C,))
         return STATUS_SUCCESS

@@ -258,12 +258,14 @@ class Event:
 
     def __init__(self, block=False, disable_timing=False, interprocess=False):
         self.ptr = next(_ptrs)
+        self._clock: dict = {}  # the work this event marks (see "ordering" below)
 
     def record(self, stream=None):
         (stream or get_current_stream()).record(self)
 
     def synchronize(self):
         _synchronize(None, "Event.synchronize()", count_sync)
+        _merge(_host_clock, self._clock)
 
     @property
     def done(self):
@@ -286,6 +288,8 @@ class Stream:
             self.ptr, self.device_id = next(_ptrs), 0
             self._non_blocking = bool(non_blocking)
             _streams[self.ptr] = self
+        self._seq = 0        # the work issued to this stream so far
+        self._clock: dict = {}  # stream ptr -> the work of it this stream is ordered after
 
     def __eq__(self, other):
         return isinstance(other, Stream) and other.ptr == self.ptr
@@ -325,14 +329,18 @@ class Stream:
 
     def synchronize(self):
         _synchronize(self, "stream.synchronize()", count_sync)
+        _merge(_host_clock, self._clock)
+        _merge(_host_clock, {self.ptr: self._seq})
 
     def record(self, event=None):
         if event is None:
             event = Event()
+        event._clock = dict(self._clock)
+        event._clock[self.ptr] = self._seq
         return event
 
     def wait_event(self, event):
-        pass
+        _merge(self._clock, event._clock)
 
     def begin_capture(self, mode=None):
         """Record the work issued to this stream from now on into a graph."""
@@ -391,6 +399,108 @@ def get_current_stream(device_id=-1):
     return _current
 
 
+# ---- ordering between streams ---------------------------------------------------------------
+# The stand-in runs every stream's work at once, in the order it is issued, so work on two
+# streams that a GPU may run at the same time never races here. Instead, each piece of
+# work is checked to be ordered after the last work, on another stream, that used the same
+# memory: through an event recorded there and waited on (Stream.wait_event), a
+# synchronization of the host, or the legacy stream's implicit ordering with blocking
+# streams. Work that is not raises, naming both streams (on a GPU: a race, silent).
+# Checked from the first work issued to a stream other than the legacy one (the suite's
+# single-stream tests pay nothing); memory use is counted per root array.
+_ordering = False
+_host_clock: dict = {}  # the work of each stream the host has waited for
+# id(root) -> [weakref to root, (stream ptr, work) of its last write, {ptr: work} of the
+# reads since]
+_uses: dict = {}
+
+
+class StreamRace(RuntimeError):
+    """Work on one stream read memory that work on another wrote, or wrote memory that
+    work on another read or wrote, without being ordered after it: on a GPU the two may
+    run at once."""
+
+
+def _merge(into: dict, other: dict) -> None:
+    for k, v in other.items():
+        if into.get(k, -1) < v:
+            into[k] = v
+
+
+def _use(root):
+    key = id(root)
+    u = _uses.get(key)
+    if u is None or u[0]() is not root:
+        u = _uses[key] = [weakref.ref(root), None, {}]
+    return u
+
+
+def _race(stream, a, other, what):
+    raise StreamRace(
+        f"CuPy stand-in: work on stream {stream.ptr} {what} memory (an array of shape "
+        f"{a.shape}) that work on stream {other} used before it, and is not ordered after "
+        "that work (no event recorded there and waited on, no synchronization): on a GPU "
+        "the two may run at once")
+
+
+def issue(stream, reads, writes=()) -> None:
+    """Work issued to ``stream`` (not captured) that reads the arrays ``reads`` and
+    writes ``writes``: check that it is ordered after the last write of their memory on
+    any other stream (and, for a write, after the reads there since), then note it."""
+    global _ordering
+    stream = _current if stream is None else stream
+    if not _ordering:
+        if stream.ptr in (0, streamLegacy):
+            return
+        _ordering = True
+    clock = stream._clock
+    _merge(clock, _host_clock)  # (work issued after the host waited comes after it)
+    if not stream._non_blocking:  # the legacy stream and blocking streams wait for
+        for other in (Stream.null, *_streams.values()):  # each other's earlier work
+            if other is not stream and not other._non_blocking:
+                _merge(clock, other._clock)
+                if clock.get(other.ptr, -1) < other._seq:
+                    clock[other.ptr] = other._seq
+    stream._seq += 1
+    ptr, seq = stream.ptr, stream._seq
+    written = {id(_root_of(a)) for a in writes if isinstance(a, _np.ndarray)}
+    for a in reads:
+        if isinstance(a, _np.ndarray) and id(_root_of(a)) not in written:
+            u = _use(_root_of(a))
+            w = u[1]
+            if w is not None and w[0] != ptr and clock.get(w[0], -1) < w[1]:
+                _race(stream, a, w[0], "reads")
+            u[2][ptr] = seq
+    for a in writes:
+        if isinstance(a, _np.ndarray):
+            u = _use(_root_of(a))
+            w = u[1]
+            if w is not None and w[0] != ptr and clock.get(w[0], -1) < w[1]:
+                _race(stream, a, w[0], "writes")
+            for other, when in u[2].items():
+                if other != ptr and clock.get(other, -1) < when:
+                    _race(stream, a, other, "writes")
+            u[1], u[2] = (ptr, seq), {}
+
+
+def note_results(stream, arrays) -> None:
+    """The arrays just made by work issued to ``stream``: written there last."""
+    if not _ordering:
+        return
+    stream = _current if stream is None else stream
+    for a in arrays:
+        if isinstance(a, _np.ndarray):
+            u = _use(_root_of(a))
+            u[1], u[2] = (stream.ptr, stream._seq), {}
+
+
+def host_waits_for(stream) -> None:
+    """The host read from ``stream`` (a device-to-host copy): it has waited for it."""
+    stream = _current if stream is None else stream
+    _merge(_host_clock, stream._clock)
+    _merge(_host_clock, {stream.ptr: stream._seq})
+
+
 # ---- capture -----------------------------------------------------------------------------
 _capture = None  # the _Capture running now (one stream at a time)
 
@@ -438,7 +548,7 @@ class _Capture:
     def invalidate(self):
         self.invalidated = True
 
-    def record(self, fn, args, kwargs, result):
+    def record(self, fn, args, kwargs, result, writes=()):
         """``fn(*args, **kwargs)`` (NumPy arrays in, ``result`` out, already computed):
         a node of the graph. Results over new memory are written again at each launch;
         views of the operands need nothing."""
@@ -448,7 +558,7 @@ class _Capture:
                  if isinstance(r, _np.ndarray) and id(_root_of(r)) not in operands]
         blocks = [b for b in (block_of(a) for a in _flat((args, kwargs), []) + [
             r for _i, r in fresh]) if b is not None]
-        self.ops.append((fn, args, kwargs, fresh, blocks))
+        self.ops.append((fn, args, kwargs, fresh, blocks, tuple(writes)))
 
     def finish(self):
         for root, before in self.snapshot.values():
@@ -501,6 +611,9 @@ def _synchronize(stream, what, count=None):
         raise CUDARuntimeError(900)
     if count is not None:
         count(what)
+    if stream is None:  # the device: the host has waited for every stream
+        for other in (Stream.null, *_streams.values()):
+            host_waits_for(other)
 
 
 class Graph:
@@ -528,7 +641,9 @@ class Graph:
                     "CuPy stand-in: memory this graph uses was handed out again by its pool "
                     "after the capture (on a GPU the graph would silently corrupt it): "
                     "allocate a capture's memory from a private pool kept with the graph")
-        for fn, args, kwargs, fresh, _blocks in self._ops:
+        stream = _current if stream is None else stream
+        for fn, args, kwargs, fresh, _blocks, writes in self._ops:
+            issue(stream, _flat((args, kwargs), []), [*writes, *(r for _i, r in fresh)])
             result = fn(*args, **kwargs)
             if fresh:
                 results = _flat_results(result, [])
