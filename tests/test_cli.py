@@ -4,6 +4,7 @@ import importlib.util
 import re
 import sys
 import types
+import warnings
 
 import pytest
 from test_bench_cli import REASON, cuda_unusable
@@ -200,7 +201,16 @@ def test_training_on_the_cuda_path_matches_the_cpu(capsys):
         return re.findall(r"epoch\s+\d+\s+train loss [\d.]+\s+test loss [\d.]+\s+test "
                           r"accuracy [\d.]+%", out)
 
-    with cuda_standin() as standin:
+    steps, real_compile = [], gc.compile
+
+    def compiling(fn):  # (the compiled step, kept to count its captures and replays)
+        steps.append(real_compile(fn))
+        return steps[-1]
+
+    with cuda_standin() as standin, pytest.MonkeyPatch.context() as mp, \
+            warnings.catch_warnings():
+        warnings.simplefilter("error")  # (a step that ran eagerly would say so)
+        mp.setattr(cli.gc, "compile", compiling)
         standin.reset_syncs()
         assert cli.main([*args, "--device", "cuda"]) == 0
         syncs = standin.host_syncs()
@@ -210,6 +220,11 @@ def test_training_on_the_cuda_path_matches_the_cpu(capsys):
     # a few per epoch (its printed figures and one read of the range checks its index ops
     # and targets left: backend.check_range), none per step
     assert syncs <= 12, syncs
+    # batches of 32 (44 an epoch): eager, captured twice, then replayed, never captured
+    # again (on the H200, captures that kept disagreeing made the compiled run four
+    # times slower than eager); the last batch of each epoch (30): eager, then captured
+    (step,) = steps
+    assert (step.recordings, step.replays) == (2 + 1, 2 * 44 - 3)
 
 
 @needs_sklearn
