@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 from .._size import Size
 from . import _api as gc
 from . import constraints
-from .utils import _inherit_docstrings, _size_of, lazy_property
+from .utils import _inherit_docstrings, _size_of, broadcast_all, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -225,6 +226,27 @@ class Distribution:
                 f"Expected value argument ({type(value).__name__} of shape "
                 f"{tuple(value.shape)}) to be within the support ({support!r}) of the "
                 f"distribution {self!r}, but found invalid values:\n{value}")
+
+    def _init_params(self, cls, names, values, validate_args):
+        """``cls.__init__`` of a distribution whose parameters ``names`` broadcast
+        together: set them to ``values`` broadcast (tensors), the batch shape theirs (or
+        ``()`` when every value is a number), as each of PyTorch's classes does."""
+        tensors = broadcast_all(*values)
+        for name, t in zip(names, tensors):
+            setattr(self, name, t)
+        batch_shape = Size() if all(isinstance(v, numbers.Number) for v in values) \
+            else tensors[0].size()
+        super(cls, self).__init__(batch_shape, validate_args=validate_args)
+
+    def _expand_params(self, cls, names, batch_shape, _instance):
+        """``cls.expand`` of such a distribution: each parameter expanded."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = Size(batch_shape)
+        for name in names:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        super(cls, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     def _get_checked_instance(self, cls, _instance=None):
         if _instance is None and type(self).__init__ != cls.__init__:

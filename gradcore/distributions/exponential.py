@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import numbers
-
 from .._size import Size
 from . import _api as gc
 from . import constraints
 from .distribution import ExponentialFamily
-from .utils import broadcast_all
 
 __all__ = ["Exponential"]
 
@@ -32,17 +29,10 @@ class Exponential(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = Size() if isinstance(rate, numbers.Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._init_params(Exponential, ('rate',), (rate,), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Exponential, _instance)
-        batch_shape = Size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Exponential, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Exponential, ('rate',), batch_shape, _instance)
 
     @property
     def mean(self):

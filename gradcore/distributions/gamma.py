@@ -4,8 +4,6 @@ with its implicit reparameterization gradient (what ``Dirichlet`` and ``Beta`` b
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from .. import _random, backend
@@ -13,7 +11,6 @@ from .._size import Size
 from . import _api as gc
 from . import constraints
 from .distribution import ExponentialFamily
-from .utils import broadcast_all
 
 __all__ = ["Gamma"]
 
@@ -145,21 +142,10 @@ class Gamma(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, concentration, rate, validate_args=None):
-        self.concentration, self.rate = broadcast_all(concentration, rate)
-        if isinstance(concentration, numbers.Number) and isinstance(rate, numbers.Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.concentration.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._init_params(Gamma, ('concentration', 'rate'), (concentration, rate,), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Gamma, _instance)
-        batch_shape = Size(batch_shape)
-        new.concentration = self.concentration.expand(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Gamma, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Gamma, ('concentration', 'rate'), batch_shape, _instance)
 
     @property
     def mean(self):

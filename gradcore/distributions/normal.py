@@ -9,7 +9,7 @@ from .._size import Size
 from . import _api as gc
 from . import constraints
 from .distribution import ExponentialFamily
-from .utils import _standard_normal, broadcast_all
+from .utils import _standard_normal
 
 __all__ = ["Normal"]
 
@@ -34,21 +34,10 @@ class Normal(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._init_params(Normal, ('loc', 'scale'), (loc, scale,), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Normal, _instance)
-        batch_shape = Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Normal, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Normal, ('loc', 'scale'), batch_shape, _instance)
 
     @property
     def mean(self):

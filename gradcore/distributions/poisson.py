@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
-
 from .._size import Size
 from . import _api as gc
 from . import constraints
@@ -31,17 +29,10 @@ class Poisson(ExponentialFamily):
     support = constraints.nonnegative_integer
 
     def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = Size() if isinstance(rate, numbers.Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._init_params(Poisson, ('rate',), (rate,), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Poisson, _instance)
-        batch_shape = Size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Poisson, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Poisson, ('rate',), batch_shape, _instance)
 
     @property
     def mean(self):

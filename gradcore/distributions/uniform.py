@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 from .._size import Size
 from . import _api as gc
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
 
 __all__ = ["Uniform"]
 
@@ -36,21 +34,10 @@ class Uniform(Distribution):
                 "high": constraints.greater_than(self.low)}
 
     def __init__(self, low, high, validate_args=None):
-        self.low, self.high = broadcast_all(low, high)
-        if isinstance(low, numbers.Number) and isinstance(high, numbers.Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.low.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._init_params(Uniform, ('low', 'high'), (low, high,), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Uniform, _instance)
-        batch_shape = Size(batch_shape)
-        new.low = self.low.expand(batch_shape)
-        new.high = self.high.expand(batch_shape)
-        super(Uniform, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Uniform, ('low', 'high'), batch_shape, _instance)
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
