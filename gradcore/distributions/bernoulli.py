@@ -9,7 +9,10 @@ from .._size import Size
 from . import _api as gc
 from . import constraints
 from .distribution import ExponentialFamily
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import (
+    ShapedBinaryParams,
+    broadcast_all,
+)
 
 __all__ = ["Bernoulli"]
 
@@ -20,7 +23,7 @@ def _bce_with_logits(logits, target):
     return logits.clamp(min=0) - logits * target + gc.log1p(gc.exp(-logits.abs()))
 
 
-class Bernoulli(ExponentialFamily):
+class Bernoulli(ExponentialFamily, ShapedBinaryParams):
     """The Bernoulli distribution: 1 with probability ``probs``, else 0. Give ``probs``
     or ``logits`` (log-odds), not both.
 
@@ -78,21 +81,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        """The log-odds of 1."""
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        """The probability of 1."""
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> Size:
-        """The shape of the parameter given."""
-        return self._param.size()
 
     def sample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)

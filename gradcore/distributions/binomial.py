@@ -9,7 +9,10 @@ from .._size import Size
 from . import _api as gc
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import (
+    ShapedBinaryParams,
+    broadcast_all,
+)
 
 __all__ = ["Binomial"]
 
@@ -18,7 +21,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(Distribution, ShapedBinaryParams):
     """The binomial distribution: the number of successes in ``total_count`` independent
     trials of success probability ``probs`` (or log-odds ``logits``; give one).
 
@@ -79,21 +82,6 @@ class Binomial(Distribution):
     @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        """The log-odds of success."""
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        """The probability of success."""
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> Size:
-        """The shape of the parameter given."""
-        return self._param.size()
 
     def sample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))

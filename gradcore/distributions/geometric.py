@@ -9,12 +9,12 @@ from . import _api as gc
 from . import constraints
 from .bernoulli import _bce_with_logits
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import BinaryParams, broadcast_all
 
 __all__ = ["Geometric"]
 
 
-class Geometric(Distribution):
+class Geometric(Distribution, BinaryParams):
     """The number of failures before the first success in Bernoulli trials of success
     probability ``probs`` (or log-odds ``logits``; give one): values 0, 1, 2, ...
 
@@ -73,16 +73,6 @@ class Geometric(Distribution):
     @property
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
-
-    @lazy_property
-    def logits(self):
-        """The log-odds of success."""
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        """The probability of success."""
-        return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))

@@ -7,12 +7,16 @@ from . import _api as gc
 from . import constraints
 from .distribution import Distribution
 from .gamma import Gamma
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import (
+    ShapedBinaryParams,
+    broadcast_all,
+    lazy_property,
+)
 
 __all__ = ["NegativeBinomial"]
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(Distribution, ShapedBinaryParams):
     """The number of successes before ``total_count`` failures in Bernoulli trials of
     success probability ``probs`` (or log-odds ``logits``; give one).
 
@@ -70,21 +74,6 @@ class NegativeBinomial(Distribution):
     @property
     def variance(self):
         return self.mean / gc.sigmoid(-self.logits)
-
-    @lazy_property
-    def logits(self):
-        """The log-odds of success."""
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        """The probability of success."""
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> Size:
-        """The shape of the parameter given."""
-        return self._param.size()
 
     @lazy_property
     def _gamma(self):

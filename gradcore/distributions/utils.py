@@ -171,3 +171,28 @@ def _inherit_docstrings(cls) -> None:
                 if doc:
                     value.__doc__ = doc
                     break
+
+
+class BinaryParams:
+    """``logits`` and ``probs`` of a distribution given one of them (each made from the
+    other when first read), as Bernoulli, Binomial, Geometric, NegativeBinomial and
+    LogitRelaxedBernoulli have them."""
+
+    @lazy_property
+    def logits(self):
+        """The log-odds of 1 (a success)."""
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        """The probability of 1 (a success)."""
+        return logits_to_probs(self.logits, is_binary=True)
+
+
+class ShapedBinaryParams(BinaryParams):
+    """:class:`BinaryParams` and the shape of the one given (``param_shape``)."""
+
+    @property
+    def param_shape(self):
+        """The shape of the parameter given."""
+        return self._param.size()
