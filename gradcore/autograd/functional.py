@@ -305,6 +305,13 @@ def _stack(tensors):
     return _graph._tm.concatenate([t.unsqueeze(0) for t in tensors], 0)
 
 
+def _product(outputs, outputs_tuple, result, result_tuple, create_graph):
+    """``(func_output, product)`` as vjp, jvp, vhp and hvp return them: detached unless
+    ``create_graph``, each a tuple where what it stands for was given as one."""
+    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), outputs_tuple),
+            _tuple_postprocess(_grad_postprocess(result, create_graph), result_tuple))
+
+
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """The vector-Jacobian product ``v^T J`` of ``func`` at ``inputs``, with
     ``func(inputs)``: returns ``(func_output, vjp)``.
@@ -340,10 +347,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
     with set_grad_enabled(True if create_graph else _mode.enabled):
         grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    return _product(outputs, is_outputs_tuple, result, is_inputs_tuple, create_graph)
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -387,10 +391,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     with set_grad_enabled(True if create_graph else _mode.enabled):
         grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_outputs_tuple))
+    return _product(outputs, is_outputs_tuple, result, is_outputs_tuple, create_graph)
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
@@ -578,10 +579,7 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     with set_grad_enabled(True if create_graph else _mode.enabled):
         grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    return _product(outputs, is_outputs_tuple, result, is_inputs_tuple, create_graph)
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -611,7 +609,4 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     with set_grad_enabled(True if create_graph else _mode.enabled):
         grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    return _product(outputs, is_outputs_tuple, result, is_inputs_tuple, create_graph)
