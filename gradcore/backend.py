@@ -371,6 +371,30 @@ class ArrayMath:
     def asarray(self, data, dtype=None):
         return self.xp.asarray(data, dtype=dtype)
 
+    def backward_seed(self, like):
+        """Ones of ``like``'s shape (one element) and dtype to start a backward pass
+        from: a view of a one kept per dtype, so that no launch makes it after the
+        first (read-only on NumPy; the engine never writes into a gradient it did not
+        make). While a step is recorded on the CPU, or captured before a one was made,
+        a new array: a one made there would belong to the recording or to the graph's
+        memory."""
+        ones = self.__dict__.setdefault("_seeds", {})
+        dtype = like.dtype
+        one = ones.get(dtype)
+        host = self.xp is np
+        if _capture_read is not None and (one is None or host):
+            # (a CPU recording replays what it made alone; a graph reads a one made
+            # before its capture)
+            return self.xp.ones_like(like)
+        if one is None:
+            if host:
+                one = np.ones((), dtype=dtype)
+                one.flags.writeable = False
+            else:
+                one = self.asarray(np.ones((), dtype=dtype))  # (on this device)
+            ones[dtype] = one
+        return one if like.ndim == 0 else self.xp.broadcast_to(one, like.shape)
+
     @staticmethod
     def constant(arr):
         """A saved array as a rule's operand: the array itself (under
@@ -1606,15 +1630,16 @@ _pending_lock = threading.Lock()  # ops on other threads may add checks meanwhil
 PENDING_CHECKS_LIMIT = 256   # then they are read at once, so that the list stays short
 
 
-def check_range(idx, low: int, high: int, error) -> None:
+def check_range(idx, low: int, high: int, error, bounds=None) -> None:
     """Raise ``error(value)`` (an exception naming ``value``, an element of the integer
     array ``idx`` outside ``[low, high)``) if there is one: at once for host memory (the
     first such element), else at the next read from the device (the least or the
     greatest; :func:`raise_failed_checks`). Two reductions either way: on a GPU (or in a
-    profile) they are the two launches the check costs."""
+    profile) they are the two launches the check costs, unless the caller passes
+    ``bounds``, ``idx``'s least and greatest element, which a kernel of its own found."""
     if idx.size == 0 or (_capture_check is not None and _capture_check(idx, low, high, error)):
         return
-    least, greatest = idx.min(), idx.max()
+    least, greatest = (idx.min(), idx.max()) if bounds is None else bounds
     if isinstance(least, (np.ndarray, np.generic)):  # host memory: no wait to read them
         if int(least) < low or int(greatest) >= high:
             flat = idx.reshape(-1)

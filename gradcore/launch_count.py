@@ -57,6 +57,7 @@ _OPERATORS.update({"__eq__": "equal", "__ne__": "not_equal", "__lt__": "less",
                    "__invert__": "invert"})
 _REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
                "logical_or": "any", "logical_and": "all"}
+_SEED_DTYPES = (np.float16, np.float32, np.float64)  # of a backward's kept one
 _ALLOCATE_ONLY = {"empty", "empty_like"}                  # memory, no kernel
 _TRANSFERS = {"asarray", "array", "asanyarray", "ascontiguousarray"}  # from host data: a copy
 _WRITE_ONLY = {"copyto", "put_along_axis", "place", "putmask", "put", "fill"}
@@ -339,6 +340,9 @@ class _Session:
     # -- installing -------------------------------------------------------------------
     def install(self) -> None:
         cpu_math = backend._cpu_math()  # (imports the kernel modules)
+        for m in (cpu_math, *backend._cuda_maths.values()):
+            for dtype in _SEED_DTYPES:  # made once per process, not per step: not counted
+                m.backward_seed(np.empty((), dtype))
         self.fused = _fused_names()
         _skipped_devices.clear()
         self._instrument_math(cpu_math, _is_numpy, track=True)
@@ -458,6 +462,10 @@ class _Session:
                 entry = views[id(arr)] = (arr, _view(arr, _Counted))
             return entry[1]
 
+        # a backward's kept one, read by the first rule (the namespace's own dict is put
+        # back by _instrument_math's undo)
+        cpu_math.__dict__["_seeds"] = {dtype: counting(one) for dtype, one in
+                                       cpu_math.__dict__.get("_seeds", {}).items()}
         tensors, nodes = _live(Tensor, Node)
         for t in tensors:
             if type(t.__dict__.get("_data")) is np.ndarray:

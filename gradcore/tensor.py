@@ -36,8 +36,15 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
     """
     if retain_graph is None:
         retain_graph = create_graph
-    (g,) = _root_grads([self], [gradient], create_graph)
-    fn = self.grad_fn if self._base is None else fresh_history(self)
+    fn = self.grad_fn
+    if gradient is None and fn is not None and fn._pre_hooks is None and inputs is None \
+            and not create_graph and self._base is None and self._data.size == 1:
+        # the usual loss.backward(): a kept one (no hook nor .grad shows it; the rules
+        # only read it)
+        g = math_of(self._data).backward_seed(self._data)
+    else:
+        (g,) = _root_grads([self], [gradient], create_graph)
+        fn = fn if self._base is None else fresh_history(self)
     node = fn if fn is not None else self._accumulator()
     if inputs is not None:
         backward_to_inputs(self, g, inputs, retain_graph, create_graph)

@@ -122,6 +122,58 @@ __device__ __forceinline__ void softmax_xent_forward(
     }
 }
 
+// cross_entropy's reduction of the per-row losses, a block per row of `cols` losses (a
+// batch): out = the sum of `loss` (mode 1), or that divided by total = the sum of the
+// weights `wt` (mode 2, the mean; mode 0 writes no out); the gradient's coefficients
+// coef = -wt (-wt / total for the mean, 0 where total is 0); and the least and greatest
+// target of `tsafe` into bounds (the caller's range check, read at the next read from the
+// device). One launch where the array calls take six.
+struct least_op {
+    __device__ __forceinline__ long long operator()(long long a, long long b) const {
+        return b < a ? b : a;
+    }
+};
+struct greatest_op {
+    __device__ __forceinline__ long long operator()(long long a, long long b) const {
+        return b > a ? b : a;
+    }
+};
+
+template <typename T, typename C>
+__device__ __forceinline__ void nll_reduce(
+        const C* __restrict__ loss, const C* __restrict__ wt,
+        const long long* __restrict__ tsafe, long long mode, C* __restrict__ out,
+        C* __restrict__ coef, long long* __restrict__ bounds, long long rows,
+        long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    __shared__ long long ibuf[GRADCORE_MAX_BLOCK];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const long long base = r * cols;
+        C s = C(0), w = C(0);
+        long long lo = 0x7fffffffffffffffLL, hi = -0x7fffffffffffffffLL - 1;
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+            s += loss[base + j];
+            w += wt[base + j];
+            const long long t = tsafe[base + j];
+            lo = t < lo ? t : lo;
+            hi = t > hi ? t : hi;
+        }
+        lo = block_reduce(lo, ibuf, least_op());
+        hi = block_reduce(hi, ibuf, greatest_op());
+        s = block_sum(s, buf);
+        const C total = mode == 2 ? block_sum(w, buf) : C(1);
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+            const C neg = -wt[base + j];
+            coef[base + j] = mode != 2 ? neg : total != C(0) ? neg / total : C(0);
+        }
+        if (threadIdx.x == 0) {
+            if (mode != 0) out[r] = mode == 2 ? s / total : s;
+            bounds[2 * r] = lo;
+            bounds[2 * r + 1] = hi;
+        }
+    }
+}
+
 // The backward of a softmax-like op along the rows, from a row sum: for each row,
 // s = sum over the row of F::term(g, y), then out = F::out(g, y, s).
 template <typename T, typename C, typename F>

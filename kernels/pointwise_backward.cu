@@ -15,30 +15,6 @@
 #include "gradcore_conv.cuh"
 #include "gradcore_philox.cuh"
 namespace gradcore {
-// nll_coef(wt, total) = where(total != 0, -wt / total, 0)
-template <typename T, typename C, typename I>
-__device__ __forceinline__ void nll_coef_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
-    const I stride = (I)blockDim.x * gridDim.x;
-    const I m1 = (I)0 - (I)a1;
-    const I m3 = (I)0 - (I)a3;
-    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const C wt = load(a0[i & m1]);
-        const C total = load(a2[i & m3]);
-        out0[i] = store<T>(where(total != C(0), -wt / total, C(0)));
-    }
-}
-
-// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
-// below 2^32 there, since n < 2^31 and stride < 2^31
-template <typename T, typename C>
-__device__ __forceinline__ void nll_coef(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
-    if (n < 2147483648LL) {
-        nll_coef_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
-    } else {
-        nll_coef_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
-    }
-}
-
 // mul_backward(g, a, b) = g * b, g * a
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void mul_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, T* __restrict__ out0, T* __restrict__ out1, I n) {
@@ -1697,6 +1673,30 @@ __device__ __forceinline__ void prelu_backward(const T* __restrict__ a0, long lo
     }
 }
 
+// nll_coef(wt, total) = where(total != 0, -wt / total, 0)
+template <typename T, typename C, typename I>
+__device__ __forceinline__ void nll_coef_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, I n) {
+    const I stride = (I)blockDim.x * gridDim.x;
+    const I m1 = (I)0 - (I)a1;
+    const I m3 = (I)0 - (I)a3;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const C wt = load(a0[i & m1]);
+        const C total = load(a2[i & m3]);
+        out0[i] = store<T>(where(total != C(0), -wt / total, C(0)));
+    }
+}
+
+// 32-bit indices where n allows (cheaper address arithmetic); i + stride stays
+// below 2^32 there, since n < 2^31 and stride < 2^31
+template <typename T, typename C>
+__device__ __forceinline__ void nll_coef(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, T* __restrict__ out0, long long n) {
+    if (n < 2147483648LL) {
+        nll_coef_loop<T, C, unsigned int>(a0, a1, a2, a3, out0, (unsigned int)n);
+    } else {
+        nll_coef_loop<T, C, long long>(a0, a1, a2, a3, out0, n);
+    }
+}
+
 // mse_backward(g, x, y, scale) = (x - y) * (g * scale)
 template <typename T, typename C, typename I>
 __device__ __forceinline__ void mse_backward_loop(const T* __restrict__ a0, long long a1, const T* __restrict__ a2, long long a3, const T* __restrict__ a4, long long a5, C scale, T* __restrict__ out0, I n) {
@@ -2609,9 +2609,6 @@ __device__ __forceinline__ void adam_amsgrad_step_multi(const unsigned long long
 
 // ---- float16: stored as gc_half, computed in float
 #ifndef GRADCORE_NO_float16
-extern "C" __global__ void nll_coef_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
-    gradcore::nll_coef<gc_half, float>(a0, a1, a2, a3, out0, n);
-}
 extern "C" __global__ void mul_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
     gradcore::mul_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
 }
@@ -2810,6 +2807,9 @@ extern "C" __global__ void threshold_backward_float16(const gc_half* __restrict_
 extern "C" __global__ void prelu_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, gc_half* __restrict__ out0, gc_half* __restrict__ out1, long long n) {
     gradcore::prelu_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
 }
+extern "C" __global__ void nll_coef_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, gc_half* __restrict__ out0, long long n) {
+    gradcore::nll_coef<gc_half, float>(a0, a1, a2, a3, out0, n);
+}
 extern "C" __global__ void mse_backward_float16(const gc_half* __restrict__ a0, long long a1, const gc_half* __restrict__ a2, long long a3, const gc_half* __restrict__ a4, long long a5, float scale, gc_half* __restrict__ out0, long long n) {
     gradcore::mse_backward<gc_half, float>(a0, a1, a2, a3, a4, a5, scale, out0, n);
 }
@@ -2932,6 +2932,10 @@ extern "C" __global__ void norm_backward_channels_float16(const gc_half* __restr
 extern "C" __global__ void softmax_xent_forward_float16(const gc_half* __restrict__ x, const long long* __restrict__ target, const float* __restrict__ weight, long long has_weight, long long ignore_index, gc_half* __restrict__ logp, float* __restrict__ loss, float* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
     gradcore::softmax_xent_forward<gc_half, float>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
 }
+// nll_reduce: hand-written in gradcore_rows.cuh
+extern "C" __global__ void nll_reduce_float16(const float* __restrict__ loss, const float* __restrict__ wt, const long long* __restrict__ tsafe, long long mode, float* __restrict__ out, float* __restrict__ coef, long long* __restrict__ bounds, long long rows, long long cols) {
+    gradcore::nll_reduce<gc_half, float>(loss, wt, tsafe, mode, out, coef, bounds, rows, cols);
+}
 // attention_softmax_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void attention_softmax_rows_float16(const gc_half* __restrict__ s, const gc_half* __restrict__ bias, long long has_bias, float scale, long long n_q, gc_half* __restrict__ y, long long rows, long long cols) {
     gradcore::attention_softmax_rows<gc_half, float>(s, bias, has_bias, scale, n_q, y, rows, cols);
@@ -2968,9 +2972,6 @@ extern "C" __global__ void philox_advance_float16(long long* __restrict__ state,
 
 // ---- float32: stored as float, computed in float
 #ifndef GRADCORE_NO_float32
-extern "C" __global__ void nll_coef_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
-    gradcore::nll_coef<float, float>(a0, a1, a2, a3, out0, n);
-}
 extern "C" __global__ void mul_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
     gradcore::mul_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
 }
@@ -3169,6 +3170,9 @@ extern "C" __global__ void threshold_backward_float32(const float* __restrict__ 
 extern "C" __global__ void prelu_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float* __restrict__ out0, float* __restrict__ out1, long long n) {
     gradcore::prelu_backward<float, float>(a0, a1, a2, a3, a4, a5, out0, out1, n);
 }
+extern "C" __global__ void nll_coef_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, float* __restrict__ out0, long long n) {
+    gradcore::nll_coef<float, float>(a0, a1, a2, a3, out0, n);
+}
 extern "C" __global__ void mse_backward_float32(const float* __restrict__ a0, long long a1, const float* __restrict__ a2, long long a3, const float* __restrict__ a4, long long a5, float scale, float* __restrict__ out0, long long n) {
     gradcore::mse_backward<float, float>(a0, a1, a2, a3, a4, a5, scale, out0, n);
 }
@@ -3291,6 +3295,10 @@ extern "C" __global__ void norm_backward_channels_float32(const float* __restric
 extern "C" __global__ void softmax_xent_forward_float32(const float* __restrict__ x, const long long* __restrict__ target, const float* __restrict__ weight, long long has_weight, long long ignore_index, float* __restrict__ logp, float* __restrict__ loss, float* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
     gradcore::softmax_xent_forward<float, float>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
 }
+// nll_reduce: hand-written in gradcore_rows.cuh
+extern "C" __global__ void nll_reduce_float32(const float* __restrict__ loss, const float* __restrict__ wt, const long long* __restrict__ tsafe, long long mode, float* __restrict__ out, float* __restrict__ coef, long long* __restrict__ bounds, long long rows, long long cols) {
+    gradcore::nll_reduce<float, float>(loss, wt, tsafe, mode, out, coef, bounds, rows, cols);
+}
 // attention_softmax_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void attention_softmax_rows_float32(const float* __restrict__ s, const float* __restrict__ bias, long long has_bias, float scale, long long n_q, float* __restrict__ y, long long rows, long long cols) {
     gradcore::attention_softmax_rows<float, float>(s, bias, has_bias, scale, n_q, y, rows, cols);
@@ -3327,9 +3335,6 @@ extern "C" __global__ void philox_advance_float32(long long* __restrict__ state,
 
 // ---- float64: stored as double, computed in double
 #ifndef GRADCORE_NO_float64
-extern "C" __global__ void nll_coef_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
-    gradcore::nll_coef<double, double>(a0, a1, a2, a3, out0, n);
-}
 extern "C" __global__ void mul_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
     gradcore::mul_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
 }
@@ -3528,6 +3533,9 @@ extern "C" __global__ void threshold_backward_float64(const double* __restrict__
 extern "C" __global__ void prelu_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double* __restrict__ out0, double* __restrict__ out1, long long n) {
     gradcore::prelu_backward<double, double>(a0, a1, a2, a3, a4, a5, out0, out1, n);
 }
+extern "C" __global__ void nll_coef_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, double* __restrict__ out0, long long n) {
+    gradcore::nll_coef<double, double>(a0, a1, a2, a3, out0, n);
+}
 extern "C" __global__ void mse_backward_float64(const double* __restrict__ a0, long long a1, const double* __restrict__ a2, long long a3, const double* __restrict__ a4, long long a5, double scale, double* __restrict__ out0, long long n) {
     gradcore::mse_backward<double, double>(a0, a1, a2, a3, a4, a5, scale, out0, n);
 }
@@ -3649,6 +3657,10 @@ extern "C" __global__ void norm_backward_channels_float64(const double* __restri
 // softmax_xent_forward: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_xent_forward_float64(const double* __restrict__ x, const long long* __restrict__ target, const double* __restrict__ weight, long long has_weight, long long ignore_index, double* __restrict__ logp, double* __restrict__ loss, double* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
     gradcore::softmax_xent_forward<double, double>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
+}
+// nll_reduce: hand-written in gradcore_rows.cuh
+extern "C" __global__ void nll_reduce_float64(const double* __restrict__ loss, const double* __restrict__ wt, const long long* __restrict__ tsafe, long long mode, double* __restrict__ out, double* __restrict__ coef, long long* __restrict__ bounds, long long rows, long long cols) {
+    gradcore::nll_reduce<double, double>(loss, wt, tsafe, mode, out, coef, bounds, rows, cols);
 }
 // attention_softmax_rows: hand-written in gradcore_rows.cuh
 extern "C" __global__ void attention_softmax_rows_float64(const double* __restrict__ s, const double* __restrict__ bias, long long has_bias, double scale, long long n_q, double* __restrict__ y, long long rows, long long cols) {

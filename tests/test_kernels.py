@@ -911,6 +911,45 @@ def test_softmax_xent_forward_kernel_matches_the_twin(dtype, host_lib):
     assert np.isfinite(out[1][0]) and np.isnan(out[1][1]) and out[3][1] == 5
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nll_reduce_kernel_matches_the_twin(dtype, host_lib):
+    """cross_entropy's reduction in one launch: the loss (none, sum, mean), the gradient's
+    coefficients (0 for a mean over no counted target) and the targets' bounds, for a
+    block per row of 1 to 700 losses and blocks smaller than a row."""
+    from gradcore.kernels import rows as fused_rows
+
+    rng = np.random.default_rng(8)
+    for n in (1, 5, 33, 700):
+        loss = rng.uniform(0, 3, n).astype(dtype)
+        tsafe = rng.integers(-3, 40, n).astype(np.int64)
+        for wt in (rng.uniform(0.5, 2, n).astype(dtype), np.zeros(n, dtype)):
+            for mode in (0, 1, 2):
+                want = fused_rows.nll_reduce(np, loss, wt, tsafe, mode)
+                for block in (1, 32, 96, 256):
+                    out, coef = np.full(1, np.nan, dtype), np.full(n, np.nan, dtype)
+                    bounds = np.zeros(2, np.int64)
+                    khost.launch_host(f"nll_reduce_{dtype}",
+                                      [loss, wt, tsafe, np.int64(mode), out, coef, bounds,
+                                       np.int64(1), np.int64(n)], 1, block, lib=host_lib)
+                    where = f"n={n} mode={mode} block={block}"
+                    if mode:
+                        np.testing.assert_allclose(out[0], want[0], err_msg=where,
+                                                   **_row_tol(dtype))
+                    else:
+                        assert np.isnan(out[0]), where  # (no reduction: out untouched)
+                    # (the mean's coefficients divide by a total summed in another order)
+                    np.testing.assert_allclose(coef, want[1], err_msg=where, **_row_tol(dtype))
+                    assert (bounds[0], bounds[1]) == (want[2], want[3]), where
+    # rows of losses, a block each, fewer blocks than rows (grid-stride)
+    loss, wt = np.ones((3, 4), "float32"), np.full((3, 4), 2, "float32")
+    tsafe = np.arange(12, dtype=np.int64).reshape(3, 4)
+    out, coef, bounds = np.zeros(3, "float32"), np.zeros((3, 4), "float32"), np.zeros(6, np.int64)
+    khost.launch_host("nll_reduce_float32", [loss, wt, tsafe, np.int64(2), out, coef, bounds,
+                                             np.int64(3), np.int64(4)], 2, 32, lib=host_lib)
+    assert out.tolist() == [0.5] * 3 and (coef == -0.25).all()
+    assert bounds.tolist() == [0, 3, 4, 7, 8, 11]
+
+
 # the language standard is the front end's business: its syntax and semantic checks
 # (templates instantiated) decide whether a standard takes the source, the back end
 # (NVVM, a few seconds a dtype) sees the same code whatever -std was

@@ -211,6 +211,19 @@ def _xent_forward_kernel(math, x, target, weight, ignore_index):
     return logp, loss, wt, tsafe
 
 
+def _nll_reduce_kernel(math, loss, wt, tsafe, mode):
+    xp = math.xp
+    dtype = loss.dtype  # (the compute type: the entry point of that dtype)
+    n = loss.shape[0]
+    out = xp.empty((1,), dtype=dtype)
+    coef = xp.empty((n,), dtype=dtype)
+    bounds = xp.empty((2,), dtype=np.int64)
+    _launch(math, "nll_reduce", dtype,
+            [_dense(xp, loss, dtype), _dense(xp, wt, dtype), _dense(xp, tsafe, np.int64),
+             np.int64(mode), out, coef, bounds], 1, n, "rows")
+    return (out.reshape(()) if mode else None), coef, bounds[0], bounds[1]
+
+
 def _softmax_forward_kernel(math, x, log):
     xp = math.xp
     dtype = x.dtype
@@ -503,6 +516,7 @@ _ROW_LAUNCHERS = {
         _rows_kernel, math, "log_softmax_backward_rows"),
     "softmax_xent_backward": lambda math: functools.partial(_xent_kernel, math),
     "softmax_xent_forward": lambda math: functools.partial(_xent_forward_kernel, math),
+    "nll_reduce": lambda math: functools.partial(_nll_reduce_kernel, math),
     "mul_sum_rows": lambda math: functools.partial(_mul_sum_rows_kernel, math),
     "softmax_forward_rows": lambda math: functools.partial(_softmax_forward_kernel, math),
     "attention_softmax_rows": lambda math: functools.partial(_attention_kernel, math),

@@ -146,11 +146,7 @@ KEEPING = {"gelu_forward_keep": ("gelu_forward_cdf", "gelu_forward")}
 # its stanza (gradcore/ops/<family>.py, ``kernels.declare(Kernel(...))``), which adds
 # them here when its module is imported; only kernels that serve no single op are
 # declared here.
-KERNELS: dict[str, Kernel] = {k.name: k for k in [
-    # nll_loss's gradient coefficients from the targets' weights for "mean": -wt / total
-    # (no gradient when nothing is counted); shared by nll_loss and cross_entropy
-    Kernel("nll_coef", ("wt", "total"), "where(total != 0, -wt / total, 0)"),
-]}
+KERNELS: dict[str, Kernel] = {}
 
 _NUMPY_NAMES = {
     "where": np.where, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sin": np.sin,

@@ -151,6 +151,28 @@ def softmax_xent_forward(F, x, target, weight, ignore_index):
     return logp, loss, wt, tsafe
 
 
+def nll_reduce(F, loss, wt, tsafe, mode):
+    """cross_entropy's reduction of its per-row ``loss`` (``softmax_xent_forward``'s):
+    ``(out, coef, least, greatest)``: the loss (None for ``mode`` 0, no reduction; the
+    sum for 1; for 2 the sum divided by ``total``, the sum of the rows' weights ``wt``),
+    the gradient's coefficient of each row (``-wt``; ``-wt / total`` for the mean, 0 where
+    ``total`` is 0: no target counted, no gradient) and the least and greatest target
+    (``tsafe``: the caller's range check). One launch on a device (a block does it all)
+    for what would take six: two sums, a division, the coefficients, a min and a max."""
+    if tsafe.size:
+        least, greatest = tsafe.min(), tsafe.max()
+    else:  # (nothing to check: as the kernel leaves them)
+        least, greatest = np.int64(np.iinfo(np.int64).max), np.int64(np.iinfo(np.int64).min)
+    if mode == 0:
+        return None, -wt, least, greatest
+    out = loss.sum()
+    if mode == 1:
+        return out, -wt, least, greatest
+    total = wt.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return out / total, F.where(total != 0, -wt / total, 0), least, greatest
+
+
 def attention_softmax(F, scores, bias, scale, causal):
     """scaled_dot_product_attention's weights from its scores (``q @ k^T``): softmax over
     the last axis of ``scores * scale + bias`` (``bias`` None or an additive array that
@@ -303,7 +325,7 @@ def mul_sum_rows(xp, g, x):
 
 
 TWINS = {f.__name__: f for f in (softmax_backward_rows, log_softmax_backward_rows,
-                                  softmax_xent_backward, softmax_xent_forward,
+                                  softmax_xent_backward, softmax_xent_forward, nll_reduce,
                                   softmax_forward_rows,
                                   layer_norm_forward_rows, layer_norm_backward_rows,
                                   layer_norm_param_grads, mul_sum_rows,
@@ -529,6 +551,9 @@ ROW_KERNELS = {k.name: k for k in [
         ("in", "x"), ("index", "target"), ("cin", "weight"), ("int", "has_weight"),
         ("int", "ignore_index"), ("out", "logp"), ("cout", "loss"), ("cout", "wt"),
         ("index_out", "tsafe"), ("int", "rows"), ("int", "cols"))),
+    RowKernel("nll_reduce", (
+        ("cin", "loss"), ("cin", "wt"), ("index", "tsafe"), ("int", "mode"), ("cout", "out"),
+        ("cout", "coef"), ("index_out", "bounds"), ("int", "rows"), ("int", "cols"))),
     RowKernel("attention_softmax_rows", (
         ("in", "s"), ("in", "bias"), ("int", "has_bias"), ("scalar", "scale"),
         ("int", "n_q"), ("out", "y"), ("int", "rows"), ("int", "cols"))),

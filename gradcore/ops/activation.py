@@ -988,6 +988,11 @@ def _embedding_index_error(value):
     return IndexError(f"index out of range in self (index {value})")
 
 
+# nll_loss's gradient coefficients from the targets' weights for "mean": -wt / total (no
+# gradient when nothing is counted); cross_entropy's come from its nll_reduce
+declare(Kernel("nll_coef", ("wt", "total"), "where(total != 0, -wt / total, 0)"))
+
+
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """The negative log likelihood of integer class targets, ``-input[n, target[n]]``
     (times ``weight[target[n]]``), over the class dimension 1 (0 for a 1-D input);
@@ -1046,17 +1051,19 @@ def _nll_loss(input, target, weight, ignore_index, reduction, cls):
     m.negative(losses, out=losses)
     if not all_valid:  # ignored targets lose 0 (even where the input is -inf)
         losses = m.where(valid, losses, 0)
-    coef = -wt if wt is not None else m.full(td.shape, -1.0, dtype=acc)
     if reduction == "none":
         out = losses
     else:
         out = losses.sum(dtype=acc)
-        if reduction == "mean":
-            total = wt.sum(dtype=acc) if wt is not None else acc.type(td.size)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out = out / total
-                # no targets counted: no gradient (and no reading `total` back)
-                coef = m.where(total != 0, coef / total, 0).astype(acc, copy=False)
+    if reduction == "mean":
+        total = wt.sum(dtype=acc) if wt is not None else acc.type(td.size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = out / total
+            # no targets counted: no gradient (and no reading `total` back)
+            coef = m.nll_coef(wt if wt is not None else m.ones(td.shape, dtype=acc), total)
+            coef = coef.astype(acc, copy=False)
+    else:
+        coef = -wt if wt is not None else m.full(td.shape, -1.0, dtype=acc)
     out = m.asarray(out).astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
         return wrap(out)
@@ -1101,23 +1108,20 @@ def cross_entropy_rows(x, t, weight, ignore_index, reduction):
     m = math_of(xd)
     wd = None if weight is None else weight._data
     logp, losses, wt, tsafe = m.softmax_xent_forward(xd, td, wd, ignore_index)
+    # the loss, the gradient's coefficients and the targets' bounds in one formula (one
+    # launch on a device)
+    out, coef, least, greatest = m.nll_reduce(losses, wt, tsafe, _REDUCTIONS[reduction])
     # tsafe: the targets with ignored ones made 0 (one out of range kept as it is): the
     # check is read at the next read from the device
-    check_range(tsafe, 0, xd.shape[1], _target_error)
-    if reduction == "none":
-        out, total = losses, None
-    else:
-        out = losses.sum()
-        total = wt.sum() if reduction == "mean" else None
-        if total is not None:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out = out / total
-    out = m.asarray(out).astype(xd.dtype, copy=False)
+    check_range(tsafe, 0, xd.shape[1], _target_error, (least, greatest))
+    out = m.asarray(losses if out is None else out).astype(xd.dtype, copy=False)
     if not (mode.enabled and x._rg):
         return wrap(out)
     logp_t = _record_softmax(logp, LogSoftmaxPairBackward0, 1, x)
-    coef = m.nll_coef(wt, total) if total is not None else m.negative(wt)
     return _record_nll(out, coef, tsafe, 1, logp_t, CrossEntropyBackward)
+
+
+_REDUCTIONS = {"none": 0, "sum": 1, "mean": 2}  # (nll_reduce's modes)
 
 
 # 2 * (x - y) * g, divided by the count for "mean" (scale = 2 or 2 / n)
