@@ -966,3 +966,31 @@ def test_every_node_is_numbered_after_the_nodes_of_its_inputs(device):
                     if nxt is not None:
                         assert nxt.seq < node.seq, (op.name, node.name(), nxt.name())
                         stack.append(nxt)
+
+
+def test_the_kept_backward_seed_is_never_shown(device):
+    """loss.backward() starts from a one kept per dtype; what a user can see or keep of
+    the root gradient (retain_grad, a hook, autograd.grad of the loss itself, a leaf's
+    .grad) is a new array, so writing into it changes no later backward."""
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    loss = (x * 3).sum()
+    loss.retain_grad()
+    loss.backward()
+    loss.grad.mul_(5)  # the user's own array
+    seen = []
+    y = (x * 2).sum()
+    y.register_hook(lambda g: seen.append(g) or None)
+    y.backward()
+    seen[0].add_(7)
+    (g,) = gc.autograd.grad((x * 1).sum(), [x])
+    s = x.sum()
+    (root,) = gc.autograd.grad(s, s)
+    root.add_(1)
+    scalar = gc.tensor(1.0, requires_grad=True)
+    scalar.backward()
+    scalar.grad.add_(2)
+    x.grad = None
+    (x * 4).sum().backward()  # the kept one is still one
+    assert x.grad.tolist() == [4.0, 4.0]
+    assert loss.grad.item() == 5.0 and seen[0].item() == 8.0 and root.item() == 2.0
+    assert scalar.grad.item() == 3.0 and g.tolist() == [1.0, 1.0]
