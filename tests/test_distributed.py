@@ -82,5 +82,29 @@ def test_data_parallel_is_pytorch_s_on_one_device():
     x = np.arange(4.0, dtype=np.float32).reshape(2, 2)
     np.testing.assert_allclose(host(g(gc.tensor(x)).detach()),
                                t(torch.tensor(x)).detach().numpy(force=True), rtol=1e-6)
+    # without a GPU, PyTorch's ignores device_ids
+    assert gc.nn.DataParallel(gc.nn.Linear(2, 3), device_ids=[0, 1]).device_ids == []
+
+
+def test_data_parallel_moves_the_module_and_inputs_to_the_gpu(standin):
+    """With a CUDA device, PyTorch's one-device DataParallel moves the module to cuda:0
+    (or device_ids[0]) and the inputs' tensors with it; parameters moved elsewhere after
+    are refused, naming the device."""
+    lin = gc.nn.Linear(2, 3)
+    dp = gc.nn.DataParallel(lin)
+    assert dp.device_ids == [0] and dp.output_device == 0
+    assert lin.weight.device == gc.device("cuda:0")
+    x = gc.arange(4.0).reshape(2, 2)  # on the CPU: moved, as PyTorch's scatter does
+    out = dp(x)
+    assert out.device == gc.device("cuda:0")
+    np.testing.assert_allclose(host(out.detach()), host(lin(x.cuda()).detach()))
+    out.sum().backward()
+    assert lin.weight.grad.device == gc.device("cuda:0")
     with pytest.raises(RuntimeError, match="one device"):
         gc.nn.DataParallel(gc.nn.Linear(2, 3), device_ids=[0, 1])
+    dp2 = gc.nn.DataParallel(gc.nn.Linear(2, 3), device_ids=[gc.device("cuda:0")])
+    assert dp2.device_ids == [0]
+    dp2.module.to("cpu")
+    with pytest.raises(RuntimeError, match=r"on device cuda:0 \(device_ids\[0\]\) but found "
+                                           r"one of them on device: cpu"):
+        dp2(gc.ones(1, 2))
