@@ -4,7 +4,8 @@
 #   bench/gpu_run.sh test  OUTDIR   the machine's description, then make gpu-test
 #   bench/gpu_run.sh bench OUTDIR   make gpu-bench; its JSON, PNG and logs copied to OUTDIR
 #   bench/gpu_run.sh targets OUTDIR gc.compile's GPU targets (bench/gpu_targets.py), then
-#                                   gradcore train compiled and eager, and gradcore bench's
+#                                   gradcore train compiled and eager (and compiled under
+#                                   cProfile: where its time goes), and gradcore bench's
 #                                   step suite with PyTorch eager and PyTorch's CUDA graph
 # PYTHON (default python3) is taken as it is: no virtualenv, no installs, since the GPU
 # machine's Python already has CuPy, pytest and pytest-benchmark, and no network.
@@ -51,6 +52,11 @@ targets)
     echo "gradcore train --device cuda $how"
     timeout 90 $PY -m gradcore train --device cuda --no-progress $how 2>&1 | grep -v "^epoch"
   done | tee "$out/gpu-train.txt"
+  # where the compiled run's time goes (its first epochs: kernel loading, captures)
+  timeout 90 $PY -m cProfile -o "$out/gpu-train.prof" -m gradcore train --device cuda \
+      --no-progress >/dev/null 2>&1
+  $PY -c "import pstats, sys; pstats.Stats(sys.argv[1]).sort_stats('cumulative').print_stats(45)" \
+      "$out/gpu-train.prof" 2>&1 | tail -60 | tee "$out/gpu-train-profile.txt"
   timeout 90 $PY -m gradcore bench --suite step --sizes 256,512 --devices cuda --compare-torch \
       --repeat 20 --no-progress 2>&1 | tee "$out/gpu-bench-step.txt"
   ;;
