@@ -24,6 +24,21 @@ after CuPy made its own handle, or by its soname). On first use per dtype, a sma
 product is checked against CuPy's; should loading fail or the check disagree, products
 go to CuPy's ``matmul`` (with a warning) and a capture of a step with products runs
 eagerly.
+
+nn.Linear's products (``linear``, ``linear_weight_grads``: the formulas, once, over any
+namespace) fold the bias in on CUDA through cuBLASLt (``libcublasLt``, found the same
+way): the forward is one ``cublasLtMatmul`` with ``CUBLASLT_EPILOGUE_BIAS`` (the bias,
+of the output's dtype, added to the accumulator before its one rounding: float32 and
+float64 give the two steps' values, float16 rounds once instead of twice), the weight
+gradient one with ``CUBLASLT_EPILOGUE_BGRADB`` (row-major ``g2.T @ x2`` is cuBLAS's
+``x2^T g2`` with ``g2`` as its B: the bias gradient, ``g2`` summed over its rows, is B
+summed over k; in cuBLASLt's order of summation). Descriptors, layouts and the
+heuristic's algorithm are made once per product (device, epilogue, dtype, transposes,
+sizes, leading dimensions, alignments) and kept (``MAX_PLANS``), never while a stream
+captures: then only the descriptor's bias pointer is set (host memory) and the product
+launched, on the current stream, with the handle's own workspace. Checked on first use
+per dtype and epilogue against CuPy's two steps; where cuBLASLt fails or disagrees (a
+warning) or has no algorithm (none), the two steps run, as on the CPU.
 """
 
 from __future__ import annotations
