@@ -62,7 +62,8 @@ _ALLOCATE_ONLY = {"empty", "empty_like"}                  # memory, no kernel
 _TRANSFERS = {"asarray", "array", "asanyarray", "ascontiguousarray"}  # from host data: a copy
 _WRITE_ONLY = {"copyto", "put_along_axis", "place", "putmask", "put", "fill"}
 # namespace helpers that are one kernel on CUDA; the other helpers count what they call
-_ONE_CALL_HELPERS = {"asarray", "erf", "matmul"}
+# (matmul_bias / matmul_bgrad: a product with cuBLASLt's epilogue, gemm.py)
+_ONE_CALL_HELPERS = {"asarray", "erf", "matmul", "matmul_bias", "matmul_bgrad"}
 
 
 # ---- results -----------------------------------------------------------------------------

@@ -290,6 +290,8 @@ def test_products_are_captured_through_cublas_called_directly(device):
     if calls is not None:  # (the stand-in logs cuBLAS's calls: some on the capture's stream)
         (entry,) = compiled[2]._cache.values()
         assert entry.graph.stream.ptr in {ptr for _name, ptr in calls}
+        # (the biases through cuBLASLt's epilogues, captured too)
+        assert ("lt_matmul", entry.graph.stream.ptr) in set(calls)
 
 
 def test_products_through_cupy_are_refused_during_capture(device, monkeypatch):
@@ -344,6 +346,202 @@ def test_stand_in_cublas_wants_a_workspace_during_capture(standin):
         assert lib.gemm_batched(*args) == 15  # CUBLAS_STATUS_NOT_SUPPORTED
         lib.set_workspace(h, a.data.ptr, 16)
         assert lib.gemm_batched(*args) == 0
+        s.end_capture()
+
+
+# ---- nn.Linear's bias: cuBLASLt's epilogues (gradcore.kernels.gemm) ----------------------
+def _linear_case(dev, dtype, shape, bias, bias_grad, strided, create_graph=False):
+    """nn.functional.linear forward and backward on ``dev``: the output and the
+    gradients of x, w and b (None where not asked)."""
+    rng = np.random.default_rng(7)
+    full = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(dtype)
+    xa = full[..., ::2] if strided else np.ascontiguousarray(full[..., ::2])
+    x = gc.tensor(np.ascontiguousarray(xa), device=dev)
+    if strided:  # (a non-contiguous view on the device too)
+        x = gc.tensor(full, device=dev)[..., ::2]
+    x.requires_grad_(True) if x.is_leaf else x.retain_grad()
+    w = gc.tensor(rng.standard_normal((3, shape[-1])).astype(dtype), device=dev,
+                  requires_grad=True)
+    b = gc.tensor(rng.standard_normal(3).astype(dtype), device=dev,
+                  requires_grad=bias_grad) if bias else None
+    y = gc.nn.functional.linear(x, w, b)
+    u = gc.tensor(rng.standard_normal(y.shape).astype(dtype), device=dev)
+    if create_graph:  # (a second derivative: through tensor_math's linear_weight_grads)
+        (gw,) = gc.autograd.grad((y * u).sum(), [w], create_graph=True)
+        (gw * gw).sum().backward()
+        return [_host(y), _host(x.grad), _host(gw)]
+    y.backward(u)
+    return [_host(y), _host(x.grad), _host(w.grad),
+            None if b is None or b.grad is None else _host(b.grad)]
+
+
+_LINEAR_CASES = [((6, 5), True, True, False), ((2, 3, 5), True, True, False),
+                 ((6, 5), False, False, False), ((6, 5), True, False, False),
+                 ((4, 5), True, True, True), ((2, 4, 5), True, True, True)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_linear_through_cublaslt_matches_the_cpu_and_torch(device, dtype):
+    """The product with the bias (BIAS) and the weight gradient with the bias's (BGRADB)
+    give the CPU's values: float32/64 bit for bit on the stand-in (one rounding of the
+    same fp32/64 sums), float16 within its tolerance (rounded once, not twice); and
+    PyTorch's."""
+    exact = hasattr(gc.device("cuda").xp, "cublas_library") and dtype != np.float16
+    tol = 2e-2 if dtype == np.float16 else 1e-5
+    for shape, bias, bias_grad, strided in _LINEAR_CASES:
+        got = _linear_case("cuda", dtype, shape, bias, bias_grad, strided)
+        want = _linear_case("cpu", dtype, shape, bias, bias_grad, strided)
+        for g, w in zip(got, want):
+            assert (g is None) == (w is None)
+            if g is None:
+                continue
+            assert g.dtype == dtype
+            if exact:
+                np.testing.assert_array_equal(g, w, err_msg=f"{shape} {bias} {strided}")
+            else:
+                np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+        torch = pytest.importorskip("torch")
+        rng = np.random.default_rng(7)
+        full = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(dtype)
+        x = torch.tensor(full[..., ::2].astype(np.float64), requires_grad=True)
+        w = torch.tensor(rng.standard_normal((3, shape[-1])).astype(dtype).astype(np.float64),
+                         requires_grad=True)
+        b = torch.tensor(rng.standard_normal(3).astype(dtype).astype(np.float64),
+                         requires_grad=bias_grad) if bias else None
+        y = torch.nn.functional.linear(x, w, b)
+        y.backward(torch.tensor(rng.standard_normal(tuple(y.shape)).astype(dtype)
+                                .astype(np.float64)))
+        ref = [y, x.grad, w.grad, None if b is None or not bias_grad else b.grad]
+        for g, r in zip(got, ref):
+            if g is not None:
+                np.testing.assert_allclose(g.astype(np.float64), r.detach().numpy(),
+                                           rtol=tol * 5, atol=tol * 5)
+
+
+def test_linear_double_backward_goes_through_tensor_math(device):
+    for dtype in (np.float32, np.float64):
+        got = _linear_case("cuda", dtype, (2, 3, 5), True, True, False, create_graph=True)
+        want = _linear_case("cpu", dtype, (2, 3, 5), True, True, False, create_graph=True)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_a_linear_is_one_launch_forward_and_one_for_its_weight_and_bias(device):
+    lin = gc.nn.Linear(5, 3).to("cuda")
+    x = gc.randn(4, 5, device="cuda")
+    lin(x).sum().backward()  # (the first use: cuBLASLt checked, plans made)
+    lin.zero_grad()
+    with gc.profile() as prof:
+        lin(x).sum().backward()
+    counts = {k.name: k.launches for k in prof.key_averages()}
+    assert counts["matmul_bias"] == 1 and counts["matmul_bgrad"] == 1
+    assert "add" not in counts and "matmul" not in counts  # (x needs no gradient)
+    assert counts["sum"] == 1  # (the loss's own)
+
+
+@pytest.fixture
+def fresh_lt(monkeypatch):
+    """cuBLASLt's state forgotten (checks, plans, warnings) before and after the test."""
+    from gradcore.kernels import gemm  # noqa: PLC0415
+
+    monkeypatch.setattr(gemm, "_warned", set())
+    gemm._lt_forget()
+    yield gemm
+    gemm._lt_forget()
+
+
+def _linear_step(dev):
+    gc.manual_seed(0)
+    lin = gc.nn.Linear(5, 3).to(dev)
+    x = gc.tensor(np.random.default_rng(1).standard_normal((4, 5)).astype(np.float32),
+                  device=dev)
+    y = lin(x)
+    y.square().sum().backward()
+    return [_host(y), _host(lin.weight.grad), _host(lin.bias.grad)]
+
+
+@pytest.mark.parametrize("fault", ["fails", "disagrees"])
+def test_a_cublaslt_that_fails_or_disagrees_falls_back_with_one_warning(standin, fresh_lt,
+                                                                        monkeypatch, fault):
+    lib = standin.cublas_library()
+    real = lib.lt_matmul
+
+    def broken(*args):
+        if fault == "fails":
+            return 13  # CUBLAS_STATUS_EXECUTION_FAILED
+        status = real(*args)
+        ptr, ddesc = args[10], args[11]  # (then 1s written over D: a wrong product)
+        _kind, (_dt, m, n, ld) = lib._lt[ddesc]
+        from cupy_standin._cublas import _view  # noqa: PLC0415
+        _view(ptr, np.float32, (m, n), (1, ld))[...] = 1
+        return status
+
+    monkeypatch.setattr(lib, "lt_matmul", broken)
+    want = _linear_step("cpu")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        first = _linear_step("cuda")
+        second = _linear_step("cuda")
+    for got in (first, second):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    msgs = [str(w.message) for w in seen if "cuBLASLt" in str(w.message)]
+    assert len(msgs) == 2 and len(set(msgs)) == 2  # (once each: the bias, its gradient)
+    assert all(("failed" if fault == "fails" else "disagrees") in m for m in msgs)
+
+
+def test_a_linear_falls_back_where_cublaslt_has_no_algorithm(standin, fresh_lt, monkeypatch):
+    """No algorithm from the heuristic (cuBLASLt does not support the product): the two
+    steps, silently."""
+    lib = standin.cublas_library()
+    monkeypatch.setattr(lib, "lt_heuristic", lambda *a: (15, None, 0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = _linear_step("cuda")
+    for g, w in zip(got, _linear_step("cpu")):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_stand_in_cublaslt_refuses_what_cublaslt_refuses(standin):
+    from gradcore.kernels import gemm  # noqa: PLC0415
+
+    lib = standin.cublas_library()
+    _, h = lib.lt_create()
+    a = standin.ones((4, 4), dtype=np.float32)
+    p = a.data.ptr
+
+    def plan(epilogue=gemm.EPILOGUE_BIAS, types=(0, 0, 0), compute=68):
+        _, desc = lib.lt_desc_create(compute, 0 if compute == 68 else 1)
+        assert lib.lt_desc_set(desc, gemm.DESC_EPILOGUE, epilogue) == 0
+        lays = [lib.lt_layout_create(t, 4, 4, 4)[1] for t in types]
+        _, pref = lib.lt_pref_create()
+        lib.lt_pref_set(pref, gemm.PREF_MAX_WORKSPACE_BYTES, gemm.WORKSPACE)
+        for attr in gemm.PREF_MIN_ALIGNMENT:
+            lib.lt_pref_set(pref, attr, 4)
+        status, algo, need = lib.lt_heuristic(h, desc, lays[0], lays[1], lays[2], lays[2],
+                                              pref)
+        return status, desc, lays, algo
+
+    def matmul(desc, lays, algo, bias=p):
+        lib.lt_desc_set(desc, gemm.DESC_BIAS_POINTER, bias)
+        return lib.lt_matmul(h, desc, 1.0, p, lays[0], p, lays[1], 0.0, p, lays[2], p,
+                             lays[2], algo, p, 1 << 20, 0, 68)
+
+    status, desc, lays, algo = plan()
+    assert status == 0 and matmul(desc, lays, algo) == 0
+    assert matmul(desc, lays, algo, bias=0) == 7  # a null bias with BIAS: INVALID_VALUE
+    assert plan(types=(0, 2, 0))[0] == 15  # mixed types: NOT_SUPPORTED
+    assert plan(compute=70)[0] == 15  # float32 data with a 64F compute type
+    _, desc2, lays2, _ = plan(gemm.EPILOGUE_BGRADB)
+    assert matmul(desc2, lays2, algo) == 7  # an algorithm chosen for another product
+    s = standin.cuda.Stream(non_blocking=True)
+    with s:
+        s.begin_capture()
+        assert lib.lt_desc_set(desc, gemm.DESC_BIAS_POINTER, p) == 0  # (host memory)
+        assert lib.lt_desc_create(68, 0)[0] == 15  # gradcore's rule: none while capturing
+        assert lib.lt_heuristic(h, desc, lays[0], lays[1], lays[2], lays[2], None)[0] == 15
+        assert lib.lt_matmul(h, desc, 1.0, p, lays[0], p, lays[1], 0.0, p, lays[2], p,
+                             lays[2], algo, p, 1 << 20, s.ptr, 68) == 0
         s.end_capture()
 
 

@@ -41,7 +41,8 @@ Where each name is declared:
   CPU).
 * :mod:`.philox`: counter-based random numbers on a device (``dropout_mask``,
   ``philox_advance``); :mod:`.gemm`: ``matmul`` on a CUDA device, cuBLAS called
-  directly.
+  directly, and ``linear``/``linear_weight_grads`` (nn.Linear's products), whose bias
+  goes through cuBLASLt's epilogues there (``matmul_bias``, ``matmul_bgrad``).
 
 The other modules are machinery: :mod:`.spec` (the declaration forms), :mod:`.source`
 (CUDA C generation and the calling convention), :mod:`.host` (the host build the tests
@@ -319,6 +320,32 @@ def _matmul(math, name):
     return np.matmul if math.xp is np else gemm.matmul_for(math)
 
 
+def _linear(math, name):
+    """``linear(x2, w, b)`` and ``linear_weight_grads(g2, x2, need_bias)``: the formulas
+    of :mod:`.gemm` over the namespace, the bias going through one product with an
+    epilogue (``matmul_bias``, ``matmul_bgrad``) where one applies: on CUDA,
+    cuBLASLt's, for the operands it supports; on the CPU always (the two steps, which
+    ``gc.profile`` counts as the one launch a GPU makes)."""
+    applies = gemm.always if math.xp is np else gemm.epilogues_for(math).applies
+    return functools.partial(getattr(gemm, name), math, applies)
+
+
+def _epilogue_product(math, name):
+    """``matmul_bias(x2, w, b)`` / ``matmul_bgrad(g2, x2)``: one ``cublasLtMatmul`` on
+    CUDA (called where ``applies`` said so); the two steps on the CPU."""
+    if math.xp is np:
+        plain = gemm.matmul_bias_plain if name == "matmul_bias" else gemm.matmul_bgrad_plain
+        return functools.partial(plain, math)
+    epilogue = gemm.EPILOGUE_BIAS if name == "matmul_bias" else gemm.EPILOGUE_BGRADB
+    product = gemm.epilogues_for(math).product
+
+    def run(*ops):
+        return product(epilogue, *ops)
+
+    run.__name__ = name
+    return run
+
+
 _PROVIDERS = {
     **dict.fromkeys(pointwise.KERNELS, _pointwise),
     **dict.fromkeys(pointwise.INPLACE_CPU, _inplace),
@@ -335,6 +362,8 @@ _PROVIDERS = {
     "max_pool_backward": _max_pool_backward,
     "windows_batch_inner": _windows_order,
     "matmul": _matmul,
+    "linear": _linear, "linear_weight_grads": _linear,
+    "matmul_bias": _epilogue_product, "matmul_bgrad": _epilogue_product,
     **dict.fromkeys(philox.TWINS, _philox),
 }
 

@@ -793,7 +793,9 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 # ---- linear ----------
 class LinearBackward(Node):
     """``out = x @ w.T + b`` over any leading dimensions of ``x``:
-    ``dx = g @ w``, ``dw = g.T @ x``, ``db = sum(g)`` (2-D views of ``x`` and ``g``)."""
+    ``dx = g @ w``, ``dw = g.T @ x``, ``db = sum(g)`` (2-D views of ``x`` and ``g``;
+    ``dw`` and ``db`` by ``F.linear_weight_grads``: one product on CUDA, cuBLASLt's
+    epilogue summing ``g``)."""
 
     fresh_grads = True
 
@@ -807,12 +809,13 @@ class LinearBackward(Node):
             gx = F.matmul(g2, w)
             if x.ndim != 2:
                 gx = gx.reshape(x.shape)
+        need_b = self.has_bias and self.needs(0)
         if self.needs(first + 1):
             x2 = x.reshape((-1, in_f)) if x.ndim != 2 else x
-            gw = F.matmul(g2.swapaxes(-1, -2), x2)
+            gw, gb = F.linear_weight_grads(g2, x2, need_b)
+        elif need_b:
+            gb = F.sum(g2, axis=0)  # (a new array: g2 is 2-D)
         if self.has_bias:
-            if self.needs(0):
-                gb = F.sum(g2, axis=0)  # (a new array: g2 is 2-D)
             return gb, gx, gw
         return gx, gw
 
@@ -835,9 +838,8 @@ def linear(x, weight, bias=None):
             if bd is not None:
                 check_same_device(xd, bd, "linear")
         x2 = xd if xd.ndim == 2 else xd.reshape(-1, wd.shape[1])
-        out = math_of(xd).matmul(x2, wd.T)  # (on CUDA: cuBLAS, capturable)
-        if bd is not None:
-            out += bd
+        # (on CUDA: cuBLAS, capturable; the bias added by cuBLASLt's epilogue)
+        out = math_of(xd).linear(x2, wd, bd)
         if xd.ndim != 2:
             out = out.reshape(xd.shape[:-1] + (wd.shape[0],))
         if not (mode.enabled and (x._rg or weight._rg or (bias is not None and bias._rg))):

@@ -15,6 +15,7 @@ import sys
 from ..autograd.tensor_base import Tensor, _new, _wrap
 from ..backend import math_of
 from ..kernels import conv as _conv_formulas
+from ..kernels import gemm as _gemm
 from ..kernels import pointwise as _kernels
 from ..kernels import rows as _rows
 from . import conv as _conv
@@ -68,6 +69,16 @@ def matmul(a, b):
     return _linalg.matmul(a, b)
 
 
+def linear(x2, w, b):
+    """``x2 @ w.T + b``: :func:`gradcore.kernels.gemm.linear` over tensors."""
+    return _gemm.linear(_this, _gemm.never, x2, w, b)
+
+
+def linear_weight_grads(g2, x2, need_bias):
+    """nn.Linear's weight and bias gradients (:mod:`gradcore.kernels.gemm`'s formula)."""
+    return _gemm.linear_weight_grads(_this, _gemm.never, g2, x2, need_bias)
+
+
 def einsum(subscripts, *operands):
     return _linalg.einsum(subscripts, *operands)
 
@@ -97,6 +108,11 @@ ndarray = Tensor  # (the formulas' "a new array" checks: every result is new)
 def multiply(a, b, out=None):
     """``a * b`` (``out``, where a formula over arrays would write, is not used)."""
     return a * b
+
+
+def add(a, b, out=None):
+    """``a + b`` (``out`` as :func:`multiply`'s)."""
+    return a + b
 
 
 def subtract(a, b, out=None):
