@@ -11,8 +11,9 @@ that pool; a launch copies the call's arguments into them first.
 
 Two captures of consecutive calls must agree before the graph is kept: launched from the
 same state (the memory of the CUDA tensors the step reached, and the device state the
-components name, is copied before and put back between the two), they must leave the same values, bit for bit, in the parameters, the optimizer
-state, the gradients and the results. A Python value the function reads that changed
+components name, is copied before and put back between the two), they must leave the
+same values, bit for bit, in the parameters, the optimizer state, the gradients and the
+results. A Python value the function reads that changed
 between the calls (a learning rate not on the device, a step count, a global) shows as
 a difference, and is never baked in silently. Guards checked before each launch (the
 tensors' arrays and ``.grad`` the graph reads, the modules' ``training`` flags, the
@@ -27,8 +28,6 @@ from __future__ import annotations
 
 import os
 import traceback
-
-import numpy as np
 
 from .. import _live, backend
 from ..kernels import gemm

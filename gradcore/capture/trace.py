@@ -1,7 +1,8 @@
 """Recording the array calls of one call of a function on the CPU, and replaying them.
 
-While a :class:`Recorder` runs, the arrays of every live tensor are swapped for views of
-class :class:`Traced` (a subclass of ``numpy.ndarray`` sharing their memory), and the
+While a :class:`Recorder` runs, the arrays of the tensors the function reaches are
+swapped, at its first reach of each (:class:`Reach`), for views of class
+:class:`Traced` (a subclass of ``numpy.ndarray`` sharing their memory), and the
 arguments' tensors for views of private input buffers. NumPy hands every ufunc call,
 reduction and array function on a ``Traced`` operand to the class
 (``__array_ufunc__``, ``__array_function__``); the methods NumPy does not route through
