@@ -58,9 +58,10 @@ def device_state() -> list:
     step may write that no tensor it reaches is bound to."""
     arrays = []
     for obj in live():
-        named = getattr(obj, "_device_state", None)
+        # (looked up on the class: a module's __getattr__ is not asked for every module)
+        named = getattr(type(obj), "_device_state", None)
         if named is not None:
-            arrays.extend(named())
+            arrays.extend(named(obj))
     for fn in _sources:
         arrays.extend(fn())
     return arrays

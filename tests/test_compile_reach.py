@@ -406,3 +406,25 @@ def test_a_step_without_arguments_finds_its_device(device):
     assert losses == expect
     assert fn.replays == _replays(device)
     assert fn._cache[next(iter(fn._cache))].cuda == (device == "cuda")
+
+
+def test_a_compiled_module_called_inside_a_compiled_step(device):
+    """A compiled module (its forward compiled under no_grad) called by a compiled step
+    is part of the step's tape or graph: it neither records nor captures by itself."""
+    gc.manual_seed(0)
+    model = gc.nn.Linear(8, 3).to(device)
+    inner = gc.compile(model)
+
+    @gc.compile
+    def outer(x):
+        with gc.no_grad():
+            return inner(x) * 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for x, _y in _batches(device):
+            got = outer(x)
+            with gc.no_grad():
+                np.testing.assert_array_equal(_host(got), _host(model(x) * 2))
+    assert outer.replays == _replays(device)
+    assert inner.__dict__["_compiled_forward"].recordings == 0

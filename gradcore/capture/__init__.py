@@ -133,7 +133,8 @@ class CompiledFunction:
                       f"eagerly: {why}", stacklevel=stacklevel)
 
     def __call__(self, *args, **kwargs):
-        if trace.active() is not None:  # called inside another recording: part of it
+        if trace.active() is not None or cuda.capturing is not None:
+            # called inside another recording or capture: part of it
             return self._fn(*args, **kwargs)
         key = (_signature(args), _signature(kwargs), grad_mode.state.enabled)
         entry = self._cache.get(key)
@@ -273,7 +274,8 @@ class OptimizedModule(Module):
         self.__dict__["_compiled_forward"] = CompiledFunction(mod, fullgraph=fullgraph)
 
     def __call__(self, *args, **kwargs):
-        if grad_mode.state.enabled or trace.active() is not None:
+        if grad_mode.state.enabled or trace.active() is not None or \
+                cuda.capturing is not None:
             return self._orig_mod(*args, **kwargs)
         return self.__dict__["_compiled_forward"](*args, **kwargs)
 

@@ -37,6 +37,9 @@ __all__ = ["GraphStep", "CaptureFailed", "on_cuda", "capture", "launch", "agree"
            "guards_hold"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: The function being captured now (None outside a capture): a compiled function called
+#: inside it is part of its graph
+capturing = None
 
 
 class CaptureFailed(Exception):
@@ -225,6 +228,8 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
     if noted is None:  # (a subclass defines _data: the caller checked; or a recording)
         raise CaptureFailed("the tensors the function reaches cannot be watched")
     reached, first = noted.reached, noted.first
+    global capturing
+    capturing = fn
     try:
         with stream, xp.cuda.using_allocator(pool.malloc):
             stream.begin_capture()
@@ -244,6 +249,7 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
         del pending[n_checks:]
         raise CaptureFailed(_why(exc)) from exc
     finally:
+        capturing = None
         noted.remove()
         for o in patched_steps:
             o.__dict__.pop("step", None)
