@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import warnings
 
-from . import backend, dtypes
+from . import _live, backend, dtypes
 from .autograd import no_grad
 from .autograd.grad_mode import autocast_blocks as _blocks
 from .autograd.grad_mode import state as _state
@@ -117,6 +117,11 @@ class GradScaler:
     stepped or not after one read of the verdict.
     """
 
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        _live.register(self)  # (for gc.compile: gradcore._live)
+        return self
+
     def __init__(self, device: str = "cuda", init_scale: float = 2.0 ** 16,
                  growth_factor: float = 2.0, backoff_factor: float = 0.5,
                  growth_interval: int = 2000, enabled: bool = True):
@@ -154,6 +159,10 @@ class GradScaler:
                                             dtype=dtypes.int32, device=t.device)
             return t * self._scale.to(t.device)
         return _leaves(outputs, one)
+
+    def _device_state(self) -> list:
+        """The scale and the count of good steps, on the device (:mod:`gradcore._live`)."""
+        return [t._data for t in (self._scale, self._growth_tracker) if t is not None]
 
     def _check_scale(self, funcname: str) -> None:
         if self._scale is None:

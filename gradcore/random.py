@@ -21,7 +21,7 @@ import contextlib
 
 import numpy as np
 
-from . import _random, backend, dtypes
+from . import _live, _random, backend, dtypes
 from .autograd.tensor_base import Tensor, _wrap
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
@@ -172,6 +172,8 @@ default_generator = Generator._default()
 # (id of a NumPy generator, device) -> (that generator, its Philox state on the device)
 _DEVICE_STATES: dict = {}
 _DEVICE_STATES_KEPT = 16
+# (named for gc.compile: what a captured draw moves, reached or not by the step's Python)
+_live.add_state_source(lambda: [state._data for _rng, state in _DEVICE_STATES.values()])
 
 
 def device_state(generator, device) -> Tensor:

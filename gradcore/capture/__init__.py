@@ -98,7 +98,7 @@ class _Entry:
     """What a compiled function knows of one signature."""
 
     __slots__ = ("tapes", "pending", "attempts", "eager", "graph", "graph_pending", "warm",
-                 "cuda")
+                 "cuda", "xp")
 
     def __init__(self):
         self.tapes = []      # ready tapes (their guards choose)
@@ -109,6 +109,7 @@ class _Entry:
         self.graph_pending = None  # CUDA: the last capture, waiting for the next to agree
         self.warm = False          # CUDA: whether the eager first call has run
         self.cuda = None           # whether the signature's calls are CUDA steps
+        self.xp = None             # CUDA: the array module of a step without CUDA arguments
 
 
 class CompiledFunction:
@@ -132,7 +133,8 @@ class CompiledFunction:
                       f"eagerly: {why}", stacklevel=stacklevel)
 
     def __call__(self, *args, **kwargs):
-        if trace.active() is not None:  # called inside another recording: part of it
+        if trace.active() is not None or cuda.capturing is not None:
+            # called inside another recording or capture: part of it
             return self._fn(*args, **kwargs)
         key = (_signature(args), _signature(kwargs), grad_mode.state.enabled)
         entry = self._cache.get(key)
@@ -148,7 +150,7 @@ class CompiledFunction:
             return self._fn(*args, **kwargs)
         flat = _flatten((args, kwargs), [])
         if entry.cuda is None:
-            entry.cuda = cuda.on_cuda(flat, Tensor)
+            entry.cuda = cuda.on_cuda(flat)
         if entry.cuda:
             return self._call_cuda(entry, flat, args, kwargs)
         for tape in entry.tapes:
@@ -167,7 +169,7 @@ class CompiledFunction:
         for t in flat:
             if t._rg:
                 return "an argument requires grad (its .grad would not be replayed)"
-        return None
+        return trace.unwatchable(Tensor)
 
     def _call_cuda(self, entry, flat, args, kwargs):
         """A call on CUDA tensors: eager first (what the step makes once is made), then
@@ -185,7 +187,8 @@ class CompiledFunction:
         if why is None:
             try:
                 new = cuda.capture(self._fn, args, kwargs, flat, Tensor, Module,
-                                   (Optimizer, LRScheduler), (_tensor_module, _functional))
+                                   (Optimizer, LRScheduler), (_tensor_module, _functional),
+                                   entry.xp)
             except cuda.CaptureFailed as exc:
                 why = str(exc)
         if why is not None:
@@ -216,12 +219,17 @@ class CompiledFunction:
     def _record(self, entry, flat, args, kwargs):
         rec = trace.Recorder(Tensor, Module, (Optimizer, LRScheduler), self.fullgraph,
                              backward_hosts=(_tensor_module, _functional))
-        self.recordings += 1
         rec.start(flat)
         try:
             result = self._fn(*args, **kwargs)
         finally:
             rec.stop(flat)
+        if rec.other_device is not None:
+            # a step whose arguments did not tell its device reached a CUDA tensor: a
+            # CUDA step, whose first call (this one, eager for the CUDA work) is done
+            entry.cuda, entry.xp, entry.warm = True, rec.other_device, True
+            return result
+        self.recordings += 1
         tape = rec.finish(flat, result)
         if tape is None:
             entry.eager = rec.refusal
@@ -266,7 +274,8 @@ class OptimizedModule(Module):
         self.__dict__["_compiled_forward"] = CompiledFunction(mod, fullgraph=fullgraph)
 
     def __call__(self, *args, **kwargs):
-        if grad_mode.state.enabled or trace.active() is not None:
+        if grad_mode.state.enabled or trace.active() is not None or \
+                cuda.capturing is not None:
             return self._orig_mod(*args, **kwargs)
         return self.__dict__["_compiled_forward"](*args, **kwargs)
 

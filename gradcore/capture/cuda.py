@@ -10,9 +10,10 @@ handed the graph's memory. The arguments' tensors are swapped for input buffers 
 that pool; a launch copies the call's arguments into them first.
 
 Two captures of consecutive calls must agree before the graph is kept: launched from the
-same state (every live CUDA tensor's memory is copied before and put back between the
-two), they must leave the same values, bit for bit, in the parameters, the optimizer
-state, the gradients and the results. A Python value the function reads that changed
+same state (the memory of the CUDA tensors the step reached, and the device state the
+components name, is copied before and put back between the two), they must leave the
+same values, bit for bit, in the parameters, the optimizer state, the gradients and the
+results. A Python value the function reads that changed
 between the calls (a learning rate not on the device, a step count, a global) shows as
 a difference, and is never baked in silently. Guards checked before each launch (the
 tensors' arrays and ``.grad`` the graph reads, the modules' ``training`` flags, the
@@ -28,35 +29,29 @@ from __future__ import annotations
 import os
 import traceback
 
-import numpy as np
-
-from .. import backend
+from .. import _live, backend
 from ..kernels import gemm
-from .trace import _MISSING, DataLog, _bind, _build, _Out, live_instances
+from .trace import _MISSING, Reach, _bind, _build, _Out
 
 __all__ = ["GraphStep", "CaptureFailed", "on_cuda", "capture", "launch", "agree",
            "guards_hold"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: The function being captured now (None outside a capture): a compiled function called
+#: inside it is part of its graph
+capturing = None
 
 
 class CaptureFailed(Exception):
     """A capture that CuPy or CUDA refused; ``str()`` says what and where."""
 
 
-def on_cuda(flat, tensor_cls) -> bool:
-    """Whether a call with the tensors ``flat`` is a CUDA step: its arguments' tensors
-    live on a CUDA device; or it takes none, and the live leaves that require grad (the
-    parameters) are all on a CUDA device."""
-    if flat:
-        return any(not isinstance(t._data, np.ndarray) for t in flat)
-    found = False
-    for o in live_instances(tensor_cls)[0]:
-        if o.__dict__.get("_rg") and o.__dict__.get("grad_fn") is None:
-            if not _is_cuda(o.__dict__.get("_data")):
-                return False
-            found = True
-    return found
+def on_cuda(flat) -> bool:
+    """Whether a call with the tensors ``flat`` is a CUDA step: one of its arguments'
+    tensors lives on a CUDA device. (A step whose arguments tell nothing, one that takes
+    no tensor, is recorded as a CPU step first, and found a CUDA step when it reaches a
+    CUDA tensor: ``Recorder.other_device``.)"""
+    return any(_is_cuda(t._data) for t in flat)
 
 
 class GraphStep:
@@ -88,19 +83,9 @@ def _root(arr):
     return arr if b is None else b
 
 
-def _scan(flat, tensor_cls, module_cls, opt_types):
-    """One pass over the live objects: the CUDA tensors (but the arguments), the
-    modules, the optimizers and schedulers."""
-    inputs = {id(t) for t in flat}
-    live, modules, optimizers = live_instances(tensor_cls, module_cls, opt_types)
-    tensors = []
-    for o in live:
-        if id(o) not in inputs:
-            d = o.__dict__.get("_data")
-            g = o.__dict__.get("grad")
-            if _is_cuda(d) or (g is not None and _is_cuda(getattr(g, "_data", None))):
-                tensors.append(o)
-    return tensors, modules, optimizers
+def _on_device(binding) -> bool:
+    d, g = binding
+    return _is_cuda(d) or _is_cuda(getattr(g, "_data", None))
 
 
 def _bindings(tensors):
@@ -183,14 +168,24 @@ def _why(exc) -> str:
     return f"CUDA graph capture refused {what} (at {where})"
 
 
-def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_hosts):
+def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_hosts,
+            xp=None):
     """Capture one call of ``fn`` into a :class:`GraphStep` (launched by the caller for
-    this call's results). Raises :class:`CaptureFailed` with the reason, the tensors'
-    bindings and the optimizers' Python state put back as they were."""
-    watched, modules, optimizers = _scan(flat, tensor_cls, module_cls, opt_types)
-    xp = backend.math_of(next(t._data for t in flat + watched
-                              if not isinstance(t._data, np.ndarray))).xp
-    before = _bindings(watched)
+    this call's results) on the device of its CUDA arguments (or of ``xp``, the array
+    module of a step that takes none). Raises :class:`CaptureFailed` with the reason, the tensors'
+    bindings and the optimizers' Python state put back as they were.
+
+    What the graph may read or write is found from what the function's Python reaches
+    (:class:`~gradcore.capture.trace.Reach`: the tensors whose array or gradient it
+    reads or sets, their bindings noted before their first change) and from what the
+    components registered at construction name (:mod:`gradcore._live`: the modules,
+    the optimizers and schedulers, and the device state written through no reached
+    tensor: the optimizers' step counts and tables, the Philox states), not by a pass
+    over every live object."""
+    modules = _live.live(module_cls)
+    optimizers = _live.live(opt_types)
+    on = [t._data for t in flat if _is_cuda(t._data)]
+    xp = backend.math_of(on[0]).xp if on else xp
     host = _host_state(optimizers)
     versions = [t._version for t in flat]
     stream = xp.cuda.Stream(non_blocking=True)
@@ -229,8 +224,12 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
     backend._host_work = host_work = []  # what the optimizers leave for each launch
     gemm.use_stream(xp, stream.ptr)  # (cuBLAS's stream and workspace set before capture)
     graph = None
-    noted = DataLog.install(tensor_cls, watched)
-    reached = noted.reached if noted is not None else None
+    noted = Reach.install(tensor_cls, flat)
+    if noted is None:  # (a subclass defines _data: the caller checked; or a recording)
+        raise CaptureFailed("the tensors the function reaches cannot be watched")
+    reached, first = noted.reached, noted.first
+    global capturing
+    capturing = fn
     try:
         with stream, xp.cuda.using_allocator(pool.malloc):
             stream.begin_capture()
@@ -244,14 +243,14 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
                 raise
             graph = stream.end_capture()
     except Exception as exc:  # noqa: BLE001 - whatever refused, the function runs eagerly
-        _bind([(t, a, v) for t, (d, g) in zip(watched, before)
-               for a, v in (("_data", d), ("grad", g))])
+        noted.remove()
+        _bind([(t, a, v) for t, d, g in first.values() for a, v in (("_data", d), ("grad", g))])
         _put_back(host)
         del pending[n_checks:]
         raise CaptureFailed(_why(exc)) from exc
     finally:
-        if noted is not None:
-            noted.remove()
+        capturing = None
+        noted.remove()
         for o in patched_steps:
             o.__dict__.pop("step", None)
         backend._host_work = None
@@ -261,9 +260,16 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
         for t, d in zip(flat, originals):
             t._data = d
 
+    # the CUDA tensors that existed before and that the function reached, with their
+    # bindings as they were (a tensor reached only through its .grad among them)
+    watched, before = [], []
+    for t, d, g in first.values():
+        now = (t.__dict__.get("_data", _MISSING), t.__dict__.get("grad", _MISSING))
+        if _on_device((d, g)) or _on_device(now):
+            watched.append(t)
+            before.append((d, g))
     if stepped:
-        _bind([(t, a, v) for t, (d, g) in zip(watched, before)
-               for a, v in (("_data", d), ("grad", g))])
+        _bind([(t, a, v) for t, d, g in first.values() for a, v in (("_data", d), ("grad", g))])
         _put_back(host)
         del pending[n_checks:]
         kind = type(stepped[0]).__name__
@@ -285,16 +291,18 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
         for attr, v0, v1 in (("_data", d0, d1), ("grad", g0, g1)):
             if v1 is not v0:
                 changes.append((t, attr, v1))
-            elif v0 is not _MISSING and (noted is None or id(t if attr == "_data" else v0)
-                                         in reached):
+            elif v0 is not _MISSING and id(t if attr == "_data" else v0) in reached:
                 # (a .grad is guarded where the graph reached the gradient's array)
                 guards.append((t, attr, v0))
     step.changes, step.guards = changes, guards
     step.flags = [(m, m.__dict__.get("training")) for m in modules]
     step.options = _options(optimizers)
-    step.roots = _persistent_roots(before)
+    step.roots = _persistent_roots(before, _live.device_state())
     why = []
-    step.output = _outputs(result, tensor_cls, watched, bool(ran_backward), why)
+    inputs = {id(t) for t in flat}
+    step.output = _outputs(result, tensor_cls,
+                           lambda x: noted.made_before(x) and id(x) not in inputs,
+                           bool(ran_backward), why)
     if why:
         raise CaptureFailed(why[0])
     return step
@@ -309,24 +317,27 @@ def _marking(obj, stepped):
     return step
 
 
-def _persistent_roots(bindings):
-    """The memory the graph may read or write that outlives it: the roots of the arrays
-    bound to the live tensors when the capture began (snapshotted by :func:`agree`)."""
+def _persistent_roots(bindings, named=()):
+    """The memory the graph may read or write that outlives it (snapshotted by
+    :func:`agree`): the roots of the arrays bound to the tensors it reached when the
+    capture began, and of the device state the components name (``named``)."""
     roots, seen = [], set()
-    for d, g in bindings:
-        for arr in (d, getattr(g, "_data", None)):
-            if _is_cuda(arr):
-                r = _root(arr)
-                if id(r) not in seen:
-                    seen.add(id(r))
-                    roots.append(r)
+    arrays = [a for d, g in bindings for a in (d, getattr(g, "_data", None))]
+    for arr in arrays + list(named):
+        if _is_cuda(arr):
+            r = _root(arr)
+            if id(r) not in seen:
+                seen.add(id(r))
+                roots.append(r)
     return roots
 
 
-def _outputs(x, tensor_cls, watched, backward_ran, why):
+def _outputs(x, tensor_cls, kept, backward_ran, why):
+    """The structure a launch returns: ``kept(x)`` tensors (made before the call, a
+    parameter) as themselves, the others' arrays as new tensors."""
     t = type(x)
     if isinstance(x, tensor_cls):
-        if any(x is w for w in watched):
+        if kept(x):
             return _Out(tensor=x)
         if x.grad_fn is not None and not backward_ran:
             why.append("it returns a tensor with a graph for a later backward, and a "
@@ -334,9 +345,9 @@ def _outputs(x, tensor_cls, watched, backward_ran, why):
                        "function, or compile it under no_grad)")
         return _Out(array=x._data, requires_grad=x._rg)
     if t is tuple or t is list:
-        return t(_outputs(v, tensor_cls, watched, backward_ran, why) for v in x)
+        return t(_outputs(v, tensor_cls, kept, backward_ran, why) for v in x)
     if t is dict:
-        return {k: _outputs(v, tensor_cls, watched, backward_ran, why) for k, v in x.items()}
+        return {k: _outputs(v, tensor_cls, kept, backward_ran, why) for k, v in x.items()}
     return x
 
 

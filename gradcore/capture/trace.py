@@ -1,7 +1,8 @@
 """Recording the array calls of one call of a function on the CPU, and replaying them.
 
-While a :class:`Recorder` runs, the arrays of every live tensor are swapped for views of
-class :class:`Traced` (a subclass of ``numpy.ndarray`` sharing their memory), and the
+While a :class:`Recorder` runs, the arrays of the tensors the function reaches are
+swapped, at its first reach of each (:class:`Reach`), for views of class
+:class:`Traced` (a subclass of ``numpy.ndarray`` sharing their memory), and the
 arguments' tensors for views of private input buffers. NumPy hands every ufunc call,
 reduction and array function on a ``Traced`` operand to the class
 (``__array_ufunc__``, ``__array_function__``); the methods NumPy does not route through
@@ -21,16 +22,15 @@ them are set again at the same points.
 from __future__ import annotations
 
 import functools
-import gc as _pygc
 import hashlib
 import os
 import traceback
 
 import numpy as np
 
-from .. import _random, backend
+from .. import _live, _random, backend
 
-__all__ = ["Traced", "Recorder", "Tape", "active", "Refused"]
+__all__ = ["Traced", "Recorder", "Tape", "Reach", "active", "Refused"]
 
 _ndarray = np.ndarray
 _active = None  # the Recorder recording now, or None
@@ -83,70 +83,180 @@ def _address(arr) -> int:
     return arr.__array_interface__["data"][0]
 
 
-def live_instances(*classes):
-    """The live objects the collector tracks that are instances of each of ``classes``
-    (a class or a tuple of classes): one list per class, in one pass over
-    ``gc.get_objects()`` with each type's answer cached (a process with large libraries
-    loaded holds a hundred thousand objects or more, and a recording asks about them all:
-    one pass of this kind takes about a quarter of the time of three plain ones)."""
-    found = tuple([] for _ in classes)
-    kinds: dict = {}
-    for o in _pygc.get_objects():
-        t = type(o)
-        k = kinds.get(t)
-        if k is None:
-            k = kinds[t] = tuple(i for i, c in enumerate(classes) if issubclass(t, c))
-        for i in k:
-            found[i].append(o)
+def _subclasses(cls) -> list:
+    """``cls`` and every class derived from it, defined now."""
+    found, todo = [], [cls]
+    while todo:
+        k = todo.pop()
+        if k not in found:
+            found.append(k)
+            todo.extend(k.__subclasses__())
     return found
 
 
-class DataLog:
-    """A data descriptor put on the tensor class for ``_data`` while a step records or
-    is captured: it notes each tensor whose array the function's Python reached
-    (``reached``, by id: a CUDA graph can read no other tensor's memory, so only these
-    are guarded) and each tensor given an array (``written``: the tensors a recording
-    made or rebound, whose traced arrays are made plain again after it). Found this
-    way, not by a second pass over every live object (a process with large libraries
-    loaded holds a hundred thousand objects or more)."""
+def unwatchable(tensor_cls):
+    """Why the tensors a step reaches cannot be watched (a subclass of ``tensor_cls``
+    that defines ``_data`` itself, which :class:`Reach` would not see), or None."""
+    for k in _subclasses(tensor_cls):
+        if k is not tensor_cls and "_data" in k.__dict__:
+            return (f"the Tensor subclass {k.__qualname__} defines _data itself, and "
+                    "gc.compile could not see which tensors the function reaches")
+    return None
 
-    def __init__(self, cls):
-        self.cls = cls
+
+class Reach:
+    """Which tensors a step reaches, found from what its Python reaches, not by a pass
+    over every live object (a process with large libraries loaded holds a hundred
+    thousand objects or more).
+
+    While a step records or is captured, data descriptors are put on the tensor class
+    for ``_data``, and for ``grad`` on each tensor class that defines it (``Tensor``'s
+    unset-gradient default, ``Parameter``'s None): every read and write of a tensor's
+    array or gradient passes here. A tensor that existed before (it had an array when
+    first reached) is noted in ``first`` with its bindings as they were, before any
+    change (``on_first(t, data, grad)`` is told then); a tensor given its first array
+    is ``fresh`` (made during the step). ``reached``: id() of the tensors whose array
+    was read or written (a CUDA graph can read no other tensor's memory); ``written``:
+    the tensors given an array (kept alive, so that the ids stay theirs). The tensors
+    of ``skip`` (the arguments, whose arrays the caller swaps itself) are not noted in
+    ``first``."""
+
+    def __init__(self, tensor_cls, skip=(), on_first=None):
+        self.cls = tensor_cls
+        self.on_first = on_first
         self.reached: set = set()
+        self.first: dict = {}      # id -> (tensor, _data before, grad before)
+        self.fresh: set = set()
         self.written: list = []
+        self._seen = {id(t) for t in skip}  # ids in first or fresh, and the skipped
+        self._installed = []       # (class, name, the class's value before or _MISSING)
 
     @classmethod
-    def install(cls, tensor_cls, live):
-        """A log installed on ``tensor_cls``; None (and nothing installed) where a class
-        of a live tensor defines ``_data`` itself, or a log is installed already."""
-        types = {type(t) for t in live}
-        if "_data" in tensor_cls.__dict__ or any("_data" in k.__dict__
-                                                 for t in types for k in t.__mro__):
+    def install(cls, tensor_cls, skip=(), on_first=None):
+        """A log installed on ``tensor_cls`` and its subclasses; None (nothing
+        installed) where :func:`unwatchable` says why not, or one is installed."""
+        if unwatchable(tensor_cls) is not None or "_data" in tensor_cls.__dict__:
             return None
-        log = cls(tensor_cls)
-        tensor_cls._data = log
+        log = cls(tensor_cls, skip, on_first)
+        log._put(tensor_cls, "_data", _DataNote(log))
+        for k in _subclasses(tensor_cls):
+            if "grad" in k.__dict__:
+                log._put(k, "grad", _GradNote(log, k.__dict__["grad"]))
         return log
 
+    def _put(self, k, name, value):
+        self._installed.append((k, name, k.__dict__.get(name, _MISSING)))
+        setattr(k, name, value)
+
     def remove(self):
-        if self.cls.__dict__.get("_data") is self:
-            del self.cls._data
+        for k, name, value in reversed(self._installed):
+            if value is _MISSING:
+                delattr(k, name)
+            else:
+                setattr(k, name, value)
+        self._installed = []
+
+    def note(self, t):
+        """``t`` reached: noted in ``first`` if it had an array before."""
+        k = id(t)
+        if k in self._seen:
+            return
+        d = t.__dict__
+        data = d.get("_data", _MISSING)
+        if data is _MISSING:  # (being made: its array comes next)
+            return
+        self._seen.add(k)
+        grad = d.get("grad", _MISSING)
+        self.first[k] = (t, data, grad)
+        if self.on_first is not None:
+            self.on_first(t, data, grad)
+
+    def made_before(self, t) -> bool:
+        """Whether ``t`` existed before the step (it is not one the step made)."""
+        return id(t) not in self.fresh
+
+
+class _DataNote:
+    """``Tensor._data`` while a :class:`Reach` is installed."""
+
+    __slots__ = ("log",)
+
+    def __init__(self, log):
+        self.log = log
 
     def __get__(self, t, owner=None):
         if t is None:
             return self
-        self.reached.add(id(t))
+        log = self.log
+        k = id(t)
+        log.reached.add(k)
+        if k not in log._seen:
+            log.note(t)
         try:
             return t.__dict__["_data"]
         except KeyError:
             raise AttributeError("_data") from None
 
     def __set__(self, t, value):
-        self.reached.add(id(t))
-        self.written.append(t)
+        log = self.log
+        k = id(t)
+        log.reached.add(k)
+        if k not in log._seen:
+            if "_data" in t.__dict__:
+                log.note(t)
+            else:
+                log._seen.add(k)
+                log.fresh.add(k)
+        log.written.append(t)
         t.__dict__["_data"] = value
 
     def __delete__(self, t):
         t.__dict__.pop("_data", None)
+
+
+class _GradNote:
+    """``Tensor.grad`` (and each subclass's own ``grad``) while a :class:`Reach` is
+    installed: notes the tensor, then behaves as the class's own value (``Tensor``'s
+    unset-gradient descriptor, ``Parameter``'s None, a property of a subclass)."""
+
+    __slots__ = ("log", "value", "data_descriptor")
+
+    def __init__(self, log, value):
+        self.log, self.value = log, value
+        self.data_descriptor = hasattr(type(value), "__set__")
+
+    def __get__(self, t, owner=None):
+        v = self.value
+        get = getattr(type(v), "__get__", None)
+        if t is None:
+            return v if get is None else get(v, None, owner)
+        if id(t) not in self.log._seen:
+            self.log.note(t)
+        if not self.data_descriptor:
+            try:
+                return t.__dict__["grad"]
+            except KeyError:
+                pass
+        return v if get is None else get(v, t, owner)
+
+    def __set__(self, t, value):
+        if id(t) not in self.log._seen:
+            self.log.note(t)
+        if self.data_descriptor:
+            self.value.__set__(t, value)
+        else:
+            t.__dict__["grad"] = value
+
+    def __delete__(self, t):
+        if id(t) not in self.log._seen:
+            self.log.note(t)
+        if self.data_descriptor:
+            self.value.__delete__(t)
+            return
+        try:
+            del t.__dict__["grad"]
+        except KeyError:
+            raise AttributeError("grad") from None
 
 
 def leaves(x, cls, out):
@@ -468,6 +578,8 @@ class Recorder:
         self._bound = set()      # id() of the values the bindings set
         self._bound_values = []  # (kept alive)
         self._input_pairs = []   # (input tensor, the caller's array)
+        self._reach = None       # the Reach log (kept after the recording)
+        self.other_device = None  # the array module of a CUDA tensor it reached
 
     # -- origins ---------------------------------------------------------------------------
     def _describe(self, x):
@@ -626,23 +738,13 @@ class Recorder:
         if _active is not None:
             raise RuntimeError("gc.compile: a compiled function is already recording")
         tensor_cls = self._tensor_cls
-        inputs = {id(t) for t in flat_inputs}
-        live, self._modules, opaque = live_instances(tensor_cls, self._module_cls,
-                                                     self._opaque_types)
-        self._watched = [t for t in live if id(t) not in inputs]
-        self._index = {id(t): k for k, t in enumerate(self._watched)}
+        # the modules, optimizers and schedulers: registered as they were made
+        self._modules = _live.live(self._module_cls)
+        opaque = _live.live(self._opaque_types)
+        # the other tensors: watched as the function reaches them (_reached)
+        self._watched = []
+        self._after_opaque = []
         self._swapped = []
-        for t in self._watched:
-            d = t.__dict__.get("_data")
-            if type(d) is _ndarray:
-                root = _root(d)
-                key = id(root)
-                if key not in self._origin:  # named by identity: the same in each recording
-                    self._origin[key] = ("p", key)
-                    self._roots.append(root)
-                    self._persistent[key] = (t, d)
-                self._swapped.append((t, d))
-                t._data = d.view(Traced)
         for k, t in enumerate(flat_inputs):
             d = t._data
             buf = np.array(d, copy=True, order="K")
@@ -651,7 +753,6 @@ class Recorder:
             self.tape.inputs.append((k, buf))
             self._input_pairs.append((t, d))
             t._data = buf.view(Traced)
-        self._after_opaque = self._bindings()
         self._module_attrs = [_simple_attrs(m) for m in self._modules]
         self._installed = []
         for obj in opaque:
@@ -680,8 +781,34 @@ class Recorder:
         backend.set_capture_hooks(_host_array_read, self._check_range, _host_computed)
         _random._rng = _RandomProxy(_random._rng, _random.seed_generator)
         _random._wrap_stream = _generator_proxy
-        self._log = DataLog.install(tensor_cls, live)
+        self._log = Reach.install(tensor_cls, flat_inputs, self._reached)
+        if self._log is None:
+            self.stop(flat_inputs)
+            raise RuntimeError(f"gc.compile: {unwatchable(tensor_cls) or 'a recording'} "
+                               "(is another recording running?)")
         _active = self
+
+    def _reached(self, t, d, g):
+        """The function reached ``t``, a tensor that existed before, for the first time
+        (``d``, ``g``: its array and gradient then): watched from now on, its array
+        traced (views of the memory it shares with the tape from now on)."""
+        self._watched.append(t)
+        self._after_opaque.append((_norm(d) if d is not _MISSING else d, g))
+        if type(d) is _ndarray:
+            root = _root(d)
+            key = id(root)
+            if key not in self._origin:  # named by identity: the same in each recording
+                self._origin[key] = ("p", key)
+                self._roots.append(root)
+                self._persistent[key] = (t, d)
+            self._swapped.append((t, d))
+            t.__dict__["_data"] = d.view(Traced)
+        elif d is not None and d is not _MISSING and type(d) is not Traced and \
+                not isinstance(d, _ndarray):
+            # an array of another device (CUDA): not a step a CPU recording can hold
+            self.other_device = backend.math_of(d).xp
+            if self.refusal is None:
+                self.refusal = "it reaches a tensor on another device than the CPU"
 
     def _install_opaque(self, obj, name):
         method = getattr(obj, name)
@@ -730,10 +857,11 @@ class Recorder:
                 t._data = d
         # everything else made while recording (new .grad tensors, optimizer state, the
         # outputs) holds plain arrays from now on
-        for o in (log.written if log is not None else live_instances(self._tensor_cls)[0]):
+        for o in (log.written if log is not None else ()):
             d = o.__dict__.get("_data")
             if type(d) is Traced:
                 o._data = _real(d)
+        self._reach = log  # (what the function made: the outputs ask)
 
     def finish(self, flat_inputs, result):
         """The tape of this recording (None when refused; ``self.refusal`` says why)."""
@@ -777,7 +905,7 @@ class Recorder:
     def _outputs(self, x):
         t = type(x)
         if isinstance(x, self._tensor_cls):
-            if id(x) in self._bound or any(x is w for w in self._watched):
+            if id(x) in self._bound or self._made_before(x):
                 return _Out(tensor=x)  # state the caller sees anyway (a parameter, .grad)
             if x.grad_fn is not None and not self.backward_ran:
                 self.refusal = ("it returns a tensor with a graph for a later backward, "
@@ -794,6 +922,13 @@ class Recorder:
         if isinstance(x, _ndarray):
             self.refusal = "the function returns a NumPy array"
         return x
+
+    def _made_before(self, x) -> bool:
+        """Whether the returned tensor ``x`` existed before the call (a parameter, a
+        global) and is not an argument."""
+        log = self._reach
+        return log is not None and log.made_before(x) and \
+            not any(x is t for t, _d in self._input_pairs)
 
     def _modules_read(self) -> set:
         """id() of the modules whose attributes the tape may depend on: those holding a

@@ -27,7 +27,7 @@ import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Iterable, Mapping
 
-from .. import dtypes
+from .. import _live, dtypes
 from ..autograd.grad_mode import no_grad
 from ..backend import Device
 from ..creation import empty, tensor
@@ -170,6 +170,13 @@ class Module:
     ``__init__`` and write ``forward``; call the module to run it."""
 
     training: bool
+
+    def __new__(cls, *args, **kwargs):
+        # registered for gc.compile (gradcore._live), also where a subclass's __init__
+        # does not call Module.__init__
+        self = object.__new__(cls)
+        _live.register(self)
+        return self
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:

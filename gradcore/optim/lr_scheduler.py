@@ -33,6 +33,7 @@ from bisect import bisect_right
 from collections import Counter
 from functools import partial
 
+from .. import _live
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
@@ -103,6 +104,11 @@ class LRScheduler:
 
     _get_lr_called_within_step: bool = False
     _is_initial: bool = False
+
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        _live.register(self)  # (for gc.compile: gradcore._live)
+        return self
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         if not isinstance(optimizer, Optimizer):

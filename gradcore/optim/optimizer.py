@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import backend
+from .. import _live, backend
 from ..autograd import enable_grad
 from ..autograd.tensor_base import _wrap
 from ..backend import math_of
@@ -119,6 +119,13 @@ class Optimizer:
     Parameter containing:
     tensor([0., 0.], requires_grad=True)
     """
+
+    def __new__(cls, *args, **kwargs):
+        # registered for gc.compile (gradcore._live), also where a subclass's __init__
+        # does not call Optimizer.__init__
+        self = object.__new__(cls)
+        _live.register(self)
+        return self
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
@@ -313,6 +320,20 @@ class Optimizer:
                                                          arrays[slot])
         for u in work:
             u.param._bump()
+
+    def _device_state(self) -> list:
+        """The device memory that the multi-tensor updates carry from one step to the
+        next outside the tensors the step's Python reaches: the step counts counted on
+        the device (:class:`_Rows`; their 0-d views sit in ``state["step"]``, which the
+        step does not read through). A CUDA graph of the step writes them
+        (:mod:`gradcore._live`). The rows of scalars, their inputs and the tables of
+        addresses are not state: each launch sets them from the host first (and a table
+        put back behind the cache of what was uploaded would point at old arrays)."""
+        arrays = []
+        for entry in self.__dict__.get("_device_rows", {}).values():
+            if entry.steps is not None:
+                arrays.extend(entry.steps.values())
+        return arrays
 
     @staticmethod
     def _evaluate(closure):
