@@ -771,3 +771,17 @@ def test_a_graph_is_captured_again_when_a_tensor_it_reads_is_rebound(device):
     fn()
     assert fn.replays == 1 and fn.recordings == 3  # captured again, not replayed
     assert _host(w).any()  # the step updated the new array (it was zeros)
+
+
+def test_gradcore_cublaslt_0_adds_the_bias_apart(standin, monkeypatch):
+    """GRADCORE_CUBLASLT=0 turns the epilogues off: the product, then the bias added, the
+    same values."""
+    x = gc.randn(5, 4, device="cuda")
+    lin = gc.nn.Linear(4, 3).to("cuda")
+    want = lin(x).detach().cpu().numpy()
+    monkeypatch.setenv("GRADCORE_CUBLASLT", "0")
+    with gc.profile() as prof:
+        got = lin(x)
+    names = {k.name for k in prof.key_averages()}
+    assert "matmul_bias" not in names and {"matmul", "add"} <= names
+    np.testing.assert_allclose(got.detach().cpu().numpy(), want, rtol=1e-6, atol=1e-6)
