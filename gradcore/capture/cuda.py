@@ -353,23 +353,19 @@ def _outputs(x, tensor_cls, kept, backward_ran, why):
 
 def launch(step, flat, wrap):
     """Copy the arguments into the graph's input buffers, launch it, copy the results
-    out (new arrays from the default pool), all on the graph's stream, ordered after
-    the work already issued to the current stream and before the work issued next."""
-    xp = step.xp
-    current = xp.cuda.get_current_stream()
-    s = step.stream
-    s.wait_event(current.record())
-    with s:
-        for k, buf in step.inputs:
-            buf[...] = flat[k]._data
-        for work in step.host_work:  # (the optimizers' scalars, copied to the device)
-            work()
-        step.graph.launch(s)
-        for k, buf in step.copy_back:
-            flat[k]._data[...] = buf
-        out = _build(step.output, wrap)
-    current.wait_event(s.record())
-    return out
+    out (new arrays from the default pool), all on the current stream: ordered after the
+    work already issued to it and before the work issued next, with no event between
+    streams (each event recorded and waited on is a call into CUDA from Python, which
+    a small step's launch is made of)."""
+    current = step.xp.cuda.get_current_stream()
+    for k, buf in step.inputs:
+        buf[...] = flat[k]._data
+    for work in step.host_work:  # (the optimizers' scalars, copied to the device)
+        work()
+    step.graph.launch(current)
+    for k, buf in step.copy_back:
+        flat[k]._data[...] = buf
+    return _build(step.output, wrap)
 
 
 def guards_hold(step) -> bool:
