@@ -271,12 +271,20 @@ class Optimizer:
         if counted_on_device:
             entry.count_on_device(work)
 
+        # the tables of the arrays' addresses: fixed for this step's arrays (a graph's
+        # launches run host() with the arrays it captured), so formed once here
+        tables = {slot: [entry.offsets[slot]] for slot in entry.rows}
+        for u, (slot, _r) in zip(work, entry.where):
+            tables[slot].append(np.array([a.data.ptr for a in u.arrays],
+                                         dtype=np.uint64).view(np.int64))
+        tables = {slot: np.concatenate(t) for slot, t in tables.items()}
+        table_bytes = {slot: t.tobytes() for slot, t in tables.items()}
+
         def host():
             staged = {slot: np.zeros(arr.shape, dtype=arr.dtype)
                       for slot, arr in entry.rows.items()}
             hyper = {slot: np.zeros(arr.shape, dtype=np.float64)
                      for slot, arr in entry.hyper.items()}
-            tables = {slot: [entry.offsets[slot]] for slot in entry.rows}
             for u, (slot, r) in zip(work, entry.where):
                 if counted_on_device:  # (the step's columns are formed on the device)
                     values = u.scalars(1)
@@ -288,14 +296,11 @@ class Optimizer:
                 else:
                     values = u.scalars(u.counter + 1)
                 staged[slot][r, :len(values)] = values
-                tables[slot].append(np.array([a.data.ptr for a in u.arrays],
-                                             dtype=np.uint64).view(np.int64))
             for slot, arr in entry.rows.items():
                 arr.set(staged[slot])
-                table = np.concatenate(tables[slot])
-                if entry.uploaded.get(slot) != table.tobytes():  # (the arrays moved)
-                    entry.table[slot].set(table)
-                    entry.uploaded[slot] = table.tobytes()
+                if entry.uploaded.get(slot) != table_bytes[slot]:  # (the arrays moved)
+                    entry.table[slot].set(tables[slot])
+                    entry.uploaded[slot] = table_bytes[slot]
                 if counted_on_device:
                     entry.hyper[slot].set(hyper[slot])
 
