@@ -1,8 +1,10 @@
 """``gradcore.compiler``: the names of PyTorch's ``torch.compiler`` that programs and
 libraries call to ask about or steer ``torch.compile``. gradcore's compiler is
 :func:`gradcore.compile`; these do not compile anything and do not change what it does:
-``disable`` and ``allow_in_graph`` return what they are given, ``is_compiling`` and its
-neighbours say False.
+``disable`` and ``allow_in_graph`` return what they are given; ``is_compiling`` (and
+``is_dynamo_compiling``) say whether :func:`gradcore.compile` is recording or capturing
+a call now, when the function's Python runs to be replayed later, as PyTorch's say
+whether ``torch.compile`` traces it.
 
 >>> import gradcore as gc
 >>> @gc.compiler.disable
@@ -13,6 +15,8 @@ neighbours say False.
 """
 
 from __future__ import annotations
+
+from . import capture as _capture
 
 __all__ = ["disable", "allow_in_graph", "is_compiling", "is_dynamo_compiling",
            "is_exporting"]
@@ -45,14 +49,16 @@ def allow_in_graph(fn):
 
 
 def is_compiling() -> bool:
-    """False: no PyTorch compiler traces gradcore code (code guarded by it runs as
-    written, also under :func:`gradcore.compile`, which records what the code runs)."""
-    return False
+    """True while :func:`gradcore.compile` records a call (on the CPU) or captures one
+    into a CUDA graph: the Python running now is what later calls replay, without
+    running it (``torch.compiler.is_compiling``: True while ``torch.compile`` traces).
+    Code guarded by ``if not is_compiling()`` runs in the eager calls only."""
+    return _capture.is_compiling()
 
 
 def is_dynamo_compiling() -> bool:
-    """False, as :func:`is_compiling`."""
-    return False
+    """As :func:`is_compiling`."""
+    return _capture.is_compiling()
 
 
 def is_exporting() -> bool:

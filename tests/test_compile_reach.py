@@ -428,3 +428,33 @@ def test_a_compiled_module_called_inside_a_compiled_step(device):
                 np.testing.assert_array_equal(_host(got), _host(model(x) * 2))
     assert outer.replays == _replays(device)
     assert inner.__dict__["_compiled_forward"].recordings == 0
+
+
+def test_is_compiling_while_a_call_is_recorded_or_captured(device):
+    """torch.compiler.is_compiling() is True while the compiled function's Python runs
+    to be replayed (a CPU recording, a CUDA capture), False in its eager calls and
+    outside; code it guards runs eagerly only, and no host read it keeps out of the
+    recording makes the function fall back."""
+    seen = []
+    w = gc.ones(3, device=device, requires_grad=True)
+    opt = gc.optim.SGD([w], lr=0.1)
+
+    @gc.compile
+    def step(x):
+        seen.append(gc.compiler.is_compiling())
+        loss = (w * x).sum()
+        if not gc.compiler.is_compiling():
+            seen.append(loss.item())  # (a host read: only where nothing records)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing runs eagerly for good
+        for _ in range(5):
+            step(gc.ones(3, device=device))
+    assert step.replays >= 2
+    flags = [s for s in seen if isinstance(s, bool)]
+    assert True in flags and flags[0] is (device == "cpu")  # (CUDA: an eager call first)
+    assert not gc.compiler.is_compiling() and not gc.compiler.is_dynamo_compiling()

@@ -46,8 +46,9 @@ _TAPES_PER_SIGNATURE = 4
 
 
 def is_compiling() -> bool:
-    """True while a compiled function records (``torch.compiler.is_compiling``)."""
-    return trace.active() is not None
+    """True while a compiled function records, or is captured into a CUDA graph
+    (``torch.compiler.is_compiling``)."""
+    return trace.active() is not None or cuda.capturing is not None
 
 
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor",
