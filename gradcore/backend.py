@@ -1619,7 +1619,7 @@ def to_host(arr):
 # --------------------------------------------------------------------------------------
 # NumPy raises for an out-of-range integer index; CuPy wraps it around, silently. Testing
 # the values on the host would make every indexing op wait for the GPU, so there the op
-# reduces its index to its least and greatest value on the device (two small launches,
+# reduces its index to its least and greatest value on the device (one small launch,
 # no wait) and leaves them here; the next read of values back to the host (to_host: item,
 # tolist, numpy, printing, saving, .cpu()) reads the pending ones with it (one transfer)
 # and raises the first failed check's error. PyTorch likewise reports a kernel's
@@ -1634,12 +1634,18 @@ def check_range(idx, low: int, high: int, error, bounds=None) -> None:
     """Raise ``error(value)`` (an exception naming ``value``, an element of the integer
     array ``idx`` outside ``[low, high)``) if there is one: at once for host memory (the
     first such element), else at the next read from the device (the least or the
-    greatest; :func:`raise_failed_checks`). Two reductions either way: on a GPU (or in a
-    profile) they are the two launches the check costs, unless the caller passes
-    ``bounds``, ``idx``'s least and greatest element, which a kernel of its own found."""
+    greatest; :func:`raise_failed_checks`). On a GPU (or in a profile) the check costs
+    one launch for int64 indices (``index_bounds``), a min and a max for others, none
+    where the caller passes ``bounds``, ``idx``'s least and greatest element, which a
+    kernel of its own found."""
     if idx.size == 0 or (_capture_check is not None and _capture_check(idx, low, high, error)):
         return
-    least, greatest = (idx.min(), idx.max()) if bounds is None else bounds
+    if bounds is not None:
+        least, greatest = bounds
+    elif idx.dtype == np.int64:
+        least, greatest = math_of(idx).index_bounds(idx)  # (one launch on a device)
+    else:
+        least, greatest = idx.min(), idx.max()
     if isinstance(least, (np.ndarray, np.generic)):  # host memory: no wait to read them
         if int(least) < low or int(greatest) >= high:
             flat = idx.reshape(-1)

@@ -139,6 +139,37 @@ struct greatest_op {
     }
 };
 
+// The least and greatest of a row's `cols` indices (`t`), to every thread of the block.
+__device__ __forceinline__ void row_bounds(const long long* __restrict__ t, long long cols,
+                                           long long* ibuf, long long& lo, long long& hi) {
+    lo = 0x7fffffffffffffffLL;
+    hi = -0x7fffffffffffffffLL - 1;
+    for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+        const long long v = t[j];
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    lo = block_reduce(lo, ibuf, least_op());
+    hi = block_reduce(hi, ibuf, greatest_op());
+}
+
+// An index array's least and greatest element, a block per row of `cols` (the range check
+// of an op with tensor indices: one launch where a min and a max are two).
+template <typename T, typename C>
+__device__ __forceinline__ void index_bounds(const long long* __restrict__ idx,
+                                             long long* __restrict__ bounds, long long rows,
+                                             long long cols) {
+    __shared__ long long ibuf[GRADCORE_MAX_BLOCK];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        long long lo, hi;
+        row_bounds(idx + r * cols, cols, ibuf, lo, hi);
+        if (threadIdx.x == 0) {
+            bounds[2 * r] = lo;
+            bounds[2 * r + 1] = hi;
+        }
+    }
+}
+
 template <typename T, typename C>
 __device__ __forceinline__ void nll_reduce(
         const C* __restrict__ loss, const C* __restrict__ wt,
@@ -150,16 +181,12 @@ __device__ __forceinline__ void nll_reduce(
     for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
         const long long base = r * cols;
         C s = C(0), w = C(0);
-        long long lo = 0x7fffffffffffffffLL, hi = -0x7fffffffffffffffLL - 1;
         for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
             s += loss[base + j];
             w += wt[base + j];
-            const long long t = tsafe[base + j];
-            lo = t < lo ? t : lo;
-            hi = t > hi ? t : hi;
         }
-        lo = block_reduce(lo, ibuf, least_op());
-        hi = block_reduce(hi, ibuf, greatest_op());
+        long long lo, hi;
+        row_bounds(tsafe + base, cols, ibuf, lo, hi);
         s = block_sum(s, buf);
         const C total = mode == 2 ? block_sum(w, buf) : C(1);
         for (long long j = threadIdx.x; j < cols; j += blockDim.x) {

@@ -1198,3 +1198,24 @@ def test_one_numpy_generator_forms_host_numbers_as_python_does():
     assert fn(x, 3).dtype == np.float32
     # comparisons and where are not generated for pointwise kernels
     assert twin.generate(Kernel("k", ("x",), "where(x > 0, x, 0.0)")) is None
+
+
+def test_index_bounds_kernel_matches_the_twin(host_lib):
+    """An int64 index array's least and greatest in one launch: a block per row, blocks
+    smaller than a row, negative and huge values."""
+    from gradcore.kernels import rows as fused_rows
+
+    rng = np.random.default_rng(9)
+    for n in (1, 7, 300, 1000):
+        idx = rng.integers(-(1 << 40), 1 << 40, n).astype(np.int64)
+        want = fused_rows.index_bounds(np, idx)
+        for block in (1, 32, 256):
+            bounds = np.zeros(2, np.int64)
+            khost.launch_host("index_bounds_float32", [idx, bounds, np.int64(1), np.int64(n)],
+                              1, block, lib=host_lib)
+            assert (bounds[0], bounds[1]) == want, (n, block)
+    idx = np.arange(12, dtype=np.int64).reshape(3, 4)[::-1].copy()
+    bounds = np.zeros(6, np.int64)
+    khost.launch_host("index_bounds_float64", [idx, bounds, np.int64(3), np.int64(4)], 2, 32,
+                      lib=host_lib)
+    assert bounds.tolist() == [8, 11, 4, 7, 0, 3]

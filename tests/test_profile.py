@@ -99,10 +99,11 @@ def test_views_and_empty_launch_nothing(device):
         x.T.reshape(-1)             # not contiguous: a copy
         x[gc.tensor([0, 2])]        # index array: a gather (the index comes from the host)
         gc.zeros(3)
-    # the index's least and greatest value: its range check on a GPU (backend.check_range)
+    # the index's least and greatest value in one kernel: its range check on a GPU
+    # (backend.check_range)
     assert rows(prof) == [("reshape", "array", 1, 24 * F32, 24 * F32),
                           ("getitem", "array", 1, 12 * F32 + 16, 12 * F32),
-                          ("max", "array", 1, 16, 8), ("min", "array", 1, 16, 8),
+                          ("index_bounds", "fused", 1, 16, 16),
                           ("zeros", "array", 1, 0, 3 * F32)]
 
 

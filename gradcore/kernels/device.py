@@ -211,6 +211,16 @@ def _xent_forward_kernel(math, x, target, weight, ignore_index):
     return logp, loss, wt, tsafe
 
 
+def _index_bounds_kernel(math, idx):
+    xp = math.xp
+    bounds = xp.empty((2,), dtype=np.int64)
+    # (any dtype's entry point: that of a module loaded already, else float32's)
+    dtype = next(iter(math.__dict__.get("_kernel_modules", ())), "float32")
+    _launch(math, "index_bounds", np.dtype(dtype), [_dense(xp, idx, np.int64), bounds], 1,
+            idx.size, "rows")
+    return bounds[0], bounds[1]
+
+
 def _nll_reduce_kernel(math, loss, wt, tsafe, mode):
     xp = math.xp
     dtype = loss.dtype  # (the compute type: the entry point of that dtype)
@@ -517,6 +527,7 @@ _ROW_LAUNCHERS = {
     "softmax_xent_backward": lambda math: functools.partial(_xent_kernel, math),
     "softmax_xent_forward": lambda math: functools.partial(_xent_forward_kernel, math),
     "nll_reduce": lambda math: functools.partial(_nll_reduce_kernel, math),
+    "index_bounds": lambda math: functools.partial(_index_bounds_kernel, math),
     "mul_sum_rows": lambda math: functools.partial(_mul_sum_rows_kernel, math),
     "softmax_forward_rows": lambda math: functools.partial(_softmax_forward_kernel, math),
     "attention_softmax_rows": lambda math: functools.partial(_attention_kernel, math),

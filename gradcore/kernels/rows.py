@@ -151,6 +151,12 @@ def softmax_xent_forward(F, x, target, weight, ignore_index):
     return logp, loss, wt, tsafe
 
 
+def index_bounds(F, idx):
+    """``(least, greatest)``: an int64 index array's bounds, for a range check
+    (``backend.check_range``); one launch on a device where a min and a max are two."""
+    return idx.min(), idx.max()
+
+
 def nll_reduce(F, loss, wt, tsafe, mode):
     """cross_entropy's reduction of its per-row ``loss`` (``softmax_xent_forward``'s):
     ``(out, coef, least, greatest)``: the loss (None for ``mode`` 0, no reduction; the
@@ -326,6 +332,7 @@ def mul_sum_rows(xp, g, x):
 
 TWINS = {f.__name__: f for f in (softmax_backward_rows, log_softmax_backward_rows,
                                   softmax_xent_backward, softmax_xent_forward, nll_reduce,
+                                  index_bounds,
                                   softmax_forward_rows,
                                   layer_norm_forward_rows, layer_norm_backward_rows,
                                   layer_norm_param_grads, mul_sum_rows,
@@ -551,6 +558,8 @@ ROW_KERNELS = {k.name: k for k in [
         ("in", "x"), ("index", "target"), ("cin", "weight"), ("int", "has_weight"),
         ("int", "ignore_index"), ("out", "logp"), ("cout", "loss"), ("cout", "wt"),
         ("index_out", "tsafe"), ("int", "rows"), ("int", "cols"))),
+    RowKernel("index_bounds", (("index", "idx"), ("index_out", "bounds"), ("int", "rows"),
+                               ("int", "cols"))),
     RowKernel("nll_reduce", (
         ("cin", "loss"), ("cin", "wt"), ("index", "tsafe"), ("int", "mode"), ("cout", "out"),
         ("cout", "coef"), ("index_out", "bounds"), ("int", "rows"), ("int", "cols"))),
