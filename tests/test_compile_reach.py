@@ -10,6 +10,7 @@ compares with eager bit for bit; every one that expects replays checks ``fn.repl
 from __future__ import annotations
 
 import gc as pygc
+import sys
 import warnings
 
 import numpy as np
@@ -458,3 +459,30 @@ def test_is_compiling_while_a_call_is_recorded_or_captured(device):
     flags = [s for s in seen if isinstance(s, bool)]
     assert True in flags and flags[0] is (device == "cpu")  # (CUDA: an eager call first)
     assert not gc.compiler.is_compiling() and not gc.compiler.is_dynamo_compiling()
+
+
+def test_a_non_leaf_grad_warning_names_the_user_s_line_while_recording(device):
+    """PyTorch's warning for reading a non-leaf's .grad points at the line that read it,
+    also while gc.compile records or captures the call (a descriptor stands in front of
+    .grad then)."""
+    w = gc.ones(2, device=device, requires_grad=True)
+    opt = gc.optim.SGD([w], lr=0.1)
+    lines = []
+
+    @gc.compile
+    def step(x):
+        y = w * x
+        lines.append(sys._getframe().f_lineno + 1)
+        assert y.grad is None
+        loss = y.sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):  # (CUDA: eager, then captured twice)
+            step(gc.ones(2, device=device))
+    found = [(r.filename, r.lineno) for r in caught if "not a leaf" in str(r.message)]
+    assert found and set(found) == {(__file__, lines[0])}, found

@@ -61,9 +61,16 @@ class _UnsetGrad:
     def __get__(self, t, owner=None):
         if t is None:
             return self
+        return self.read(t)
+
+    @staticmethod
+    def read(t):
+        """None, warning (at the frame two above: the reader of ``.grad``, through this
+        descriptor or one that stands in front of it while gc.compile records) for a
+        non-leaf that does not retain its gradient."""
         fn = t.grad_fn
         if fn is not None and (fn._retains is None or t._out_nr not in fn._retains):
-            warnings.warn(_NONLEAF_GRAD, UserWarning, stacklevel=2)
+            warnings.warn(_NONLEAF_GRAD, UserWarning, stacklevel=3)
         return None
 
 

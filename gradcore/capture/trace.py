@@ -237,6 +237,9 @@ class _GradNote:
                 return t.__dict__["grad"]
             except KeyError:
                 pass
+        read = getattr(type(v), "read", None)
+        if read is not None:  # (the unset gradient's: its warning names the reader's line)
+            return read(t)
         return v if get is None else get(v, t, owner)
 
     def __set__(self, t, value):
