@@ -201,6 +201,65 @@ __device__ __forceinline__ void nll_reduce(
     }
 }
 
+// cross_entropy's forward and reduction in one launch for a small batch of narrow rows
+// (the caller chooses: a few thousand elements): one block, a thread per row doing what
+// softmax_xent_forward's block does for it (the row's maximum, sum of exponentials,
+// log-probabilities, weight, loss and safe target), then nll_reduce's sums, coefficients
+// and bounds over the rows each thread made. Two launches' work in one where launches,
+// not the device, cost the time.
+template <typename T, typename C>
+__device__ __forceinline__ void softmax_xent_small(
+        const T* __restrict__ x, const long long* __restrict__ target,
+        const C* __restrict__ weight, long long has_weight, long long ignore_index,
+        long long mode, T* __restrict__ logp, C* __restrict__ loss, C* __restrict__ wt,
+        long long* __restrict__ tsafe, C* __restrict__ out, C* __restrict__ coef,
+        long long* __restrict__ bounds, long long rows, long long cols) {
+    __shared__ C buf[GRADCORE_MAX_BLOCK];
+    __shared__ long long ibuf[GRADCORE_MAX_BLOCK];
+    if (blockIdx.x != 0) return;
+    C s_loss = C(0), s_wt = C(0);
+    long long lo = 0x7fffffffffffffffLL, hi = -0x7fffffffffffffffLL - 1;
+    for (long long r = threadIdx.x; r < rows; r += blockDim.x) {
+        const long long base = r * cols;
+        C mx = -infinity(C(0));
+        for (long long j = 0; j < cols; ++j) mx = maximum(mx, load(x[base + j]));
+        C s = C(0);
+        for (long long j = 0; j < cols; ++j) s += exp(load(x[base + j]) - mx);
+        const C log_sum = log(s);
+        const long long t = target[r];
+        const bool valid = t != ignore_index;
+        const bool in_range = t >= 0 && t < cols;
+        const C w = !valid ? C(0) : !has_weight ? C(1) : in_range ? weight[t] : not_a_number(C(0));
+        C row_loss = !valid ? C(0) : not_a_number(C(0));
+        for (long long j = 0; j < cols; ++j) {
+            const T stored = store<T>(load(x[base + j]) - mx - log_sum);
+            logp[base + j] = stored;
+            if (valid && j == t) row_loss = -(load(stored) * w);
+        }
+        loss[r] = row_loss;
+        wt[r] = w;
+        const long long ts = valid ? t : 0;
+        tsafe[r] = ts;
+        s_loss += row_loss;
+        s_wt += w;
+        lo = ts < lo ? ts : lo;
+        hi = ts > hi ? ts : hi;
+    }
+    lo = block_reduce(lo, ibuf, least_op());
+    hi = block_reduce(hi, ibuf, greatest_op());
+    s_loss = block_sum(s_loss, buf);
+    const C total = mode == 2 ? block_sum(s_wt, buf) : C(1);
+    for (long long r = threadIdx.x; r < rows; r += blockDim.x) {
+        const C neg = -wt[r];  // (the thread's own row: written above)
+        coef[r] = mode != 2 ? neg : total != C(0) ? neg / total : C(0);
+    }
+    if (threadIdx.x == 0) {
+        if (mode != 0) out[0] = mode == 2 ? s_loss / total : s_loss;
+        bounds[0] = lo;
+        bounds[1] = hi;
+    }
+}
+
 // The backward of a softmax-like op along the rows, from a row sum: for each row,
 // s = sum over the row of F::term(g, y), then out = F::out(g, y, s).
 template <typename T, typename C, typename F>

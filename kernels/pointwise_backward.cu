@@ -2932,6 +2932,10 @@ extern "C" __global__ void norm_backward_channels_float16(const gc_half* __restr
 extern "C" __global__ void softmax_xent_forward_float16(const gc_half* __restrict__ x, const long long* __restrict__ target, const float* __restrict__ weight, long long has_weight, long long ignore_index, gc_half* __restrict__ logp, float* __restrict__ loss, float* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
     gradcore::softmax_xent_forward<gc_half, float>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
 }
+// softmax_xent_small: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_xent_small_float16(const gc_half* __restrict__ x, const long long* __restrict__ target, const float* __restrict__ weight, long long has_weight, long long ignore_index, long long mode, gc_half* __restrict__ logp, float* __restrict__ loss, float* __restrict__ wt, long long* __restrict__ tsafe, float* __restrict__ out, float* __restrict__ coef, long long* __restrict__ bounds, long long rows, long long cols) {
+    gradcore::softmax_xent_small<gc_half, float>(x, target, weight, has_weight, ignore_index, mode, logp, loss, wt, tsafe, out, coef, bounds, rows, cols);
+}
 // index_bounds: hand-written in gradcore_rows.cuh
 extern "C" __global__ void index_bounds_float16(const long long* __restrict__ idx, long long* __restrict__ bounds, long long rows, long long cols) {
     gradcore::index_bounds<gc_half, float>(idx, bounds, rows, cols);
@@ -3299,6 +3303,10 @@ extern "C" __global__ void norm_backward_channels_float32(const float* __restric
 extern "C" __global__ void softmax_xent_forward_float32(const float* __restrict__ x, const long long* __restrict__ target, const float* __restrict__ weight, long long has_weight, long long ignore_index, float* __restrict__ logp, float* __restrict__ loss, float* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
     gradcore::softmax_xent_forward<float, float>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
 }
+// softmax_xent_small: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_xent_small_float32(const float* __restrict__ x, const long long* __restrict__ target, const float* __restrict__ weight, long long has_weight, long long ignore_index, long long mode, float* __restrict__ logp, float* __restrict__ loss, float* __restrict__ wt, long long* __restrict__ tsafe, float* __restrict__ out, float* __restrict__ coef, long long* __restrict__ bounds, long long rows, long long cols) {
+    gradcore::softmax_xent_small<float, float>(x, target, weight, has_weight, ignore_index, mode, logp, loss, wt, tsafe, out, coef, bounds, rows, cols);
+}
 // index_bounds: hand-written in gradcore_rows.cuh
 extern "C" __global__ void index_bounds_float32(const long long* __restrict__ idx, long long* __restrict__ bounds, long long rows, long long cols) {
     gradcore::index_bounds<float, float>(idx, bounds, rows, cols);
@@ -3665,6 +3673,10 @@ extern "C" __global__ void norm_backward_channels_float64(const double* __restri
 // softmax_xent_forward: hand-written in gradcore_rows.cuh
 extern "C" __global__ void softmax_xent_forward_float64(const double* __restrict__ x, const long long* __restrict__ target, const double* __restrict__ weight, long long has_weight, long long ignore_index, double* __restrict__ logp, double* __restrict__ loss, double* __restrict__ wt, long long* __restrict__ tsafe, long long rows, long long cols) {
     gradcore::softmax_xent_forward<double, double>(x, target, weight, has_weight, ignore_index, logp, loss, wt, tsafe, rows, cols);
+}
+// softmax_xent_small: hand-written in gradcore_rows.cuh
+extern "C" __global__ void softmax_xent_small_float64(const double* __restrict__ x, const long long* __restrict__ target, const double* __restrict__ weight, long long has_weight, long long ignore_index, long long mode, double* __restrict__ logp, double* __restrict__ loss, double* __restrict__ wt, long long* __restrict__ tsafe, double* __restrict__ out, double* __restrict__ coef, long long* __restrict__ bounds, long long rows, long long cols) {
+    gradcore::softmax_xent_small<double, double>(x, target, weight, has_weight, ignore_index, mode, logp, loss, wt, tsafe, out, coef, bounds, rows, cols);
 }
 // index_bounds: hand-written in gradcore_rows.cuh
 extern "C" __global__ void index_bounds_float64(const long long* __restrict__ idx, long long* __restrict__ bounds, long long rows, long long cols) {

@@ -1200,6 +1200,54 @@ def test_one_numpy_generator_forms_host_numbers_as_python_does():
     assert twin.generate(Kernel("k", ("x",), "where(x > 0, x, 0.0)")) is None
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_xent_small_kernel_matches_the_twin(dtype, host_lib):
+    """cross_entropy's forward and reduction in one block, a thread per row: every output
+    of the two kernels it stands for, with and without class weights, ignored targets,
+    each reduction, rows more than threads, blocks past the first doing nothing, and a
+    target out of range (a NaN loss, kept in the bounds)."""
+    if not khost.host_supports(dtype, host_lib):
+        pytest.skip(reason=f"no {dtype} kernels in the host build (no _Float16)")
+    from gradcore.kernels import rows as fused_rows
+
+    acc = np.float32 if dtype == "float16" else dtype
+    rng = np.random.default_rng(10)
+    names = ("logp", "loss", "wt", "tsafe", "out", "coef", "least", "greatest")
+    for rows, cols in ((1, 1), (3, 10), (40, 33), (300, 7)):
+        x = (3 * rng.standard_normal((rows, cols))).astype(dtype)
+        target = rng.integers(0, cols, rows).astype(np.int64)
+        target[::4] = -100
+        for weight in (None, rng.uniform(0.5, 2.0, cols).astype(acc)):
+            w = weight if weight is not None else np.zeros(1, acc)
+            for mode in (0, 1, 2):
+                want = fused_rows.softmax_xent_small(np, x, target, weight, -100, mode)
+                for grid, block in ((1, 32), (2, 256), (1, 64)):
+                    got = [np.full((rows, cols), np.nan, dtype), np.full(rows, np.nan, acc),
+                           np.full(rows, np.nan, acc), np.full(rows, -1, np.int64),
+                           np.full(1, np.nan, acc), np.full(rows, np.nan, acc),
+                           np.zeros(2, np.int64)]
+                    khost.launch_host(f"softmax_xent_small_{dtype}",
+                                      [x, target, w, np.int64(weight is not None),
+                                       np.int64(-100), np.int64(mode), *got,
+                                       np.int64(rows), np.int64(cols)], grid, block,
+                                      lib=host_lib)
+                    got = got[:4] + [got[4][0], got[5], got[6][0], got[6][1]]
+                    for name, a, b in zip(names, got, want):
+                        where = f"{name} {rows}x{cols} mode {mode} {grid}x{block}"
+                        if b is None:  # (no reduction: out left as it was)
+                            assert np.isnan(a), where
+                        else:
+                            np.testing.assert_allclose(a, b, err_msg=where, **_row_tol(dtype))
+    bad = np.array([0, 5], np.int64)  # 5 is out of range for 3 classes
+    got = [np.empty((2, 3), dtype), np.empty(2, acc), np.empty(2, acc), np.empty(2, np.int64),
+           np.empty(1, acc), np.empty(2, acc), np.empty(2, np.int64)]
+    khost.launch_host(f"softmax_xent_small_{dtype}",
+                      [np.zeros((2, 3), dtype), bad, np.zeros(1, acc), np.int64(0),
+                       np.int64(-100), np.int64(1), *got, np.int64(2), np.int64(3)], 1, 32,
+                      lib=host_lib)
+    assert np.isnan(got[1][1]) and np.isnan(got[4][0]) and got[6].tolist() == [0, 5]
+
+
 def test_index_bounds_kernel_matches_the_twin(host_lib):
     """An int64 index array's least and greatest in one launch: a block per row, blocks
     smaller than a row, negative and huge values."""

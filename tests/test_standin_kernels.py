@@ -184,15 +184,18 @@ def test_cross_entropy_backward_is_one_kernel(reduction, launches):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_cross_entropy_forward_is_one_row_kernel(reduction, weighted, dtype, launches):
+@pytest.mark.parametrize("classes", [13, 70])
+def test_cross_entropy_forward_is_one_row_kernel(reduction, weighted, dtype, classes,
+                                                 launches):
     """cross_entropy's forward on CUDA: softmax_xent_forward and nll_reduce (the
-    reduction, the gradient's coefficients and the range check: not some twenty), the same
+    reduction, the gradient's coefficients and the range check: not some twenty), or
+    for a small batch of narrow rows softmax_xent_small, both in one launch; the same
     loss, gradient and graph as the CPU, ignored targets included."""
     rng = np.random.default_rng(7)
-    logits = (3 * rng.standard_normal((9, 13))).astype(dtype)
-    target = rng.integers(0, 13, 9)
+    logits = (3 * rng.standard_normal((9, classes))).astype(dtype)
+    target = rng.integers(0, classes, 9)
     target[[1, 4]] = -100
-    weight = rng.uniform(0.5, 2.0, 13).astype(dtype)
+    weight = rng.uniform(0.5, 2.0, classes).astype(dtype)
 
     def run(device):
         x = gc.tensor(logits, device=device, requires_grad=True)
@@ -210,8 +213,10 @@ def test_cross_entropy_forward_is_one_row_kernel(reduction, weighted, dtype, lau
     got_loss, got_grad, forward = run("cuda")
     acc = "float32" if dtype == "float16" else dtype
     # the log-probabilities and row losses, then the loss, the gradient's coefficients
-    # and the targets' range in one launch (a float16 loss's cast is CuPy's)
-    assert forward == [f"softmax_xent_forward_{dtype}", f"nll_reduce_{acc}"], forward
+    # and the targets' range in one launch (a float16 loss's cast is CuPy's); a small
+    # batch of narrow rows in one launch for both
+    assert forward == ([f"softmax_xent_small_{dtype}"] if classes <= 64 else
+                       [f"softmax_xent_forward_{dtype}", f"nll_reduce_{acc}"]), forward
     want_loss, want_grad, _ = run("cpu")
     tol = dict(rtol=2e-3, atol=2e-3) if dtype == "float16" else dict(rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_loss.astype(np.float64), want_loss, **tol)

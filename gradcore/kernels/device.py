@@ -211,6 +211,26 @@ def _xent_forward_kernel(math, x, target, weight, ignore_index):
     return logp, loss, wt, tsafe
 
 
+def _xent_small_kernel(math, x, target, weight, ignore_index, mode):
+    xp = math.xp
+    dtype = x.dtype
+    acc = _acc(dtype)
+    x = _dense(xp, x, dtype)
+    rows, cols = x.shape
+    logp = xp.empty(x.shape, dtype=dtype)
+    loss, wt = xp.empty((rows,), dtype=acc), xp.empty((rows,), dtype=acc)
+    tsafe = xp.empty((rows,), dtype=np.int64)
+    out, coef = xp.empty((1,), dtype=acc), xp.empty((rows,), dtype=acc)
+    bounds = xp.empty((2,), dtype=np.int64)
+    w = _dense(xp, weight, acc) if weight is not None else xp.empty((1,), dtype=acc)
+    launch(math, f"softmax_xent_small_{dtype_name(dtype)}",
+           [x, _dense(xp, target, np.int64), w, np.int64(weight is not None),
+            np.int64(ignore_index), np.int64(mode), logp, loss, wt, tsafe, out, coef, bounds,
+            np.int64(rows), np.int64(cols)], 1, row_block(rows))  # (one block: all rows)
+    return (logp, loss, wt, tsafe, out.reshape(()) if mode else None, coef, bounds[0],
+            bounds[1])
+
+
 def _index_bounds_kernel(math, idx):
     xp = math.xp
     bounds = xp.empty((2,), dtype=np.int64)
@@ -528,6 +548,7 @@ _ROW_LAUNCHERS = {
     "softmax_xent_forward": lambda math: functools.partial(_xent_forward_kernel, math),
     "nll_reduce": lambda math: functools.partial(_nll_reduce_kernel, math),
     "index_bounds": lambda math: functools.partial(_index_bounds_kernel, math),
+    "softmax_xent_small": lambda math: functools.partial(_xent_small_kernel, math),
     "mul_sum_rows": lambda math: functools.partial(_mul_sum_rows_kernel, math),
     "softmax_forward_rows": lambda math: functools.partial(_softmax_forward_kernel, math),
     "attention_softmax_rows": lambda math: functools.partial(_attention_kernel, math),

@@ -179,6 +179,15 @@ def nll_reduce(F, loss, wt, tsafe, mode):
         return out / total, F.where(total != 0, -wt / total, 0), least, greatest
 
 
+def softmax_xent(F, x, target, weight, ignore_index, mode):
+    """cross_entropy's forward and reduction for class targets over the rows of ``x``:
+    :func:`softmax_xent_forward`'s ``(logp, loss, wt, tsafe)`` then :func:`nll_reduce`'s
+    ``(out, coef, least, greatest)`` of them (``mode`` as there). One launch on a device
+    for a small batch of narrow rows (``softmax_xent_small``), two otherwise."""
+    logp, loss, wt, tsafe = F.softmax_xent_forward(x, target, weight, ignore_index)
+    return (logp, loss, wt, tsafe) + tuple(F.nll_reduce(loss, wt, tsafe, mode))
+
+
 def attention_softmax(F, scores, bias, scale, causal):
     """scaled_dot_product_attention's weights from its scores (``q @ k^T``): softmax over
     the last axis of ``scores * scale + bias`` (``bias`` None or an additive array that
@@ -325,6 +334,12 @@ def attention_softmax_backward_rows(xp, g, y, scale, need_d):
     return (d * acc.type(scale)).astype(y.dtype), (d if need_d else None)
 
 
+def softmax_xent_small(xp, x, target, weight, ignore_index, mode):
+    """The twin of the one-launch kernel: :func:`softmax_xent`'s two formulas."""
+    rows = softmax_xent_forward(xp, x, target, weight, ignore_index)
+    return (*rows, *nll_reduce(xp, *rows[1:], mode))
+
+
 def mul_sum_rows(xp, g, x):
     """``sum(g * x, axis=0)``: the gradient of a factor broadcast along the rows."""
     return (g * x).sum(axis=0)
@@ -332,7 +347,7 @@ def mul_sum_rows(xp, g, x):
 
 TWINS = {f.__name__: f for f in (softmax_backward_rows, log_softmax_backward_rows,
                                   softmax_xent_backward, softmax_xent_forward, nll_reduce,
-                                  index_bounds,
+                                  index_bounds, softmax_xent_small,
                                   softmax_forward_rows,
                                   layer_norm_forward_rows, layer_norm_backward_rows,
                                   layer_norm_param_grads, mul_sum_rows,
@@ -352,6 +367,21 @@ def _last_axis(kernel, g, y, axis, out=None):
 
 def _rows_2d(kernel, *args):
     return kernel(*args)  # (the pair's log-probabilities are 2-D)
+
+
+#: The batches cross_entropy takes in one launch, a thread per row: up to this many
+#: elements, rows of up to SMALL_XENT_COLS classes (above, two launches of a block per
+#: row are faster than one block doing it all).
+SMALL_XENT_ELEMENTS = 1 << 16
+SMALL_XENT_COLS = 64
+
+
+def _xent_small_launch(kernel, x, target, weight, ignore_index, mode):
+    rows, cols = x.shape
+    if x.size and x.size <= SMALL_XENT_ELEMENTS and cols <= SMALL_XENT_COLS and \
+            x.dtype.name in _FLOATS:
+        return kernel(x, target, weight, ignore_index, mode)
+    return None
 
 
 def _softmax_forward_launch(kernel, x, axis, log):
@@ -504,6 +534,7 @@ FORMULAS = {
     # (only logp computed in float32: g * coef in the loss's dtype, as nll_loss's step)
     "cross_entropy_backward": Formula(softmax_xent_backward, (0,), "softmax_xent_backward",
                                       _rows_2d),
+    "softmax_xent": Formula(softmax_xent, (), "softmax_xent_small", _xent_small_launch),
     "attention_softmax": Formula(attention_softmax, (0, 1), "attention_softmax_rows",
                                  _attention_launch),
     "attention_softmax_backward": Formula(attention_softmax_backward, (0, 1),
@@ -558,6 +589,11 @@ ROW_KERNELS = {k.name: k for k in [
         ("in", "x"), ("index", "target"), ("cin", "weight"), ("int", "has_weight"),
         ("int", "ignore_index"), ("out", "logp"), ("cout", "loss"), ("cout", "wt"),
         ("index_out", "tsafe"), ("int", "rows"), ("int", "cols"))),
+    RowKernel("softmax_xent_small", (
+        ("in", "x"), ("index", "target"), ("cin", "weight"), ("int", "has_weight"),
+        ("int", "ignore_index"), ("int", "mode"), ("out", "logp"), ("cout", "loss"),
+        ("cout", "wt"), ("index_out", "tsafe"), ("cout", "out"), ("cout", "coef"),
+        ("index_out", "bounds"), ("int", "rows"), ("int", "cols"))),
     RowKernel("index_bounds", (("index", "idx"), ("index_out", "bounds"), ("int", "rows"),
                                ("int", "cols"))),
     RowKernel("nll_reduce", (

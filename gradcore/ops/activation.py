@@ -1109,10 +1109,10 @@ def cross_entropy_rows(x, t, weight, ignore_index, reduction):
         check_same_device(xd, weight._data, "nll_loss")
     m = math_of(xd)
     wd = None if weight is None else weight._data
-    logp, losses, wt, tsafe = m.softmax_xent_forward(xd, td, wd, ignore_index)
-    # the loss, the gradient's coefficients and the targets' bounds in one formula (one
-    # launch on a device)
-    out, coef, least, greatest = m.nll_reduce(losses, wt, tsafe, _REDUCTIONS[reduction])
+    # the log-probabilities and row losses, then the loss, the gradient's coefficients and
+    # the targets' bounds (two launches on a device; one for a small batch)
+    logp, losses, wt, tsafe, out, coef, least, greatest = m.softmax_xent(
+        xd, td, wd, ignore_index, _REDUCTIONS[reduction])
     # tsafe: the targets with ignored ones made 0 (one out of range kept as it is): the
     # check is read at the next read from the device
     check_range(tsafe, 0, xd.shape[1], _target_error, (least, greatest))
