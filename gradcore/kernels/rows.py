@@ -371,8 +371,9 @@ def _rows_2d(kernel, *args):
 
 #: The batches cross_entropy takes in one launch, a thread per row: up to this many
 #: elements, rows of up to SMALL_XENT_COLS classes (above, two launches of a block per
-#: row are faster than one block doing it all).
-SMALL_XENT_ELEMENTS = 1 << 16
+#: row should be faster than one block doing it all: a bound chosen without a GPU, to
+#: be measured on one, kept low).
+SMALL_XENT_ELEMENTS = 1 << 14
 SMALL_XENT_COLS = 64
 
 
