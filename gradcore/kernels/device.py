@@ -195,40 +195,37 @@ def _xent_kernel(math, logp, target, g, coef):
     return out
 
 
-def _xent_forward_kernel(math, x, target, weight, ignore_index):
-    xp = math.xp
+def _xent_rows(xp, x, target, weight, ignore_index):
+    """The arguments cross_entropy's row kernels share, from ``x`` to ``tsafe`` (the
+    inputs made dense, the outputs made), and ``x`` and its compute dtype."""
     dtype = x.dtype
     acc = _acc(dtype)
     x = _dense(xp, x, dtype)
-    rows, cols = x.shape
-    logp = xp.empty(x.shape, dtype=dtype)
-    loss, wt = xp.empty((rows,), dtype=acc), xp.empty((rows,), dtype=acc)
-    tsafe = xp.empty((rows,), dtype=np.int64)
+    rows = x.shape[0]
     w = _dense(xp, weight, acc) if weight is not None else xp.empty((1,), dtype=acc)
-    _launch(math, "softmax_xent_forward", dtype,
-            [x, _dense(xp, target, np.int64), w, np.int64(weight is not None),
-             np.int64(ignore_index), logp, loss, wt, tsafe], rows, cols, "rows")
-    return logp, loss, wt, tsafe
+    return [x, _dense(xp, target, np.int64), w, np.int64(weight is not None),
+            np.int64(ignore_index), xp.empty(x.shape, dtype=dtype),
+            xp.empty((rows,), dtype=acc), xp.empty((rows,), dtype=acc),
+            xp.empty((rows,), dtype=np.int64)], x, acc
+
+
+def _xent_forward_kernel(math, x, target, weight, ignore_index):
+    values, x, _acc_dtype = _xent_rows(math.xp, x, target, weight, ignore_index)
+    _launch(math, "softmax_xent_forward", x.dtype, values, *x.shape, "rows")
+    return tuple(values[5:])  # logp, loss, wt, tsafe
 
 
 def _xent_small_kernel(math, x, target, weight, ignore_index, mode):
     xp = math.xp
-    dtype = x.dtype
-    acc = _acc(dtype)
-    x = _dense(xp, x, dtype)
+    values, x, acc = _xent_rows(xp, x, target, weight, ignore_index)
     rows, cols = x.shape
-    logp = xp.empty(x.shape, dtype=dtype)
-    loss, wt = xp.empty((rows,), dtype=acc), xp.empty((rows,), dtype=acc)
-    tsafe = xp.empty((rows,), dtype=np.int64)
     out, coef = xp.empty((1,), dtype=acc), xp.empty((rows,), dtype=acc)
     bounds = xp.empty((2,), dtype=np.int64)
-    w = _dense(xp, weight, acc) if weight is not None else xp.empty((1,), dtype=acc)
-    launch(math, f"softmax_xent_small_{dtype_name(dtype)}",
-           [x, _dense(xp, target, np.int64), w, np.int64(weight is not None),
-            np.int64(ignore_index), np.int64(mode), logp, loss, wt, tsafe, out, coef, bounds,
-            np.int64(rows), np.int64(cols)], 1, row_block(rows))  # (one block: all rows)
-    return (logp, loss, wt, tsafe, out.reshape(()) if mode else None, coef, bounds[0],
-            bounds[1])
+    # (one block for all the rows; the mode goes before the outputs)
+    launch(math, f"softmax_xent_small_{dtype_name(x.dtype)}",
+           [*values[:5], np.int64(mode), *values[5:], out, coef, bounds, np.int64(rows),
+            np.int64(cols)], 1, row_block(rows))
+    return (*values[5:], out.reshape(()) if mode else None, coef, bounds[0], bounds[1])
 
 
 def _index_bounds_kernel(math, idx):
