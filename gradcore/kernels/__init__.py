@@ -22,7 +22,7 @@ Where each name is declared:
   there with :func:`declare`, next to the node that calls it and the forward, and joins
   :data:`.pointwise.KERNELS` and the names answered here when the op's module is
   imported (``import gradcore`` imports every op);
-* :mod:`.pointwise`: the pointwise kernels that serve no single op (``nll_coef``), the
+* :mod:`.pointwise`: the pointwise kernels that serve no single op (none now), the
   hand-written CPU twins the ops' declarations name (``cpu=``), the in-place forms
   (``tanh_backward_``), and forwards that keep a value for their backward where that
   pays (``gelu_forward_keep``: ``KEEPING``);

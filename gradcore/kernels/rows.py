@@ -153,7 +153,11 @@ def softmax_xent_forward(F, x, target, weight, ignore_index):
 
 def index_bounds(F, idx):
     """``(least, greatest)``: an int64 index array's bounds, for a range check
-    (``backend.check_range``); one launch on a device where a min and a max are two."""
+    (``backend.check_range``); one launch on a device where a min and a max are two.
+    Without elements, the int64 extremes the other way round (as the kernel leaves
+    them: nothing to check)."""
+    if not idx.size:
+        return np.int64(np.iinfo(np.int64).max), np.int64(np.iinfo(np.int64).min)
     return idx.min(), idx.max()
 
 
@@ -165,10 +169,7 @@ def nll_reduce(F, loss, wt, tsafe, mode):
     ``total`` is 0: no target counted, no gradient) and the least and greatest target
     (``tsafe``: the caller's range check). One launch on a device (a block does it all)
     for what would take six: two sums, a division, the coefficients, a min and a max."""
-    if tsafe.size:
-        least, greatest = tsafe.min(), tsafe.max()
-    else:  # (nothing to check: as the kernel leaves them)
-        least, greatest = np.int64(np.iinfo(np.int64).max), np.int64(np.iinfo(np.int64).min)
+    least, greatest = index_bounds(F, tsafe)
     if mode == 0:
         return None, -wt, least, greatest
     out = loss.sum()
