@@ -341,19 +341,21 @@ def _agrees(product, fallback, lib, xp, dtype) -> bool:
 # the epilogue for these operands (F.matmul_bias / F.matmul_bgrad: one launch).
 def linear(F, applies, x2, w, b):
     """``x2 @ w.T + b`` (``b`` None: no bias)."""
-    if b is not None and applies(EPILOGUE_BIAS, x2, w, b):
+    if b is None:
+        return F.matmul(x2, w.swapaxes(-1, -2))
+    if applies(EPILOGUE_BIAS, x2, w, b):
         return F.matmul_bias(x2, w, b)
-    out = F.matmul(x2, w.swapaxes(-1, -2))
-    return out if b is None else F.add(out, b, out=out)
+    return matmul_bias_plain(F, x2, w, b)
 
 
 def linear_weight_grads(F, applies, g2, x2, need_bias):
     """``(g2.T @ x2, sum(g2, axis=0))``: the weight's and the bias's gradients (the
     bias's None unless ``need_bias``)."""
-    if need_bias and applies(EPILOGUE_BGRADB, g2, x2):
+    if not need_bias:
+        return F.matmul(g2.swapaxes(-1, -2), x2), None
+    if applies(EPILOGUE_BGRADB, g2, x2):
         return F.matmul_bgrad(g2, x2)
-    gw = F.matmul(g2.swapaxes(-1, -2), x2)
-    return gw, (F.sum(g2, axis=0) if need_bias else None)
+    return matmul_bgrad_plain(F, g2, x2)
 
 
 def matmul_bias_plain(F, x2, w, b):
