@@ -170,6 +170,30 @@ __device__ __forceinline__ void index_bounds(const long long* __restrict__ idx,
     }
 }
 
+// The end of cross_entropy's reduction over `n` rows, every thread of the block calling
+// it: its share `s` of the losses' sum and `w` of the weights', the targets' least and
+// greatest (`lo`, `hi`, already the block's) -> out (the sum, or the mean for mode 2;
+// none for mode 0), the coefficients coef = -wt (-wt / total for the mean, 0 where the
+// total is 0; each thread those of the rows j = threadIdx.x + k * blockDim.x) and bounds.
+template <typename C>
+__device__ __forceinline__ void nll_finish(C s, C w, long long lo, long long hi,
+                                           const C* __restrict__ wt, long long n,
+                                           long long mode, C* __restrict__ out,
+                                           C* __restrict__ coef,
+                                           long long* __restrict__ bounds, C* buf) {
+    s = block_sum(s, buf);
+    const C total = mode == 2 ? block_sum(w, buf) : C(1);
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+        const C neg = -wt[j];
+        coef[j] = mode != 2 ? neg : total != C(0) ? neg / total : C(0);
+    }
+    if (threadIdx.x == 0) {
+        if (mode != 0) out[0] = mode == 2 ? s / total : s;
+        bounds[0] = lo;
+        bounds[1] = hi;
+    }
+}
+
 template <typename T, typename C>
 __device__ __forceinline__ void nll_reduce(
         const C* __restrict__ loss, const C* __restrict__ wt,
@@ -187,17 +211,8 @@ __device__ __forceinline__ void nll_reduce(
         }
         long long lo, hi;
         row_bounds(tsafe + base, cols, ibuf, lo, hi);
-        s = block_sum(s, buf);
-        const C total = mode == 2 ? block_sum(w, buf) : C(1);
-        for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
-            const C neg = -wt[base + j];
-            coef[base + j] = mode != 2 ? neg : total != C(0) ? neg / total : C(0);
-        }
-        if (threadIdx.x == 0) {
-            if (mode != 0) out[r] = mode == 2 ? s / total : s;
-            bounds[2 * r] = lo;
-            bounds[2 * r + 1] = hi;
-        }
+        nll_finish(s, w, lo, hi, wt + base, cols, mode, out + r, coef + base,
+                   bounds + 2 * r, buf);
     }
 }
 
@@ -247,17 +262,8 @@ __device__ __forceinline__ void softmax_xent_small(
     }
     lo = block_reduce(lo, ibuf, least_op());
     hi = block_reduce(hi, ibuf, greatest_op());
-    s_loss = block_sum(s_loss, buf);
-    const C total = mode == 2 ? block_sum(s_wt, buf) : C(1);
-    for (long long r = threadIdx.x; r < rows; r += blockDim.x) {
-        const C neg = -wt[r];  // (the thread's own row: written above)
-        coef[r] = mode != 2 ? neg : total != C(0) ? neg / total : C(0);
-    }
-    if (threadIdx.x == 0) {
-        if (mode != 0) out[0] = mode == 2 ? s_loss / total : s_loss;
-        bounds[0] = lo;
-        bounds[1] = hi;
-    }
+    // (each thread's coefficients are of the rows it made above: no wait between)
+    nll_finish(s_loss, s_wt, lo, hi, wt, rows, mode, out, coef, bounds, buf);
 }
 
 // The backward of a softmax-like op along the rows, from a row sum: for each row,
