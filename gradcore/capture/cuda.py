@@ -244,9 +244,7 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
             graph = stream.end_capture()
     except Exception as exc:  # noqa: BLE001 - whatever refused, the function runs eagerly
         noted.remove()
-        _bind([(t, a, v) for t, d, g in first.values() for a, v in (("_data", d), ("grad", g))])
-        _put_back(host)
-        del pending[n_checks:]
+        _undo(first, host, pending, n_checks)
         raise CaptureFailed(_why(exc)) from exc
     finally:
         capturing = None
@@ -269,9 +267,7 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
             watched.append(t)
             before.append((d, g))
     if stepped:
-        _bind([(t, a, v) for t, d, g in first.values() for a, v in (("_data", d), ("grad", g))])
-        _put_back(host)
-        del pending[n_checks:]
+        _undo(first, host, pending, n_checks)
         kind = type(stepped[0]).__name__
         raise CaptureFailed(
             f"CUDA graph capture refused the step() of a {kind}, whose Python (its step "
@@ -306,6 +302,15 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
     if why:
         raise CaptureFailed(why[0])
     return step
+
+
+def _undo(first, host, pending, n_checks):
+    """What a refused capture's Python did, put back: the reached tensors' bindings as
+    they were first (``Reach.first``), the optimizers' host state, the range checks it
+    left."""
+    _bind([(t, a, v) for t, d, g in first.values() for a, v in (("_data", d), ("grad", g))])
+    _put_back(host)
+    del pending[n_checks:]
 
 
 def _marking(obj, stepped):
