@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import weakref
 
-__all__ = ["register", "live", "add_state_source", "device_state"]
+__all__ = ["Registered", "register", "live", "add_state_source", "device_state"]
 
 # id(component) -> weak reference to it, in the order of construction (a dict, not a
 # WeakSet: a component need not be hashable, a module defining __eq__ alone is not)
@@ -35,6 +35,19 @@ def register(obj) -> None:
     key = id(obj)
     if key not in _components or _components[key]() is not obj:
         _components[key] = weakref.ref(obj, lambda r, k=key: _forget(r, k))
+
+
+class Registered:
+    """A base whose instances register themselves as they are made (``__new__``: also
+    where a subclass's ``__init__`` does not call its parent's): ``Module``,
+    ``Optimizer``, ``LRScheduler``, ``GradScaler``."""
+
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        register(self)
+        return self
 
 
 def live(cls=object) -> list:

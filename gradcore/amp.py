@@ -100,7 +100,7 @@ def _leaves(x, fn):
 _READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
 
 
-class GradScaler:
+class GradScaler(_live.Registered):  # (registered for gc.compile)
     """Dynamic loss scaling for float16 training: PyTorch's ``torch.amp.GradScaler``.
 
     ``scaler.scale(loss).backward()``; ``scaler.step(optimizer)`` unscales the
@@ -116,11 +116,6 @@ class GradScaler:
     host (``gc.compile`` can capture it). Other optimizers, and all on the CPU, are
     stepped or not after one read of the verdict.
     """
-
-    def __new__(cls, *args, **kwargs):
-        self = object.__new__(cls)
-        _live.register(self)  # (for gc.compile: gradcore._live)
-        return self
 
     def __init__(self, device: str = "cuda", init_scale: float = 2.0 ** 16,
                  growth_factor: float = 2.0, backoff_factor: float = 0.5,

@@ -165,18 +165,11 @@ class RemovableHandle:
         self.remove()
 
 
-class Module:
+class Module(_live.Registered):  # (registered for gc.compile)
     """Base class of every layer: assign Parameters and Modules as attributes in
     ``__init__`` and write ``forward``; call the module to run it."""
 
     training: bool
-
-    def __new__(cls, *args, **kwargs):
-        # registered for gc.compile (gradcore._live), also where a subclass's __init__
-        # does not call Module.__init__
-        self = object.__new__(cls)
-        _live.register(self)
-        return self
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:

@@ -92,7 +92,7 @@ def _load_lambdas(scheduler, state_dict: dict) -> None:
             fn.__dict__.update(saved)
 
 
-class LRScheduler:
+class LRScheduler(_live.Registered):  # (registered for gc.compile)
     """Base class: subclasses compute the next rates in :meth:`get_lr` (from the current
     ``group["lr"]``) and, where PyTorch has one, ``_get_closed_form_lr`` (from
     ``base_lrs``, used by ``step(epoch)``).
@@ -104,11 +104,6 @@ class LRScheduler:
 
     _get_lr_called_within_step: bool = False
     _is_initial: bool = False
-
-    def __new__(cls, *args, **kwargs):
-        self = object.__new__(cls)
-        _live.register(self)  # (for gc.compile: gradcore._live)
-        return self
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         if not isinstance(optimizer, Optimizer):

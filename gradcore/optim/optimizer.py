@@ -104,7 +104,7 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-class Optimizer:
+class Optimizer(_live.Registered):  # (registered for gc.compile)
     """Base class of all optimizers, as ``torch.optim.Optimizer``.
 
     ``params`` is an iterable of tensors, of ``(name, tensor)`` pairs, or of dicts that
@@ -119,13 +119,6 @@ class Optimizer:
     Parameter containing:
     tensor([0., 0.], requires_grad=True)
     """
-
-    def __new__(cls, *args, **kwargs):
-        # registered for gc.compile (gradcore._live), also where a subclass's __init__
-        # does not call Optimizer.__init__
-        self = object.__new__(cls)
-        _live.register(self)
-        return self
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
