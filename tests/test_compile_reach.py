@@ -40,6 +40,17 @@ def _batches(device, n=N, seed=0):
             for _ in range(n)]
 
 
+def _mse_step(model, opt):
+    """A training step of ``model`` on a mean squared error, stepping ``opt``."""
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def _eq(a, b):
     if isinstance(a, (list, tuple)):
         assert len(a) == len(b)
@@ -152,13 +163,7 @@ def test_an_optimizer_whose_state_is_made_in_the_first_call(device):
         opt = gc.optim.Adam(model.parameters(), lr=0.01)
         assert not opt.state
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = ((model(x) - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
+        step = _mse_step(model, opt)
         fn = gc.compile(step) if compiled else step
         losses = [fn(x, y).item() for x, y in _batches(device)]
         state = [_host(v) if isinstance(v, gc.Tensor) else v
@@ -361,14 +366,7 @@ def test_no_pass_over_the_live_objects(device, monkeypatch):
     model = gc.nn.Linear(8, 3).to(device)
     opt = gc.optim.SGD(model.parameters(), lr=0.1)
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = ((model(x) - y) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss
-
-    fn = gc.compile(step)
+    fn = gc.compile(_mse_step(model, opt))
     monkeypatch.setattr(pygc, "get_objects", refused)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
