@@ -40,9 +40,9 @@ def register(obj) -> None:
 class Registered:
     """A base whose instances register themselves as they are made (``__new__``: also
     where a subclass's ``__init__`` does not call its parent's): ``Module``,
-    ``Optimizer``, ``LRScheduler``, ``GradScaler``."""
-
-    __slots__ = ()
+    ``Optimizer``, ``LRScheduler``, ``GradScaler``. (No ``__slots__``: a module's
+    ``__class__`` is reassigned between classes whose layouts must agree, as
+    ``LazyLinear`` becomes ``Linear``.)"""
 
     def __new__(cls, *args, **kwargs):
         self = object.__new__(cls)
