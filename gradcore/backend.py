@@ -14,6 +14,8 @@ import threading
 
 import numpy as np
 
+from . import _cephes
+
 __all__ = [
     "Device",
     "device",
@@ -1113,6 +1115,29 @@ class ArrayMath:
         total = xp.where(x == 1, np.inf, total)
         return _into(xp.where(bad, np.nan, total), like, None)
 
+
+    # ---- torch.special's Bessel functions and orthogonal polynomials (see _cephes) -----
+    def bessel(self, name, x):
+        """The Cephes-based function ``name`` of :mod:`gradcore._cephes` (``bessel_j0``,
+        ``modified_bessel_k1``, ``airy_ai``, ...) of ``x``: computed in float64, rounded
+        once to ``x``'s floating dtype."""
+        x = self.xp.asarray(x)
+        out = getattr(_cephes, name)(self.xp, x.astype(np.float64))
+        with np.errstate(over="ignore"):  # (float32's inf, as PyTorch's)
+            return _into(out, x, None)
+
+    def orthogonal_polynomial(self, name, x, n):
+        """The polynomial ``name`` (``chebyshev_polynomial_t``, ...,
+        ``shifted_chebyshev_polynomial_w``, ``hermite_polynomial_h``,
+        ``hermite_polynomial_he``, ``laguerre_polynomial_l``, ``legendre_polynomial_p``)
+        of degree ``n`` (int64, broadcast against ``x``) at ``x``, in ``x``'s dtype."""
+        xp = self.xp
+        x = xp.asarray(x)
+        if name.startswith(("chebyshev", "shifted")):
+            return _cephes.chebyshev_polynomial(xp, name[-1], x, n, name.startswith("s"))
+        if name.startswith("hermite"):
+            return _cephes.hermite_polynomial(xp, name.endswith("_h"), x, n)
+        return getattr(_cephes, name)(xp, x, n)
 
 # lgamma(2 + t) = (1 - euler_gamma) t + sum_k>=2 (-1)^k (zeta(k) - 1) t^k / k, |t| <= 0.5,
 # as _horner's coefficients of lgamma(2 + t) / t (highest power first)

@@ -6,8 +6,13 @@ Most are gradcore's own ops under torch.special's names (``expit`` is :func:`sig
 :func:`mvlgamma`); the others (``erfcx``, ``i0e``, ``i1``, ``i1e``, ``ndtr``, ``ndtri``,
 ``log_ndtr``, ``xlog1py``, ``entr``, ``zeta``) are primitives of
 :mod:`gradcore.ops.pointwise` or compositions of differentiable ops, so gradients of any
-order come with them (``zeta`` has one for ``other`` only, as in PyTorch). Integer inputs
-give float32. gradcore's ops take no ``out=``, and neither do these.
+order come with them (``zeta``, ``gammainc`` and ``gammaincc`` have one for ``other``
+only, as in PyTorch). The Bessel functions (``bessel_j0`` ... ``airy_ai``) and the
+orthogonal polynomials (``chebyshev_polynomial_t`` ... ``legendre_polynomial_p``) are
+PyTorch's Cephes-based implementations written as array code: like PyTorch's, their
+results never require grad (PyTorch defines no derivative for them), and they refuse
+float16. Integer inputs give float32. gradcore's ops take no ``out=``, and neither do
+these.
 
 >>> import gradcore as gc
 >>> gc.special.expit(gc.tensor([0.0, 2.0]))
@@ -23,10 +28,18 @@ from .ops import pointwise as _pw
 from .ops._core import as_tensor as _as_tensor
 from .tensor import Tensor
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfcx",
-           "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i0e", "i1", "i1e", "log1p",
-           "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
-           "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy", "zeta"]
+__all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
+           "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+           "chebyshev_polynomial_w", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2",
+           "expit", "expm1", "gammainc", "gammaincc", "gammaln", "hermite_polynomial_h",
+           "hermite_polynomial_he", "i0", "i0e", "i1", "i1e", "laguerre_polynomial_l",
+           "legendre_polynomial_p", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
+           "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
+           "modified_bessel_k1", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
+           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+           "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+           "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "sinc",
+           "softmax", "spherical_bessel_j0", "xlog1py", "xlogy", "zeta"]
 
 
 def erf(input):  # noqa: A002
@@ -227,3 +240,175 @@ def log_softmax(input, dim, *, dtype=None):  # noqa: A002
 def logsumexp(input, dim, keepdim=False):  # noqa: A002
     """``log(sum(exp(input)))`` over ``dim`` (an int or a tuple), computed stably."""
     return _ops.logsumexp(input, dim, keepdim)
+
+
+def gammainc(input, other):  # noqa: A002
+    """The regularized lower incomplete gamma function ``P(input, other)``
+    (:func:`gradcore.igamma`); differentiable in ``other`` only, as PyTorch's.
+
+    >>> import gradcore as gc
+    >>> gc.special.gammainc(gc.tensor([1.0, 2.0]), gc.tensor([1.0, 0.5]))
+    tensor([0.6321, 0.0902])
+    """
+    _pw._tensor_pair("special_gammainc", input, other)
+    return _ops.igamma(input, other)
+
+
+def gammaincc(input, other):  # noqa: A002
+    """The regularized upper incomplete gamma function ``Q(input, other) = 1 -
+    P(input, other)`` (:func:`gradcore.igammac`); differentiable in ``other`` only."""
+    _pw._tensor_pair("special_gammaincc", input, other)
+    return _ops.igammac(input, other)
+
+
+# ---- Bessel functions: PyTorch's Cephes code, no derivatives (outputs never require
+# grad); tensors only, computed in float64 and rounded to the input's dtype
+def bessel_j0(input):  # noqa: A002
+    """The Bessel function of the first kind of order 0, ``J_0``.
+
+    >>> import gradcore as gc
+    >>> gc.special.bessel_j0(gc.tensor([0.0, 1.0]))
+    tensor([1.0000, 0.7652])
+    """
+    return _pw.special_bessel("bessel_j0", input)
+
+
+def bessel_j1(input):  # noqa: A002
+    """The Bessel function of the first kind of order 1, ``J_1`` (odd)."""
+    return _pw.special_bessel("bessel_j1", input)
+
+
+def bessel_y0(input):  # noqa: A002
+    """The Bessel function of the second kind of order 0, ``Y_0``: -inf at 0, NaN
+    below."""
+    return _pw.special_bessel("bessel_y0", input)
+
+
+def bessel_y1(input):  # noqa: A002
+    """The Bessel function of the second kind of order 1, ``Y_1``: -inf at 0, NaN
+    below."""
+    return _pw.special_bessel("bessel_y1", input)
+
+
+def modified_bessel_i0(input):  # noqa: A002
+    """The modified Bessel function of the first kind of order 0, ``I_0`` (inf beyond
+    about 713)."""
+    return _pw.special_bessel("modified_bessel_i0", input)
+
+
+def modified_bessel_i1(input):  # noqa: A002
+    """The modified Bessel function of the first kind of order 1, ``I_1`` (odd)."""
+    return _pw.special_bessel("modified_bessel_i1", input)
+
+
+def modified_bessel_k0(input):  # noqa: A002
+    """The modified Bessel function of the second kind of order 0, ``K_0``: inf at 0,
+    NaN below."""
+    return _pw.special_bessel("modified_bessel_k0", input)
+
+
+def modified_bessel_k1(input):  # noqa: A002
+    """The modified Bessel function of the second kind of order 1, ``K_1``: inf at 0,
+    NaN below."""
+    return _pw.special_bessel("modified_bessel_k1", input)
+
+
+def scaled_modified_bessel_k0(input):  # noqa: A002
+    """``exp(input) * K_0(input)``, finite where ``K_0`` underflows."""
+    return _pw.special_bessel("scaled_modified_bessel_k0", input)
+
+
+def scaled_modified_bessel_k1(input):  # noqa: A002
+    """``exp(input) * K_1(input)``, finite where ``K_1`` underflows."""
+    return _pw.special_bessel("scaled_modified_bessel_k1", input)
+
+
+def spherical_bessel_j0(input):  # noqa: A002
+    """The spherical Bessel function of the first kind of order 0, ``sin(x) / x`` (1 at
+    0, 0 at the infinities)."""
+    return _pw.special_bessel("spherical_bessel_j0", input)
+
+
+def airy_ai(input):  # noqa: A002
+    """Airy's function ``Ai``, the solution of ``y'' = x y`` that decays as ``x`` grows
+    (NaN at the infinities, as PyTorch's).
+
+    >>> import gradcore as gc
+    >>> gc.special.airy_ai(gc.tensor([0.0, 1.0]))
+    tensor([0.3550, 0.1353])
+    """
+    return _pw.special_bessel("airy_ai", input)
+
+
+# ---- orthogonal polynomials of degree n: PyTorch's recurrences (and closed forms), no
+# derivatives; input or n may be a number, n is truncated to an integer (0 below 0)
+def chebyshev_polynomial_t(input, n):  # noqa: A002
+    """The Chebyshev polynomial of the first kind ``T_n(input)``.
+
+    >>> import gradcore as gc
+    >>> gc.special.chebyshev_polynomial_t(gc.tensor([0.5, 2.0]), 3)
+    tensor([-1., 26.])
+    """
+    return _pw.special_polynomial("chebyshev_polynomial_t", input, n)
+
+
+def chebyshev_polynomial_u(input, n):  # noqa: A002
+    """The Chebyshev polynomial of the second kind ``U_n(input)``."""
+    return _pw.special_polynomial("chebyshev_polynomial_u", input, n)
+
+
+def chebyshev_polynomial_v(input, n):  # noqa: A002
+    """The Chebyshev polynomial of the third kind ``V_n(input)``."""
+    return _pw.special_polynomial("chebyshev_polynomial_v", input, n)
+
+
+def chebyshev_polynomial_w(input, n):  # noqa: A002
+    """The Chebyshev polynomial of the fourth kind ``W_n(input)``."""
+    return _pw.special_polynomial("chebyshev_polynomial_w", input, n)
+
+
+def shifted_chebyshev_polynomial_t(input, n):  # noqa: A002
+    """The shifted Chebyshev polynomial of the first kind, ``T_n(2 input - 1)``."""
+    return _pw.special_polynomial("shifted_chebyshev_polynomial_t", input, n)
+
+
+def shifted_chebyshev_polynomial_u(input, n):  # noqa: A002
+    """The shifted Chebyshev polynomial of the second kind, ``U_n(2 input - 1)``."""
+    return _pw.special_polynomial("shifted_chebyshev_polynomial_u", input, n)
+
+
+def shifted_chebyshev_polynomial_v(input, n):  # noqa: A002
+    """The shifted Chebyshev polynomial of the third kind, ``V_n(2 input - 1)``."""
+    return _pw.special_polynomial("shifted_chebyshev_polynomial_v", input, n)
+
+
+def shifted_chebyshev_polynomial_w(input, n):  # noqa: A002
+    """The shifted Chebyshev polynomial of the fourth kind, ``W_n(2 input - 1)``."""
+    return _pw.special_polynomial("shifted_chebyshev_polynomial_w", input, n)
+
+
+def hermite_polynomial_h(input, n):  # noqa: A002
+    """The physicists' Hermite polynomial ``H_n(input)`` (NaN above degree 128 in
+    float32, 512 in float64, as PyTorch's)."""
+    return _pw.special_polynomial("hermite_polynomial_h", input, n)
+
+
+def hermite_polynomial_he(input, n):  # noqa: A002
+    """The probabilists' Hermite polynomial ``He_n(input)`` (NaN above degree 128 in
+    float32, 512 in float64)."""
+    return _pw.special_polynomial("hermite_polynomial_he", input, n)
+
+
+def laguerre_polynomial_l(input, n):  # noqa: A002
+    """The Laguerre polynomial ``L_n(input)``."""
+    return _pw.special_polynomial("laguerre_polynomial_l", input, n)
+
+
+def legendre_polynomial_p(input, n):  # noqa: A002
+    """The Legendre polynomial ``P_n(input)``.
+
+    >>> import gradcore as gc
+    >>> gc.special.legendre_polynomial_p(gc.tensor([0.5, 1.0]), 2)
+    tensor([-0.1250,  1.0000])
+    """
+    return _pw.special_polynomial("legendre_polynomial_p", input, n)

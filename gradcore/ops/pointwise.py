@@ -2977,6 +2977,54 @@ def igammac(input, other):  # noqa: A002
     return _incomplete_gamma("igammac", IgammacBackward0, input, other)
 
 
+
+# ---- torch.special's Bessel functions and orthogonal polynomials (gradcore.special):
+# PyTorch defines no derivatives for them and its outputs never require grad; computed by
+# gradcore._cephes as PyTorch's Math.h
+def _no_half(op, data):
+    if data.dtype == np.float16:
+        raise NotImplementedError(f"\"{op}_{'cpu' if math_of(data).values_on_host else 'cuda'}"
+                                  f"\" not implemented for 'Half'")
+
+
+def special_bessel(name, input):  # noqa: A002
+    """The Bessel-type function ``name`` of gradcore._cephes at ``input`` (a tensor;
+    integers give float32), without a graph."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"special_{name}(): argument 'input' (position 1) must be Tensor, "
+                        f"not {type(input).__name__}")
+    xd = _float(input)._data
+    _no_half(name, xd)
+    return wrap(math_of(xd).bessel(name, xd))
+
+
+def special_polynomial(name, input, n):  # noqa: A002
+    """The orthogonal polynomial ``name`` of degree ``n`` at ``input`` (either may be a
+    number; computed in their promoted floating dtype, ``n`` truncated to an integer and
+    NaN, infinite or out-of-range degrees read as negative: 0), without a graph."""
+    if not isinstance(input, Tensor) and not isinstance(n, Tensor):
+        raise TypeError(
+            f"special_{name}() received an invalid combination of arguments - got "
+            f"({type(input).__name__}, {type(n).__name__}), but expected one of:\n"
+            " * (Tensor x, Tensor n, *, Tensor out = None)\n"
+            " * (Number x, Tensor n, *, Tensor out = None)\n"
+            " * (Tensor x, Number n, *, Tensor out = None)\n")
+    x, y = binary_operands(input, n, name, True)
+    if not isinstance(x, Tensor):
+        x = as_tensor(x, y).to(dtype=y.dtype)
+    if not isinstance(y, Tensor):
+        y = as_tensor(y, x).to(dtype=x.dtype)
+    xd, nd = x._data, y._data
+    _no_half(name, xd)
+    m = math_of(xd)
+    try:
+        m.broadcast_shapes(xd.shape, nd.shape)
+    except ValueError as exc:
+        raise _broadcast_error(name, x, y, exc) from None
+    with np.errstate(invalid="ignore"):
+        degree = m.where(m.isfinite(nd) & (m.abs(nd) < 9.2e18), nd, -1.0).astype(np.int64)
+    return wrap(m.orthogonal_polynomial(name, xd, degree))
+
 # The NumPy ufunc behind each elementwise forward, for writing into a temporary operand
 # (only NumPy arrays are reusable).
 _UFUNCS = {_np_add: np.add, _np_sub: np.subtract, _np_mul: np.multiply, _np_div: np.divide}
