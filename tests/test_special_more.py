@@ -199,7 +199,7 @@ def test_gammainc_gammaincc_match_pytorch():
                                              torch.tensor(x.astype(dtype))).numpy()
             g = getattr(gc.special, name)(gc.tensor(a.astype(dtype)),
                                           gc.tensor(x.astype(dtype))).numpy()
-            _close(g, t, 1e-12 if dtype == np.float64 else 1e-5, 1e-300, name)
+            _close(g, t, 1e-12 if dtype == np.float64 else 1e-5, 1e-37, name)
         # large a near x: PyTorch's asymptotic series there is good to 1e-9 only, ours to
         # the last digits (SciPy's Cephes is the reference)
         t = getattr(torch.special, name)(torch.tensor([100.0, 500.0], dtype=torch.float64),
@@ -219,7 +219,8 @@ def test_gammainc_gammaincc_match_pytorch():
         with pytest.raises(TypeError, match=rf"special_{name}\(\): argument 'other' "
                                             r"\(position 2\) must be Tensor, not float"):
             getattr(gc.special, name)(gc.tensor([1.0]), 1.0)
-        with pytest.raises(NotImplementedError, match="\"igamma_cpu\" not implemented for "
+        kernel = "igamma" if name == "gammainc" else "igammac"
+        with pytest.raises(NotImplementedError, match=f"\"{kernel}_cpu\" not implemented for "
                                                       "'Long'"):
             getattr(gc.special, name)(gc.tensor([1]), gc.tensor([1]))
 
