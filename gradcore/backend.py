@@ -919,7 +919,8 @@ class ArrayMath:
         fac = xp.exp(aa * log_x - xx - self.lgamma(aa))
         p_series = self._igam_series(aa, xx) * fac / aa  # P by its series
         q_fraction = self._igamc_fraction(aa, xx) * fac
-        q_small = self._igamc_series(aa, xx, log_x)
+        with np.errstate(over="ignore"):  # (where another branch is taken)
+            q_small = self._igamc_series(aa, xx, log_x)
         if upper:
             use_fraction = (xx > 1.1) & (xx >= aa)
             with np.errstate(divide="ignore"):

@@ -20,6 +20,7 @@ from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution, ExponentialFamily
 from .exponential import Exponential
@@ -392,6 +393,7 @@ def _kl_beta_infinity(p, q):
     return _infinite_like(p.concentration1)
 
 
+@register_kl(Exponential, ContinuousBernoulli)
 @register_kl(Exponential, Beta)
 @register_kl(Exponential, Pareto)
 @register_kl(Exponential, Uniform)
@@ -428,6 +430,7 @@ def _kl_exponential_normal(p, q):
     return t1 - 1 + (t2 - t3 + t4) / var_normal
 
 
+@register_kl(Gamma, ContinuousBernoulli)
 @register_kl(Gamma, Beta)
 @register_kl(Gamma, Pareto)
 @register_kl(Gamma, Uniform)
@@ -452,6 +455,7 @@ def _kl_gamma_gumbel(p, q):
     return t1 + t2 + t3
 
 
+@register_kl(Gumbel, ContinuousBernoulli)
 @register_kl(Gumbel, Beta)
 @register_kl(Gumbel, Exponential)
 @register_kl(Gumbel, Gamma)
@@ -482,6 +486,7 @@ def _kl_gamma_normal(p, q):
     return t1 + (p.concentration - 1) * p.concentration.digamma() + (t2 - t3 + t4) / var_normal
 
 
+@register_kl(Laplace, ContinuousBernoulli)
 @register_kl(Laplace, Beta)
 @register_kl(Laplace, Exponential)
 @register_kl(Laplace, Gamma)
@@ -502,6 +507,7 @@ def _kl_laplace_normal(p, q):
     return -t1 + scale_sqr_var_ratio + (t2 - t3 + t4) / var_normal - 1
 
 
+@register_kl(Normal, ContinuousBernoulli)
 @register_kl(Normal, Beta)
 @register_kl(Normal, Exponential)
 @register_kl(Normal, Gamma)
@@ -533,6 +539,7 @@ def _kl_normal_laplace(p, q):
     return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))
 
 
+@register_kl(Pareto, ContinuousBernoulli)
 @register_kl(Pareto, Beta)
 @register_kl(Pareto, Uniform)
 def _kl_pareto_infinity(p, q):
@@ -634,3 +641,48 @@ def _kl_uniform_normal(p, q):
     t2 = common_term.pow(2) / 12
     t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
     return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + gc.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - gc.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() - p.mean * q.logits - gc.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_continuous_bernoulli_infinity(p, q):
+    return _infinite_like(p.probs)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - gc.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + gc.log(q.scale)
+    t3 = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _inf_where((q.low >= p.support.lower_bound) | (q.high <= p.support.upper_bound),
+                      result)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = -p.entropy() - p.mean * q.logits - gc.log1p(-q.probs) - q._cont_bern_log_norm()
+    return _inf_where((p.high >= q.support.upper_bound) | (p.low <= q.support.lower_bound),
+                      result)
