@@ -44,6 +44,11 @@ CASES = [
     ("logistic_normal", lambda D, a, s: D.LogisticNormal(a, s), [LOC[:2], SCALE[:2]],
      SIMPLEX),
     ("von_mises", lambda D, a, k: D.VonMises(a, k), [LOC, CONC * 2], REAL * 2),
+    ("lowrank_mvn", lambda D, a, w, d: D.LowRankMultivariateNormal(a, w, d),
+     [LOC[:3], R.standard_normal((2, 3, 2)), SCALE[:3]], R.standard_normal((4, 2, 3))),
+    ("lowrank_mvn_batch_loc", lambda D, a, w, d: D.LowRankMultivariateNormal(a, w, d),
+     [R.standard_normal((2, 3)), R.standard_normal((3, 1)), SCALE[:3]],
+     R.standard_normal((4, 2, 3))),
 ]
 
 
@@ -105,6 +110,14 @@ def test_values_and_gradients_match_torch(device, name, make, params, values, dt
                                    atol=1e-9 if dtype == "float64" else 1e-5)
 
 
+def _lowrank_and_full(D, a, w, d):
+    """A low-rank normal and a full one given by its Cholesky factor."""
+    mod = gc if D is gd else __import__("torch")
+    tril = mod.linalg.cholesky(w[0] @ w[0].mT + d.diag() * 2)
+    return D.LowRankMultivariateNormal(a, w, d), D.MultivariateNormal(a.flip(-1),
+                                                                      scale_tril=tril)
+
+
 KL_CASES = [
     ("cb_cb", lambda D, p, q: (D.ContinuousBernoulli(p), D.ContinuousBernoulli(q)),
      [PROBS, PROBS[::-1].copy()]),
@@ -131,6 +144,14 @@ KL_CASES = [
      [LOC, PROBS]),
     ("pareto_cb_infinite", lambda D, a, p: (D.Pareto(a, 1.0), D.ContinuousBernoulli(p)),
      [SCALE, PROBS]),
+    ("lowrank_lowrank", lambda D, a, w, d: (D.LowRankMultivariateNormal(a, w, d),
+                                            D.LowRankMultivariateNormal(a.flip(-1), w.flip(-2),
+                                                                        d + 1)),
+     [LOC[:3], R.standard_normal((2, 3, 2)), SCALE[:3]]),
+    ("mvn_lowrank", lambda D, a, w, d: (D.MultivariateNormal(a.flip(-1), w @ w.mT + d.diag()),
+                                        D.LowRankMultivariateNormal(a, w, d)),
+     [LOC[:3], R.standard_normal((2, 3, 2)), SCALE[:3]]),
+    ("lowrank_mvn", _lowrank_and_full, [LOC[:3], R.standard_normal((2, 3, 2)), SCALE[:3]]),
     ("half_cauchy_transformed", lambda D, a, b: (D.HalfCauchy(a), D.HalfCauchy(b)),
      [SCALE, CONC]),
 ]
@@ -174,6 +195,9 @@ SAMPLED = [
                                                   gc.tensor([0.5, 1.0]))),
     ("von_mises", lambda: gd.VonMises(gc.tensor([0.5, -2.0, 3.0]),
                                       gc.tensor([4.0, 0.5, 20.0]))),
+    ("lowrank_mvn", lambda: gd.LowRankMultivariateNormal(
+        gc.tensor([1.0, -1.0, 0.5]), gc.tensor([[1.0, 0.5], [0.0, -1.0], [0.3, 0.2]]),
+        gc.tensor([0.5, 1.0, 2.0]))),
 ]
 
 
@@ -256,6 +280,22 @@ def test_argument_validation_and_support_match_torch():
         assert str(ours.value).split("(")[0] == str(theirs.value).split("(")[0], name
     with pytest.raises(ValueError, match="Either `probs` or `logits`"):
         gd.ContinuousBernoulli()
+    for args, message in (((gc.tensor(0.0), gc.ones(1, 1), gc.ones(1)), "loc must be at "
+                           "least one-dimensional"),
+                          ((gc.zeros(2), gc.ones(2), gc.ones(2)), "cov_factor must be at "
+                           "least two-dimensional"),
+                          ((gc.zeros(2), gc.ones(3, 1), gc.ones(2)), "cov_factor must be a "
+                           "batch of matrices with shape 2 x m"),
+                          ((gc.zeros(2), gc.ones(2, 1), gc.ones(3)), "cov_diag must be a "
+                           "batch of vectors"),
+                          ((gc.zeros(2), gc.ones(2, 1) * 0.1, -gc.ones(2)),
+                           "Expected parameter cov_diag"),
+                          ((gc.zeros(3, 2), gc.ones(2, 2, 1), gc.ones(2)),
+                           "Incompatible batch shapes")):
+        with pytest.raises(ValueError, match=message):
+            gd.LowRankMultivariateNormal(*args)
+        with pytest.raises(ValueError, match=message):
+            td.LowRankMultivariateNormal(*[torch.tensor(host(a)) for a in args])
     # values outside the support are refused by log_prob
     for dist, value in ((gd.HalfCauchy(1.0), -1.0), (gd.Kumaraswamy(1.0, 2.0), 1.5),
                         (gd.FisherSnedecor(2.0, 3.0), -0.5),

@@ -41,6 +41,7 @@ from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
@@ -77,8 +78,8 @@ identity_transform = transforms.identity_transform
 """The identity map (a composition of no transforms)."""
 
 __all__ = ["ContinuousBernoulli", "FisherSnedecor", "GeneralizedPareto", "HalfCauchy",
-           "Kumaraswamy", "LogisticNormal", "VonMises", "Bernoulli", "Beta", "Binomial",
-           "Categorical", "Cauchy", "Chi2", "Dirichlet",
+           "Kumaraswamy", "LogisticNormal", "LowRankMultivariateNormal", "VonMises",
+           "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
            "Distribution", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
            "HalfNormal", "Independent", "InverseGamma", "Laplace", "LogNormal", "MixtureSameFamily",
            "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",

@@ -31,6 +31,7 @@ from ..ops import (
     cholesky_inverse,
     clamp,
     cos,
+    diag_embed,
     digamma,
     erf,
     erfinv,
@@ -59,8 +60,8 @@ from ..tensor import Tensor
 
 __all__ = ["autograd", "linalg", "nn", "enable_grad", "no_grad", "arange", "as_tensor", "empty",
            "eye", "full", "full_like", "rand", "tensor", "zeros", "zeros_like", "ones", "ones_like",
-           "atan", "cos", "tan", "bool", "finfo", "float64", "get_default_dtype", "long", "abs",
-           "atanh",
+           "atan", "cos", "diag_embed", "tan", "bool", "finfo", "float64", "get_default_dtype",
+           "long", "abs", "atanh",
            "broadcast_shapes", "broadcast_tensors", "cat", "cholesky_inverse", "clamp", "digamma",
            "erf", "erfinv", "exp", "expm1", "flip", "igamma", "isclose", "lgamma", "log", "log1p",
            "log_softmax", "rsqrt", "logit", "matmul", "sigmoid", "softmax", "stack", "transpose",
