@@ -330,3 +330,85 @@ def test_expand_matches_torch(name, make, params, values, dtype):
     np.testing.assert_allclose(host(eg.log_prob(gc.tensor(v)).detach()),
                                et.log_prob(torch.tensor(v)).detach().numpy(), rtol=1e-5)
     assert tuple(eg.sample((2,)).shape) == tuple(et.sample((2,)).shape)
+
+
+# ---------------------------------------------------------------- the new transforms
+
+def _new_transforms(D, mod):
+    T = D.transforms
+    return {
+        "corr_cholesky": T.CorrCholeskyTransform(),
+        "reshape": T.ReshapeTransform((6,), (2, 3)),
+        "cat": T.CatTransform([T.ExpTransform(), T.identity_transform, T.SigmoidTransform()],
+                              dim=1, lengths=[2, 3, 1]),
+        "cat_event": T.CatTransform([T.IndependentTransform(T.ExpTransform(), 1),
+                                     T.SigmoidTransform()], dim=-1, lengths=[3, 3]),
+        "stack": T.StackTransform([T.ExpTransform(), T.TanhTransform()] * 3, dim=1),
+        "cdf": T.CumulativeDistributionTransform(D.Normal(mod.tensor(0.5, dtype=mod.float64),
+                                                          2.0)),
+    }
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["corr_cholesky", "reshape", "cat", "cat_event", "stack",
+                                  "cdf"])
+def test_transforms_match_torch(name):
+    """Values, log-Jacobians, inverses, shapes and gradients as PyTorch's."""
+    import torch
+    import torch.distributions as td
+
+    x = R.standard_normal((4, 6))
+    tt, tg = _new_transforms(td, torch)[name], _new_transforms(gd, gc)[name]
+    xt = torch.tensor(x, requires_grad=True)
+    xg = gc.tensor(x, dtype=gc.float64, requires_grad=True)
+    yt, yg = tt(xt), tg(xg)
+    np.testing.assert_allclose(host(yg.detach()), yt.detach().numpy(), rtol=1e-12)
+    lt, lg = tt.log_abs_det_jacobian(xt, yt), tg.log_abs_det_jacobian(xg, yg)
+    np.testing.assert_allclose(host(lg.detach()), lt.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(host(tg.inv(yg.detach())), tt.inv(yt.detach()).numpy(),
+                               rtol=1e-8, atol=1e-12)
+    (yt.sum() + lt.sum()).backward()
+    (yg.sum() + lg.sum()).backward()
+    np.testing.assert_allclose(host(xg.grad), xt.grad.numpy(), rtol=1e-10)
+    assert tuple(tg.forward_shape((4, 6))) == tuple(tt.forward_shape((4, 6)))
+    assert tuple(tg.inverse_shape(tuple(yt.shape))) == tuple(tt.inverse_shape(yt.shape))
+    assert tg.bijective == tt.bijective
+    assert tg.domain.event_dim == tt.domain.event_dim
+    assert tg.codomain.event_dim == tt.codomain.event_dim
+    if name != "cat_event":  # (PyTorch's cat constraint cannot join mixed event dims)
+        assert bool(tg.codomain.check(yg.detach()).all())
+    cached = tg.with_cache(1)
+    y = cached(xg)
+    assert cached.inv(y) is xg
+
+
+def test_transform_errors_and_registry():
+    T = gd.transforms
+    with pytest.raises(ValueError, match="different numbers of elements"):
+        T.ReshapeTransform((2, 3), (5,))
+    with pytest.raises(ValueError, match="Shape mismatch"):
+        T.ReshapeTransform((6,), (2, 3)).forward_shape((4, 5))
+    with pytest.raises(ValueError, match="not a flattened lower-diagonal number"):
+        T.CorrCholeskyTransform().forward_shape((4,))
+    with pytest.raises(ValueError, match="Input is not square"):
+        T.CorrCholeskyTransform().inverse_shape((3, 4))
+    with pytest.raises(AssertionError, match="must equal length 3"):
+        T.CatTransform([T.ExpTransform()], dim=0, lengths=[3])(gc.ones(4))
+    with pytest.raises(AssertionError, match="must equal len\\(transforms\\) 2"):
+        T.StackTransform([T.ExpTransform()] * 2)(gc.ones(3, 2))
+    with pytest.raises(AssertionError, match="must be Transform instances"):
+        T.StackTransform([1])
+    # biject_to and transform_to know the correlation factors, cat and stack
+    C = gd.constraints
+    assert isinstance(gd.biject_to(C.corr_cholesky), T.CorrCholeskyTransform)
+    cat = gd.transform_to(C.cat([C.positive, C.real], 0, [1, 2]))
+    assert isinstance(cat, T.CatTransform) and cat.lengths == [1, 2]
+    y = cat(gc.tensor([-3.0, -1.0, 2.0]))
+    assert host(y).tolist() == pytest.approx([math.exp(-3.0), -1.0, 2.0])
+    stack = gd.biject_to(C.stack([C.unit_interval, C.positive], 1))
+    y = stack(gc.tensor([[0.0, 0.0]]))
+    assert host(y)[0].tolist() == pytest.approx([0.5, 1.0])
+    # the correlation factor's constraint: unit rows, positive diagonal, lower-triangular
+    L = T.CorrCholeskyTransform()(gc.tensor(R.standard_normal((5, 10))))
+    assert host(C.corr_cholesky.check(L)).all()
+    assert not bool(C.corr_cholesky.check(L * 1.1).any())

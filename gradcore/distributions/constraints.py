@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from . import _api as gc
 
-__all__ = ["Constraint", "boolean", "cat", "dependent", "dependent_property", "greater_than",
+__all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
+           "greater_than",
            "greater_than_eq", "independent", "integer_interval", "interval", "half_open_interval",
            "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
            "MixtureSameFamilyConstraint", "multinomial", "nonnegative", "nonnegative_integer",
@@ -326,6 +327,19 @@ class _LowerCholesky(Constraint):
         return _LowerTriangular().check(value) & positive_diagonal
 
 
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: lower-triangular with a positive
+    diagonal, each row of unit length."""
+
+    event_dim = 2
+
+    def check(self, value):
+        tol = gc.finfo(value.dtype).eps * value.size(-1) * 10  # (PyTorch's fudge factor)
+        row_norm = gc.linalg.norm(value.detach(), dim=-1)
+        unit_row_norm = ((row_norm - 1.0).abs() <= tol).all(dim=-1)
+        return _LowerCholesky().check(value) & unit_row_norm
+
+
 class _Square(Constraint):
     """Square matrices."""
 
@@ -438,6 +452,7 @@ greater_than_eq = _GreaterThanEq
 less_than = _LessThan
 multinomial = _Multinomial
 unit_interval = _Interval(0.0, 1.0)
+corr_cholesky = _CorrCholesky()
 interval = _Interval
 half_open_interval = _HalfOpenInterval
 simplex = _Simplex()

@@ -17,14 +17,24 @@ import math
 import numbers
 import operator
 
+from .._size import Size
 from . import _api as gc
 from . import constraints
-from .utils import _inherit_docstrings, _sum_rightmost, broadcast_all, lazy_property
+from .utils import (
+    _inherit_docstrings,
+    _sum_rightmost,
+    broadcast_all,
+    lazy_property,
+    tril_matrix_to_vec,
+    vec_to_tril_matrix,
+)
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+           "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
            "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
-           "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
-           "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform"]
+           "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+           "SoftplusTransform", "StackTransform", "StickBreakingTransform", "TanhTransform",
+           "Transform", "identity_transform"]
 
 
 def _softplus(x):
@@ -761,3 +771,302 @@ class PositiveDefiniteTransform(Transform):
 
     def _inverse(self, y):
         return LowerCholeskyTransform().inv(gc.linalg.cholesky(y))
+
+
+class ReshapeTransform(Transform):
+    """The reshape of the rightmost ``in_shape`` dimensions to ``out_shape`` (the same
+    number of elements); its Jacobian's log-determinant is 0.
+
+    Args:
+        in_shape: the input event shape.
+        out_shape: the output event shape.
+        cache_size: 0 or 1 (see ``Transform``).
+    """
+
+    bijective = True
+
+    def __init__(self, in_shape, out_shape, cache_size=0):
+        self.in_shape = Size(in_shape)
+        self.out_shape = Size(out_shape)
+        if self.in_shape.numel() != self.out_shape.numel():
+            raise ValueError("in_shape, out_shape have different numbers of elements")
+        super().__init__(cache_size=cache_size)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.independent(constraints.real, len(self.in_shape))
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.independent(constraints.real, len(self.out_shape))
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
+
+    def _call(self, x):
+        batch_shape = tuple(x.shape[:x.dim() - len(self.in_shape)])
+        return x.reshape(batch_shape + tuple(self.out_shape))
+
+    def _inverse(self, y):
+        batch_shape = tuple(y.shape[:y.dim() - len(self.out_shape)])
+        return y.reshape(batch_shape + tuple(self.in_shape))
+
+    def log_abs_det_jacobian(self, x, y):
+        batch_shape = tuple(x.shape[:x.dim() - len(self.in_shape)])
+        return x.new_zeros(batch_shape)
+
+    def forward_shape(self, shape):
+        if len(shape) < len(self.in_shape):
+            raise ValueError("Too few dimensions on input")
+        cut = len(shape) - len(self.in_shape)
+        if tuple(shape[cut:]) != tuple(self.in_shape):
+            raise ValueError(f"Shape mismatch: expected {Size(shape[cut:])} but got "
+                             f"{self.in_shape}")
+        return Size(tuple(shape[:cut]) + tuple(self.out_shape))
+
+    def inverse_shape(self, shape):
+        if len(shape) < len(self.out_shape):
+            raise ValueError("Too few dimensions on input")
+        cut = len(shape) - len(self.out_shape)
+        if tuple(shape[cut:]) != tuple(self.out_shape):
+            raise ValueError(f"Shape mismatch: expected {Size(shape[cut:])} but got "
+                             f"{self.out_shape}")
+        return Size(tuple(shape[:cut]) + tuple(self.in_shape))
+
+
+class CorrCholeskyTransform(Transform):
+    """The map of a real vector of length ``D (D - 1) / 2`` to the lower Cholesky factor
+    of a ``D x D`` correlation matrix (``tanh``, then stick-breaking on each row, as
+    PyTorch's).
+    """
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def _call(self, x):
+        x = gc.tanh(x)
+        eps = gc.finfo(x.dtype).eps
+        x = x.clamp(min=-1 + eps, max=1 - eps)
+        r = vec_to_tril_matrix(x, diag=-1)
+        z = r ** 2
+        z1m_cumprod_sqrt = (1 - z).sqrt().cumprod(-1)
+        r = r + gc.eye(r.shape[-1], dtype=r.dtype, device=r.device)
+        return r * gc.nn.functional.pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)
+
+    def _inverse(self, y):
+        y_cumsum = 1 - gc.cumsum(y * y, dim=-1)
+        y_cumsum_shifted = gc.nn.functional.pad(y_cumsum[..., :-1], [1, 0], value=1)
+        y_vec = tril_matrix_to_vec(y, diag=-1)
+        y_cumsum_vec = tril_matrix_to_vec(y_cumsum_shifted, diag=-1)
+        t = y_vec / y_cumsum_vec.sqrt()
+        return (t.log1p() - t.neg().log1p()) / 2
+
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        y1m_cumsum = 1 - (y * y).cumsum(dim=-1)
+        y1m_cumsum_tril = tril_matrix_to_vec(y1m_cumsum, diag=-2)
+        stick_breaking_logdet = 0.5 * y1m_cumsum_tril.log().sum(-1)
+        tanh_logdet = -2 * (x + _softplus(-2 * x) - math.log(2.0)).sum(dim=-1)
+        return stick_breaking_logdet + tanh_logdet
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return Size(tuple(shape[:-1]) + (d, d))
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return Size(tuple(shape[:-2]) + (d * (d - 1) // 2,))
+
+
+def _check_dim(dim, t, name, size, expected, what):
+    if not (-t.dim() <= dim < t.dim()):
+        raise AssertionError(f"dim {dim} out of range for {what} with {t.dim()} dimensions")
+    if t.size(dim) != expected:
+        raise AssertionError(f"{name}.size({dim}) = {t.size(dim)} must equal {size} "
+                             f"{expected}")
+
+
+class CatTransform(Transform):
+    """The transforms ``tseq`` applied to consecutive pieces of lengths ``lengths``
+    along ``dim``, as :func:`gradcore.cat` joins them.
+
+    Args:
+        tseq: the transforms.
+        dim: the dimension cut into pieces.
+        lengths: each piece's length (1 each by default).
+        cache_size: 0 or 1 (see ``Transform``).
+    """
+
+    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        if lengths is None:
+            lengths = [1] * len(self.transforms)
+        self.lengths = list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms "
+                                 f"({len(self.transforms)})")
+        self.dim = dim
+
+    @lazy_property
+    def event_dim(self):
+        """The largest event dimension of the transforms."""
+        return max(t.event_dim for t in self.transforms)
+
+    @lazy_property
+    def length(self):
+        """The total length along ``dim``."""
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _pieces(self, t, name, what):
+        _check_dim(self.dim, t, name, "length", self.length, what)
+        start = 0
+        for trans, length in zip(self.transforms, self.lengths):
+            yield trans, t.narrow(self.dim, start, length)
+            start = start + length
+
+    def _call(self, x):
+        return gc.cat([trans(piece) for trans, piece in self._pieces(x, "x", "tensor")],
+                      dim=self.dim)
+
+    def _inverse(self, y):
+        return gc.cat([trans.inv(piece) for trans, piece in self._pieces(y, "y", "tensor")],
+                      dim=self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        logdetjacs = []
+        for (trans, xs), (_, ys) in zip(self._pieces(x, "x", "x"), self._pieces(y, "y", "y")):
+            logdetjac = trans.log_abs_det_jacobian(xs, ys)
+            if trans.event_dim < self.event_dim:
+                logdetjac = _sum_rightmost(logdetjac, self.event_dim - trans.event_dim)
+            logdetjacs.append(logdetjac)
+        dim = self.dim
+        if dim >= 0:
+            dim = dim - x.dim()
+        dim = dim + self.event_dim
+        if dim < 0:
+            return gc.cat(logdetjacs, dim=dim)
+        return sum(logdetjacs)
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """The transforms ``tseq`` applied to the slices along ``dim``, one each, as
+    :func:`gradcore.stack` joins them.
+
+    Args:
+        tseq: the transforms, one per slice.
+        dim: the dimension sliced.
+        cache_size: 0 or 1 (see ``Transform``).
+    """
+
+    def __init__(self, tseq, dim=0, cache_size=0):
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slice(self, z, name, what):
+        _check_dim(self.dim, z, name, "len(transforms)", len(self.transforms), what)
+        return [z.select(self.dim, i) for i in range(z.size(self.dim))]
+
+    def _call(self, x):
+        return gc.stack([trans(s) for s, trans in zip(self._slice(x, "x", "tensor"),
+                                                      self.transforms)], dim=self.dim)
+
+    def _inverse(self, y):
+        return gc.stack([trans.inv(s) for s, trans in zip(self._slice(y, "y", "tensor"),
+                                                          self.transforms)], dim=self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        xs, ys = self._slice(x, "x", "x"), self._slice(y, "y", "y")
+        return gc.stack([trans.log_abs_det_jacobian(a, b)
+                         for a, b, trans in zip(xs, ys, self.transforms)], dim=self.dim)
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
+
+
+class CumulativeDistributionTransform(Transform):
+    """The map by ``distribution``'s cumulative distribution function (to the unit
+    interval; a copula's building block): the inverse is its ``icdf``, the
+    log-Jacobian its ``log_prob``.
+
+    Args:
+        distribution: a distribution with ``cdf``, ``icdf`` and ``log_prob``.
+        cache_size: 0 or 1 (see ``Transform``).
+    """
+
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self):
+        return self.distribution.support
+
+    def _call(self, x):
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y):
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return self.distribution.log_prob(x)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
