@@ -412,3 +412,65 @@ def test_transform_errors_and_registry():
     L = T.CorrCholeskyTransform()(gc.tensor(R.standard_normal((5, 10))))
     assert host(C.corr_cholesky.check(L)).all()
     assert not bool(C.corr_cholesky.check(L * 1.1).any())
+
+
+
+# ---------------------------------------------------------------- LKJCholesky
+
+@needs_torch
+def test_lkj_cholesky_matches_torch():
+    """log_prob and its gradient at PyTorch's draws; batch and event shapes; expand."""
+    import torch
+    import torch.distributions as td
+
+    conc = np.array([0.5, 1.0, 3.0])
+    cg = gc.tensor(conc, dtype=gc.float64, requires_grad=True)
+    ct = torch.tensor(conc, dtype=torch.float64, requires_grad=True)
+    g, t = gd.LKJCholesky(4, cg), td.LKJCholesky(4, ct)
+    assert (tuple(g.batch_shape), tuple(g.event_shape)) == (tuple(t.batch_shape),
+                                                            tuple(t.event_shape))
+    torch.manual_seed(0)
+    L = t.sample((5,))
+    lg, lt = g.log_prob(gc.tensor(L.numpy())), t.log_prob(L)
+    np.testing.assert_allclose(host(lg.detach()), lt.detach().numpy(), rtol=1e-12)
+    lg.sum().backward()
+    lt.sum().backward()
+    np.testing.assert_allclose(host(cg.grad), ct.grad.numpy(), rtol=1e-10)
+    eg, et = g.expand((2, 3)), t.expand((2, 3))
+    assert tuple(eg.batch_shape) == tuple(et.batch_shape)
+    np.testing.assert_allclose(host(eg.log_prob(gc.tensor(L[:2].numpy())).detach()),
+                               et.log_prob(L[:2]).detach().numpy(), rtol=1e-12)
+    assert not g.has_rsample
+    with pytest.raises(ValueError, match="Expected dim to be an integer greater than or "
+                                         "equal to 2. Found dim=1."):
+        gd.LKJCholesky(1)
+    with pytest.raises(ValueError, match="Expected parameter concentration"):
+        gd.LKJCholesky(3, gc.tensor(-1.0))
+    with pytest.raises(ValueError, match="to be within the support"):
+        gd.LKJCholesky(2).log_prob(gc.tensor([[1.0, 0.0], [0.5, 1.0]]))
+
+
+@needs_torch
+def test_lkj_cholesky_samples(device):
+    """Draws are correlation factors distributed as PyTorch's (its onion-method variant):
+    every correlation's variance as in PyTorch's draws, the first one's the LKJ marginal
+    ``1 / (2 eta + d - 1)``."""
+    import torch
+    import torch.distributions as td
+
+    conc = np.array([0.5, 1.0, 3.0])
+    d = gd.LKJCholesky(4, gc.tensor(conc, device=device))
+    gc.manual_seed(0)
+    L = d.sample((20000,))
+    assert tuple(L.shape) == (20000, 3, 4, 4) and L.device.type == gc.device(device).type
+    assert bool(d.support.check(L).all())
+    corr = (L @ L.mT).double()
+    np.testing.assert_allclose(host(corr.diagonal(dim1=-2, dim2=-1)), 1.0, rtol=1e-6)
+    torch.manual_seed(0)
+    theirs = td.LKJCholesky(4, torch.tensor(conc)).sample((20000,)).double()
+    theirs = theirs @ theirs.mT
+    for i, j in ((1, 0), (2, 0), (2, 1), (3, 0), (3, 2)):
+        np.testing.assert_allclose(host(corr[..., i, j].var(0)),
+                                   theirs[..., i, j].var(0).numpy(), rtol=0.08)
+        np.testing.assert_allclose(host(corr[..., i, j].mean(0)), 0.0, atol=0.02)
+    np.testing.assert_allclose(host(corr[..., 1, 0].var(0)), 1 / (2 * conc + 3), rtol=0.05)

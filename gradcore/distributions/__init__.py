@@ -39,6 +39,7 @@ from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -83,7 +84,7 @@ identity_transform = transforms.identity_transform
 """The identity map (a composition of no transforms)."""
 
 __all__ = ["ContinuousBernoulli", "FisherSnedecor", "GeneralizedPareto", "HalfCauchy",
-           "Kumaraswamy", "LogisticNormal", "LowRankMultivariateNormal", "VonMises",
+           "Kumaraswamy", "LKJCholesky", "LogisticNormal", "LowRankMultivariateNormal", "VonMises",
            "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
            "Distribution", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
            "HalfNormal", "Independent", "InverseGamma", "Laplace", "LogNormal", "MixtureSameFamily",
