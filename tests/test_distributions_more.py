@@ -25,6 +25,10 @@ REAL = R.standard_normal((2, 4))
 UNIT = R.uniform(0.05, 0.95, (2, 4))
 POSITIVE = R.uniform(0.1, 3.0, (2, 4))
 SIMPLEX = R.dirichlet(np.ones(3), (5, 2))
+_M = R.standard_normal((2, 3, 3))
+WISHART_COV = _M @ _M.transpose(0, 2, 1) + np.eye(3)
+_V = R.standard_normal((4, 2, 3, 5))
+WISHART_VALUES = _V @ _V.transpose(0, 1, 3, 2) + 0.1 * np.eye(3)
 
 # name, constructor(D, *params), parameter values, values to score
 CASES = [
@@ -46,6 +50,12 @@ CASES = [
     ("von_mises", lambda D, a, k: D.VonMises(a, k), [LOC, CONC * 2], REAL * 2),
     ("lowrank_mvn", lambda D, a, w, d: D.LowRankMultivariateNormal(a, w, d),
      [LOC[:3], R.standard_normal((2, 3, 2)), SCALE[:3]], R.standard_normal((4, 2, 3))),
+    ("wishart_covariance", lambda D, df, c: D.Wishart(df, covariance_matrix=c),
+     [np.array([3.5, 6.0]), WISHART_COV], WISHART_VALUES),
+    ("wishart_precision", lambda D, df, c: D.Wishart(df, precision_matrix=c),
+     [np.array([3.5, 6.0]), WISHART_COV], WISHART_VALUES),
+    ("wishart_scale_tril", lambda D, df, t: D.Wishart(df, scale_tril=t.tril()),
+     [np.array([2.5, 6.0]), np.linalg.cholesky(WISHART_COV)], WISHART_VALUES),
     ("lowrank_mvn_batch_loc", lambda D, a, w, d: D.LowRankMultivariateNormal(a, w, d),
      [R.standard_normal((2, 3)), R.standard_normal((3, 1)), SCALE[:3]],
      R.standard_normal((4, 2, 3))),
@@ -474,3 +484,66 @@ def test_lkj_cholesky_samples(device):
                                    theirs[..., i, j].var(0).numpy(), rtol=0.08)
         np.testing.assert_allclose(host(corr[..., i, j].mean(0)), 0.0, atol=0.02)
     np.testing.assert_allclose(host(corr[..., 1, 0].var(0)), 1 / (2 * conc + 3), rtol=0.05)
+
+
+
+# ---------------------------------------------------------------- Wishart
+
+@needs_torch
+def test_wishart_entropy_matches_the_exponential_family_form():
+    """The closed-form entropy equals the one from the natural parameters (Bregman), as
+    PyTorch's, and both are PyTorch's."""
+    import torch
+    import torch.distributions as td
+
+    g = gd.Wishart(gc.tensor([3.5, 6.0], dtype=gc.float64),
+                   covariance_matrix=gc.tensor(WISHART_COV, dtype=gc.float64))
+    t = td.Wishart(torch.tensor([3.5, 6.0], dtype=torch.float64),
+                   covariance_matrix=torch.tensor(WISHART_COV))
+    np.testing.assert_allclose(host(gd.ExponentialFamily.entropy(g).detach()),
+                               host(g.entropy()), rtol=1e-10)
+    np.testing.assert_allclose(host(gd.ExponentialFamily.entropy(g).detach()),
+                               td.ExponentialFamily.entropy(t).detach().numpy(), rtol=1e-10)
+
+
+def test_wishart_samples_and_rsample():
+    df = gc.tensor([4.0, 9.0], dtype=gc.float64, requires_grad=True)
+    cov = gc.tensor(WISHART_COV, dtype=gc.float64, requires_grad=True)
+    d = gd.Wishart(df, covariance_matrix=cov)
+    gc.manual_seed(2)
+    x = d.rsample((20000,))
+    assert tuple(x.shape) == (20000, 2, 3, 3) and bool(d.support.check(x.detach()).all())
+    mean, var = host(d.mean.detach()), host(d.variance.detach())
+    np.testing.assert_allclose(host(x.detach().mean(0)), mean,
+                               atol=6 * np.sqrt(var.max() / 20000))
+    np.testing.assert_allclose(host(x.detach().var(0)), var, rtol=0.1)
+    # the reparameterized draw: d E[trace(X)] / d df = trace(cov), and in cov the df
+    x.diagonal(dim1=-2, dim2=-1).sum().backward()
+    np.testing.assert_allclose(host(df.grad) / 20000, np.trace(WISHART_COV, axis1=1, axis2=2),
+                               rtol=0.05)
+    np.testing.assert_allclose(host(cov.grad) / 20000,
+                               np.eye(3) * host(df.detach())[:, None, None], rtol=0.05,
+                               atol=0.1)
+
+
+@needs_torch
+def test_wishart_arguments_match_torch():
+    import torch
+    import torch.distributions as td
+
+    for mod, D in ((gc, gd), (torch, td)):
+        with pytest.raises(AssertionError, match="Exactly one of covariance_matrix"):
+            D.Wishart(mod.tensor(3.0))
+        with pytest.raises(ValueError, match="scale_tril must be at least two-dimensional"):
+            D.Wishart(mod.tensor(3.0), covariance_matrix=mod.ones(3))
+        with pytest.raises(ValueError, match=r"Value of df=1.5 expected to be greater than "
+                                             r"ndim - 1 = 2."):
+            D.Wishart(1.5, covariance_matrix=mod.eye(3))
+        with pytest.warns(UserWarning, match="Low df values detected"):
+            D.Wishart(2.5, covariance_matrix=mod.eye(3))
+        with pytest.raises(ValueError, match="Expected parameter covariance_matrix"):
+            D.Wishart(4.0, covariance_matrix=-mod.eye(3))
+        with pytest.raises(ValueError, match="to be within the support"):
+            D.Wishart(4.0, covariance_matrix=mod.eye(3)).log_prob(-mod.eye(3))
+    g = gd.Wishart(4.0, covariance_matrix=gc.eye(3))
+    assert g.batch_shape == gc.Size([]) and g.event_shape == gc.Size([3, 3])

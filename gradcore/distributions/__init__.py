@@ -79,12 +79,14 @@ from .transforms import (
 from .uniform import Uniform
 from .von_mises import VonMises
 from .weibull import Weibull
+from .wishart import Wishart
 
 identity_transform = transforms.identity_transform
 """The identity map (a composition of no transforms)."""
 
 __all__ = ["ContinuousBernoulli", "FisherSnedecor", "GeneralizedPareto", "HalfCauchy",
-           "Kumaraswamy", "LKJCholesky", "LogisticNormal", "LowRankMultivariateNormal", "VonMises",
+           "Kumaraswamy", "LKJCholesky", "LogisticNormal", "LowRankMultivariateNormal",
+           "VonMises", "Wishart",
            "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
            "Distribution", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
            "HalfNormal", "Independent", "InverseGamma", "Laplace", "LogNormal", "MixtureSameFamily",
