@@ -970,6 +970,7 @@ class CatTransform(Transform):
 
     @property
     def bijective(self):
+        """Whether every transform is bijective."""
         return all(t.bijective for t in self.transforms)
 
     @constraints.dependent_property
@@ -1024,6 +1025,7 @@ class StackTransform(Transform):
 
     @property
     def bijective(self):
+        """Whether every transform is bijective."""
         return all(t.bijective for t in self.transforms)
 
     @constraints.dependent_property
