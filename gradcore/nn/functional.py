@@ -53,13 +53,13 @@ def _legacy_reduction(size_average, reduce, reduction):
     """PyTorch's deprecated ``size_average``/``reduce`` pair, as a ``reduction`` string."""
     if size_average is None and reduce is None:
         return reduction
-    warnings.warn("size_average and reduce args will be deprecated, please use "
-                  "reduction='mean' (or 'sum', 'none') instead.", stacklevel=3)
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if size_average and reduce:
-        return "mean"
-    return "sum" if reduce else "none"
+    ret = "mean" if size_average and reduce else "sum" if reduce else "none"
+    # (PyTorch's words, naming the reduction the pair amounts to)
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  f"reduction='{ret}' instead.", stacklevel=3)
+    return ret
 
 
 # ---- layers and activations ----------
