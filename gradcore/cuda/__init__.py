@@ -350,9 +350,9 @@ def set_stream(stream) -> None:
     ``with gc.cuda.stream(s):``, which puts the previous one back."""
     if stream is None:
         return
-    cupy = _backend.cuda_module()
-    with cupy.cuda.Device(stream._index):
-        _cupy_stream(stream).use()
+    cupy_stream = _cupy_stream(stream)
+    with _backend.cuda_module().cuda.Device(stream._index):
+        cupy_stream.use()
 
 
 class StreamContext:
