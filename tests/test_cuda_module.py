@@ -7,10 +7,11 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import host, needs_torch
 
 import gradcore as gc
 from gradcore.backend import CudaUnavailableError
+
+from conftest import host, needs_torch
 
 
 @pytest.fixture
@@ -240,7 +241,7 @@ def test_cuda_tensor_types_match_pytorchs():
     for name in ("FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
                  "BoolTensor", "ByteTensor", "CharTensor", "ShortTensor"):
         ours, theirs = getattr(gc.cuda, name), getattr(torch.cuda, name)
-        assert ours.is_cuda and theirs.is_cuda and str(ours.dtype) .split(".")[1] == \
+        assert ours.is_cuda and theirs.is_cuda and str(ours.dtype).split(".")[1] == \
             str(theirs.dtype).split(".")[1], name
 
 

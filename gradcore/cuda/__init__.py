@@ -21,6 +21,7 @@ own), and nothing is tracked when the program set its own allocator first.
 
 import builtins as _builtins
 import collections as _collections
+import collections.abc
 
 from .. import backend as _backend
 from .. import random as _random
@@ -602,8 +603,27 @@ def set_rng_state_all(new_states) -> None:
         set_rng_state(state, i)
 
 
-def __getattr__(name):
-    if name == "default_generators":
-        # (read when asked: the GPUs are counted then, never at import)
+class _DefaultGenerators(_collections.abc.Sequence):
+    """``gc.cuda.default_generators``: one generator per GPU, as PyTorch's tuple; here
+    ``gc.default_generator`` for each (every GPU's draws come from it); empty without a
+    GPU. The GPUs are counted when it is read, never at import."""
+
+    def _items(self) -> tuple:
         return tuple(_random.default_generator for _ in _builtins.range(device_count()))
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __getitem__(self, i):
+        return self._items()[i]
+
+    def __len__(self):
+        return device_count()
+
+    def __eq__(self, other):
+        return self._items() == (tuple(other) if isinstance(other, (tuple, list)) else other)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return repr(self._items())
+
+
+default_generators = _DefaultGenerators()
