@@ -555,8 +555,6 @@ def sections(namespace: str) -> list[Section]:
         return _gradcore()
     if namespace == "gradcore.Tensor":
         return _tensor()
-    if namespace == "gradcore.cuda":
-        return []  # the page's directives are written out (gc.cuda is an object)
     module = lookup(namespace)
     names = public_names(module)
     if namespace == "gradcore.nn":
