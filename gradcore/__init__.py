@@ -71,7 +71,14 @@ from ._settings import (
     use_deterministic_algorithms,
 )
 from ._size import Size
-from .amp import autocast
+from .amp import (
+    autocast,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+)
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd import grad_mode as _grad_mode
 from .backend import Device, OutOfMemoryError, get_default_device, set_default_device

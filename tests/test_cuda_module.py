@@ -246,10 +246,12 @@ def test_cuda_tensor_types_match_pytorchs():
 
 
 def test_the_old_amp_spellings(standin):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    # (deprecated, as in PyTorch 2.13, and enabled: CUDA is usable, no "Disabling")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         scaler = gc.cuda.amp.GradScaler(init_scale=4.0)
-    assert scaler.get_scale() == 4.0
-    with gc.cuda.amp.autocast():
+    assert [w.category for w in caught] == [FutureWarning]
+    assert scaler.get_scale() == 4.0 and scaler.is_enabled()
+    with pytest.warns(FutureWarning), gc.cuda.amp.autocast():
         y = gc.ones(2, 2, device="cuda") @ gc.ones(2, 2, device="cuda")
     assert y.dtype == gc.float16
