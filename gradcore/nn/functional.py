@@ -2298,3 +2298,33 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros",  # noqa: A00
 
 
 __all__ += ["affine_grid", "grid_sample"]
+
+
+# ---- the CTC loss (gradcore.ops.ctc) ----------
+from ..ops import ctc as _ctc  # noqa: E402
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0,  # noqa: A002
+             reduction="mean", zero_infinity=False):
+    """The connectionist temporal classification loss of ``log_probs`` ``(T, N, C)``
+    (or ``(T, C)`` unbatched; log-probabilities over ``C`` classes, the class ``blank``
+    among them) against ``targets``: padded ``(N, S)`` or concatenated ``(sum of
+    target_lengths,)``. ``input_lengths`` and ``target_lengths`` are tensors ``(N,)``
+    (0-d unbatched) or tuples of ints. ``reduction='mean'`` divides each sample's loss
+    by its target length (at least 1) and averages; ``zero_infinity`` sets infinite
+    losses (inputs too short for their targets) and their gradients to zero. The
+    gradient with respect to ``log_probs`` is PyTorch's (alpha-beta, ``exp(log_probs)``
+    minus the alignments' share at each class).
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> lp = gc.tensor([[0.5, 0.5], [0.5, 0.5]]).log().unsqueeze(1)
+    >>> F.ctc_loss(lp, gc.tensor([[1]]), (2,), (1,), reduction="sum")
+    tensor(0.2877)
+    """
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return _ctc.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                         {"none": 0, "mean": 1, "sum": 2}[reduction], zero_infinity)
+
+
+__all__ += ["ctc_loss"]
