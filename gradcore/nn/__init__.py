@@ -215,3 +215,9 @@ __all__ += ["Buffer", "Threshold", "RReLU", "Bilinear", "Softmax2d", "ChannelShu
             "FeatureAlphaDropout", "Dropout3d", "RMSNorm", "LocalResponseNorm", "SyncBatchNorm",
             "AdaptiveMaxPool3d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d",
             "Container"]
+
+# the CTC loss, the adaptive softmax (gradcore/nn/modules.py, adaptive.py)
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
+from .modules import CTCLoss  # noqa: E402
+
+__all__ += ["CTCLoss", "AdaptiveLogSoftmaxWithLoss"]
