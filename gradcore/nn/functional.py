@@ -2328,3 +2328,80 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0,  # noqa
 
 
 __all__ += ["ctc_loss"]
+
+
+# ---- fractional max pools (gradcore.ops.pool) ----------
+def _n_tuple(value, nd):
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,) * nd
+
+
+def _fractional(nd, input, kernel_size, output_size, output_ratio, _random_samples):  # noqa: A002
+    op = f"fractional_max_pool{nd}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        if nd == 2 and len(output_ratio) > 2:
+            raise ValueError(f"{op} requires output_ratio to either be a single Int or tuple "
+                             f"of Ints.")
+        ratio = _n_tuple(output_ratio, nd)
+        output_size = [int(input.size(d - nd) * ratio[d]) for d in range(nd)]
+    if _random_samples is None:
+        n_batch = 1 if input.dim() == nd + 1 else input.size(0)
+        _random_samples = creation.rand(n_batch, input.size(-nd - 1), nd, dtype=input.dtype,
+                                        device=input.device)
+    return (_n_tuple(kernel_size, nd), _n_tuple(output_size, nd), _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None,  # noqa: A002
+                                       output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """:func:`fractional_max_pool2d` returning ``(values, indices)`` whatever
+    ``return_indices``."""
+    k, out, samples = _fractional(2, input, kernel_size, output_size, output_ratio,
+                                  _random_samples)
+    return _pool.fractional_max_pool2d(input, k, out, samples, True)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
+                          return_indices=False, _random_samples=None):
+    """Fractional max pooling (Graham, 2014) of ``(N, C, H, W)`` or ``(C, H, W)``: the
+    maximum of ``kernel_size`` windows (an int or a pair) at pseudo-random steps, to
+    ``output_size`` (an int or a pair) or ``output_ratio`` times the input's size. The
+    steps come from ``_random_samples`` ``(N, C, 2)`` in ``[0, 1)`` (PyTorch's
+    intervals: the same samples give PyTorch's result), drawn with :func:`gradcore.rand`
+    when not given. ``return_indices`` also returns each maximum's index into its
+    flattened plane (for :func:`max_unpool2d`).
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> x = gc.arange(25.).reshape(1, 1, 5, 5)
+    >>> F.fractional_max_pool2d(x, 2, output_size=2, _random_samples=gc.full((1, 1, 2), 0.5))
+    tensor([[[[12., 14.],
+              [22., 24.]]]])
+    """
+    k, out, samples = _fractional(2, input, kernel_size, output_size, output_ratio,
+                                  _random_samples)
+    return _pool.fractional_max_pool2d(input, k, out, samples, return_indices)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None,  # noqa: A002
+                                       output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """:func:`fractional_max_pool3d` returning ``(values, indices)`` whatever
+    ``return_indices``."""
+    k, out, samples = _fractional(3, input, kernel_size, output_size, output_ratio,
+                                  _random_samples)
+    return _pool.fractional_max_pool3d(input, k, out, samples, True)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
+                          return_indices=False, _random_samples=None):
+    """:func:`fractional_max_pool2d` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``:
+    ``kernel_size``, ``output_size`` and ``output_ratio`` ints or triples,
+    ``_random_samples`` ``(N, C, 3)``; indices into each flattened volume."""
+    k, out, samples = _fractional(3, input, kernel_size, output_size, output_ratio,
+                                  _random_samples)
+    return _pool.fractional_max_pool3d(input, k, out, samples, return_indices)
+
+
+__all__ += ["fractional_max_pool2d", "fractional_max_pool3d",
+            "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices"]
