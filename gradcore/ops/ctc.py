@@ -215,17 +215,16 @@ def _ctc_grad(problem, lp, alpha, nll, g, zero_infinity):
 
 @export(torch=True)
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0,
-             reduction=1, zero_infinity=False):
+             reduction=0, zero_infinity=False):
     """The CTC loss with PyTorch's ``torch.ctc_loss`` arguments: ``reduction`` an int
-    (0 none, 1 mean, 2 sum), the lengths tensors or tuples of ints. See
+    (1 mean, 2 sum, any other none; when omitted the losses are not reduced, as
+    ``torch.ctc_loss`` does), the lengths tensors or tuples of ints. See
     :func:`gradcore.nn.functional.ctc_loss`."""
     if not (isinstance(log_probs, Tensor) and isinstance(targets, Tensor)) or \
             not (_valid_lengths(input_lengths) and _valid_lengths(target_lengths)) or \
             isinstance(input_lengths, Tensor) != isinstance(target_lengths, Tensor) or \
             isinstance(reduction, bool) or not isinstance(reduction, (int, np.integer)):
         raise _signature_error(log_probs, targets, input_lengths, target_lengths)
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
     batched = log_probs.ndim == 3
     x = log_probs if batched else log_probs.unsqueeze(1)
     il = _lengths(input_lengths, "input_lengths")
@@ -233,7 +232,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0,
     nll = _ctc_nll(x, targets, il, tl, int(blank), bool(zero_infinity))
     if zero_infinity:
         nll = nll.where(nll != np.inf, wrap(math_of(nll._data).zeros((), nll._data.dtype)))
-    kind = _REDUCTIONS[int(reduction)]
+    kind = _REDUCTIONS.get(int(reduction), "none")
     if kind == "mean":
         div = math_of(nll._data).asarray(np.maximum(tl, 1).astype(nll._data.dtype))
         return (nll / wrap(div)).mean()
