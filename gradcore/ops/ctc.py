@@ -71,7 +71,8 @@ def _logsumexp3(m, a, b, c):
     taken as 0 where all three are ``-inf``)."""
     top = m.maximum(m.maximum(a, b), c)
     top = m.where(top == -np.inf, 0, top)
-    return m.log(m.exp(a - top) + m.exp(b - top) + m.exp(c - top)) + top
+    with np.errstate(divide="ignore"):  # (log(0): -inf where no path arrives)
+        return m.log(m.exp(a - top) + m.exp(b - top) + m.exp(c - top)) + top
 
 
 def _shift(m, x, k):
