@@ -4,10 +4,10 @@ al. (2017), PyTorch's module with its parameters' names (``head``, ``tail.i.0``,
 
 >>> import gradcore as gc
 >>> from gradcore import nn
->>> asm = nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4, 7])
+>>> asm = nn.AdaptiveLogSoftmaxWithLoss(16, 10, [4, 7])
 >>> [name for name, _ in asm.named_parameters()]
 ['head.weight', 'tail.0.0.weight', 'tail.0.1.weight', 'tail.1.0.weight', 'tail.1.1.weight']
->>> out = asm(gc.randn(3, 8), gc.tensor([0, 5, 9]))
+>>> out = asm(gc.randn(3, 16), gc.tensor([0, 5, 9]))
 >>> out.output.shape, out.loss.shape
 (gradcore.Size([3]), gradcore.Size([]))
 """

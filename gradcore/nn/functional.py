@@ -2375,8 +2375,8 @@ def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=Non
     >>> import gradcore as gc, gradcore.nn.functional as F
     >>> x = gc.arange(25.).reshape(1, 1, 5, 5)
     >>> F.fractional_max_pool2d(x, 2, output_size=2, _random_samples=gc.full((1, 1, 2), 0.5))
-    tensor([[[[12., 14.],
-              [22., 24.]]]])
+    tensor([[[[ 6.,  9.],
+              [21., 24.]]]])
     """
     k, out, samples = _fractional(2, input, kernel_size, output_size, output_ratio,
                                   _random_samples)

@@ -10,7 +10,9 @@ is ``-inf``; an average pool sums the windows and divides by PyTorch's count (pa
 included or not, ``divisor_override``). Adaptive pools of sizes that divide the input
 are plain pools; otherwise an average is a product with each axis's averaging matrix,
 and a maximum gathers PyTorch's uneven windows (``floor(i*in/out)`` to
-``ceil((i+1)*in/out)``) by index. Everything is composed of differentiable ops, so
+``ceil((i+1)*in/out)``) by index. A fractional max pool gathers each output's window
+(placed by PyTorch's interval rule from the given samples, every plane at once) and
+picks as PyTorch's CPU kernel does. Everything is composed of differentiable ops, so
 second derivatives and both devices come from them.
 """
 
