@@ -351,3 +351,17 @@ def test_fractional_max_pool_gradcheck(nd, device):
 def test_fractional_max_pool_errors_are_pytorch_s(call, error, match):
     with pytest.raises(error, match=match):
         call(gc.randn(2, 3, 9, 8), gc.rand(2, 3, 2))
+
+
+def test_ctc_loss_takes_host_targets_and_lengths_with_device_log_probs(standin):
+    rng = np.random.default_rng(9)
+    lp = rng.standard_normal((6, 2, 4))
+    tg, il, tl = np.array([[1, 2], [3, 3]]), np.array([6, 5]), np.array([2, 2])
+    want = F.ctc_loss(gc.tensor(lp), gc.tensor(tg), gc.tensor(il), gc.tensor(tl),
+                      reduction="none")
+    x = gc.tensor(lp, device="cuda", requires_grad=True)
+    got = F.ctc_loss(x, gc.tensor(tg), gc.tensor(il), gc.tensor(tl), reduction="none")
+    assert got.device.type == "cuda"
+    np.testing.assert_allclose(host(got.detach()), want.numpy(), rtol=1e-12)
+    got.sum().backward()
+    assert x.grad.device.type == "cuda" and np.isfinite(host(x.grad)).all()

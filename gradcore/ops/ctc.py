@@ -270,6 +270,8 @@ def _ctc_nll(lp, targets, il, tl, blank, zero_infinity):
     max_tl = int(tl.max()) if tl.size else 0
     m = math_of(lp._data)
     tg = targets._data
+    if math_of(tg) is not m:  # (targets may live on the host, as PyTorch allows)
+        tg = m.asarray(to_host(tg))
     if targets.ndim == 1:
         total = int(tl.sum())
         if targets.shape[0] != total:
