@@ -215,3 +215,12 @@ __all__ += ["Buffer", "Threshold", "RReLU", "Bilinear", "Softmax2d", "ChannelShu
             "FeatureAlphaDropout", "Dropout3d", "RMSNorm", "LocalResponseNorm", "SyncBatchNorm",
             "AdaptiveMaxPool3d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d",
             "Container"]
+
+# the CTC loss, the adaptive softmax, fractional max pools (gradcore/nn/modules.py,
+# adaptive.py, pooling.py)
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
+from .modules import CTCLoss  # noqa: E402
+from .pooling import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+
+__all__ += ["CTCLoss", "AdaptiveLogSoftmaxWithLoss", "FractionalMaxPool2d",
+            "FractionalMaxPool3d"]

@@ -2437,3 +2437,21 @@ class Container(Module):
 
 
 __all__ += ["Container"]
+
+
+class CTCLoss(_Loss):
+    """``F.ctc_loss``, the connectionist temporal classification loss, with ``blank``,
+    ``reduction`` and ``zero_infinity`` fixed at construction; ``forward(log_probs,
+    targets, input_lengths, target_lengths)``."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
+
+
+__all__ += ["CTCLoss"]
