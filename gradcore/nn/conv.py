@@ -33,16 +33,17 @@ __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "CircularPad2d", "CircularPad3d"]
 
 
-def _ntuple(n):
+def _ntuple(n, name="parse"):
     """PyTorch's ``_single``/``_pair``/...: an iterable as a tuple, else ``n`` copies."""
     def parse(x):
         if isinstance(x, Iterable) and not isinstance(x, str):
             return tuple(x)
         return (x,) * n
+    parse.__name__ = name
     return parse
 
 
-_single, _pair, _triple = _ntuple(1), _ntuple(2), _ntuple(3)
+_single, _pair, _triple = _ntuple(1, "_single"), _ntuple(2, "_pair"), _ntuple(3, "_triple")
 
 
 def _reverse_repeat_tuple(t, n):
