@@ -18,6 +18,7 @@ from . import (
     backend,
     backends,
     compiler,
+    cpu,
     distributed,
     dtypes,
     fft,
@@ -25,15 +26,19 @@ from . import (
     jit,
     kernels,
     linalg,
+    mps,
     multiprocessing,
     nn,
     onnx,
     optim,
     random,
     sampling,
+    serialization,
     special,
     testing,
     utils,
+    version,
+    xpu,
 )
 from ._functional import INPLACE_FUNCTIONS as _INPLACE_FUNCTIONS
 from ._functional import (
@@ -176,7 +181,7 @@ half, double, long = float16, float64, int64
 float = float32  # noqa: A001
 int = int32  # noqa: A001
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 
 class _DeviceProperties:
@@ -471,9 +476,12 @@ from . import distributions  # noqa: E402
 
 # `from gradcore import *`: every public name (generated: the ops' come from their
 # declarations), less the modules `random` and `multiprocessing` (they would hide
-# Python's own), `utils` and `distributions`, which torch's __all__ leaves out too
+# Python's own), `utils`, `distributions` and the modules of torch's other import paths
+# (`version`, `serialization`, the device modules `cpu`, `mps`, `xpu`), which torch's
+# __all__ leaves out too (each has a reference page of its own)
 __all__ = sorted(_n for _n in globals() if not _n.startswith("_") and
-                 _n not in ("random", "utils", "multiprocessing", "distributions"))
+                 _n not in ("random", "utils", "multiprocessing", "distributions", "version",
+                            "serialization", "cpu", "mps", "xpu"))
 
 
 class _TorchAlias:
