@@ -8,11 +8,18 @@ gradcore is), or None where CuPy cannot be imported. ``hip`` is None (no ROCm),
 
 from __future__ import annotations
 
+import sys
+import types
+
 from . import backend
 
-__all__ = ["__version__", "debug", "cuda", "git_version", "hip"]  # noqa: F822  (cuda: __getattr__)
+__all__ = ["__version__", "debug", "cuda", "git_version", "hip"]  # noqa: F822  (cuda: a property)
 
 __version__ = "0.1.0"
+"""gradcore's version (``gradcore.__version__``)."""
+cuda: str | None  # (no value here: a property of the module, read from CuPy when asked)
+"""The CUDA runtime version of the CuPy gradcore runs on, as ``"12.4"``; None where CuPy
+cannot be imported."""
 debug = False
 """False: gradcore has no debug build."""
 git_version = "Unknown"
@@ -21,7 +28,12 @@ hip = None
 """None: gradcore has no ROCm (HIP) build."""
 
 
-def __getattr__(name):
-    if name == "cuda":
+class _Version(types.ModuleType):
+    @property
+    def cuda(self) -> str | None:
+        """The CUDA runtime version of the CuPy gradcore runs on, as ``"12.4"``; None
+        where CuPy cannot be imported (read when first asked, not at import)."""
         return backend.cuda_runtime_version()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+sys.modules[__name__].__class__ = _Version  # (cuda: a property of this module)
