@@ -13,7 +13,8 @@ import types
 
 from . import backend
 
-__all__ = ["__version__", "debug", "cuda", "git_version", "hip"]  # noqa: F822  (cuda: a property)
+# (and __version__, which the reference names in its text: an anchor cannot spell it)
+__all__ = ["debug", "cuda", "git_version", "hip"]  # noqa: F822  (cuda: a property)
 
 __version__ = "0.1.0"
 """gradcore's version (``gradcore.__version__``)."""
