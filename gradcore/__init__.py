@@ -31,6 +31,7 @@ from . import (
     nn,
     onnx,
     optim,
+    profiler,
     random,
     sampling,
     serialization,
@@ -477,11 +478,11 @@ from . import distributions  # noqa: E402
 # `from gradcore import *`: every public name (generated: the ops' come from their
 # declarations), less the modules `random` and `multiprocessing` (they would hide
 # Python's own), `utils`, `distributions` and the modules of torch's other import paths
-# (`version`, `serialization`, the device modules `cpu`, `mps`, `xpu`), which torch's
+# (`version`, `serialization`, `profiler`, the device modules `cpu`, `mps`, `xpu`), which torch's
 # __all__ leaves out too (each has a reference page of its own)
 __all__ = sorted(_n for _n in globals() if not _n.startswith("_") and
                  _n not in ("random", "utils", "multiprocessing", "distributions", "version",
-                            "serialization", "cpu", "mps", "xpu"))
+                            "serialization", "cpu", "mps", "xpu", "profiler"))
 
 
 class _TorchAlias:
