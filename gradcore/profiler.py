@@ -363,17 +363,18 @@ class profile:  # noqa: N801  (PyTorch's name: a context manager)
         """Mark the start of the next step: the schedule's action for it starts, goes
         on with, or ends (and saves) the recording window."""
         prev = self.current_action
-        self.step_num += 1
-        self.current_action = self.schedule(self.step_num)
+        action = self.schedule(self.step_num + 1)
         if self._inner is not None:
-            if prev == ProfilerAction.RECORD_AND_SAVE or not self._records(self.current_action):
+            if prev == ProfilerAction.RECORD_AND_SAVE or not self._records(action):
                 self._close(save=True)
             else:
-                self._end_step()
+                self._end_step()  # (named by the step it ends)
                 self._inner.step()
-                self._begin_step()
-                return
-        if self._records(self.current_action):
+        self.step_num += 1
+        self.current_action = action
+        if self._inner is not None:
+            self._begin_step()
+        elif self._records(action):
             self._open()
 
     def key_averages(self, group_by_input_shape: bool = False,

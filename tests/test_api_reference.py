@@ -43,7 +43,8 @@ MODULE_NAMESPACES = ["gradcore.nn", "gradcore.nn.functional", "gradcore.nn.init"
                      "gradcore.jit", "gradcore.compiler", "gradcore.special", "gradcore.fft",
                      "gradcore.testing", "gradcore.distributions", "gradcore.nn.parameter",
                      "gradcore.utils.hooks", "gradcore.utils.benchmark", "gradcore.serialization",
-                     "gradcore.version", "gradcore.cpu", "gradcore.mps", "gradcore.xpu"]
+                     "gradcore.version", "gradcore.cpu", "gradcore.mps", "gradcore.xpu",
+                     "gradcore.profiler"]
 NAMESPACES = ["gradcore", "gradcore.Tensor", *MODULE_NAMESPACES, "gradcore.cuda",
               "gradcore.accelerator"]
 

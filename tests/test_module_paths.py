@@ -393,3 +393,95 @@ def test_device_modules():
     # what a program's device choice reads
     device = ("cuda" if gc.cuda.is_available() else "mps" if mps.is_available() else "cpu")
     assert device in ("cuda", "cpu")
+
+
+# ------------------------------------------------------------------- torch.profiler
+
+def _train_steps(prof, n, x, w):
+    from gradcore.profiler import record_function  # noqa: PLC0415
+
+    for _ in range(n):
+        with record_function("forward"):
+            loss = (x * w).sum()
+        with record_function("backward"):
+            loss.backward()
+        prof.step()
+
+
+def test_profiler_regions_count_what_gc_profile_counts():
+    P = via_torch("profiler")
+    assert P is gc.profiler
+    x, w = gc.ones(1000), gc.ones(1000, requires_grad=True)
+    (x * w).sum().backward()  # (w.grad made: each backward below adds into it)
+    with gc.profile() as counted:  # the same work under gradcore's own profile
+        (x * w).sum().backward()
+    with P.profile(activities=[P.ProfilerActivity.CPU]) as prof:
+        _train_steps(prof, 3, x, w)
+    rows = {e.key: e for e in prof.key_averages()}
+    fwd, bwd = rows["forward"], rows["backward"]
+    assert fwd.count == bwd.count == 3
+    assert (fwd.launches + bwd.launches) / 3 == counted.launches
+    assert (fwd.bytes_read + fwd.bytes_written + bwd.bytes_read + bwd.bytes_written) / 3 == \
+        counted.bytes
+    assert fwd.cpu_time_total > 0 and fwd.cpu_time == pytest.approx(fwd.cpu_time_total / 3)
+    per_kernel = {k.name: k.launches for k in counted.key_averages()}
+    for name, launches in per_kernel.items():  # kernels: counted, never timed
+        assert rows[name].launches == 3 * launches and rows[name].cpu_time_total is None
+    table = prof.key_averages().table(sort_by="cpu_time_total", row_limit=3)
+    lines = table.strip().splitlines()
+    assert "Name" in lines[1] and len(lines) == 3 + 3 + 1
+    assert lines[3].split()[0] in ("forward", "backward")  # timed regions sort first
+    with pytest.raises(AttributeError):
+        prof.key_averages().table(sort_by="no_such_column")
+
+
+def test_profiler_outside_a_profile_records_nothing():
+    from gradcore.profiler import record_function  # noqa: PLC0415
+
+    @record_function("decorated")
+    def f():
+        return gc.ones(2) + 1
+    assert f().tolist() == [2.0, 2.0]
+    with gc.profiler.profile() as prof:
+        f()
+    assert [e.key for e in prof.key_averages()][0] == "decorated"
+
+
+@needs_torch
+def test_profiler_schedule_is_torchs():
+    import warnings  # noqa: PLC0415
+
+    import torch.profiler as tp  # noqa: PLC0415
+
+    for kw in [dict(wait=1, warmup=1, active=2), dict(wait=0, warmup=2, active=1, repeat=2),
+               dict(wait=2, warmup=1, active=3, skip_first=3),
+               dict(wait=5, warmup=1, active=1, skip_first=2, skip_first_wait=1)]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours, theirs = gc.profiler.schedule(**kw), tp.schedule(**kw)
+        assert [ours(i).name for i in range(40)] == [theirs(i).name for i in range(40)], kw
+    with pytest.raises(AssertionError, match="Invalid profiler schedule"):
+        gc.profiler.schedule(wait=0, warmup=0, active=0)
+
+
+def test_profiler_schedule_windows_and_on_trace_ready(tmp_path):
+    P = gc.profiler
+    x, w = gc.ones(10), gc.ones(10, requires_grad=True)
+    saved = []
+    with P.profile(schedule=P.schedule(wait=1, warmup=1, active=2, repeat=1),
+                   on_trace_ready=lambda p: saved.append(p.key_averages())) as prof:
+        _train_steps(prof, 6, x, w)
+    assert len(saved) == 1  # one cycle: steps 2 and 3 recorded, saved on leaving step 3
+    keys = {e.key: e for e in saved[0]}
+    assert {"ProfilerStep#2", "ProfilerStep#3"} <= set(keys)
+    assert "ProfilerStep#1" not in keys and "ProfilerStep#4" not in keys
+    assert keys["forward"].count == 2 and keys["ProfilerStep#2"].count == 1
+    assert keys["ProfilerStep#2"].launches == keys["forward"].launches / 2 + \
+        keys["backward"].launches / 2
+    prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    import json  # noqa: PLC0415
+
+    events = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    assert sorted({e["name"] for e in events}) == ["ProfilerStep#2", "ProfilerStep#3",
+                                                   "backward", "forward"]
+    assert all(e["dur"] >= 0 for e in events)

@@ -69,6 +69,7 @@ PAGES = {
     "gradcore.cpu": "reference/cpu.md",
     "gradcore.mps": "reference/cpu.md",
     "gradcore.xpu": "reference/cpu.md",
+    "gradcore.profiler": "reference/profiler.md",
 }
 
 
