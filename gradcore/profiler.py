@@ -404,3 +404,64 @@ class profile:  # noqa: N801  (PyTorch's name: a context manager)
                   for name, start, end in self._trace]
         with open(path, "w") as fh:
             json.dump({"traceEvents": events}, fh)
+
+
+# ---- torch.autograd.profiler ----------------------------------------------------------
+# PyTorch's older profiler API, a module of the engine's package there. gradcore's
+# autograd is a layer below the profiler, so it cannot import this module: this module
+# makes `gradcore.autograd.profiler` itself (registered as a submodule of autograd, the
+# same objects as here), and the package root imports this module.
+
+class _AutogradProfile(profile):
+    """``torch.autograd.profiler.profile``: ``with profile() as prof:`` records the block
+    (unless ``enabled=False``) as :class:`profile` does without a schedule;
+    ``prof.table()`` is ``prof.key_averages().table()``."""
+
+    def __init__(self, enabled: bool = True, *, use_cuda: bool = False, use_device=None,
+                 record_shapes: bool = False, with_flops: bool = False,
+                 profile_memory: bool = False, with_stack: bool = False,
+                 with_modules: bool = False, use_kineto: bool = False, use_cpu: bool = True,
+                 experimental_config=None, acc_events: bool = False,
+                 custom_trace_id_callback=None, post_processing_timeout_s=None,
+                 activity_filters=None):
+        super().__init__(record_shapes=record_shapes, profile_memory=profile_memory,
+                         with_stack=with_stack, with_flops=with_flops,
+                         with_modules=with_modules)
+        self.enabled = enabled
+
+    def __enter__(self):
+        if self.enabled:
+            self.start()
+        return self
+
+    def table(self, sort_by=None, row_limit=100, max_src_column_width=75,
+              max_name_column_width=55, max_shapes_column_width=80, header=None,
+              top_level_events_only=False) -> str:
+        """``self.key_averages().table(...)`` with the same arguments."""
+        return self.key_averages().table(sort_by, row_limit, max_src_column_width,
+                                         max_name_column_width, max_shapes_column_width,
+                                         header, top_level_events_only)
+
+
+def _register_autograd_profiler() -> None:
+    import sys  # noqa: PLC0415
+    import types  # noqa: PLC0415
+
+    from . import autograd  # noqa: PLC0415  (a layer below: this is no upward import)
+
+    name = autograd.__name__ + ".profiler"
+    module = types.ModuleType(name, "``torch.autograd.profiler``: PyTorch's older profiler "
+                              "API over :mod:`gradcore.profiler` (``profile``, "
+                              "``record_function``).")
+    _AutogradProfile.__name__ = _AutogradProfile.__qualname__ = "profile"
+    _AutogradProfile.__module__ = name
+    module.profile = _AutogradProfile
+    module.record_function = record_function
+    module.EventList = EventList
+    module.FunctionEventAvg = FunctionEventAvg
+    module.__all__ = ["profile", "record_function", "EventList", "FunctionEventAvg"]
+    sys.modules[name] = module
+    autograd.profiler = module
+
+
+_register_autograd_profiler()

@@ -485,3 +485,17 @@ def test_profiler_schedule_windows_and_on_trace_ready(tmp_path):
     assert sorted({e["name"] for e in events}) == ["ProfilerStep#2", "ProfilerStep#3",
                                                    "backward", "forward"]
     assert all(e["dur"] >= 0 for e in events)
+
+
+def test_autograd_profiler_is_the_older_spelling():
+    ap = via_torch("autograd.profiler")
+    assert ap is gc.autograd.profiler and ap.record_function is gc.profiler.record_function
+    with ap.profile() as prof:
+        with ap.record_function("region"):
+            gc.ones(3) + 1
+    rows = {e.key: e for e in prof.key_averages()}
+    assert rows["region"].count == 1 and rows["region"].launches == 2  # (ones, add)
+    assert prof.table(sort_by="count") == prof.key_averages().table(sort_by="count")
+    with ap.profile(enabled=False) as off:
+        gc.ones(2)
+    assert list(off.key_averages()) == []
