@@ -13,6 +13,7 @@ import functools as _functools
 import warnings as _warnings
 
 from . import (
+    _dynamo,
     amp,
     autograd,
     backend,

@@ -499,3 +499,40 @@ def test_autograd_profiler_is_the_older_spelling():
     with ap.profile(enabled=False) as off:
         gc.ones(2)
     assert list(off.key_averages()) == []
+
+
+# -------------------------------------------------------------------- torch._dynamo
+
+def test_dynamo_reset_makes_compiled_functions_record_again():
+    dynamo = via_torch("_dynamo")
+    assert dynamo is gc._dynamo and dynamo.disable is gc.compiler.disable
+    f = gc.compile(lambda x: x * 2 + 1)
+    x = gc.ones(4)
+    for _ in range(4):
+        assert f(x).tolist() == [3.0] * 4
+    recorded, replayed = f.recordings, f.replays
+    assert replayed > 0
+    for _ in range(4):
+        f(x)
+    assert f.recordings == recorded  # (replays only, until reset)
+    dynamo.reset()
+    for _ in range(4):
+        assert f(x).tolist() == [3.0] * 4
+    assert f.recordings == 2 * recorded and f.replays == 2 * replayed + 4
+
+
+def test_dynamo_config():
+    config = gc._dynamo.config
+    before = gc.capture.cache_size_limit
+    try:
+        config.cache_size_limit = 1
+        assert gc.capture.cache_size_limit == 1 == config.cache_size_limit
+        f = gc.compile(lambda x: x + 1)
+        f(gc.ones(2))
+        with pytest.warns(UserWarning, match="compiled for 1 signatures"):
+            f(gc.ones(3))  # a second signature runs eagerly
+    finally:
+        config.cache_size_limit = before
+    config.suppress_errors = True  # (what gradcore's compile does anyway: kept)
+    assert gc._dynamo.config.suppress_errors is True
+    config.suppress_errors = False
