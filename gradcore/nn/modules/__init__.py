@@ -1849,12 +1849,18 @@ class Unflatten(Module):
 
 # ---- losses ----------
 class _Loss(Module):
+    """The base of the losses (PyTorch's ``torch.nn.modules.loss._Loss``): ``reduction``
+    (``"mean"``, ``"sum"`` or ``"none"``; the deprecated ``size_average`` and ``reduce``
+    mapped onto it, as PyTorch does). A program's own loss may derive from it."""
+
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
         self.reduction = F._legacy_reduction(size_average, reduce, reduction)
 
 
 class _WeightedLoss(_Loss):
+    """A :class:`_Loss` with a per-class ``weight`` (a buffer, None without one)."""
+
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
