@@ -13,11 +13,13 @@ import functools as _functools
 import warnings as _warnings
 
 from . import (
+    _dynamo,
     amp,
     autograd,
     backend,
     backends,
     compiler,
+    cpu,
     cuda,
     distributed,
     dtypes,
@@ -26,15 +28,20 @@ from . import (
     jit,
     kernels,
     linalg,
+    mps,
     multiprocessing,
     nn,
     onnx,
     optim,
+    profiler,
     random,
     sampling,
+    serialization,
     special,
     testing,
     utils,
+    version,
+    xpu,
 )
 from ._functional import INPLACE_FUNCTIONS as _INPLACE_FUNCTIONS
 from ._functional import (
@@ -184,7 +191,7 @@ half, double, long = float16, float64, int64
 float = float32  # noqa: A001
 int = int32  # noqa: A001
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 
 class _Accelerator:
@@ -341,9 +348,12 @@ from . import distributions  # noqa: E402
 
 # `from gradcore import *`: every public name (generated: the ops' come from their
 # declarations), less the modules `random` and `multiprocessing` (they would hide
-# Python's own), `utils` and `distributions`, which torch's __all__ leaves out too
+# Python's own), `utils`, `distributions` and the modules of torch's other import paths
+# (`version`, `serialization`, `profiler`, the device modules `cpu`, `mps`, `xpu`), which torch's
+# __all__ leaves out too (each has a reference page of its own)
 __all__ = sorted(_n for _n in globals() if not _n.startswith("_") and
-                 _n not in ("random", "utils", "multiprocessing", "distributions"))
+                 _n not in ("random", "utils", "multiprocessing", "distributions", "version",
+                            "serialization", "cpu", "mps", "xpu", "profiler"))
 
 
 class _TorchAlias:

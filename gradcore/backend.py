@@ -188,6 +188,22 @@ def _use_cuda_module_for_tests(module) -> None:
                 dev._math = None
 
 
+def cuda_runtime_version() -> str | None:
+    """The CUDA runtime version CuPy was built against, as ``"12.4"`` (``torch.version.cuda``
+    reads it), or None where CuPy cannot be imported or does not say. Needs no GPU."""
+    cupy = _probe_cuda()[0]
+    if cupy is None:
+        try:
+            import cupy  # noqa: PLC0415  (as in _probe_cuda: a GPU is not needed here)
+        except Exception:  # ImportError, or a broken install raising anything
+            return None
+    try:
+        v = int(cupy.cuda.runtime.runtimeGetVersion())
+    except Exception:  # (no CUDA runtime library, or a stand-in without one)
+        return None
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
 def cuda_is_available() -> bool:
     """True when CuPy imports and at least one GPU is usable."""
     return _probe_cuda()[0] is not None

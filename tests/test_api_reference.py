@@ -41,7 +41,10 @@ MODULE_NAMESPACES = ["gradcore.nn", "gradcore.nn.functional", "gradcore.nn.init"
                      "gradcore.autograd.functional", "gradcore.autograd.graph", "gradcore.func",
                      "gradcore.utils.data", "gradcore.utils.checkpoint", "gradcore.amp",
                      "gradcore.jit", "gradcore.compiler", "gradcore.special", "gradcore.fft",
-                     "gradcore.testing", "gradcore.distributions"]
+                     "gradcore.testing", "gradcore.distributions", "gradcore.nn.parameter",
+                     "gradcore.utils.hooks", "gradcore.utils.benchmark", "gradcore.serialization",
+                     "gradcore.version", "gradcore.cpu", "gradcore.mps", "gradcore.xpu",
+                     "gradcore.profiler"]
 NAMESPACES = ["gradcore", "gradcore.Tensor", *MODULE_NAMESPACES, "gradcore.cuda",
               "gradcore.accelerator"]
 
