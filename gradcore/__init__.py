@@ -13,11 +13,14 @@ import functools as _functools
 import warnings as _warnings
 
 from . import (
+    _dynamo,
     amp,
     autograd,
     backend,
     backends,
     compiler,
+    cpu,
+    cuda,
     distributed,
     dtypes,
     fft,
@@ -25,15 +28,20 @@ from . import (
     jit,
     kernels,
     linalg,
+    mps,
     multiprocessing,
     nn,
     onnx,
     optim,
+    profiler,
     random,
     sampling,
+    serialization,
     special,
     testing,
     utils,
+    version,
+    xpu,
 )
 from ._functional import INPLACE_FUNCTIONS as _INPLACE_FUNCTIONS
 from ._functional import (
@@ -70,10 +78,17 @@ from ._settings import (
     use_deterministic_algorithms,
 )
 from ._size import Size
-from .amp import autocast
+from .amp import (
+    autocast,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+)
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd import grad_mode as _grad_mode
-from .backend import Device, get_default_device, set_default_device
+from .backend import Device, OutOfMemoryError, get_default_device, set_default_device
 from .backend import device as device
 from .capture import compile
 from .creation import (
@@ -176,145 +191,7 @@ half, double, long = float16, float64, int64
 float = float32  # noqa: A001
 int = int32  # noqa: A001
 
-__version__ = "0.1.0"
-
-
-class _DeviceProperties:
-    """What ``gc.cuda.get_device_properties`` tells of a GPU."""
-
-    def __init__(self, props: dict):
-        self.__dict__.update(props)
-
-    def __repr__(self):
-        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, "
-                f"minor={self.minor}, total_memory={self.total_memory // 2**20}MB, "
-                f"multi_processor_count={self.multi_processor_count})")
-
-
-class _Cuda:
-    """``gc.cuda``: PyTorch's ``torch.cuda`` functions that programs call. ``device``
-    arguments take an index, ``"cuda:1"`` or a device; None is the current GPU. Without
-    a usable GPU, ``is_available()`` is False, ``device_count()`` 0 and the others
-    raise, saying why. The seeding functions seed gradcore's one default generator
-    (every draw is made on the host, for CPU and GPU tensors alike)."""
-
-    @staticmethod
-    def is_available() -> bool:  # noqa: A003
-        """Whether a GPU can be used: CuPy imports, a driver answers and a device is
-        there. Never raises."""
-        return backend.cuda_is_available()
-
-    @staticmethod
-    def device_count() -> "builtins.int":  # noqa: F821
-        """The number of usable GPUs (0 without one)."""
-        return backend.cuda_device_count()
-
-    @staticmethod
-    def unavailable_reason():
-        """Why CUDA cannot be used (CuPy missing, no driver, no device), or None when it
-        can. gradcore's own addition to ``torch.cuda``."""
-        return backend.cuda_unavailable_reason()
-
-    @staticmethod
-    def synchronize(device=None) -> None:
-        """Wait for the work queued on the GPU."""
-        backend.cuda_synchronize(device)
-
-    @staticmethod
-    def current_device() -> "builtins.int":  # noqa: F821
-        """The index of the current GPU (where ``"cuda"`` without an index goes)."""
-        return backend.cuda_current_device()
-
-    @staticmethod
-    def set_device(device) -> None:
-        """Make ``device`` (an index, ``"cuda:1"`` or a device) the current GPU."""
-        backend.cuda_set_device(device)
-
-    @staticmethod
-    def get_device_name(device=None) -> str:
-        """The GPU's name, as ``"NVIDIA H100 80GB HBM3"``."""
-        return backend.cuda_device_properties(device)["name"]
-
-    @staticmethod
-    def get_device_capability(device=None) -> tuple:
-        """The GPU's compute capability ``(major, minor)``, as ``(9, 0)``."""
-        p = backend.cuda_device_properties(device)
-        return (p["major"], p["minor"])
-
-    @staticmethod
-    def get_device_properties(device=None) -> _DeviceProperties:
-        """The GPU's ``name``, ``major``, ``minor``, ``total_memory`` (bytes) and
-        ``multi_processor_count``, as attributes."""
-        return _DeviceProperties(backend.cuda_device_properties(device))
-
-    @staticmethod
-    def empty_cache() -> None:
-        """Give the memory pool's unused blocks back to the driver."""
-        if backend.cuda_is_available():
-            backend.cuda_memory("free")
-
-    @staticmethod
-    def memory_allocated(device=None) -> "builtins.int":  # noqa: F821
-        """Bytes held by tensors' arrays on the GPU (CuPy's memory pool)."""
-        return backend.cuda_memory("used")
-
-    @staticmethod
-    def memory_reserved(device=None) -> "builtins.int":  # noqa: F821
-        """Bytes the memory pool holds from the driver."""
-        return backend.cuda_memory("total")
-
-    @staticmethod
-    def is_bf16_supported(including_emulation: "builtins.bool" = True) -> "builtins.bool":  # noqa: F821
-        """False: gradcore has no bfloat16 (NumPy has none)."""
-        return False
-
-    class amp:
-        """``gc.cuda.amp``: the older spellings of ``gc.amp`` for CUDA."""
-
-        @staticmethod
-        def autocast(enabled=True, dtype=None, cache_enabled=True):
-            """``gc.amp.autocast("cuda", dtype=dtype, enabled=enabled)`` (float16 unless
-            ``dtype`` says otherwise)."""
-            return amp.autocast("cuda", dtype=dtype or "float16", enabled=enabled)
-
-        @staticmethod
-        def GradScaler(init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,  # noqa: N802
-                       growth_interval=2000, enabled=True):
-            """``gc.amp.GradScaler("cuda", ...)`` with the same arguments."""
-            return amp.GradScaler("cuda", init_scale, growth_factor, backoff_factor,
-                                  growth_interval, enabled)
-
-    @staticmethod
-    def manual_seed(value) -> None:
-        """Seed the default generator (the one GPU tensors' draws come from too)."""
-        random.manual_seed(value)
-
-    manual_seed_all = manual_seed
-
-    @staticmethod
-    def seed() -> None:
-        """Seed the default generator from the operating system's entropy."""
-        random.seed()
-
-    seed_all = seed
-
-    @staticmethod
-    def initial_seed() -> "builtins.int":  # noqa: F821
-        """The seed the default generator was last seeded with (``gc.initial_seed()``)."""
-        return random.initial_seed()
-
-    @staticmethod
-    def get_rng_state(device="cuda"):
-        """The default generator's state (GPU draws come from it)."""
-        return random.get_rng_state()
-
-    @staticmethod
-    def set_rng_state(new_state, device="cuda") -> None:
-        """Restore the default generator's state from ``get_rng_state()``."""
-        random.set_rng_state(new_state)
-
-
-cuda = _Cuda()
+from .version import __version__  # noqa: E402
 
 
 class _Accelerator:
@@ -471,9 +348,12 @@ from . import distributions  # noqa: E402
 
 # `from gradcore import *`: every public name (generated: the ops' come from their
 # declarations), less the modules `random` and `multiprocessing` (they would hide
-# Python's own), `utils` and `distributions`, which torch's __all__ leaves out too
+# Python's own), `utils`, `distributions` and the modules of torch's other import paths
+# (`version`, `serialization`, `profiler`, the device modules `cpu`, `mps`, `xpu`), which torch's
+# __all__ leaves out too (each has a reference page of its own)
 __all__ = sorted(_n for _n in globals() if not _n.startswith("_") and
-                 _n not in ("random", "utils", "multiprocessing", "distributions"))
+                 _n not in ("random", "utils", "multiprocessing", "distributions", "version",
+                            "serialization", "cpu", "mps", "xpu", "profiler"))
 
 
 class _TorchAlias:

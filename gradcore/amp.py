@@ -27,7 +27,7 @@ from .autograd.grad_mode import state as _state
 from .creation import full
 from .tensor import Tensor
 
-__all__ = ["autocast", "GradScaler", "is_autocast_available"]
+__all__ = ["autocast", "GradScaler", "is_autocast_available", "custom_fwd", "custom_bwd"]
 
 # PyTorch's default autocast dtype of each device type
 _DEFAULT_DTYPE = {"cuda": "float16", "cpu": "bfloat16"}
@@ -85,6 +85,123 @@ class autocast:
             with autocast(self.device, self.fast_dtype, self._enabled):
                 return fn(*args, **kwargs)
         return run
+
+
+def is_autocast_enabled(device_type: str | None = None) -> bool:
+    """Whether an ``autocast`` block is on for ``device_type`` here (``"cuda"`` when
+    not given, as in PyTorch)."""
+    table = _state.autocast
+    return bool(table) and (device_type or "cuda") in table
+
+
+def get_autocast_dtype(device_type: str):
+    """The dtype an ``autocast`` block runs ``device_type``'s products in: the enclosing
+    block's, else PyTorch's default for the device (float16 on CUDA, bfloat16 on the
+    CPU)."""
+    if not is_autocast_available(device_type):
+        raise RuntimeError(f"unsupported autocast device_type '{device_type}'")
+    table = _state.autocast or {}
+    return table.get(device_type) or getattr(dtypes, _DEFAULT_DTYPE[device_type])
+
+
+def is_autocast_cpu_enabled() -> bool:
+    """``is_autocast_enabled("cpu")``, PyTorch's deprecated spelling (with its warning)."""
+    warnings.warn("torch.is_autocast_cpu_enabled() is deprecated. Please use "
+                  "torch.is_autocast_enabled('cpu') instead.", DeprecationWarning,
+                  stacklevel=2)
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype():
+    """``get_autocast_dtype("cpu")``, PyTorch's deprecated spelling (with its warning)."""
+    warnings.warn("torch.get_autocast_cpu_dtype() is deprecated. Please use "
+                  "torch.get_autocast_dtype('cpu') instead.", DeprecationWarning,
+                  stacklevel=2)
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype():
+    """``get_autocast_dtype("cuda")``, PyTorch's deprecated spelling (with its warning)."""
+    warnings.warn("torch.get_autocast_gpu_dtype() is deprecated. Please use "
+                  "torch.get_autocast_dtype('cuda') instead.", DeprecationWarning,
+                  stacklevel=2)
+    return get_autocast_dtype("cuda")
+
+
+def _cast(value, device_type: str, dtype):
+    """Floating tensors of ``device_type`` in ``value`` (nested lists, tuples, dicts)
+    cast to ``dtype``; everything else as it is (PyTorch's ``torch.amp._cast``)."""
+    if isinstance(value, Tensor):
+        return value.to(dtype) if value.is_floating_point() and \
+            value.device.type == device_type else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(v, device_type, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _cast(v, device_type, dtype) for k, v in value.items()}
+    return value
+
+
+def _check_device_type(device_type) -> None:
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: "
+                         f"`{type(device_type)}`")
+
+
+def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
+    """Decorator for the ``forward`` of a ``gc.autograd.Function`` under ``autocast``
+    (PyTorch's ``torch.amp.custom_fwd``). Inside an enabled block, ``cast_inputs`` (a
+    dtype) casts the floating tensors among the arguments to it and runs ``forward``
+    with autocast off; without it ``forward`` runs in the block's state. Outside a
+    block it changes nothing. ``custom_bwd`` then runs ``backward`` in the state
+    ``forward`` ran in.
+
+    Args:
+        fwd: the ``forward`` staticmethod (None: a decorator taking the keywords).
+        device_type: ``"cuda"`` or ``"cpu"``.
+        cast_inputs: the dtype to cast floating inputs to, or None.
+    """
+    _check_device_type(device_type)
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type,
+                                 cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        ctx = args[0]
+        ctx._dtype = get_autocast_dtype(device_type)
+        if cast_inputs is None:
+            ctx._fwd_used_autocast = is_autocast_enabled(device_type)
+            return fwd(*args, **kwargs)
+        ctx._fwd_used_autocast = False
+        if is_autocast_enabled(device_type):
+            with autocast(device_type, enabled=False):
+                return fwd(*_cast(args, device_type, cast_inputs),
+                           **_cast(kwargs, device_type, cast_inputs))
+        return fwd(*args, **kwargs)
+
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type: str):
+    """Decorator for the ``backward`` of a ``gc.autograd.Function`` whose ``forward``
+    has ``custom_fwd``: runs it with the autocast state and dtype ``forward`` ran with
+    (PyTorch's ``torch.amp.custom_bwd``).
+
+    Args:
+        bwd: the ``backward`` staticmethod (None: a decorator taking ``device_type``).
+        device_type: ``"cuda"`` or ``"cpu"``.
+    """
+    _check_device_type(device_type)
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        ctx = args[0]
+        with autocast(device_type, enabled=ctx._fwd_used_autocast, dtype=ctx._dtype):
+            return bwd(*args, **kwargs)
+
+    return decorate_bwd
 
 
 def _leaves(x, fn):

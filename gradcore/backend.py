@@ -176,11 +176,34 @@ def _use_cuda_module_for_tests(module) -> None:
     """
     global _cuda_probe
     with _cuda_lock:
+        global _tracking
+        if _tracking is not None and _cuda_probe is not None and _cuda_probe[0] is not None:
+            cuda = _cuda_probe[0].cuda  # (the module served until now gets its own back)
+            if cuda.get_allocator() is _tracking:
+                cuda.set_allocator(_cuda_probe[0].get_default_memory_pool().malloc)
+        _tracking = None
+        _memory_stats.clear()
         _cuda_probe = None if module is None else (module, None)
         _cuda_maths.clear()
         for dev in _devices.values():
             if dev.type == "cuda":
                 dev._math = None
+
+
+def cuda_runtime_version() -> str | None:
+    """The CUDA runtime version CuPy was built against, as ``"12.4"`` (``torch.version.cuda``
+    reads it), or None where CuPy cannot be imported or does not say. Needs no GPU."""
+    cupy = _probe_cuda()[0]
+    if cupy is None:
+        try:
+            import cupy  # noqa: PLC0415  (as in _probe_cuda: a GPU is not needed here)
+        except Exception:  # ImportError, or a broken install raising anything
+            return None
+    try:
+        v = int(cupy.cuda.runtime.runtimeGetVersion())
+    except Exception:  # (no CUDA runtime library, or a stand-in without one)
+        return None
+    return f"{v // 1000}.{v % 1000 // 10}"
 
 
 def cuda_is_available() -> bool:
@@ -250,6 +273,120 @@ def cuda_memory(kind: str) -> int:
         pool.free_all_blocks()
         return 0
     return int(pool.used_bytes() if kind == "used" else pool.total_bytes())
+
+
+def cuda_init() -> None:
+    """Set up gradcore's CUDA state on the current GPU now rather than at first use."""
+    _cuda_math(cuda_current_device())
+
+
+def cuda_is_initialized() -> bool:
+    """Whether gradcore has set up its CUDA state (a GPU used, or :func:`cuda_init`)."""
+    return bool(_cuda_maths)
+
+
+def cuda_memory_of(index: int) -> tuple:
+    """``(used, reserved)`` bytes of CuPy's default memory pool on GPU ``index``: held by
+    arrays, and taken from the driver."""
+    cupy = _require_cupy()
+    pool = cupy.get_default_memory_pool()
+    with cupy.cuda.Device(index):  # (a pool's counts are its current device's)
+        return int(pool.used_bytes()), int(pool.total_bytes())
+
+
+class CudaMemoryStats:
+    """What gradcore tracks of one GPU's memory: the peaks of the default pool's used
+    and reserved bytes, the allocations served and the out-of-memory failures. Read at
+    each allocation through the default pool once :func:`track_cuda_memory` has put its
+    allocator in place (they start from the counts of that moment, or of the last
+    reset)."""
+
+    __slots__ = ("peak_used", "peak_reserved", "allocations", "ooms")
+
+    def __init__(self, used: int = 0, reserved: int = 0):
+        self.peak_used, self.peak_reserved = used, reserved
+        self.allocations = self.ooms = 0
+
+
+_memory_stats: dict[int, CudaMemoryStats] = {}
+_tracking = None  # the allocator wrapping the default pool's malloc, once in place
+
+
+def cuda_memory_stats(index: int) -> CudaMemoryStats:
+    """The tracked statistics of GPU ``index`` (its peaks at least the counts of now)."""
+    track_cuda_memory()
+    used, reserved = cuda_memory_of(index)
+    stats = _memory_stats.get(index)
+    if stats is None:
+        stats = _memory_stats[index] = CudaMemoryStats(used, reserved)
+    stats.peak_used = max(stats.peak_used, used)
+    stats.peak_reserved = max(stats.peak_reserved, reserved)
+    return stats
+
+
+def cuda_reset_peaks(index: int) -> None:
+    """Peaks from now on: the counts of now."""
+    track_cuda_memory()
+    used, reserved = cuda_memory_of(index)
+    stats = _memory_stats.setdefault(index, CudaMemoryStats())
+    stats.peak_used, stats.peak_reserved = used, reserved
+
+
+def track_cuda_memory() -> bool:
+    """Put in place (once) the allocator that reads the default pool's counts at each
+    allocation (``cupy.cuda.set_allocator``): the peaks of ``gc.cuda.max_memory_*``.
+    Done when gradcore first uses a GPU. Where another allocator than the default pool's
+    was set, it is left alone and nothing is tracked (False). An allocation the pool
+    cannot serve raises ``OutOfMemoryError`` (gradcore's, PyTorch's
+    ``torch.OutOfMemoryError``), CuPy's message kept."""
+    global _tracking
+    cupy = _require_cupy()
+    current = cupy.cuda.get_allocator()
+    if _tracking is not None and current is _tracking:
+        return True
+    pool = cupy.get_default_memory_pool()
+    if current != pool.malloc:
+        return False
+    malloc, used_bytes, total_bytes = pool.malloc, pool.used_bytes, pool.total_bytes
+    cupy_oom = cupy.cuda.memory.OutOfMemoryError
+
+    def allocate(size):
+        try:
+            ptr = malloc(size)
+        except cupy_oom as exc:
+            stats = _memory_stats.setdefault(int(cupy.cuda.runtime.getDevice()),
+                                             CudaMemoryStats())
+            stats.ooms += 1
+            raise OutOfMemoryError(str(exc)) from exc
+        stats = _memory_stats.get(ptr.device_id)
+        if stats is None:
+            stats = _memory_stats[ptr.device_id] = CudaMemoryStats()
+        stats.allocations += 1
+        used = used_bytes()  # (the pool's counts are the current device's: ptr's)
+        if used > stats.peak_used:
+            stats.peak_used = used
+        reserved = total_bytes()
+        if reserved > stats.peak_reserved:
+            stats.peak_reserved = reserved
+        return ptr
+
+    cupy.cuda.set_allocator(allocate)
+    _tracking = allocate
+    return True
+
+
+class OutOfMemoryError(RuntimeError):
+    """A GPU allocation failed: the memory is exhausted (PyTorch's
+    ``torch.OutOfMemoryError``, also ``torch.cuda.OutOfMemoryError``). Raised in place of
+    CuPy's ``OutOfMemoryError`` by allocations through the default memory pool."""
+
+    __module__ = "gradcore"
+
+
+def cuda_module():
+    """CuPy, for ``gc.cuda``'s streams, events and NVTX ranges (the error saying why
+    when CUDA is unusable)."""
+    return _require_cupy()
 
 
 def _require_cupy():
@@ -1562,6 +1699,7 @@ def _cuda_math(index: int) -> ArrayMath:
                 "CUDA device(s) exist")
         m = _cuda_maths[index] = _CupyMath(cupy, device(f"cuda:{index}"))
         m.device_kernels = cuda_kernels_enabled()
+        track_cuda_memory()
     return m
 
 

@@ -7,7 +7,9 @@ Provided: ``vector_norm``, ``matrix_norm`` and ``norm`` (``'fro'``, ``'nuc'``, 1
 ``cross``, ``vecdot``, ``matmul``, ``multi_dot``, ``diagonal``; the factorizations
 ``cholesky``, ``cholesky_ex``, ``qr``, ``svd``, ``svdvals``, ``eigh``, ``eigvalsh`` and
 what is built on them: ``lstsq``, ``solve_triangular``, ``matrix_rank``, ``cond``,
-``matrix_exp``. gradcore has no complex tensors, so ``eig`` and ``eigvals`` (whose
+``matrix_exp``; the LU factorization ``lu``, ``lu_factor``, ``lu_factor_ex``,
+``lu_solve`` and ``solve_ex``, ``inv_ex``, ``tensorinv``, ``tensorsolve``; ``vander``,
+``householder_product``. gradcore has no complex tensors, so ``eig`` and ``eigvals`` (whose
 results are complex) raise ``NotImplementedError``.
 
 >>> import gradcore as gc
@@ -25,6 +27,7 @@ from collections import namedtuple
 
 import numpy as _np
 
+from . import backend as _backend
 from . import dtypes as _dtypes
 from . import ops as _ops
 from .autograd.grad_mode import no_grad as _no_grad
@@ -37,7 +40,8 @@ __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "pinv"
            "matrix_power", "cross", "vecdot", "matmul", "multi_dot", "diagonal",
            "cholesky", "cholesky_ex", "qr", "svd", "svdvals", "eigh", "eigvalsh", "eig",
            "eigvals", "lstsq", "solve_triangular", "matrix_rank", "cond", "matrix_exp",
-           "LinAlgError"]
+           "lu", "lu_factor", "lu_factor_ex", "lu_solve", "solve_ex", "inv_ex", "vander",
+           "tensorinv", "tensorsolve", "householder_product", "LinAlgError"]
 
 _SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 _LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
@@ -47,6 +51,12 @@ cholesky_ex = _linalg_ops.cholesky_ex
 svdvals = _linalg_ops.svdvals
 solve_triangular = _linalg_ops.solve_triangular
 matrix_exp = _linalg_ops.matrix_exp
+lu_factor_ex = _linalg_ops.lu_factor_ex
+lu_factor = _linalg_ops.lu_factor
+lu_solve = _linalg_ops.linalg_lu_solve
+_LuResult = namedtuple("linalg_lu", ["P", "L", "U"])
+_SolveExResult = namedtuple("linalg_solve_ex", ["result", "info"])
+_InvExResult = namedtuple("linalg_inv_ex", ["inverse", "info"])
 
 
 def _tensor(x, op: str) -> Tensor:
@@ -414,3 +424,174 @@ def _as_tensor(value, like):
     if isinstance(value, Tensor):
         return value.to(like.dtype).unsqueeze(-1)
     return like[..., :1] * 0 + float(value)
+
+
+def lu(A, *, pivot=True, out=None):  # noqa: N803
+    """``(P, L, U)`` with ``A = P L U`` for each matrix of ``A`` (``..., m, n``): ``P``
+    a permutation, ``L`` unit lower triangular ``m x k``, ``U`` upper triangular ``k x
+    n``, ``k = min(m, n)``; partial pivoting as LAPACK's. A singular matrix factors (a
+    zero on ``U``'s diagonal). Differentiable (PyTorch's ``linalg_lu_backward``).
+
+    >>> import gradcore as gc
+    >>> P, L, U = gc.linalg.lu(gc.tensor([[1., 2.], [3., 4.]]))
+    >>> L
+    tensor([[1.0000, 0.0000],
+            [0.3333, 1.0000]])
+    """
+    if out is not None:
+        raise NotImplementedError("linalg.lu: out= is not supported")
+    _linalg_ops._matrices("torch.linalg.lu", A, square=False)
+    factor, pivots, _info = lu_factor_ex(A, pivot=pivot)
+    return _LuResult(*_ops.lu_unpack(factor, pivots))
+
+
+def _as_matrix_rhs(A, B):  # noqa: N803
+    """``B`` as a batch of matrices for ``A X = B`` and whether it was a vector batch
+    (PyTorch's rule: a 1-D ``B``, or one of ``A``'s shape less its last dimension)."""
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    return (B.unsqueeze(-1), True) if vector else (B, False)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):  # noqa: N803
+    """``(result, info)``: :func:`solve` through the LU factorization, with LAPACK's
+    ``info`` (0, or the first zero on ``U``'s diagonal); ``check_errors=True`` raises
+    PyTorch's :class:`LinAlgError` for a singular ``A``. Unlike PyTorch's (infinities or
+    NaNs in the result), a singular ``A`` without ``check_errors`` raises too, from the
+    triangular solve. Differentiable in ``A`` and ``B``."""
+    if out is not None:
+        raise NotImplementedError("linalg.solve_ex: out= is not supported")
+    A, B = _tensor(A, "solve_ex"), _tensor(B, "solve_ex")
+    _linalg_ops._matrices("linalg.solve", A)
+    factor, pivots, info = lu_factor_ex(A)
+    if check_errors:
+        host = _np.asarray(_backend.to_host(info._data))
+        for pos in _np.ndindex(*host.shape):
+            if host[pos]:
+                where = (f"(Batch element {_np.ravel_multi_index(pos, host.shape)}): "
+                         if host.ndim else "")
+                raise LinAlgError(f"torch.linalg.solve_ex: {where}The solver failed because "
+                                  "the input matrix is singular.")
+    if left:
+        rhs, vector = _as_matrix_rhs(A, B)
+        x = lu_solve(factor, pivots, rhs)
+        return _SolveExResult(x.squeeze(-1) if vector else x, info)
+    return _SolveExResult(lu_solve(factor, pivots, B, left=False), info)
+
+
+def inv_ex(A, *, check_errors=False, out=None):  # noqa: N803
+    """``(inverse, info)``: :func:`inv` through the LU factorization, with LAPACK's
+    ``info`` (0, or the first zero on ``U``'s diagonal); ``check_errors=True`` raises
+    PyTorch's :class:`LinAlgError` naming it. Unlike PyTorch's (infinities or NaNs), a
+    singular matrix without ``check_errors`` raises too, from the triangular solve.
+    Differentiable."""
+    if out is not None:
+        raise NotImplementedError("linalg.inv_ex: out= is not supported")
+    A = _tensor(A, "inv_ex")
+    _linalg_ops._matrices("linalg.inv_ex", A)
+    factor, pivots, info = lu_factor_ex(A)
+    if check_errors:
+        host = _np.asarray(_backend.to_host(info._data))
+        for pos in _np.ndindex(*host.shape):
+            if host[pos]:
+                where = (f"(Batch element {_np.ravel_multi_index(pos, host.shape)}): "
+                         if host.ndim else "")
+                raise LinAlgError(f"linalg.inv_ex: {where}The diagonal element "
+                                  f"{int(host[pos])} is zero, the inversion could not be "
+                                  f"completed because the input matrix is singular.")
+    eye = _linalg_ops._eye_like(A)
+    return _InvExResult(lu_solve(factor, pivots, eye.expand(*A.shape)), info)
+
+
+def vander(x, *, N=None):  # noqa: N803
+    """The Vandermonde matrix of ``x`` (``..., n``): columns ``x^0, x^1, ..., x^(N-1)``
+    (``N`` defaults to ``n``), built by cumulative products (differentiable).
+
+    >>> import gradcore as gc
+    >>> gc.linalg.vander(gc.tensor([1, 2, 3]))
+    tensor([[1, 1, 1],
+            [1, 2, 4],
+            [1, 3, 9]])
+    """
+    x = _tensor(x, "vander")
+    n = (x.shape[-1] if x.ndim else 1) if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    ones = x.new_ones((*x.shape, 1))
+    powers = x.unsqueeze(-1).expand(*x.shape, n - 1).cumprod(-1)
+    return _ops.cat([ones, powers], dim=-1)
+
+
+def tensorinv(A, ind=2, *, out=None):  # noqa: N803
+    """The inverse of ``A`` read as a linear map from its last ``A.ndim - ind``
+    dimensions to its first ``ind``: shape ``A.shape[ind:] + A.shape[:ind]``, with
+    ``tensordot(tensorinv(A, ind), A, ind)`` the identity."""
+    if out is not None:
+        raise NotImplementedError("linalg.tensorinv: out= is not supported")
+    A = _tensor(A, "tensorinv")
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) "
+                           f"== prod(self.shape[:ind]), but got {cols} != {rows}")
+    return inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
+
+
+def tensorsolve(A, B, dims=None, *, out=None):  # noqa: N803
+    """``X`` with ``tensordot(A, X, X.ndim) == B``: ``X`` of shape ``A.shape[B.ndim:]``;
+    ``dims``: dimensions of ``A`` moved to the end first."""
+    if out is not None:
+        raise NotImplementedError("linalg.tensorsolve: out= is not supported")
+    A, B = _tensor(A, "tensorsolve"), _tensor(B, "tensorsolve")
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        order = [d for d in range(A.ndim) if d not in dims] + list(dims)
+        A = A.permute(*order)
+    result_shape = tuple(A.shape[B.ndim:])
+    n = math.prod(result_shape)
+    if B.numel() != n or tuple(A.shape[:B.ndim]) != tuple(B.shape):
+        raise RuntimeError(f"Expected self to satisfy the requirement "
+                           f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
+                           f"but got {n} != {math.prod(A.shape[:B.ndim])}")
+    return solve(A.reshape(B.numel(), n), B.reshape(B.numel())).reshape(*result_shape)
+
+
+def householder_product(A, tau, *, out=None):  # noqa: N803
+    """The first ``n`` columns of ``H_1 H_2 ... H_k`` for ``A`` (``..., m, n``) and
+    ``tau`` (``..., k``): ``H_i = I - tau_i v_i v_i^T``, ``v_i`` column ``i`` of ``A``
+    below the diagonal with a 1 on it (LAPACK's orgqr: ``Q`` from ``geqrf``'s output).
+    Composed of differentiable ops, so its gradients are those of the product."""
+    if out is not None:
+        raise NotImplementedError("linalg.householder_product: out= is not supported")
+    A, tau = _tensor(A, "householder_product"), _tensor(tau, "householder_product")
+    op = "torch.linalg.householder_product"
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if tau.ndim < 1:
+        raise RuntimeError(f"{op}: tau must have at least 1 dimension.")
+    if tau.ndim != A.ndim - 1:
+        raise RuntimeError(f"{op}: Expected tau to have one dimension less than input, but "
+                           f"got tau.ndim equal to {tau.ndim} and input.ndim is equal to "
+                           f"{A.ndim}")
+    m, n = A.shape[-2:]
+    k = tau.shape[-1]
+    if m < n:
+        raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if n < k:
+        raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"{op}: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], but got {list(tau.shape[:-1])}")
+    if A.dtype != tau.dtype:
+        raise RuntimeError(f"{op}: tau dtype {tau.dtype} does not match input dtype "
+                           f"{A.dtype}")
+    eye = _linalg_ops._eye_rect(A, m, n)
+    v_all = _ops.tril(A, -1) + eye  # (..., m, n): the reflectors' vectors
+    q = eye.expand(*A.shape[:-2], m, n)
+    for i in reversed(range(k)):  # Q = H_i Q, last reflector first
+        v = v_all[..., :, i:i + 1]
+        t = tau[..., i:i + 1].unsqueeze(-1)
+        q = q - t * _ops.matmul(v, _ops.matmul(v.mT, q))
+    return q

@@ -87,6 +87,18 @@ class profile:  # noqa: N801  (a context manager, like torch.profiler.profile)
         self._steps.append(session.step.stats())
         launch_count.new_step(session)
 
+    def _so_far(self) -> tuple[int, int, int]:
+        """(launches, bytes read, bytes written) counted so far, the running step
+        included (``gradcore.profiler``'s regions take differences of it)."""
+        done = self._steps
+        launches = sum(s.launches for s in done)
+        read = sum(s.bytes_read for s in done)
+        written = sum(s.bytes_written for s in done)
+        if self._session is not None:
+            for _, n, r, w in self._session.step.kernels.values():
+                launches, read, written = launches + n, read + r, written + w
+        return launches, read, written
+
     # -- what was counted --------------------------------------------------------------
     @property
     def steps(self) -> list[StepStats]:

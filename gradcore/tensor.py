@@ -76,18 +76,22 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "
 _TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
 
 
-def legacy_new(args, dtype, device, what="new"):
+def legacy_new(args, dtype, device, what="new", place="cpu"):
     """PyTorch's legacy constructor (``torch.Tensor(...)``, ``torch.FloatTensor(...)``):
     no argument: an empty tensor; sizes (ints or a ``Size``): an uninitialized (here:
     zero) tensor of that shape; a tensor of ``dtype``: an alias of it; else data copied
-    as ``dtype``. CPU tensors only, as PyTorch's CPU type objects make."""
-    if device is not None and backend.device(device).type != "cpu":
-        raise RuntimeError(f"legacy constructor expects device type: cpu but device type: "
-                           f"{backend.device(device).type} was passed")
+    as ``dtype``. Tensors of the device type ``place`` only (``cpu``; ``cuda`` for
+    ``torch.cuda.FloatTensor``, on the current GPU), as PyTorch's type objects make."""
+    if device is not None and backend.device(device).type != place:
+        raise RuntimeError(f"legacy constructor expects device type: {place} but device "
+                           f"type: {backend.device(device).type} was passed")
+    target = backend.device(place if device is None else device)
+    if target.type == "cuda" and target.index is None:
+        target = backend.device(f"cuda:{backend.cuda_current_device()}")
     if len(args) == 1 and isinstance(args[0], Tensor):
         other = args[0]
-        if other.dtype != dtype or other.device.type != "cpu":
-            raise TypeError(f"expected {dtype} on cpu (got {other.dtype} on "
+        if other.dtype != dtype or other.device.type != place:
+            raise TypeError(f"expected {dtype} on {place} (got {other.dtype} on "
                             f"{other.device.type})")
         return other.view_as(other)
     if len(args) == 1 and isinstance(args[0], Size):
@@ -98,41 +102,46 @@ def legacy_new(args, dtype, device, what="new"):
             if d < 0:
                 raise RuntimeError(f"Trying to create tensor with negative dimension {d}: "
                                    f"{list(shape)}")
-        return _wrap(backend.device("cpu").math.zeros(shape, dtype=dtype.np))
+        return _wrap(target.math.zeros(shape, dtype=dtype.np))
     if len(args) != 1:
         bad = next(a for a in args if not isinstance(a, int) or isinstance(a, bool))
         raise TypeError(f"{what}(): argument 'size' failed to unpack the object at pos "
                         f"{args.index(bad) + 1} with error \"type must be tuple of ints,but "
                         f"got {type(bad).__name__}\"")
-    return from_data(args[0], dtype=dtype, device="cpu")
+    return from_data(args[0], dtype=dtype, device=target)
 
 
 class _TensorType(type):
-    """The type of ``gc.FloatTensor``, ``gc.LongTensor``, ...: PyTorch's legacy typed
-    constructors. Calling one makes a ``Tensor`` of its dtype (:func:`legacy_new`);
+    """The type of ``gc.FloatTensor``, ``gc.LongTensor``, ... (and of
+    ``gc.cuda.FloatTensor``, ...): PyTorch's legacy typed constructors. Calling one makes
+    a ``Tensor`` of its dtype on its device type (:func:`legacy_new`);
     ``isinstance(t, gc.FloatTensor)`` is whether ``t`` is a float32 CPU tensor;
     ``t.type(gc.LongTensor)`` casts."""
 
     def __call__(cls, *args, device=None):
-        return legacy_new(args, cls.dtype, device)
+        return legacy_new(args, cls.dtype, device, place="cuda" if cls.is_cuda else "cpu")
 
     def __instancecheck__(cls, obj):
-        return isinstance(obj, Tensor) and obj.dtype == cls.dtype and obj.device.type == "cpu"
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype and \
+            obj.device.type == ("cuda" if cls.is_cuda else "cpu")
 
     def __repr__(cls):
-        return f"<class 'gradcore.{cls.__name__}'>"
+        return f"<class '{cls.__module__}.{cls.__name__}'>"
 
 
-def _tensor_type(name, dtype_name):
+def _tensor_type(name, dtype_name, cuda=False):
     dt = dtypes.to_dtype(dtype_name)
-    return _TensorType(name, (), {"dtype": dt, "is_cuda": False, "is_sparse": False,
-                                  "__module__": "gradcore",
-                                  "__doc__": f"The legacy constructor of {dt} CPU tensors "
-                                             f"(``torch.{name}``): ``{name}(data)``, "
-                                             f"``{name}(*sizes)``."})
+    where, kind = ("gradcore.cuda", "CUDA") if cuda else ("gradcore", "CPU")
+    return _TensorType(name, (), {"dtype": dt, "is_cuda": cuda, "is_sparse": False,
+                                  "__module__": where,
+                                  "__doc__": f"The legacy constructor of {dt} {kind} tensors "
+                                             f"(``torch{where[8:]}.{name}``): "
+                                             f"``{name}(data)``, ``{name}(*sizes)``."})
 
 
 _TENSOR_TYPES = {name: _tensor_type(name, dt) for dt, name in _TYPE_NAMES.items()}
+# torch.cuda's (gc.cuda.FloatTensor, ...): tensors on the current GPU
+CUDA_TENSOR_TYPES = {name: _tensor_type(name, dt, cuda=True) for dt, name in _TYPE_NAMES.items()}
 globals().update(_TENSOR_TYPES)
 __all__ += list(_TENSOR_TYPES)
 
@@ -150,6 +159,8 @@ def type_(self, dtype=None, non_blocking=False, **kwargs):
         where = "torch.cuda." if self._data.__class__.__module__ != "numpy" else "torch."
         return where + _TYPE_NAMES[self.dtype.name]
     if isinstance(dtype, _TensorType):
+        if dtype.is_cuda != (self.device.type == "cuda"):
+            return self.to(device="cuda" if dtype.is_cuda else "cpu", dtype=dtype.dtype)
         return self.to(dtype=dtype.dtype)
     if isinstance(dtype, str):
         name = dtype.rsplit(".", 1)[-1]

@@ -133,7 +133,11 @@ def test_disabled_scaler_passes_through():
         warnings.simplefilter("always")
         s = gc.cuda.amp.GradScaler()  # CUDA is not available here: disabled, warned
     if not gc.cuda.is_available():
-        assert not s.is_enabled() and "Disabling" in str(caught[0].message)
+        assert not s.is_enabled() and any("Disabling" in str(w.message) for w in caught)
+    # (the older spelling says so, with PyTorch's warning)
+    assert any(w.category is FutureWarning and "torch.amp.GradScaler('cuda'" in
+               str(w.message) for w in caught)
+    assert isinstance(s, gc.amp.GradScaler)
     s = gc.amp.GradScaler(enabled=False)
     p = nn.Parameter(gc.ones(2))
     opt = gc.optim.SGD([p], lr=1.0)
@@ -151,9 +155,79 @@ def test_names_programs_use():
     assert table["float16"] is gc.float16
     with pytest.raises(TypeError, match="no bfloat16"):
         gc.zeros(2, dtype=gc.bfloat16)
-    ctx = gc.cuda.amp.autocast(enabled=False)
+    with pytest.warns(FutureWarning, match="torch.amp.autocast"):
+        ctx = gc.cuda.amp.autocast(enabled=False)
+    assert isinstance(ctx, gc.amp.autocast)
     with ctx:
         pass
+
+
+def test_autocast_state_queries_match_pytorch():
+    assert not gc.is_autocast_enabled() and not gc.is_autocast_enabled("cpu")
+    assert gc.get_autocast_dtype("cuda") is gc.float16
+    assert gc.get_autocast_dtype("cpu") is gc.bfloat16  # (PyTorch's default there)
+    with gc.autocast("cpu", dtype=gc.float16):
+        assert gc.is_autocast_enabled("cpu") and not gc.is_autocast_enabled()
+        assert gc.get_autocast_dtype("cpu") is gc.float16
+        with gc.autocast("cpu", enabled=False):
+            assert not gc.is_autocast_enabled("cpu")
+        with pytest.warns(DeprecationWarning, match="is_autocast_enabled\\('cpu'\\)"):
+            assert gc.is_autocast_cpu_enabled()
+        with pytest.warns(DeprecationWarning):
+            assert gc.get_autocast_cpu_dtype() is gc.float16
+    with pytest.warns(DeprecationWarning):
+        assert gc.get_autocast_gpu_dtype() is gc.float16
+
+
+class _MulCast(gc.autograd.Function):
+    """A custom op under autocast: its forward records the dtype it saw."""
+
+    seen = []
+
+    @staticmethod
+    @gc.amp.custom_fwd(device_type="cpu", cast_inputs=gc.float32)
+    def forward(ctx, a, b):
+        _MulCast.seen.append((a.dtype, gc.is_autocast_enabled("cpu")))
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    @gc.amp.custom_bwd(device_type="cpu")
+    def backward(ctx, g):
+        _MulCast.seen.append(("backward", gc.is_autocast_enabled("cpu")))
+        a, b = ctx.saved_tensors
+        return g @ b.T, a.T @ g
+
+
+class _MulKeep(_MulCast):
+    @staticmethod
+    @gc.amp.custom_fwd(device_type="cpu")
+    def forward(ctx, a, b):
+        _MulCast.seen.append((a.dtype, gc.is_autocast_enabled("cpu")))
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+
+def test_custom_fwd_and_bwd_follow_pytorchs_rules():
+    a = gc.ones(2, 3, dtype=gc.float16, requires_grad=True)
+    b = gc.ones(3, 2, dtype=gc.float16, requires_grad=True)
+    _MulCast.seen.clear()
+    with gc.autocast("cpu", dtype=gc.float16):
+        y = _MulCast.apply(a, b)  # cast to float32, autocast off inside
+        z = _MulKeep.apply(a, b)  # the block's state, the inputs as they are
+    assert y.dtype == gc.float32 and z.dtype == gc.float16
+    (y.sum() + z.float().sum()).backward()
+    assert _MulCast.seen[:2] == [(gc.float32, False), (gc.float16, True)]
+    # backward runs in forward's state: off for the cast one, on for the other
+    assert sorted(_MulCast.seen[2:]) == [("backward", False), ("backward", True)]
+    assert a.grad.dtype == gc.float16 and a.grad.tolist() == [[4.0] * 3] * 2
+    _MulCast.seen.clear()
+    assert _MulCast.apply(a.float(), b.float()).dtype == gc.float32  # no block: as is
+    assert _MulCast.seen == [(gc.float32, False)]
+    with pytest.raises(ValueError, match="device_type"):
+        gc.amp.custom_fwd(device_type=0)
+    with pytest.warns(FutureWarning, match="custom_fwd"):
+        gc.cuda.amp.custom_fwd(cast_inputs=gc.float32)
 
 
 def test_autocast_on_cuda_uses_cudas_lists(standin):

@@ -141,6 +141,12 @@ REFUSALS = [
      "index -4 is out of bounds for dimension 1 with size 3"),
     ("x[0, 0, 0]", lambda m: m.ones(2, 3)[0, 0, 0], IndexError,
      "too many indices for tensor of dimension 2"),
+    # (old programs' loss.data[0]: PyTorch's words point to item())
+    ("x0[0]", lambda m: m.tensor(1.0)[0], IndexError,
+     "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
+     "in C++ to convert a 0-dim tensor to a number"),
+    ("x0[0:1]", lambda m: m.tensor(1.0)[0:1], IndexError,
+     "slice() cannot be applied to a 0-dim tensor."),
     ("x[1.5]", lambda m: m.ones(2, 3)[1.5], IndexError,
      "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
      "valid indices (got float)"),

@@ -994,3 +994,21 @@ def test_the_kept_backward_seed_is_never_shown(device):
     assert x.grad.tolist() == [4.0, 4.0]
     assert loss.grad.item() == 5.0 and seen[0].item() == 8.0 and root.item() == 2.0
     assert scalar.grad.item() == 3.0 and g.tolist() == [1.0, 1.0]
+
+
+def test_grad_takes_pytorchs_whole_signature():
+    """only_inputs (deprecated, ignored), is_grads_batched and dict inputs, as
+    torch.autograd.grad: WGAN-GP programs pass only_inputs=True."""
+    x = gc.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * x
+    (j,) = gc.autograd.grad(y, x, gc.eye(3), True, False, True, None, True)  # (torch's order)
+    assert j.tolist() == [[2.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 6.0]]
+    (rows,) = gc.autograd.grad(y, x, gc.eye(3) * 2, retain_graph=True, is_grads_batched=True)
+    assert rows.shape == (3, 3) and rows.tolist() == [[4.0, 0.0, 0.0], [0.0, 8.0, 0.0],
+                                                      [0.0, 0.0, 12.0]]
+    named = gc.autograd.grad(y.sum(), {"a": x, "b": x}, retain_graph=True)
+    assert list(named) == ["a", "b"] and named["a"].tolist() == [2.0, 4.0, 6.0]
+    with pytest.warns(FutureWarning, match="only_inputs argument is deprecated"):
+        gc.autograd.grad(y.sum(), x, only_inputs=False, retain_graph=True)
+    with pytest.raises(RuntimeError, match="is_grads_batched"):
+        gc.autograd.grad(y, x, gc.tensor(1.0), is_grads_batched=True)

@@ -447,10 +447,11 @@ def test_mse_loss_warns_on_broadcasting_like_pytorch(device):
 
 def test_legacy_size_average_and_reduce(device):
     x, y = gc.randn(3, 4), gc.randn(3, 4)
-    with pytest.warns(UserWarning, match="deprecated"):
+    # (PyTorch's words: the reduction that the pair amounts to)
+    with pytest.warns(UserWarning, match="deprecated, please use reduction='sum' instead"):
         s = F.mse_loss(x, y, size_average=False)
     np.testing.assert_allclose(s.item(), F.mse_loss(x, y, reduction="sum").item(), rtol=1e-6)
-    with pytest.warns(UserWarning):
+    with pytest.warns(UserWarning, match="reduction='none'"):
         n = F.mse_loss(x, y, reduce=False)
     assert n.shape == (3, 4)
 

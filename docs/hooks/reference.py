@@ -61,6 +61,15 @@ PAGES = {
     "gradcore.special": "reference/special.md",
     "gradcore.fft": "reference/fft.md",
     "gradcore.testing": "reference/testing.md",
+    "gradcore.nn.parameter": "reference/nn.parameter.md",
+    "gradcore.utils.hooks": "reference/utils.hooks.md",
+    "gradcore.utils.benchmark": "reference/utils.benchmark.md",
+    "gradcore.serialization": "reference/serialization.md",
+    "gradcore.version": "reference/version.md",
+    "gradcore.cpu": "reference/cpu.md",
+    "gradcore.mps": "reference/cpu.md",
+    "gradcore.xpu": "reference/cpu.md",
+    "gradcore.profiler": "reference/profiler.md",
 }
 
 
@@ -555,8 +564,6 @@ def sections(namespace: str) -> list[Section]:
         return _gradcore()
     if namespace == "gradcore.Tensor":
         return _tensor()
-    if namespace == "gradcore.cuda":
-        return []  # the page's directives are written out (gc.cuda is an object)
     module = lookup(namespace)
     names = public_names(module)
     if namespace == "gradcore.nn":

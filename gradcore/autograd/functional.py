@@ -13,6 +13,8 @@ tensor([[2., 0.],
 
 from __future__ import annotations
 
+import warnings
+
 from ..backend import math_of
 from . import graph as _graph
 from .grad_mode import enable_grad, set_grad_enabled
@@ -63,8 +65,15 @@ def _root_grads(outputs, grad_outputs, create_graph):
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, materialize_grads=False):
+         only_inputs=True, allow_unused=None, is_grads_batched=False,
+         materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs`` (nothing goes to ``.grad``).
+
+    ``inputs`` may be a dict of named tensors: the gradients come back in a dict with
+    the same keys. ``is_grads_batched=True`` takes each ``grad_outputs`` tensor's first
+    dimension as a batch of vectors and gives each gradient that batch dimension (one
+    backward per vector, as PyTorch's vmap gives). ``only_inputs`` is PyTorch's
+    deprecated argument: ignored, with its warning when False.
 
     >>> import gradcore as gc
     >>> x = gc.tensor([1., 2.], requires_grad=True)
@@ -72,6 +81,18 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> g
     tensor([2., 4.])
     """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
+                      "True). To accumulate gradient for other parts of the graph, please "
+                      "use torch.autograd.backward.", FutureWarning, stacklevel=2)
+    if isinstance(inputs, dict):
+        result = grad(outputs, tuple(inputs.values()), grad_outputs, retain_graph,
+                      create_graph, True, allow_unused, is_grads_batched,
+                      materialize_grads)
+        return dict(zip(inputs.keys(), result))
+    if is_grads_batched:
+        return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     single_input = isinstance(inputs, Tensor)
     outputs, inputs = _as_list(outputs), _as_list(inputs)
     grad_outputs = _as_list(grad_outputs) or [None] * len(outputs)
@@ -117,6 +138,26 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = _wrap(math_of(g._data).sum_to(g._data, t.shape)) if not create_graph else g
         result.append(g if create_graph else g.detach())
     return tuple(result) if not single_input or len(result) != 1 else (result[0],)
+
+
+def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """``grad`` with ``is_grads_batched``: one backward per row of the grad_outputs,
+    the gradients stacked along a new first dimension."""
+    rows = _as_list(grad_outputs)
+    if not rows or any(g is None for g in rows):
+        raise RuntimeError("If `is_grads_batched=True`, every element of grad_outputs "
+                           "must be a Tensor with a batch dimension")
+    n = rows[0].shape[0] if rows[0].dim() else None
+    if n is None or any(g.dim() == 0 or g.shape[0] != n for g in rows):
+        raise RuntimeError("If `is_grads_batched=True`, we interpret the first dimension "
+                           "of each grad_output as the batch dimension; they must all be "
+                           f"present and equal, got shapes {[tuple(g.shape) for g in rows]}")
+    per_row = [grad(outputs, inputs, [g[i] for g in rows],
+                    retain_graph=True if i < n - 1 else retain_graph,
+                    create_graph=create_graph, allow_unused=allow_unused,
+                    materialize_grads=materialize_grads) for i in range(n)]
+    return tuple(None if col[0] is None else _stack(col) for col in zip(*per_row))
 
 
 def _fresh_views(*groups):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 
 from .. import tensor as _tensor_module
 from ..autograd import functional as _functional
@@ -43,6 +44,17 @@ cache_size_limit = 8
 _RECORD_ATTEMPTS = 4
 #: Tapes kept for one signature (states its guards tell apart: train and eval, ...).
 _TAPES_PER_SIGNATURE = 4
+#: Every compiled function alive (what reset() clears).
+_compiled: weakref.WeakSet = weakref.WeakSet()
+
+
+def reset() -> None:
+    """Forget what every compiled function recorded (its tapes, its CUDA graphs, the
+    signatures it ran eagerly for good): their next calls record again, as after
+    ``torch._dynamo.reset()``."""
+    for fn in list(_compiled):
+        fn._cache.clear()
+        fn.__dict__.pop("_limit_warned", None)
 
 
 def is_compiling() -> bool:
@@ -123,6 +135,7 @@ class CompiledFunction:
         self._cache: dict = {}
         self.replays = 0     # how many calls replayed (read by the tests and benchmarks)
         self.recordings = 0
+        _compiled.add(self)
 
     def __get__(self, obj, objtype=None):  # a compiled method binds as a function does
         return self if obj is None else functools.partial(self, obj)

@@ -215,3 +215,23 @@ __all__ += ["Buffer", "Threshold", "RReLU", "Bilinear", "Softmax2d", "ChannelShu
             "FeatureAlphaDropout", "Dropout3d", "RMSNorm", "LocalResponseNorm", "SyncBatchNorm",
             "AdaptiveMaxPool3d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d",
             "Container"]
+
+# the CTC loss, the adaptive softmax, fractional max pools (gradcore/nn/modules.py,
+# adaptive.py, pooling.py)
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
+from .modules import CTCLoss  # noqa: E402
+from .pooling import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+
+__all__ += ["CTCLoss", "AdaptiveLogSoftmaxWithLoss", "FractionalMaxPool2d",
+            "FractionalMaxPool3d"]
+
+# torch.nn's module paths that programs import from (the same objects as above):
+# nn.parameter, nn.common_types and nn.modules' submodules (nn.modules.conv, ...)
+from . import common_types, parameter  # noqa: E402, F401
+
+for _name in ("module", "linear", "conv", "batchnorm", "instancenorm", "normalization",
+              "loss", "activation", "container", "dropout", "sparse", "rnn", "pooling",
+              "padding", "pixelshuffle", "upsampling", "flatten", "distance", "fold",
+              "transformer", "channelshuffle", "utils", "adaptive"):
+    __import__(f"{__name__}.modules.{_name}")
+del _name

@@ -33,16 +33,17 @@ __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "CircularPad2d", "CircularPad3d"]
 
 
-def _ntuple(n):
+def _ntuple(n, name="parse"):
     """PyTorch's ``_single``/``_pair``/...: an iterable as a tuple, else ``n`` copies."""
     def parse(x):
         if isinstance(x, Iterable) and not isinstance(x, str):
             return tuple(x)
         return (x,) * n
+    parse.__name__ = name
     return parse
 
 
-_single, _pair, _triple = _ntuple(1), _ntuple(2), _ntuple(3)
+_single, _pair, _triple = _ntuple(1, "_single"), _ntuple(2, "_pair"), _ntuple(3, "_triple")
 
 
 def _reverse_repeat_tuple(t, n):
@@ -461,40 +462,44 @@ class ZeroPad3d(ConstantPad3d):
         return f"{self.padding}"
 
 
-class ReflectionPad1d(_PadNd):
-    """Pads the last dimension with its reflection (the edge not repeated)."""
-
+class _ReflectionPadNd(_PadNd):
     mode = "reflect"
 
 
-class ReflectionPad2d(_PadNd):
+class ReflectionPad1d(_ReflectionPadNd):
+    """Pads the last dimension with its reflection (the edge not repeated)."""
+
+
+class ReflectionPad2d(_ReflectionPadNd):
     """Pads the last two dimensions with their reflection."""
 
-    mode, sides = "reflect", 4
+    sides = 4
 
 
-class ReflectionPad3d(_PadNd):
+class ReflectionPad3d(_ReflectionPadNd):
     """Pads the last three dimensions with their reflection."""
 
-    mode, sides = "reflect", 6
+    sides = 6
 
 
-class ReplicationPad1d(_PadNd):
-    """Pads the last dimension with copies of its edge."""
-
+class _ReplicationPadNd(_PadNd):
     mode = "replicate"
 
 
-class ReplicationPad2d(_PadNd):
+class ReplicationPad1d(_ReplicationPadNd):
+    """Pads the last dimension with copies of its edge."""
+
+
+class ReplicationPad2d(_ReplicationPadNd):
     """Pads the last two dimensions with copies of their edges."""
 
-    mode, sides = "replicate", 4
+    sides = 4
 
 
-class ReplicationPad3d(_PadNd):
+class ReplicationPad3d(_ReplicationPadNd):
     """Pads the last three dimensions with copies of their edges."""
 
-    mode, sides = "replicate", 6
+    sides = 6
 
 
 class _CircularPadNd(_PadNd):

@@ -53,13 +53,13 @@ def _legacy_reduction(size_average, reduce, reduction):
     """PyTorch's deprecated ``size_average``/``reduce`` pair, as a ``reduction`` string."""
     if size_average is None and reduce is None:
         return reduction
-    warnings.warn("size_average and reduce args will be deprecated, please use "
-                  "reduction='mean' (or 'sum', 'none') instead.", stacklevel=3)
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if size_average and reduce:
-        return "mean"
-    return "sum" if reduce else "none"
+    ret = "mean" if size_average and reduce else "sum" if reduce else "none"
+    # (PyTorch's words, naming the reduction the pair amounts to)
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  f"reduction='{ret}' instead.", stacklevel=3)
+    return ret
 
 
 # ---- layers and activations ----------
@@ -2298,3 +2298,110 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros",  # noqa: A00
 
 
 __all__ += ["affine_grid", "grid_sample"]
+
+
+# ---- the CTC loss (gradcore.ops.ctc) ----------
+from ..ops import ctc as _ctc  # noqa: E402
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0,  # noqa: A002
+             reduction="mean", zero_infinity=False):
+    """The connectionist temporal classification loss of ``log_probs`` ``(T, N, C)``
+    (or ``(T, C)`` unbatched; log-probabilities over ``C`` classes, the class ``blank``
+    among them) against ``targets``: padded ``(N, S)`` or concatenated ``(sum of
+    target_lengths,)``. ``input_lengths`` and ``target_lengths`` are tensors ``(N,)``
+    (0-d unbatched) or tuples of ints. ``reduction='mean'`` divides each sample's loss
+    by its target length (at least 1) and averages; ``zero_infinity`` sets infinite
+    losses (inputs too short for their targets) and their gradients to zero. The
+    gradient with respect to ``log_probs`` is PyTorch's (alpha-beta, ``exp(log_probs)``
+    minus the alignments' share at each class).
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> lp = gc.tensor([[0.5, 0.5], [0.5, 0.5]]).log().unsqueeze(1)
+    >>> F.ctc_loss(lp, gc.tensor([[1]]), (2,), (1,), reduction="sum")
+    tensor(0.2877)
+    """
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return _ctc.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                         {"none": 0, "mean": 1, "sum": 2}[reduction], zero_infinity)
+
+
+__all__ += ["ctc_loss"]
+
+
+# ---- fractional max pools (gradcore.ops.pool) ----------
+def _n_tuple(value, nd):
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,) * nd
+
+
+def _fractional(nd, input, kernel_size, output_size, output_ratio, _random_samples):  # noqa: A002
+    op = f"fractional_max_pool{nd}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        if nd == 2 and len(output_ratio) > 2:
+            raise ValueError(f"{op} requires output_ratio to either be a single Int or tuple "
+                             f"of Ints.")
+        ratio = _n_tuple(output_ratio, nd)
+        output_size = [int(input.size(d - nd) * ratio[d]) for d in range(nd)]
+    if _random_samples is None:
+        n_batch = 1 if input.dim() == nd + 1 else input.size(0)
+        _random_samples = creation.rand(n_batch, input.size(-nd - 1), nd, dtype=input.dtype,
+                                        device=input.device)
+    return (_n_tuple(kernel_size, nd), _n_tuple(output_size, nd), _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None,  # noqa: A002
+                                       output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """:func:`fractional_max_pool2d` returning ``(values, indices)`` whatever
+    ``return_indices``."""
+    k, out, samples = _fractional(2, input, kernel_size, output_size, output_ratio,
+                                  _random_samples)
+    return _pool.fractional_max_pool2d(input, k, out, samples, True)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
+                          return_indices=False, _random_samples=None):
+    """Fractional max pooling (Graham, 2014) of ``(N, C, H, W)`` or ``(C, H, W)``: the
+    maximum of ``kernel_size`` windows (an int or a pair) at pseudo-random steps, to
+    ``output_size`` (an int or a pair) or ``output_ratio`` times the input's size. The
+    steps come from ``_random_samples`` ``(N, C, 2)`` in ``[0, 1)`` (PyTorch's
+    intervals: the same samples give PyTorch's result), drawn with :func:`gradcore.rand`
+    when not given. ``return_indices`` also returns each maximum's index into its
+    flattened plane (for :func:`max_unpool2d`).
+
+    >>> import gradcore as gc, gradcore.nn.functional as F
+    >>> x = gc.arange(25.).reshape(1, 1, 5, 5)
+    >>> F.fractional_max_pool2d(x, 2, output_size=2, _random_samples=gc.full((1, 1, 2), 0.5))
+    tensor([[[[ 6.,  9.],
+              [21., 24.]]]])
+    """
+    k, out, samples = _fractional(2, input, kernel_size, output_size, output_ratio,
+                                  _random_samples)
+    return _pool.fractional_max_pool2d(input, k, out, samples, return_indices)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None,  # noqa: A002
+                                       output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """:func:`fractional_max_pool3d` returning ``(values, indices)`` whatever
+    ``return_indices``."""
+    k, out, samples = _fractional(3, input, kernel_size, output_size, output_ratio,
+                                  _random_samples)
+    return _pool.fractional_max_pool3d(input, k, out, samples, True)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
+                          return_indices=False, _random_samples=None):
+    """:func:`fractional_max_pool2d` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``:
+    ``kernel_size``, ``output_size`` and ``output_ratio`` ints or triples,
+    ``_random_samples`` ``(N, C, 3)``; indices into each flattened volume."""
+    k, out, samples = _fractional(3, input, kernel_size, output_size, output_ratio,
+                                  _random_samples)
+    return _pool.fractional_max_pool3d(input, k, out, samples, return_indices)
+
+
+__all__ += ["fractional_max_pool2d", "fractional_max_pool3d",
+            "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices"]

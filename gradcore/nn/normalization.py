@@ -19,13 +19,17 @@ from .. import creation, dtypes
 from ..tensor import Parameter
 from . import functional as F
 from . import init
-from .modules import Module
+from .modules import Module, _DropoutNd
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "Dropout1d", "Dropout2d",
            "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
-class _BatchNorm(Module):
+class _NormBase(Module):
+    """The base of the batch and instance normalization layers (PyTorch's
+    ``torch.nn.modules.batchnorm._NormBase``): the per-channel affine parameters and the
+    running statistics, their resets and the repr; the subclasses' ``forward``
+    normalizes."""
     _dims: tuple = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
@@ -64,6 +68,16 @@ class _BatchNorm(Module):
             want = " or ".join(f"{d}D" for d in self._dims)
             raise ValueError(f"expected {want} input (got {input.ndim}D input)")
 
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias_enabled}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    """The base of the batch normalization layers (``BatchNorm1d/2d/3d``,
+    ``SyncBatchNorm``): ``forward`` is ``F.batch_norm`` with the running statistics."""
+
     def forward(self, input):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
@@ -76,11 +90,6 @@ class _BatchNorm(Module):
         return F.batch_norm(input, self.running_mean if keep else None,
                             self.running_var if keep else None, self.weight, self.bias,
                             use_batch, factor, self.eps)
-
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias_enabled}, "
-                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
@@ -99,7 +108,7 @@ class BatchNorm3d(_BatchNorm):
     _dims = (5,)
 
 
-class _InstanceNorm(_BatchNorm):
+class _InstanceNorm(_NormBase):  # (not a _BatchNorm, as in PyTorch)
     _dims: tuple = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
@@ -189,17 +198,6 @@ def _reset_affine(module) -> None:
         init.ones_(module.weight)
     if module.bias is not None:
         init.zeros_(module.bias)
-
-
-class _DropoutNd(Module):
-    def __init__(self, p: float = 0.5, inplace: bool = False):
-        super().__init__()
-        if p < 0 or p > 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p, self.inplace = p, inplace
-
-    def extra_repr(self):
-        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Dropout1d(_DropoutNd):
@@ -315,7 +313,7 @@ class SyncBatchNorm(_BatchNorm):
         """``module`` with each ``BatchNorm1d/2d/3d`` in it (itself included) replaced by a
         :class:`SyncBatchNorm` holding the same parameters, buffers and training mode."""
         out = module
-        if isinstance(module, _BatchNorm) and not isinstance(module, _InstanceNorm):
+        if isinstance(module, _BatchNorm):
             out = cls(module.num_features, module.eps, module.momentum, module.affine,
                       module.track_running_stats, process_group)
             if module.affine:

@@ -279,3 +279,55 @@ class LPPool3d(_LPPoolNd):
 
 
 __all__ += ["AdaptiveMaxPool3d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d"]
+
+
+def _n(value, nd):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * nd
+
+
+class _FractionalMaxPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples=None):
+        super().__init__()
+        nd = self._nd
+        if nd == 3 and ((isinstance(kernel_size, int) and kernel_size <= 0) or (
+                isinstance(kernel_size, (tuple, list)) and not all(k > 0 for k in kernel_size))):
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
+        self.kernel_size = _n(kernel_size, nd)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _n(output_size, nd) if output_size is not None else None
+        self.output_ratio = _n(output_ratio, nd) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"FractionalMaxPool{nd}d requires specifying either an output "
+                             f"size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio[:nd]):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):  # noqa: A002
+        pool = F.fractional_max_pool2d if self._nd == 2 else F.fractional_max_pool3d
+        return pool(input, self.kernel_size, self.output_size, self.output_ratio,
+                    self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Fractional max pooling (``F.fractional_max_pool2d``) of ``(N, C, H, W)`` or
+    ``(C, H, W)``: ``kernel_size`` windows at pseudo-random steps, to ``output_size``
+    or ``output_ratio`` (in ``(0, 1)``) of the input's size; ``_random_samples`` (a
+    buffer) fixes the steps, else each call draws them."""
+
+    _nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Fractional max pooling (``F.fractional_max_pool3d``) of ``(N, C, D, H, W)`` or
+    ``(C, D, H, W)``; arguments as :class:`FractionalMaxPool2d`, ints or triples."""
+
+    _nd = 3
+
+
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]

@@ -24,6 +24,7 @@ from . import (
     _export,
     activation,
     conv,
+    ctc,
     extra,
     index,
     linalg,

@@ -232,6 +232,13 @@ def _index_error(exc, idx, shape, op=""):
     """NumPy's or CuPy's IndexError of an index, as PyTorch words it (with the tensor's
     shape)."""
     msg = str(exc)
+    if not len(shape) and not isinstance(idx, tuple):  # (PyTorch's words for a 0-d tensor)
+        if isinstance(idx, int) and not isinstance(idx, bool):
+            return IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python "
+                              "or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a "
+                              "number")
+        if isinstance(idx, slice):
+            return IndexError("slice() cannot be applied to a 0-dim tensor.")
     for pattern, words in _NUMPY_INDEX_ERRORS:
         m = pattern.search(msg)
         if m:

@@ -1843,3 +1843,263 @@ def matrix_exp(A):  # noqa: N803
     t = record(out, LinalgMatrixExpBackward0, A)
     t.grad_fn.save(A)
     return t
+
+
+# -- lu --
+lu_factor_ex_result = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+lu_factor_result = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+def _lu_arrays(a):
+    """``(LU, pivots, info)`` of each matrix of ``a`` (``..., m, n``): LAPACK getrf's
+    partial pivoting (the first of the largest absolute values of a column, a zero
+    column left in place), unit lower factor below the diagonal, ``U`` on and above it;
+    pivots 1-based int32; info 0 or the position of the first zero on ``U``'s diagonal.
+    One pass per column, over the whole batch at once, on the device's array module."""
+    m = math_of(a)
+    rows, cols = a.shape[-2:]
+    k = builtins.min(rows, cols)
+    batch = a.shape[:-2]
+    lu = m.array(a.reshape((-1, rows, cols)), dtype=a.dtype, copy=True)
+    nb = lu.shape[0]
+    every = m.arange(nb)
+    pivots = m.empty((nb, k), dtype=np.int32)
+    info = m.zeros((nb,), dtype=np.int32)
+    for j in range(k):
+        p = m.argmax(m.abs(lu[:, j:, j]), axis=-1) + j if nb else m.zeros((0,), dtype=np.int64)
+        pivots[:, j] = p + 1
+        row_j = lu[every, j, :].copy()
+        lu[every, j, :] = lu[every, p, :]
+        lu[every, p, :] = row_j
+        d = lu[:, j, j]
+        zero = d == 0
+        info = m.where((info == 0) & zero, np.int32(j + 1), info).astype(np.int32)
+        if j + 1 < rows:
+            lu[:, j + 1:, j] /= m.where(zero, a.dtype.type(1), d)[:, None]
+            if j + 1 < cols:
+                lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j:j + 1] * lu[:, j:j + 1, j + 1:]
+    return (lu.reshape(a.shape), pivots.reshape(batch + (k,)), info.reshape(batch))
+
+
+def _raise_singular_lu(op, info):
+    info = to_host(info)
+    batched = info.ndim > 0
+    for pos in np.ndindex(*info.shape):
+        if info[pos]:
+            where = f"(Batch element {np.ravel_multi_index(pos, info.shape)}): " if batched \
+                else ""
+            i = int(info[pos])
+            raise RuntimeError(f"{op}: {where}U[{i},{i}] is zero and using it on lu_solve "
+                               f"would result in a division by zero. If you still want to "
+                               f"perform the factorization, consider calling "
+                               f"linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+
+
+def _permutation_arrays(pivots, rows, dtype):
+    """The permutation matrices ``P`` (``A = P L U``) of LAPACK's 1-based ``pivots``
+    (row ``j`` swapped with row ``pivots[j]``, in order), ``rows`` by ``rows``."""
+    m = math_of(pivots)
+    batch = pivots.shape[:-1]
+    piv = pivots.reshape((-1, pivots.shape[-1])).astype(np.int64) - 1
+    nb = piv.shape[0]
+    perm = m.broadcast_to(m.arange(rows), (nb, rows)).copy()
+    every = m.arange(nb)
+    for j in range(piv.shape[-1]):
+        p = piv[:, j]
+        at_j = perm[:, j].copy()
+        perm[:, j] = perm[every, p]
+        perm[every, p] = at_j
+    # row i of P^T A is row perm[i] of A: P[perm[i], i] = 1
+    eye = m.eye(rows, dtype=dtype)
+    p_t = eye[perm]  # (nb, rows, rows): P^T
+    return m.ascontiguousarray(p_t.swapaxes(-1, -2)).reshape(batch + (rows, rows))
+
+
+def _lu_backward(g, lu, pivots):
+    """PyTorch's ``linalg_lu_backward`` for the packed factor ``LU`` (``A = P L U``,
+    ``gL`` the strictly lower part of ``g``, ``gU`` the upper part): square, wide
+    (``m < n``) and tall (``m > n``) cases."""
+    rows, cols = lu.shape[-2:]
+    k = builtins.min(rows, cols)
+    low = tril(lu[..., :, :k], -1) + _eye_rect(lu, rows, k)
+    up = triu(lu[..., :k, :])
+    g_low = tril(g[..., :, :k], -1)
+    g_up = triu(g[..., :k, :])
+    perm = wrap(_permutation_arrays(pivots._data if isinstance(pivots, Tensor) else pivots,
+                                    rows, lu._data.dtype))
+    if rows == cols:
+        ga = tril(matmul(_mH(low), g_low), -1) + triu(matmul(g_up, _mH(up)))
+        ga = solve_triangular(_mH(up), ga, upper=False, left=False)
+        ga = solve_triangular(_mH(low), ga, upper=True, left=True, unitriangular=True)
+    elif rows < cols:  # wide
+        u1, u2 = up[..., :, :k], up[..., :, k:]
+        ga = matmul(_mH(low), g_low) - matmul(g_up, _mH(up))
+        ga = solve_triangular(_mH(u1), tril(ga, -1), upper=False, left=False)
+        ga = cat([ga + triu(g_up[..., :, :k]), g_up[..., :, k:]], dim=-1)
+        ga = solve_triangular(_mH(low), ga, upper=True, left=True, unitriangular=True)
+        del u2
+    else:  # tall
+        l1 = low[..., :k, :]
+        ga = matmul(g_up, _mH(up)) - matmul(_mH(low), g_low)
+        ga = solve_triangular(_mH(l1), triu(ga), upper=True, left=True, unitriangular=True)
+        ga = cat([ga + tril(g_low[..., :k, :], -1), g_low[..., k:, :]], dim=-2)
+        ga = solve_triangular(_mH(up), ga, upper=False, left=False)
+    return matmul(perm.to(ga.dtype), ga)
+
+
+def _eye_rect(t, rows, cols):
+    """The ``rows`` by ``cols`` identity of ``t``'s dtype and device, as a tensor."""
+    d = t._data
+    return wrap(math_of(d).eye(rows, cols, dtype=d.dtype))
+
+
+class LinalgLuFactorExBackward0(_SavesOutputs):
+    fresh_grads = True
+    n_outputs = 3  # LU, pivots, info
+
+    def apply(self, F, grads):
+        g = grads[0]
+        (lu,) = self.outputs(F)[:1]
+        pivots = self.pivots
+        return _tensor_rule(F, lambda g, lu: (_lu_backward(g, lu, pivots),), g, lu)
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):  # noqa: N803
+    """``(LU, pivots, info)``: the LU factorization with partial pivoting of each
+    matrix of ``A`` (``..., m, n``), packed as LAPACK's getrf leaves it (``L``'s unit
+    diagonal implied), ``pivots`` 1-based int32 (row ``i`` swapped with row
+    ``pivots[i]``), ``info`` 0 or the first ``i`` with ``U[i, i] == 0``
+    (``check_errors=True`` raises then). Differentiable in ``A`` (PyTorch's
+    ``linalg_lu_backward``)."""
+    _no_out("linalg.lu_factor_ex", out)
+    _matrices("torch.linalg.lu_factor_ex", A, square=False)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on "
+                           "the CPU")
+    lu, pivots, info = _lu_arrays(A._data)
+    if check_errors:
+        _raise_singular_lu("torch.linalg.lu_factor_ex", info)
+    if not (mode.enabled and A._rg):
+        return lu_factor_ex_result(wrap(lu), wrap(pivots), wrap(info))
+    node, (lu_t, piv_t, info_t) = _outputs(LinalgLuFactorExBackward0, (lu, pivots, info),
+                                           A, (0,))
+    node.pivots = pivots
+    node.save_outputs(lu_t)
+    return lu_factor_ex_result(lu_t, piv_t, info_t)
+
+
+def lu_factor(A, *, pivot=True, out=None):  # noqa: N803
+    """``(LU, pivots)`` of :func:`lu_factor_ex`; a RuntimeError names the first matrix
+    whose ``U`` has a zero on its diagonal, as PyTorch's."""
+    _no_out("linalg.lu_factor", out)
+    _matrices("torch.linalg.lu_factor", A, square=False)
+    lu, pivots, info = lu_factor_ex(A, pivot=pivot)
+    _raise_singular_lu("torch.linalg.lu_factor", info._data)
+    return lu_factor_result(lu, pivots)
+
+
+def _check_pivots(op, pivots):
+    if not isinstance(pivots, Tensor) or pivots._data.dtype != np.int32:
+        raise RuntimeError(f"{op}: LU_pivots is expected to be a contiguous tensor of "
+                           f"torch.int32 dtype.\nNote: this function is intended to be used "
+                           f"with the output produced by torch.linalg.lu_factor")
+
+
+@export(torch=True)
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):  # noqa: N803
+    """``(P, L, U)`` with ``A = P L U`` from the packed factor and pivots of
+    :func:`gradcore.linalg.lu_factor`; ``L`` and ``U`` differentiable in ``LU_data``.
+    ``unpack_data=False`` / ``unpack_pivots=False`` leave ``L, U`` / ``P`` empty.
+
+    >>> import gradcore as gc
+    >>> LU, piv = gc.linalg.lu_factor(gc.tensor([[1., 2.], [3., 4.]]))
+    >>> P, L, U = gc.lu_unpack(LU, piv)
+    >>> P @ L @ U
+    tensor([[1., 2.],
+            [3., 4.]])
+    """
+    _no_out("lu_unpack", out)
+    _check_pivots("torch.lu_unpack", LU_pivots)
+    _matrices("torch.lu_unpack", LU_data, square=False)
+    rows, cols = LU_data.shape[-2:]
+    k = builtins.min(rows, cols)
+    d = LU_data._data
+    m = math_of(d)
+    empty = wrap(m.empty((0,), dtype=d.dtype))
+    if unpack_data:
+        low = tril(LU_data[..., :, :k], -1) + _eye_rect(LU_data, rows, k)
+        up = triu(LU_data[..., :k, :])
+    else:
+        low = up = empty
+    if unpack_pivots:
+        perm = wrap(_permutation_arrays(LU_pivots._data, rows, d.dtype))
+    else:
+        perm = empty
+    return lu_unpack_result(perm, low, up)
+
+
+def _lu_solve_tensors(LU, pivots, B, left=True, adjoint=False):  # noqa: N803
+    """``X`` with ``A X = B`` (``left``; else ``X A = B``; ``adjoint``: ``A^T`` for
+    ``A``), ``A = P L U`` given packed: triangular solves of differentiable ops, so the
+    gradients in ``LU`` and ``B`` are PyTorch's."""
+    perm, low, up = lu_unpack(LU, pivots)
+    perm = perm.to(B.dtype)
+    if left and not adjoint:  # A X = B: X = U^-1 L^-1 P^T B
+        y = solve_triangular(low, matmul(_mH(perm), B), upper=False, unitriangular=True)
+        return solve_triangular(up, y, upper=True)
+    if left:  # A^T X = B: U^T L^T P^T X = B
+        y = solve_triangular(_mH(up), B, upper=False)
+        return matmul(perm, solve_triangular(_mH(low), y, upper=True, unitriangular=True))
+    if not adjoint:  # X P L U = B
+        y = solve_triangular(up, B, upper=True, left=False)
+        return matmul(solve_triangular(low, y, upper=False, left=False, unitriangular=True),
+                      _mH(perm))
+    # X A^T = B: X U^T L^T P^T = B
+    y = matmul(B, perm)
+    y = solve_triangular(_mH(low), y, upper=True, left=False, unitriangular=True)
+    return solve_triangular(_mH(up), y, upper=False, left=False)
+
+
+def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):  # noqa: N803
+    """``X`` with ``A X = B`` for ``A`` given by :func:`gradcore.linalg.lu_factor`
+    (``left=False``: ``X A = B``; ``adjoint=True``: ``A^T`` in place of ``A``); batch
+    dimensions broadcast; differentiable in ``LU`` and ``B``."""
+    _no_out("linalg.lu_solve", out)
+    _check_pivots("linalg.lu_solve", pivots)
+    _matrices("linalg.lu_solve", LU)
+    if not isinstance(B, Tensor):
+        raise TypeError(f"linalg_lu_solve(): argument 'B' (position 3) must be Tensor, not "
+                        f"{type(B).__name__}")
+    if B.ndim < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 "
+                           "dimensions.")
+    n = LU.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the "
+                           f"equation {eq} ({LU.shape[-2]}x{n} and {B.shape[-2]}x"
+                           f"{B.shape[-1]})")
+    if LU.dtype != B.dtype:
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but "
+                           f"found LU of type {dtypes.torch_name(LU.dtype)} and B of type "
+                           f"{dtypes.torch_name(B.dtype)} instead")
+    return _lu_solve_tensors(LU, pivots, B, left, adjoint)
+
+
+@export(torch=True, method=True)
+def lu_solve(b, LU_data, LU_pivots, *, out=None):  # noqa: N803
+    """``torch.lu_solve`` (deprecated in PyTorch for
+    :func:`gradcore.linalg.lu_solve`): ``X`` with ``A X = b``, ``A`` given by
+    :func:`gradcore.lu`."""
+    return linalg_lu_solve(LU_data, LU_pivots, b, out=out)
+
+
+@export(torch=True, method=True)
+def lu(A, pivot=True, get_infos=False, out=None):  # noqa: N803
+    """``torch.lu`` (deprecated in PyTorch for :func:`gradcore.linalg.lu_factor`):
+    ``(LU, pivots)``, and ``infos`` with ``get_infos=True``; a singular matrix factors
+    without an error, as PyTorch's."""
+    _no_out("lu", out)
+    factor, pivots, info = lu_factor_ex(A, pivot=pivot)
+    return (factor, pivots, info) if get_infos else (factor, pivots)

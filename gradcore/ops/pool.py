@@ -10,7 +10,9 @@ is ``-inf``; an average pool sums the windows and divides by PyTorch's count (pa
 included or not, ``divisor_override``). Adaptive pools of sizes that divide the input
 are plain pools; otherwise an average is a product with each axis's averaging matrix,
 and a maximum gathers PyTorch's uneven windows (``floor(i*in/out)`` to
-``ceil((i+1)*in/out)``) by index. Everything is composed of differentiable ops, so
+``ceil((i+1)*in/out)``) by index. A fractional max pool gathers each output's window
+(placed by PyTorch's interval rule from the given samples, every plane at once) and
+picks as PyTorch's CPU kernel does. Everything is composed of differentiable ops, so
 second derivatives and both devices come from them.
 """
 
@@ -603,3 +605,128 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0,  # noqa: A
                            f"tensor with {input.ndim} dimensions.")
     return _max_unpool(3, "max_unpool3d", input, indices, kernel_size, stride, padding,
                        output_size)
+
+
+# ---- fractional max pools (Graham, 2014), PyTorch's intervals ----------
+def _fractional_starts(m, u, n_in, n_out, k, dt):
+    """PyTorch's ``generate_intervals`` for every plane at once: the window starts
+    ``(..., n_out)`` along one axis from the planes' samples ``u`` (``(...,)``, computed
+    in the samples' dtype as PyTorch computes them in the input's): ``int((i + u) *
+    alpha) - int(u * alpha)``, ``alpha = (n_in - k) / (n_out - 1)``, the last start
+    ``n_in - k``."""
+    last = m.full(u.shape + (min(n_out, 1),), n_in - k, dtype=np.int64)
+    if n_out <= 1:
+        return last
+    alpha = np.asarray(n_in - k, dtype=dt) / np.asarray(n_out - 1, dtype=dt)
+    alpha = m.asarray(alpha)
+    i = m.arange(n_out - 1).astype(dt)
+    with np.errstate(invalid="ignore", over="ignore"):
+        steps = ((i + u[..., None]) * alpha).astype(np.int64) - \
+            (u * alpha).astype(np.int64)[..., None]
+    return m.concatenate([steps, last], axis=-1)
+
+
+def _fractional_max_pool(nd, x, kernel, out, samples, return_indices):
+    """The fractional max pool of ``x`` ``(N, C, *spatial)`` (or unbatched) with
+    ``kernel`` and ``out`` tuples of ``nd`` ints and ``samples`` ``(>= N, C, nd)``
+    (checked as PyTorch). Each output's window gathered from the flattened plane, its
+    first maximum taken (the last NaN, where there is one, as PyTorch's CPU kernel),
+    differentiable through the gather."""
+    op = f"fractional_max_pool{nd}d" + ("_out()" if nd == 3 else "()")
+    if not isinstance(x, Tensor):
+        raise TypeError(f"fractional_max_pool{nd}d(): argument 'input' (position 1) must be "
+                        f"Tensor, not {type(x).__name__}")
+    names = ("kernel_size", "output_size")
+    for name, v in zip(names, (kernel, out)):
+        if len(v) != nd:
+            raise RuntimeError(f"fractional_max_pool{nd}d: {name} must either be a single Int "
+                               f"or tuple of {'Ints' if nd == 2 else 'three Ints'}")
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D tensor, but got: "
+                           f"{list(x.shape)}")
+    batched = x.ndim == nd + 2
+    for d in range(1 if batched else 0, x.ndim):
+        if x.shape[d] == 0:
+            raise RuntimeError(f"{op}: Expected input to have non-zero size for non-batch "
+                               f"dimensions, but got{list(x.shape)} with dimension {d} "
+                               f"being empty.")
+    sizes = tuple(x.shape[-nd:])
+    axis_names = ("height", "width") if nd == 2 else ("time", "height", "width")
+    for name, n_in, n_out, k in zip(axis_names, sizes, out, kernel):
+        if n_out + k - 1 > n_in - (nd == 3):  # (PyTorch's 3-D check is strict)
+            raise RuntimeError(f"{op}: pool {name} {k} too large relative to input "
+                               f"{name} {n_in}")
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"fractional_max_pool{nd}d: kernel_size must be greater than zero, "
+                           f"but got {list(kernel)}")
+    if samples._data.dtype != x._data.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    if samples.ndim != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.ndim}")
+    n = x.shape[0] if batched else 1
+    c = x.shape[-nd - 1]
+    if samples.shape[0] < n:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if samples.shape[1] != c:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if samples.shape[2] != nd:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {nd}; got "
+                           f"{samples.shape[2]}.")
+    if x._data.dtype.kind != "f":
+        raise RuntimeError(f"\"fractional_max_pool{nd}d_out_frame\" not implemented for "
+                           f"'{dtypes.torch_name(x._data.dtype)}'")
+    m = math_of(x._data)
+    x4 = x if batched else _shape.unsqueeze(x, 0)
+    u = samples._data[:n]
+    dt = u.dtype
+    # PyTorch's samples per plane: (w, h) for 2-D, (t, h, w) for 3-D
+    order = (1, 0) if nd == 2 else (0, 1, 2)
+    flat = m.zeros((n, c) + (1,) * (2 * nd), dtype=np.int64)  # (N, C, *out, *kernel)
+    stride = 1
+    for axis in reversed(range(nd)):
+        starts = _fractional_starts(m, u[:, :, order[axis]], sizes[axis], out[axis],
+                                    kernel[axis], dt)
+        pos = starts[..., None] + m.arange(kernel[axis])               # (N, C, out, k)
+        shape = [n, c] + [1] * (2 * nd)
+        shape[2 + axis], shape[2 + nd + axis] = out[axis], kernel[axis]
+        flat = flat + pos.reshape(shape) * stride
+        stride *= sizes[axis]
+    n_out, width = int(np.prod(out)), int(np.prod(kernel))
+    flat = flat.reshape(n, c, n_out * width)
+    plane = _shape.reshape(x4, (n, c, int(np.prod(sizes))))
+    windows = _index.gather(plane, 2, wrap(flat))
+    windows = _shape.reshape(windows, (n, c, n_out, width))
+    w = windows._data
+    nan = m.isnan(w)
+    last_nan = width - 1 - m.argmax(nan[..., ::-1], axis=-1)
+    arg = m.where(nan.any(axis=-1), last_nan, m.argmax(w, axis=-1)) if width else \
+        m.zeros(w.shape[:-1], dtype=np.int64)
+    arg = m.expand_dims(arg, -1)
+    y = _shape.reshape(_index.take_along_dim(windows, wrap(arg), dim=-1), (n, c) + tuple(out))
+    y = y if batched else _shape.squeeze(y, 0)
+    if not return_indices:
+        return y
+    idx = m.take_along_axis(flat.reshape(n, c, n_out, width), arg, axis=-1)
+    idx = wrap(idx.reshape((n, c) + tuple(out)))
+    return y, (idx if batched else _shape.squeeze(idx, 0))
+
+
+def fractional_max_pool2d(input, kernel_size, output_size, random_samples,  # noqa: A002
+                          return_indices=False):
+    """The fractional max pool of ``(N, C, H, W)`` or ``(C, H, W)`` to ``output_size``
+    (a pair) with windows ``kernel_size`` (a pair) placed by ``random_samples``
+    ``(N, C, 2)`` (PyTorch's intervals); ``return_indices`` also returns each maximum's
+    index into its flattened plane."""
+    return _fractional_max_pool(2, input, tuple(kernel_size), tuple(output_size),
+                                random_samples, return_indices)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size, random_samples,  # noqa: A002
+                          return_indices=False):
+    """:func:`fractional_max_pool2d` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``: triples,
+    ``random_samples`` ``(N, C, 3)``."""
+    return _fractional_max_pool(3, input, tuple(kernel_size), tuple(output_size),
+                                random_samples, return_indices)
+
+
+__all__ += ["fractional_max_pool2d", "fractional_max_pool3d"]

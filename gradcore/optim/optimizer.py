@@ -404,7 +404,8 @@ class Optimizer(_live.Registered):  # (registered for gc.compile)
             if not isinstance(value, dict):
                 raise ValueError(f"loaded state dict's state for parameter {key} is "
                                  f"{_describe(value)}, not a dict")
-            new_state[param] = {k: _cast_state(param, key, k, v) for k, v in value.items()}
+            new_state[param] = {k: _cast_state(param, key, k, v, self._state_shape(param, k))
+                                for k, v in value.items()}
 
         self.state = new_state
         new_groups = []
@@ -416,6 +417,13 @@ class Optimizer(_live.Registered):  # (registered for gc.compile)
             new_groups.append(new_group)
         self.param_groups = new_groups
 
+    @staticmethod
+    def _state_shape(param: Tensor, key: str) -> tuple:
+        """The shape of the state tensor ``key`` of ``param`` (``load_state_dict``
+        checks it): the parameter's, unless an optimizer keeps another (Adafactor's
+        factors)."""
+        return tuple(param.shape)
+
     def __repr__(self):
         lines = [f"{type(self).__name__} ("]
         for i, group in enumerate(self.param_groups):
@@ -426,16 +434,17 @@ class Optimizer(_live.Registered):  # (registered for gc.compile)
         return "\n".join(lines)
 
 
-def _cast_state(param: Tensor, index, key: str, value):
-    """A copy of a saved state value, made ready for ``param`` (its device and dtype)."""
+def _cast_state(param: Tensor, index, key: str, value, shape: tuple):
+    """A copy of a saved state value, made ready for ``param`` (its device and dtype);
+    a tensor of ``shape``."""
     if not isinstance(value, Tensor):
         return copy.deepcopy(value)
     if key in _NUMBER_STATE:  # PyTorch keeps these in 0-d tensors; here they are numbers
         return _NUMBER_STATE[key](value.item())
-    if value.ndim and tuple(value.shape) != tuple(param.shape):
+    if value.ndim and tuple(value.shape) != shape:
+        what = "the parameter has" if shape == tuple(param.shape) else "it should have"
         raise ValueError(f"loaded state dict's '{key}' for parameter {index} has shape "
-                         f"{tuple(value.shape)} but the parameter has shape "
-                         f"{tuple(param.shape)}")
+                         f"{tuple(value.shape)} but {what} shape {shape}")
     dtype = param.dtype if param.dtype.is_floating_point else value.dtype
     value = value.detach()
     if value.device == param.device and value.dtype == dtype:

@@ -29,7 +29,7 @@ from .. import creation as _creation
 from .. import dtypes as _dtypes
 from ..autograd.grad_mode import no_grad
 from ..nn.modules import Module
-from ..nn.normalization import _BatchNorm, _InstanceNorm
+from ..nn.normalization import _BatchNorm
 from .lr_scheduler import LRScheduler, _format_param
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn",
@@ -189,7 +189,7 @@ def update_bn(loader, model: Module, device=None) -> None:
     with no_grad():
         momenta = {}
         for module in model.modules():
-            if isinstance(module, _BatchNorm) and not isinstance(module, _InstanceNorm):
+            if isinstance(module, _BatchNorm):
                 module.reset_running_stats()
                 momenta[module] = module.momentum
         if not momenta:

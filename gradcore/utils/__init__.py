@@ -1,7 +1,8 @@
 """``gradcore.utils``, as ``torch.utils``: :mod:`gradcore.utils.data` (datasets,
-samplers, ``DataLoader``) and :mod:`gradcore.utils.checkpoint` (activation
-checkpointing)."""
+samplers, ``DataLoader``), :mod:`gradcore.utils.checkpoint` (activation
+checkpointing), :mod:`gradcore.utils.benchmark` (``Timer``) and
+:mod:`gradcore.utils.hooks` (``RemovableHandle``)."""
 
-from . import checkpoint, data
+from . import benchmark, checkpoint, data, hooks
 
-__all__ = ["checkpoint", "data"]
+__all__ = ["benchmark", "checkpoint", "data", "hooks"]

@@ -909,6 +909,9 @@ def _flat(seq):
 
 # ----------------------------------------------------------------------------------
 # cupy.cuda
+_DEVICE_MEMORY = 16 * 2 ** 30  # the stand-in's nominal device memory
+
+
 class _Runtime:
     CUDARuntimeError = CUDARuntimeError
     streamCaptureModeGlobal = _graph.streamCaptureModeGlobal  # noqa: N815
@@ -939,8 +942,15 @@ class _Runtime:
 
     @staticmethod
     def getDeviceProperties(i):  # noqa: N802
-        return {"name": b"CuPy stand-in (NumPy)", "totalGlobalMem": 0, "major": 9,
+        return {"name": b"CuPy stand-in (NumPy)", "totalGlobalMem": _DEVICE_MEMORY, "major": 9,
                 "minor": 0}
+
+    @staticmethod
+    def memGetInfo():  # noqa: N802
+        """``(free, total)``: the stand-in's nominal device memory less what the pools
+        took from it."""
+        total = _DEVICE_MEMORY
+        return (total - _graph.device_bytes_taken(), total)
 
     @staticmethod
     def runtimeGetVersion():  # noqa: N802
@@ -981,6 +991,29 @@ class _GraphModule:
     Graph = Graph
 
 
+class _MemoryModule:
+    OutOfMemoryError = _graph.OutOfMemoryError
+
+
+class _Nvtx:
+    """``cupy.cuda.nvtx``: the ranges and marks are kept in ``log`` (a profiler would
+    show them), as ``("push" | "pop" | "mark", message)``."""
+
+    available = True
+
+    def __init__(self):
+        self.log: list = []
+
+    def RangePush(self, message, id_color=-1, argb_color=None):  # noqa: N802
+        self.log.append(("push", message))
+
+    def RangePop(self):  # noqa: N802
+        self.log.append(("pop", None))
+
+    def Mark(self, message, id_color=-1, argb_color=None):  # noqa: N802
+        self.log.append(("mark", message))
+
+
 class _Cuda:
     runtime = _Runtime()
     Device = _Device
@@ -988,6 +1021,9 @@ class _Cuda:
     Event = Event
     MemoryPool = MemoryPool
     graph = _GraphModule()
+    memory = _MemoryModule()
+    nvtx = _Nvtx()
+    get_elapsed_time = staticmethod(_graph.get_elapsed_time)
     set_allocator = staticmethod(_graph.set_allocator)
     get_allocator = staticmethod(_graph.get_allocator)
     using_allocator = staticmethod(_graph.using_allocator)

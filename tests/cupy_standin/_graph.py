@@ -33,12 +33,15 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import time
 import weakref
 
 import numpy as _np
 
 # ---- CUDA's errors, as cupy_backends.cuda.api.runtime raises them ------------------------
 _ERRORS = {
+    400: ("cudaErrorInvalidResourceHandle", "invalid resource handle"),
+    600: ("cudaErrorNotReady", "device not ready"),
     401: ("cudaErrorIllegalState",
           "the operation cannot be performed in the present state"),
     900: ("cudaErrorStreamCaptureUnsupported",
@@ -84,6 +87,16 @@ class _Block:
             self.pool._release(self)
 
 
+class OutOfMemoryError(MemoryError):
+    """``cupy.cuda.memory.OutOfMemoryError``, with CuPy's message."""
+
+    def __init__(self, size, total, limit=0):
+        msg = f"Out of memory allocating {size:,} bytes (allocated so far: {total:,} bytes"
+        if limit:
+            msg += f", limit set to: {limit:,} bytes"
+        super().__init__(msg + ").")
+
+
 class MemoryPool:
     """``cupy.cuda.MemoryPool``: blocks rounded up to 512 bytes, freed ones kept for reuse.
 
@@ -94,6 +107,8 @@ class MemoryPool:
     def __init__(self, allocator=None):
         self._free: dict[int, list] = {}
         self._used = self._total = 0
+        self._limit = 0
+        _pools.add(self)
         self.n_allocations = 0
         self.n_device_allocations = 0
 
@@ -112,6 +127,10 @@ class MemoryPool:
                 # cudaMalloc is an unsafe call in the global and thread-local modes
                 cap.invalidate()
                 raise CUDARuntimeError(900)
+            if self._limit and self._total + size > self._limit:
+                self.free_all_blocks()  # (CuPy frees the cached blocks, then tries again)
+                if self._total + size > self._limit:
+                    raise OutOfMemoryError(size, self._total, self._limit)
             block = _Block(self, size)
             self._total += size
             self.n_device_allocations += 1
@@ -143,10 +162,22 @@ class MemoryPool:
         self._free.clear()
 
     def set_limit(self, size=None, fraction=None):
-        pass
+        """A cap on the bytes taken from the device (0 or None: none), as CuPy's."""
+        if fraction is not None:
+            raise NotImplementedError("the CuPy stand-in has no device memory to take a "
+                                      "fraction of")
+        self._limit = int(size or 0)
 
     def get_limit(self):
-        return 0
+        return self._limit
+
+
+_pools: weakref.WeakSet = weakref.WeakSet()
+
+
+def device_bytes_taken() -> int:
+    """The bytes every live pool holds from the device."""
+    return sum(p._total for p in _pools)
 
 
 class _Pointer:
@@ -156,38 +187,54 @@ class _Pointer:
         self.block, self.ptr, self.device_id = block, id(block), 0
 
 
+def _is_pool_malloc(allocator) -> bool:
+    return isinstance(getattr(allocator, "__self__", None), MemoryPool)
+
+
 default_pool = MemoryPool()
 _allocator = None  # None: the default pool's
 
 
 def set_allocator(allocator=None):
-    """``cupy.cuda.set_allocator``: the stand-in takes a MemoryPool's ``malloc``."""
+    """``cupy.cuda.set_allocator``: a MemoryPool's ``malloc``, or any function of a size
+    returning what one returns (a pointer into a MemoryPool's block), as CuPy's; None:
+    the default pool's. Like CuPy's, refused inside ``using_allocator``."""
     global _allocator
-    if allocator is not None and not isinstance(getattr(allocator, "__self__", None),
-                                                MemoryPool):
-        raise NotImplementedError("the CuPy stand-in takes a MemoryPool's malloc as its "
-                                  "allocator")
-    _allocator = allocator
+    if _local_allocator:
+        raise ValueError("Can't change the global allocator inside ``using_allocator`` "
+                         "context manager")
+    _allocator = None if allocator == default_pool.malloc else allocator
 
 
-def get_allocator():
-    return default_pool.malloc if _allocator is None else _allocator
+_local_allocator: list = []  # using_allocator's, innermost last (CuPy's are per thread)
 
 
 @contextlib.contextmanager
 def using_allocator(allocator=None):
     """``cupy.cuda.using_allocator``: ``allocator`` inside the block."""
-    global _allocator
-    before = _allocator
-    set_allocator(allocator)
+    if allocator is not None and not callable(allocator):
+        raise TypeError("allocator must be callable")
+    _local_allocator.append(allocator or default_pool.malloc)
     try:
         yield
     finally:
-        _allocator = before
+        _local_allocator.pop()
 
 
-def _current_pool() -> MemoryPool:
-    return default_pool if _allocator is None else _allocator.__self__
+def get_allocator():
+    """``cupy.cuda.get_allocator``: ``using_allocator``'s inside one, else the global."""
+    if _local_allocator:
+        return _local_allocator[-1]
+    return default_pool.malloc if _allocator is None else _allocator
+
+
+def _allocate(nbytes: int) -> _Block:
+    """A block of ``nbytes`` from the current allocator (called, as CuPy calls it, unless
+    it is a MemoryPool's own malloc)."""
+    allocator = get_allocator()
+    if _is_pool_malloc(allocator):
+        return allocator.__self__._allocate(nbytes)
+    return allocator(nbytes).block
 
 
 _outside = [False]  # True while work of another stream runs during a capture
@@ -224,7 +271,7 @@ def hold(a):
     if entry is not None and entry[0]() is root and entry[1].live > 0:
         block = entry[1]
     elif root.nbytes:
-        block = _current_pool()._allocate(root.nbytes)
+        block = _allocate(root.nbytes)
         _roots[key] = (weakref.ref(root, functools_partial_forget(key)), block)
         cap = _capture
         if cap is not None and _current == cap.stream and not _outside[0]:
@@ -254,11 +301,18 @@ _ptrs = itertools.count(0x7000)
 
 
 class Event:
-    """``cupy.cuda.Event``: work is done when it is issued here, so events are markers."""
+    """``cupy.cuda.Event``: work is done when it is issued here, so events are markers.
+    A recorded event's time is the host's clock when it was recorded (the work before it
+    is done then); as CUDA's, an event made with ``disable_timing`` has none, and an
+    interprocess event must be one."""
 
     def __init__(self, block=False, disable_timing=False, interprocess=False):
+        if interprocess and not disable_timing:
+            raise ValueError("Timing must be disabled for interprocess events")
         self.ptr = next(_ptrs)
         self._clock: dict = {}  # the work this event marks (see "ordering" below)
+        self._timing = not disable_timing
+        self._time = None  # perf_counter() when last recorded (None: never)
 
     def record(self, stream=None):
         (stream or get_current_stream()).record(self)
@@ -280,6 +334,7 @@ class Stream:
     ptds = None
 
     def __init__(self, null=False, non_blocking=False, ptds=False, priority=None):
+        self.priority = 0 if priority is None else int(priority)
         if null:
             self.ptr, self.device_id, self._non_blocking = 0, -1, False
         elif ptds:
@@ -337,6 +392,7 @@ class Stream:
             event = Event()
         event._clock = dict(self._clock)
         event._clock[self.ptr] = self._seq
+        event._time = time.perf_counter()
         return event
 
     def wait_event(self, event):
@@ -378,6 +434,16 @@ class Stream:
 
 
 _streams: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def get_elapsed_time(start_event, end_event):
+    """``cupy.cuda.get_elapsed_time``: milliseconds between two recorded events
+    (``cudaEventElapsedTime``: an event never recorded, or made with ``disable_timing``,
+    is CUDA's ``cudaErrorInvalidResourceHandle``)."""
+    for e in (start_event, end_event):
+        if e._time is None or not e._timing:
+            raise CUDARuntimeError(400)
+    return (end_event._time - start_event._time) * 1000.0
 
 
 def stream_by_ptr(ptr):

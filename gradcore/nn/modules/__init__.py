@@ -27,14 +27,14 @@ import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Iterable, Mapping
 
-from .. import _live, dtypes
-from ..autograd.grad_mode import no_grad
-from ..backend import Device
-from ..creation import empty, tensor
-from ..ops import activation as _act
-from ..tensor import Parameter, Tensor
-from . import functional as F
-from . import init
+from ... import _live, dtypes
+from ...autograd.grad_mode import no_grad
+from ...backend import Device
+from ...creation import empty, tensor
+from ...ops import activation as _act
+from ...tensor import Parameter, Tensor
+from .. import functional as F
+from .. import init
 
 __all__ = ["Module", "Sequential", "ModuleList", "Linear", "Embedding", "LayerNorm", "Dropout",
            "ReLU", "Tanh", "Sigmoid", "GELU", "Softplus", "Softmax", "LogSoftmax", "Flatten",
@@ -1463,9 +1463,9 @@ class LayerNorm(Module):
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
-class Dropout(Module):
-    """Zero elements with probability ``p`` in training mode (scaling the others by
-    ``1 / (1 - p)``); the identity after ``eval()``."""
+class _DropoutNd(Module):
+    """The base of the dropout layers (PyTorch's ``torch.nn.modules.dropout._DropoutNd``):
+    the probability ``p`` (checked to lie in [0, 1]) and ``inplace``."""
 
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
@@ -1474,11 +1474,16 @@ class Dropout(Module):
         self.p = p
         self.inplace = inplace
 
-    def forward(self, input):
-        return F.dropout(input, self.p, self.training, self.inplace)
-
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    """Zero elements with probability ``p`` in training mode (scaling the others by
+    ``1 / (1 - p)``); the identity after ``eval()``."""
+
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training, self.inplace)
 
 
 class ReLU(Module):
@@ -1844,12 +1849,18 @@ class Unflatten(Module):
 
 # ---- losses ----------
 class _Loss(Module):
+    """The base of the losses (PyTorch's ``torch.nn.modules.loss._Loss``): ``reduction``
+    (``"mean"``, ``"sum"`` or ``"none"``; the deprecated ``size_average`` and ``reduce``
+    mapped onto it, as PyTorch does). A program's own loss may derive from it."""
+
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
         self.reduction = F._legacy_reduction(size_average, reduce, reduction)
 
 
 class _WeightedLoss(_Loss):
+    """A :class:`_Loss` with a per-class ``weight`` (a buffer, None without one)."""
+
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
@@ -2069,7 +2080,7 @@ def _run_backward_hooks(state, grad_input):
 
 
 def _hook_functions():
-    from ..autograd import Function  # noqa: PLC0415  (the engine, a layer below)
+    from ...autograd import Function  # noqa: PLC0415  (the engine, a layer below)
 
     class BackwardHookFunctionBackward(Function):
         """Identity on the module's inputs; its backward runs the full backward hooks."""
@@ -2122,7 +2133,7 @@ _HOOK_FUNCTIONS = []
 
 
 def _call_with_backward_hooks(module, args, kwargs):
-    from ..autograd.grad_mode import is_grad_enabled  # noqa: PLC0415
+    from ...autograd.grad_mode import is_grad_enabled  # noqa: PLC0415
 
     if not _HOOK_FUNCTIONS:
         _HOOK_FUNCTIONS.extend(_hook_functions())
@@ -2437,3 +2448,21 @@ class Container(Module):
 
 
 __all__ += ["Container"]
+
+
+class CTCLoss(_Loss):
+    """``F.ctc_loss``, the connectionist temporal classification loss, with ``blank``,
+    ``reduction`` and ``zero_infinity`` fixed at construction; ``forward(log_probs,
+    targets, input_lengths, target_lengths)``."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
+
+
+__all__ += ["CTCLoss"]

@@ -1,0 +1,14 @@
+"""``torch.nn.modules.batchnorm``: batch normalization. The names programs import from
+here, bound to gradcore's own classes (those ``gradcore.nn`` holds)."""
+
+
+from ..normalization import (  # noqa: F401  (re-exported)
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    SyncBatchNorm,
+    _BatchNorm,
+    _NormBase,
+)
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]

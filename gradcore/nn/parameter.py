@@ -1,0 +1,14 @@
+"""``torch.nn.parameter``: :class:`Parameter`, :class:`Buffer` and the lazy layers'
+:class:`UninitializedParameter` (the objects ``gradcore.nn`` holds)."""
+
+from ..tensor import Parameter
+from .lazy import UninitializedParameter
+from .modules import Buffer
+
+__all__ = ["Parameter", "UninitializedParameter", "is_lazy", "Buffer"]
+
+
+def is_lazy(param) -> bool:
+    """Whether ``param`` is a lazy layer's parameter not yet given its shape (an
+    :class:`UninitializedParameter`)."""
+    return isinstance(param, UninitializedParameter)
