@@ -128,7 +128,9 @@ def test_make_tensor_default_ranges(dtype, low, high):
     assert t.dtype == dtype and t.shape == (400,) and not t.requires_grad
     values = t.numpy().astype(np.float64)
     assert values.min() >= low and values.max() <= high
-    if dtype.is_floating_point:
+    if dtype == gc.float16:  # (a draw above 8.996 rounds to 9.0 in float16, as PyTorch's:
+        assert values.max() <= 9  # 400 draws reach it about one run in twelve)
+    elif dtype.is_floating_point:
         assert values.max() < 9
     else:  # (400 draws reach both ends of so few integers)
         assert values.min() == low and values.max() == high
