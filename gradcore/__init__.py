@@ -10,6 +10,7 @@ tensor([6.])
 
 import builtins as _builtins
 import functools as _functools
+import math as _math
 import warnings as _warnings
 
 from . import (
@@ -172,7 +173,17 @@ globals().update(_INPLACE_FUNCTIONS)  # torch.relu_(x), torch.clamp_(x, 0), ...:
 
 bool = bool_  # noqa: A001  (gc.bool, as torch.bool)
 dtype = DType  # (torch.dtype, the class of the dtypes: isinstance(x, gc.dtype))
-half, double, long = float16, float64, int64
+half, double, long, short = float16, float64, int64, int16
+pi = _math.pi
+"""The number pi (PyTorch's ``torch.pi``, ``math.pi``)."""
+e = _math.e
+"""Euler's number (PyTorch's ``torch.e``, ``math.e``)."""
+inf = _math.inf
+"""Positive infinity, a Python float (PyTorch's ``torch.inf``)."""
+nan = _math.nan
+"""Not a number, a Python float (PyTorch's ``torch.nan``)."""
+newaxis = None
+"""``None``: ``x[:, gc.newaxis]`` adds a dimension (PyTorch's ``torch.newaxis``)."""
 float = float32  # noqa: A001
 int = int32  # noqa: A001
 

@@ -654,10 +654,13 @@ class Module(_live.Registered):  # (registered for gc.compile)
     def to(self, *args, **kwargs):
         """Move parameters and buffers to a device and/or cast their floating point
         ones to a dtype, in place; returns the module. ``to(device)``, ``to(dtype)``,
-        ``to(device, dtype)``, ``to(tensor)``, or ``device=``/``dtype=`` keywords."""
+        ``to(device, dtype)``, ``to(tensor)``, or ``device=``/``dtype=`` keywords;
+        ``memory_format=gc.channels_last`` lays out the 4-d and 5-d parameters and
+        buffers so (their values unchanged), as PyTorch's."""
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
+        fmt = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
@@ -681,6 +684,8 @@ class Module(_live.Registered):  # (registered for gc.compile)
                     out = out.to(dtype=dtype)
                 if device is not None:
                     out = out.to(device)
+                if fmt is not None and t.ndim in (4, 5):
+                    out = out.to(memory_format=fmt)
                 return out
         return self._apply_to_tensors(convert)
 
