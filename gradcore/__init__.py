@@ -40,6 +40,8 @@ from ._functional import INPLACE_FUNCTIONS as _INPLACE_FUNCTIONS
 from ._functional import (
     alpha_dropout,
     alpha_dropout_,
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
     dropout,
     dropout_,
     embedding,
@@ -49,7 +51,22 @@ from ._functional import (
     feature_dropout,
     feature_dropout_,
     get_device,
+    hinge_embedding_loss,
     is_floating_point,
+    kl_div,
+    margin_ranking_loss,
+    max_pool1d_with_indices,
+    native_batch_norm,
+    native_channel_shuffle,
+    native_dropout,
+    native_group_norm,
+    native_layer_norm,
+    poisson_nll_loss,
+    rrelu,
+    rrelu_,
+    threshold,
+    threshold_,
+    triplet_margin_loss,
 )
 from ._settings import (
     are_deterministic_algorithms_enabled,
@@ -85,6 +102,7 @@ from .creation import (
     blackman_window,
     empty,
     empty_like,
+    empty_permuted,
     eye,
     from_dlpack,
     from_numpy,
@@ -134,10 +152,14 @@ from .dtypes import (
 from .func import vmap
 from .io import load, save
 from .nn.functional import (  # (torch.<name> too)
+    bilinear,
+    channel_shuffle,
     cosine_similarity,
     pairwise_distance,
+    pdist,
     pixel_shuffle,
     pixel_unshuffle,
+    rms_norm,
 )
 from .ops import _export
 from .profile import profile

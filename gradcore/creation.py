@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from builtins import range as range_
 
 import numpy as np
 
@@ -13,7 +14,8 @@ from .autograd.tensor_base import Tensor, _wrap, from_data
 from .ops import shape as _shape
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full",
-           "empty", "arange", "linspace", "logspace", "eye", "randn", "rand", "randint", "randperm",
+           "empty", "empty_permuted", "arange", "linspace", "logspace", "eye", "randn", "rand",
+           "randint", "randperm",
            "zeros_like", "ones_like", "full_like", "empty_like", "randn_like", "rand_like",
            "randint_like", "seed_generator", "scalar_tensor", "range", "asarray", "frombuffer",
            "hann_window", "hamming_window", "blackman_window", "bartlett_window",
@@ -200,6 +202,28 @@ def _empty_in(m, shape, npd, fmt):
     order = _shape._STORED_ORDER[fmt]
     return m.empty(tuple(shape[d] for d in order), dtype=npd).transpose(_shape.undo(order))
 
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   requires_grad=False, pin_memory=False) -> Tensor:
+    """An uninitialized tensor of ``size`` whose dimensions lie in memory in the order
+    ``physical_layout`` (outermost first): ``empty_permuted((N, C, H, W), (0, 2, 3, 1))``
+    is laid out as ``gc.channels_last``.
+
+    >>> import gradcore as gc
+    >>> gc.empty_permuted((2, 3, 4), (2, 0, 1)).stride()
+    (3, 1, 6)
+    """
+    shape = _size((size,), "empty_permuted", None)
+    order = tuple(int(d) for d in physical_layout)
+    if len(set(order)) != len(order):
+        raise RuntimeError("Duplicate dim not allowed")
+    if sorted(order) != list(range_(len(shape))):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the "
+                           f"physical_layout; or physical_layout is not a permutation: "
+                           f"size={list(shape)}, physical_layout={list(order)}")
+    npd = _np_dtype(dtype) or dtypes.default_float.np
+    arr = _dev(device).math.empty(tuple(shape[d] for d in order), dtype=npd)
+    return _finish(arr.transpose(_shape.undo(order)), requires_grad)
 
 empty = _with_size_keyword(
     _empty, "empty", "An uninitialized tensor; ``memory_format=gc.channels_last`` (4-d) "

@@ -24,6 +24,7 @@ from . import (
     _export,
     activation,
     conv,
+    copies,
     extra,
     index,
     linalg,
