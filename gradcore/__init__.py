@@ -36,6 +36,7 @@ from . import (
     testing,
     utils,
 )
+from . import tensor as _tensor_module
 from ._functional import INPLACE_FUNCTIONS as _INPLACE_FUNCTIONS
 from ._functional import (
     alpha_dropout,
@@ -80,6 +81,7 @@ from ._settings import (
     set_anomaly_enabled,
     set_deterministic_debug_mode,
     set_float32_matmul_precision,
+    set_flush_denormal,
     set_num_interop_threads,
     set_num_threads,
     set_printoptions,
@@ -427,6 +429,42 @@ def result_type(tensor1, tensor2):
 def is_tensor(obj) -> "builtins.bool":  # noqa: F821
     """Whether ``obj`` is a gradcore tensor (a ``Parameter`` is one)."""
     return isinstance(obj, Tensor)
+
+
+def is_storage(obj) -> "builtins.bool":  # noqa: F821
+    """Whether ``obj`` is a storage: what ``Tensor.untyped_storage()`` and
+    ``Tensor.storage()`` return (a tensor is not one)."""
+    return isinstance(obj, _tensor_module._UntypedStorage)
+
+
+def set_default_tensor_type(t) -> None:
+    """PyTorch's deprecated ``torch.set_default_tensor_type``: ``'torch.FloatTensor'``,
+    ``'torch.DoubleTensor'``, ``'torch.HalfTensor'`` or their classes
+    (``gc.DoubleTensor``) set the default floating dtype (:func:`set_default_dtype`);
+    the ``'torch.cuda.*'`` names also make CUDA the default device
+    (:func:`set_default_device`). Warns, as PyTorch does."""
+    if isinstance(t, str):
+        name = t.rsplit(".", 1)[-1]
+        cuda = t.startswith(("torch.cuda.", "gradcore.cuda."))
+        if not t.startswith(("torch.", "gradcore.")) or \
+                name not in _tensor_module._TYPE_DTYPES:
+            raise TypeError(f"invalid type: '{t}'")
+    elif isinstance(t, _tensor_module._TensorType):
+        name, cuda = t.__name__, False
+    else:
+        raise TypeError("invalid type object: only floating-point types are supported as the "
+                        "default type")
+    dt = dtypes.to_dtype(_tensor_module._TYPE_DTYPES[name])
+    if not dt.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    if cuda and not backend.cuda_is_available():
+        raise TypeError(f"type {t} not available. Torch not compiled with CUDA enabled.")
+    _warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please "
+                   "use torch.set_default_dtype() and torch.set_default_device() as "
+                   "alternatives.", UserWarning, stacklevel=2)
+    set_default_dtype(dt)
+    if cuda:
+        set_default_device("cuda")
 
 
 def numel(t) -> "builtins.int":  # noqa: F821
