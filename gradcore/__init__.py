@@ -91,7 +91,14 @@ from ._settings import (
 )
 from ._size import Size
 from .amp import autocast
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (
+    enable_grad,
+    inference_mode,
+    is_anomaly_check_nan_enabled,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .autograd import grad_mode as _grad_mode
 from .backend import Device, get_default_device, set_default_device
 from .backend import device as device
@@ -384,23 +391,6 @@ class _Accelerator:
 
 
 accelerator = _Accelerator()
-
-
-class inference_mode(_grad_mode._Mode):
-    """PyTorch's ``torch.inference_mode``: like ``no_grad`` (a context manager and a
-    decorator; ``inference_mode(False)`` leaves recording as it is set)."""
-
-    def __init__(self, mode: "builtins.bool" = True):  # noqa: F821
-        self._on = _builtins.bool(mode)  # (gc.bool is the dtype)
-
-    def __enter__(self):
-        self._prev = _grad_mode.state.enabled
-        if self._on:
-            _grad_mode.state.enabled = False
-
-    @staticmethod
-    def _fresh(mode):
-        return inference_mode(mode._on)
 
 
 def is_inference_mode_enabled() -> "builtins.bool":  # noqa: F821
