@@ -1896,6 +1896,11 @@ class NLLLoss(_WeightedLoss):
                           reduction=self.reduction)
 
 
+class NLLLoss2d(NLLLoss):
+    """:class:`NLLLoss` by its old name (PyTorch keeps ``NLLLoss2d`` as a subclass for old
+    programs; it takes inputs of any number of dimensions, as ``NLLLoss``)."""
+
+
 class BCEWithLogitsLoss(_Loss):
     """``F.binary_cross_entropy_with_logits`` (``weight`` and ``pos_weight`` are
     buffers)."""
