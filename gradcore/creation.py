@@ -191,13 +191,11 @@ def _empty(*size, size_=None, dtype=None, device=None, requires_grad=False,
 
 
 def _empty_in(m, shape, npd, fmt):
-    """An uninitialized array laid out in ``fmt`` (None, contiguous or preserve: row
-    major; a channels-last format: a transposed view of the order it stores)."""
-    if fmt is None or fmt is _shape.contiguous_format or fmt is _shape.preserve_format:
-        if fmt is not None:
-            _shape._check_format(fmt, "empty")
+    """An uninitialized array laid out in ``fmt`` (None or contiguous: row major; a
+    channels-last format: a transposed view of the order it stores)."""
+    if fmt is None or fmt is _shape.contiguous_format:
         return m.empty(shape, dtype=npd)
-    _shape._check_format(fmt, "empty")
+    _shape._check_format(fmt, "empty")  # (preserve_format: PyTorch's RuntimeError)
     _shape._check_rank(fmt, len(shape))
     order = _shape._STORED_ORDER[fmt]
     return m.empty(tuple(shape[d] for d in order), dtype=npd).transpose(_shape.undo(order))

@@ -464,11 +464,12 @@ def _in_layout(xd, fmt) -> bool:
 
 def laid_out(xd, fmt):
     """``xd``'s elements in a new array laid out in ``fmt`` (contiguous or channels-last:
-    a transposed view of a row-major copy, so strides read as PyTorch's)."""
+    a transposed view of a row-major copy), with PyTorch's strides for it (those of
+    dimensions of size 1 included)."""
     if fmt is contiguous_format:
-        return math_of(xd).ascontiguousarray(xd)
+        return xd.copy(order="C")
     order = _STORED_ORDER[fmt]
-    return math_of(xd).ascontiguousarray(xd.transpose(order)).transpose(undo(order))
+    return xd.transpose(order).copy(order="C").transpose(undo(order))
 
 
 def undo(order) -> tuple:
@@ -477,12 +478,21 @@ def undo(order) -> tuple:
 
 
 def suggest_format(xd):
-    """The layout ``preserve_format`` keeps: channels-last where ``xd`` is laid out so
-    (and not also row-major), else contiguous."""
-    if not _row_major(xd):
-        for fmt in _STORED_ORDER:
-            if _in_layout(xd, fmt):
-                return fmt
+    """The layout ``xd``'s strides suggest, by PyTorch's rule (``suggest_memory_format``):
+    channels-last when the strides grow in that order (ties between dimensions of size
+    1 read as contiguous), else contiguous."""
+    for fmt, order in _STORED_ORDER.items():
+        if xd.ndim != len(order):
+            continue
+        shape, strides = xd.shape, xd.strides
+        if strides[1] == 0:
+            return contiguous_format
+        low = 0
+        for d in (1, *reversed(order[1:-1]), 0):
+            if shape[d] == 0 or strides[d] < low or (d == 0 and low == strides[1]):
+                return contiguous_format
+            low = strides[d] * (shape[d] if shape[d] > 1 else 1)
+        return fmt
     return contiguous_format
 
 
@@ -491,6 +501,8 @@ def is_contiguous(x, memory_format=contiguous_format) -> bool:
     """Whether the elements lie in memory in ``memory_format``'s order with no gaps: row
     major by default (a transposed, strided or expanded view is not), or channels-last
     (``x.contiguous(memory_format=gc.channels_last)`` is)."""
+    if memory_format is preserve_format:  # (PyTorch's answer: row-major contiguity)
+        return _row_major(x._data)
     if memory_format is not contiguous_format:
         _check_format(memory_format, "is_contiguous")
     return _in_layout(x._data, memory_format)
@@ -501,6 +513,8 @@ def contiguous(x, *, memory_format=contiguous_format):
     """``x`` itself when it is laid out in ``memory_format`` already, else a copy so laid
     out (differentiable, as ``clone``: ``CloneBackward0``). ``gc.channels_last`` needs a
     4-d tensor, ``gc.channels_last_3d`` a 5-d one."""
+    if memory_format is preserve_format and _row_major(x._data):
+        return x
     if memory_format is not contiguous_format:
         _check_format(memory_format, "contiguous")
         _check_rank(memory_format, x._data.ndim)

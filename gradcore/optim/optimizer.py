@@ -133,24 +133,27 @@ def register_optimizer_step_post_hook(hook):
 
 
 def _with_step_hooks(step):
-    """``step`` running the global and the optimizer's own step hooks around it (as
-    PyTorch wraps each optimizer class's ``step``)."""
+    """``step`` running the step hooks around it, as PyTorch wraps each optimizer class's
+    ``step``: the global pre-hooks then the optimizer's, each ``hook(optimizer, args,
+    kwargs)`` with ``args`` starting with the optimizer (a pre-hook may return new
+    ``(args, kwargs)``); after the step the optimizer's post-hooks then the global ones."""
     @functools.wraps(step)
-    def hooked(self, *args, **kwargs):
+    def hooked(*args, **kwargs):
+        self = args[0]
         pre = self.__dict__.get("_optimizer_step_pre_hooks")
         post = self.__dict__.get("_optimizer_step_post_hooks")
         if not (pre or post or _global_step_pre_hooks or _global_step_post_hooks):
-            return step(self, *args, **kwargs)
+            return step(*args, **kwargs)
         for hook in (*_global_step_pre_hooks.values(), *(pre or {}).values()):
             result = hook(self, args, kwargs)
             if result is not None:
                 if isinstance(result, tuple) and len(result) == 2:
                     args, kwargs = result
                 else:
-                    raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
+                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
                                        f"new_kwargs), but got {result}.")
-        out = step(self, *args, **kwargs)
-        for hook in (*_global_step_post_hooks.values(), *(post or {}).values()):
+        out = step(*args, **kwargs)
+        for hook in (*(post or {}).values(), *_global_step_post_hooks.values()):
             hook(self, args, kwargs)
         return out
     hooked._step_hooks = True
