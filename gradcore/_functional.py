@@ -1,6 +1,9 @@
 """PyTorch's ``torch.<name>`` functions that are another namespace's in gradcore: the
 dropouts with PyTorch's ``(input, p, train)`` arguments, ``torch.embedding(weight,
-indices)``, and the in-place function forms (``torch.relu_(x)`` is ``x.relu_()``).
+indices)``, the losses, activations and normalizations of ``nn.functional`` with ATen's
+arguments (``reduction`` an int: 0 none, 1 mean, 2 sum; ``native_layer_norm`` and the
+other ``native_*`` forms also return the statistics they saved), and the in-place
+function forms (``torch.relu_(x)`` is ``x.relu_()``).
 """
 
 from __future__ import annotations

@@ -641,8 +641,10 @@ def test_nllloss2d_is_nllloss():
     assert issubclass(gc.nn.NLLLoss2d, gc.nn.NLLLoss)
     logp = RNG.standard_normal((2, 3, 4, 4))
     target = RNG.integers(0, 3, (2, 4, 4))
-    ours = gc.nn.NLLLoss2d(ignore_index=1)(gc.tensor(logp), gc.tensor(target))
-    theirs = torch.nn.NLLLoss2d(ignore_index=1)(torch.tensor(logp), torch.tensor(target))
+    with pytest.warns(FutureWarning, match="`NLLLoss2d` has been deprecated"):
+        ours = gc.nn.NLLLoss2d(ignore_index=1)(gc.tensor(logp), gc.tensor(target))
+    with pytest.warns(FutureWarning, match="`NLLLoss2d` has been deprecated"):
+        theirs = torch.nn.NLLLoss2d(ignore_index=1)(torch.tensor(logp), torch.tensor(target))
     np.testing.assert_allclose(host(ours), theirs.numpy(), rtol=1e-12)
 
 
@@ -674,7 +676,7 @@ def test_fusion_matches_pytorch(kind):
         return layer, bn
     (layer, bn), (tlayer, tbn) = pair(gc), pair(torch)
     with torch.no_grad():
-        for name, b in tbn.named_buffers():
+        for b in tbn.buffers():
             if b.is_floating_point():
                 b.copy_(torch.rand(b.shape) + 0.5)
         for p in tbn.parameters():

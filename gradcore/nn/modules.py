@@ -1898,7 +1898,16 @@ class NLLLoss(_WeightedLoss):
 
 class NLLLoss2d(NLLLoss):
     """:class:`NLLLoss` by its old name (PyTorch keeps ``NLLLoss2d`` as a subclass for old
-    programs; it takes inputs of any number of dimensions, as ``NLLLoss``)."""
+    programs, and warns that it is deprecated); inputs of any number of dimensions, as
+    ``NLLLoss``."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean"):
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
+                      "drop-in replacement and see "
+                      "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more "
+                      "details.", FutureWarning, stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
