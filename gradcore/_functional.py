@@ -245,15 +245,15 @@ def threshold_(input, threshold, value):  # noqa: A002
     return F.threshold_(input, threshold, value)
 
 
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002
-    """Randomized leaky ReLU (:func:`gradcore.nn.functional.rrelu`; slopes drawn from
-    gradcore's default generator)."""
-    return F.rrelu(input, lower, upper, training)
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):  # noqa: A002
+    """Randomized leaky ReLU (:func:`gradcore.nn.functional.rrelu`), its slopes drawn
+    from ``generator`` (None: the default generator)."""
+    return F._rrelu(input, lower, upper, training, False, generator)
 
 
-def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):  # noqa: A002
     """:func:`rrelu` written into ``input``."""
-    return F.rrelu_(input, lower, upper, training)
+    return F._rrelu(input, lower, upper, training, True, generator)
 
 
 def native_channel_shuffle(input, groups):  # noqa: A002
