@@ -371,13 +371,13 @@ def test_functional_form_gradients_match_pytorch(name):
 
 def test_rrelu_draws_from_the_generator_given(device):
     x = gc.tensor(-np.ones((2, 50)))
-    first = gc.rrelu(x, 0.1, 0.3, True, generator=gc.Generator().manual_seed(5))
-    again = gc.rrelu(x, 0.1, 0.3, True, generator=gc.Generator().manual_seed(5))
+    first = gc.rrelu(x, 0.1, 0.3, True, generator=gc.Generator(device).manual_seed(5))
+    again = gc.rrelu(x, 0.1, 0.3, True, generator=gc.Generator(device).manual_seed(5))
     np.testing.assert_array_equal(host(first), host(again))
     slopes = -host(first)
     assert (slopes >= 0.1).all() and (slopes < 0.3).all() and len(np.unique(slopes)) > 50
     y = x.clone()
-    assert gc.rrelu_(y, 0.1, 0.3, True, generator=gc.Generator().manual_seed(5)) is y
+    assert gc.rrelu_(y, 0.1, 0.3, True, generator=gc.Generator(device).manual_seed(5)) is y
     np.testing.assert_array_equal(host(y), host(first))
 
 
