@@ -236,7 +236,8 @@ def _to(self, *args, **kwargs):
         out = pointwise.to_dtype(out, dt)
     if dev is not None and _device(dev) != out.device:
         out = _device_ops.to_device(out, _device(dev))
-    if fmt is not shape.preserve_format and shape.suggest_format(out._data) is not fmt:
+    if fmt is not shape.preserve_format and (shape.suggest_format(out._data) is not fmt or
+                                             copy and out is self):
         out = _device_ops.clone(out, shape.laid_out(out._data, fmt))
     elif copy and out is self:
         out = out.clone()
