@@ -10,6 +10,7 @@ tensor([6.])
 
 import builtins as _builtins
 import functools as _functools
+import math as _math
 import warnings as _warnings
 
 from . import (
@@ -43,10 +44,13 @@ from . import (
     version,
     xpu,
 )
+from . import tensor as _tensor_module
 from ._functional import INPLACE_FUNCTIONS as _INPLACE_FUNCTIONS
 from ._functional import (
     alpha_dropout,
     alpha_dropout_,
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
     dropout,
     dropout_,
     embedding,
@@ -56,7 +60,22 @@ from ._functional import (
     feature_dropout,
     feature_dropout_,
     get_device,
+    hinge_embedding_loss,
     is_floating_point,
+    kl_div,
+    margin_ranking_loss,
+    max_pool1d_with_indices,
+    native_batch_norm,
+    native_channel_shuffle,
+    native_dropout,
+    native_group_norm,
+    native_layer_norm,
+    poisson_nll_loss,
+    rrelu,
+    rrelu_,
+    threshold,
+    threshold_,
+    triplet_margin_loss,
 )
 from ._settings import (
     are_deterministic_algorithms_enabled,
@@ -70,6 +89,7 @@ from ._settings import (
     set_anomaly_enabled,
     set_deterministic_debug_mode,
     set_float32_matmul_precision,
+    set_flush_denormal,
     set_num_interop_threads,
     set_num_threads,
     set_printoptions,
@@ -86,7 +106,14 @@ from .amp import (
     is_autocast_cpu_enabled,
     is_autocast_enabled,
 )
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (
+    enable_grad,
+    inference_mode,
+    is_anomaly_check_nan_enabled,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .autograd import grad_mode as _grad_mode
 from .backend import Device, OutOfMemoryError, get_default_device, set_default_device
 from .backend import device as device
@@ -99,6 +126,7 @@ from .creation import (
     blackman_window,
     empty,
     empty_like,
+    empty_permuted,
     eye,
     from_dlpack,
     from_numpy,
@@ -148,10 +176,14 @@ from .dtypes import (
 from .func import vmap
 from .io import load, save
 from .nn.functional import (  # (torch.<name> too)
+    bilinear,
+    channel_shuffle,
     cosine_similarity,
     pairwise_distance,
+    pdist,
     pixel_shuffle,
     pixel_unshuffle,
+    rms_norm,
 )
 from .ops import _export
 from .profile import profile
@@ -187,7 +219,17 @@ globals().update(_INPLACE_FUNCTIONS)  # torch.relu_(x), torch.clamp_(x, 0), ...:
 
 bool = bool_  # noqa: A001  (gc.bool, as torch.bool)
 dtype = DType  # (torch.dtype, the class of the dtypes: isinstance(x, gc.dtype))
-half, double, long = float16, float64, int64
+half, double, long, short = float16, float64, int64, int16
+pi = _math.pi
+"""The number pi (PyTorch's ``torch.pi``, ``math.pi``)."""
+e = _math.e
+"""Euler's number (PyTorch's ``torch.e``, ``math.e``)."""
+inf = _math.inf
+"""Positive infinity, a Python float (PyTorch's ``torch.inf``)."""
+nan = _math.nan
+"""Not a number, a Python float (PyTorch's ``torch.nan``)."""
+newaxis = None
+"""``None``: ``x[:, gc.newaxis]`` adds a dimension (PyTorch's ``torch.newaxis``)."""
 float = float32  # noqa: A001
 int = int32  # noqa: A001
 
@@ -228,23 +270,6 @@ class _Accelerator:
 accelerator = _Accelerator()
 
 
-class inference_mode(_grad_mode._Mode):
-    """PyTorch's ``torch.inference_mode``: like ``no_grad`` (a context manager and a
-    decorator; ``inference_mode(False)`` leaves recording as it is set)."""
-
-    def __init__(self, mode: "builtins.bool" = True):  # noqa: F821
-        self._on = _builtins.bool(mode)  # (gc.bool is the dtype)
-
-    def __enter__(self):
-        self._prev = _grad_mode.state.enabled
-        if self._on:
-            _grad_mode.state.enabled = False
-
-    @staticmethod
-    def _fresh(mode):
-        return inference_mode(mode._on)
-
-
 def is_inference_mode_enabled() -> "builtins.bool":  # noqa: F821
     """True inside ``inference_mode()`` or ``no_grad`` (gradcore has no inference
     tensors: both turn recording off)."""
@@ -271,6 +296,42 @@ def result_type(tensor1, tensor2):
 def is_tensor(obj) -> "builtins.bool":  # noqa: F821
     """Whether ``obj`` is a gradcore tensor (a ``Parameter`` is one)."""
     return isinstance(obj, Tensor)
+
+
+def is_storage(obj) -> "builtins.bool":  # noqa: F821
+    """Whether ``obj`` is a storage: what ``Tensor.untyped_storage()`` and
+    ``Tensor.storage()`` return (a tensor is not one)."""
+    return isinstance(obj, _tensor_module._UntypedStorage)
+
+
+def set_default_tensor_type(t) -> None:
+    """PyTorch's deprecated ``torch.set_default_tensor_type``: ``'torch.FloatTensor'``,
+    ``'torch.DoubleTensor'``, ``'torch.HalfTensor'`` or their classes
+    (``gc.DoubleTensor``) set the default floating dtype (:func:`set_default_dtype`);
+    the ``'torch.cuda.*'`` names also make CUDA the default device
+    (:func:`set_default_device`). Warns, as PyTorch does."""
+    if isinstance(t, str):
+        name = t.rsplit(".", 1)[-1]
+        cuda = t.startswith(("torch.cuda.", "gradcore.cuda."))
+        if not t.startswith(("torch.", "gradcore.")) or \
+                name not in _tensor_module._TYPE_DTYPES:
+            raise TypeError(f"invalid type: '{t}'")
+    elif isinstance(t, _tensor_module._TensorType):
+        name, cuda = t.__name__, False
+    else:
+        raise TypeError("invalid type object: only floating-point types are supported as the "
+                        "default type")
+    dt = dtypes.to_dtype(_tensor_module._TYPE_DTYPES[name])
+    if not dt.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    if cuda and not backend.cuda_is_available():
+        raise TypeError(f"type {t} not available. Torch not compiled with CUDA enabled.")
+    _warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please "
+                   "use torch.set_default_dtype() and torch.set_default_device() as "
+                   "alternatives.", UserWarning, stacklevel=2)
+    set_default_dtype(dt)
+    if cuda:
+        set_default_device("cuda")
 
 
 def numel(t) -> "builtins.int":  # noqa: F821

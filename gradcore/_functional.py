@@ -1,20 +1,29 @@
 """PyTorch's ``torch.<name>`` functions that are another namespace's in gradcore: the
 dropouts with PyTorch's ``(input, p, train)`` arguments, ``torch.embedding(weight,
-indices)``, and the in-place function forms (``torch.relu_(x)`` is ``x.relu_()``).
+indices)``, the losses, activations and normalizations of ``nn.functional`` with ATen's
+arguments (``reduction`` an int: 0 none, 1 mean, 2 sum; ``native_layer_norm`` and the
+other ``native_*`` forms also return the statistics they saved), and the in-place
+function forms (``torch.relu_(x)`` is ``x.relu_()``).
 """
 
 from __future__ import annotations
 
 import math
 
-from . import creation
+from . import creation, dtypes
+from .autograd.grad_mode import no_grad
 from .nn import functional as F
 from .tensor import Tensor
 
 __all__ = ["empty_strided", "dropout", "dropout_", "alpha_dropout", "alpha_dropout_",
            "feature_dropout", "feature_dropout_", "feature_alpha_dropout",
            "feature_alpha_dropout_", "embedding",
-           "is_floating_point", "get_device", "INPLACE_FUNCTIONS"]
+           "is_floating_point", "get_device", "INPLACE_FUNCTIONS",
+           "binary_cross_entropy_with_logits", "kl_div", "cosine_embedding_loss",
+           "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss",
+           "poisson_nll_loss", "threshold", "threshold_", "rrelu", "rrelu_",
+           "native_channel_shuffle", "max_pool1d_with_indices", "native_layer_norm",
+           "native_batch_norm", "native_group_norm", "native_dropout"]
 
 _ALPHA = 1.7580993408473766  # SELU's -scale * alpha: where alpha dropout sends a dropped value
 
@@ -157,3 +166,166 @@ def selu_(input):  # noqa: A002
 
 INPLACE_FUNCTIONS = {name: _method_form(name) for name in _METHOD_FORMS}
 INPLACE_FUNCTIONS.update(celu_=celu_, selu_=selu_)
+
+
+# ---- torch.<name> forms of gradcore.nn.functional's ops, with PyTorch's ATen arguments:
+# the reduction an int (0 'none', 1 'mean', 2 'sum'), no size_average/reduce/inplace
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _reduction(reduction, op, position) -> str:
+    if type(reduction) is not int:
+        raise TypeError(f"{op}(): argument 'reduction' (position {position}) must be int, "
+                        f"not {type(reduction).__name__}")
+    if reduction not in (0, 1, 2):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return _REDUCTIONS[reduction]
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None,  # noqa: A002
+                                     reduction=1):
+    """:func:`gradcore.nn.functional.binary_cross_entropy_with_logits` with PyTorch's
+    ``torch.binary_cross_entropy_with_logits`` arguments (``reduction`` 0 none, 1 mean,
+    2 sum)."""
+    return F.binary_cross_entropy_with_logits(input, target, weight,
+                                              reduction=_reduction(
+                                                  reduction, "binary_cross_entropy_with_logits", 5),
+                                              pos_weight=pos_weight)
+
+
+def kl_div(input, target, reduction=1, *, log_target=False):  # noqa: A002
+    """:func:`gradcore.nn.functional.kl_div` with PyTorch's ``torch.kl_div`` arguments
+    (``reduction`` 0 none, 1 mean over all elements, 2 sum)."""
+    reduction = _reduction(reduction, "kl_div", 3)
+    if reduction == "mean":  # (F.kl_div's warning about 'batchmean' is not torch.kl_div's)
+        return F.kl_div(input, target, reduction="none", log_target=log_target).mean()
+    return F.kl_div(input, target, reduction=reduction, log_target=log_target)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
+    """:func:`gradcore.nn.functional.cosine_embedding_loss` (``reduction`` an int)."""
+    return F.cosine_embedding_loss(input1, input2, target, margin,
+                                   reduction=_reduction(reduction, "cosine_embedding_loss", 5))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1):
+    """:func:`gradcore.nn.functional.margin_ranking_loss` (``reduction`` an int)."""
+    return F.margin_ranking_loss(input1, input2, target, margin,
+                                 reduction=_reduction(reduction, "margin_ranking_loss", 5))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, reduction=1):  # noqa: A002
+    """:func:`gradcore.nn.functional.hinge_embedding_loss` (``reduction`` an int)."""
+    reduction = _reduction(reduction, "hinge_embedding_loss", 4)
+    return F.hinge_embedding_loss(input, target, margin, reduction=reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False,
+                        reduction=1):
+    """:func:`gradcore.nn.functional.triplet_margin_loss` (``reduction`` an int)."""
+    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                 reduction=_reduction(reduction, "triplet_margin_loss", 8))
+
+
+def poisson_nll_loss(input, target, log_input, full, eps, reduction):  # noqa: A002
+    """:func:`gradcore.nn.functional.poisson_nll_loss` with every argument given, as
+    PyTorch's ``torch.poisson_nll_loss`` takes them (``reduction`` an int)."""
+    return F.poisson_nll_loss(input, target, log_input, full, eps=eps,
+                              reduction=_reduction(reduction, "poisson_nll_loss", 6))
+
+
+def threshold(input, threshold, value):  # noqa: A002
+    """``input`` where ``input > threshold``, else ``value``
+    (:func:`gradcore.nn.functional.threshold`)."""
+    return F.threshold(input, threshold, value)
+
+
+def threshold_(input, threshold, value):  # noqa: A002
+    """:func:`threshold` written into ``input``."""
+    return F.threshold_(input, threshold, value)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):  # noqa: A002
+    """Randomized leaky ReLU (:func:`gradcore.nn.functional.rrelu`), its slopes drawn
+    from ``generator`` (None: the default generator)."""
+    return F._rrelu(input, lower, upper, training, False, generator)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):  # noqa: A002
+    """:func:`rrelu` written into ``input``."""
+    return F._rrelu(input, lower, upper, training, True, generator)
+
+
+def native_channel_shuffle(input, groups):  # noqa: A002
+    """:func:`gradcore.nn.functional.channel_shuffle` (PyTorch's native form)."""
+    return F.channel_shuffle(input, groups)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1,  # noqa: A002
+                            ceil_mode=False):
+    """``(values, indices)`` of :func:`gradcore.nn.functional.max_pool1d` (``stride``
+    empty or None: the kernel size)."""
+    return F.max_pool1d(input, kernel_size, stride if stride not in ((), []) else None,
+                        padding, dilation, ceil_mode, True)
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):  # noqa: A002
+    """``(output, mean, rstd)``: :func:`gradcore.nn.functional.layer_norm` and the mean
+    and ``1 / sqrt(var + eps)`` of each normalized group, kept as dimensions of size 1
+    (those two outside the graph, as PyTorch's)."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
+        tuple(normalized_shape)
+    out = F.layer_norm(input, shape, weight, bias, eps)
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    with no_grad():
+        x = input.detach()
+        mean = x.mean(dims, keepdim=True)
+        rstd = (x.var(dims, correction=0, keepdim=True) + eps).rsqrt()
+    return out, mean, rstd
+
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training,  # noqa: A002
+                      momentum, eps):
+    """``(output, save_mean, save_invstd)``: :func:`gradcore.nn.functional.batch_norm`
+    (running statistics updated in training) and, in training, the batch's mean and
+    ``1 / sqrt(var + eps)`` per channel (empty tensors outside training)."""
+    out = F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    with no_grad():
+        if not training:
+            empty = creation.empty(0, dtype=input.dtype, device=input.device)
+            return out, empty, empty.clone()
+        x = input.detach()
+        dims = (0,) + tuple(range(2, input.ndim))
+        mean = x.mean(dims)
+        invstd = (x.var(dims, correction=0) + eps).rsqrt()
+    return out, mean, invstd
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):  # noqa: A002, N803
+    """``(output, mean, rstd)``: :func:`gradcore.nn.functional.group_norm` of ``input``
+    seen as ``(N, C, HxW)``, and each group's mean and ``1 / sqrt(var + eps)``, of shape
+    ``(N, group)``."""
+    if N * C * HxW != input.numel():
+        raise RuntimeError(f"Expected input to have {N * C * HxW} elements, but got "
+                           f"{input.numel()}")
+    out = F.group_norm(input, group, weight, bias, eps)
+    with no_grad():
+        x = input.detach().reshape(N, group, -1)
+        mean = x.mean(2)
+        rstd = (x.var(2, correction=0) + eps).rsqrt()
+    return out, mean, rstd
+
+
+def native_dropout(input, p, train):  # noqa: A002
+    """``(output, mask)``: in training each element zeroed with probability ``p`` and
+    the others scaled by ``1 / (1 - p)``, with the boolean mask of those kept; outside
+    training (``train`` False) a copy of ``input`` and a mask of ones."""
+    if train is None or train:
+        if not 0.0 <= p <= 1.0:
+            raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+        with no_grad():
+            ones = creation.ones(tuple(input.shape), dtype=input.dtype, device=input.device)
+            noise = F.dropout(ones, p, True) if p < 1 else ones * 0
+        return input * noise, noise != 0
+    return input.clone(), creation.ones(tuple(input.shape), dtype=dtypes.bool_,
+                                        device=input.device)

@@ -20,7 +20,7 @@ import os
 from . import _format
 from .autograd import grad_mode
 
-__all__ = ["set_printoptions", "set_num_threads", "get_num_threads",
+__all__ = ["set_flush_denormal", "set_printoptions", "set_num_threads", "get_num_threads",
            "set_num_interop_threads", "get_num_interop_threads",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
@@ -194,6 +194,21 @@ is_anomaly_enabled = grad_mode.is_anomaly_enabled
 set_anomaly_enabled = grad_mode.set_anomaly_enabled
 
 _warn = {"always": False}
+
+
+def set_flush_denormal(mode) -> bool:
+    """Whether flushing denormal floats to zero could be set: False, as PyTorch answers on
+    a CPU without the flag. gradcore computes with NumPy and CuPy, which keep denormal
+    numbers; ``mode`` changes nothing.
+
+    >>> import gradcore as gc
+    >>> gc.set_flush_denormal(True)
+    False
+    """
+    if not isinstance(mode, builtins.bool):
+        raise TypeError(f"set_flush_denormal(): argument 'mode' (position 1) must be bool, "
+                        f"not {type(mode).__name__}")
+    return False
 
 
 def set_warn_always(b, /) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from builtins import range as range_
 
 import numpy as np
 
@@ -10,9 +11,11 @@ from . import _random as _random_mod
 from . import backend, dtypes
 from ._random import seed_generator
 from .autograd.tensor_base import Tensor, _wrap, from_data
+from .ops import shape as _shape
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full",
-           "empty", "arange", "linspace", "logspace", "eye", "randn", "rand", "randint", "randperm",
+           "empty", "empty_permuted", "arange", "linspace", "logspace", "eye", "randn", "rand",
+           "randint", "randperm",
            "zeros_like", "ones_like", "full_like", "empty_like", "randn_like", "rand_like",
            "randint_like", "seed_generator", "scalar_tensor", "range", "asarray", "frombuffer",
            "hann_window", "hamming_window", "blackman_window", "bartlett_window",
@@ -177,7 +180,52 @@ def _with_size_keyword(impl, name, doc, more=()):
 zeros = _factory("zeros", lambda m, s, d: m.zeros(s, dtype=d),
                  "A tensor of zeros: ``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``.")
 ones = _factory("ones", lambda m, s, d: m.ones(s, dtype=d), "A tensor of ones.")
-empty = _factory("empty", lambda m, s, d: m.empty(s, dtype=d), "An uninitialized tensor.")
+
+
+def _empty(*size, size_=None, dtype=None, device=None, requires_grad=False,
+           memory_format=None):
+    shape = _size(size, "empty", size_)
+    npd = _np_dtype(dtype) or dtypes.default_float.np
+    m = _dev(device).math
+    return _finish(_empty_in(m, shape, npd, memory_format), requires_grad)
+
+
+def _empty_in(m, shape, npd, fmt):
+    """An uninitialized array laid out in ``fmt`` (None or contiguous: row major; a
+    channels-last format: a transposed view of the order it stores)."""
+    if fmt is None or fmt is _shape.contiguous_format:
+        return m.empty(shape, dtype=npd)
+    _shape._check_format(fmt, "empty")  # (preserve_format: PyTorch's RuntimeError)
+    _shape._check_rank(fmt, len(shape))
+    order = _shape._STORED_ORDER[fmt]
+    return m.empty(tuple(shape[d] for d in order), dtype=npd).transpose(_shape.undo(order))
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   requires_grad=False, pin_memory=False) -> Tensor:
+    """An uninitialized tensor of ``size`` whose dimensions lie in memory in the order
+    ``physical_layout`` (outermost first): ``empty_permuted((N, C, H, W), (0, 2, 3, 1))``
+    is laid out as ``gc.channels_last``.
+
+    >>> import gradcore as gc
+    >>> gc.empty_permuted((2, 3, 4), (2, 0, 1)).stride()
+    (3, 1, 6)
+    """
+    shape = _size((size,), "empty_permuted", None)
+    order = tuple(int(d) for d in physical_layout)
+    if len(set(order)) != len(order):
+        raise RuntimeError("Duplicate dim not allowed")
+    if sorted(order) != list(range_(len(shape))):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the "
+                           f"physical_layout; or physical_layout is not a permutation: "
+                           f"size={list(shape)}, physical_layout={list(order)}")
+    npd = _np_dtype(dtype) or dtypes.default_float.np
+    arr = _dev(device).math.empty(tuple(shape[d] for d in order), dtype=npd)
+    return _finish(arr.transpose(_shape.undo(order)), requires_grad)
+
+empty = _with_size_keyword(
+    _empty, "empty", "An uninitialized tensor; ``memory_format=gc.channels_last`` (4-d) "
+    "or ``gc.channels_last_3d`` (5-d) lays it out channels-last.", more=("memory_format",))
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -405,11 +453,24 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 
 
 def _like(factory):
-    def like(t, *, dtype=None, device=None, requires_grad=False):
-        return factory(tuple(t.shape), dtype=dtype or t.dtype, device=device or t.device,
-                       requires_grad=requires_grad)
+    def like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+        out = factory(tuple(t.shape), dtype=dtype or t.dtype, device=device or t.device,
+                      requires_grad=False)
+        fmt = memory_format
+        if fmt is None or fmt is _shape.preserve_format:
+            fmt = _shape.suggest_format(t._data)
+        if fmt is not _shape.contiguous_format or memory_format is not None:
+            _shape._check_format(fmt, like.__name__)
+            if fmt is not _shape.contiguous_format:
+                _shape._check_rank(fmt, out.ndim)
+                out._data = _shape.laid_out(out._data, fmt)
+        if requires_grad:
+            out.requires_grad = True
+        return out
+    like.__name__ = like.__qualname__ = f"{factory.__name__}_like"
     like.__doc__ = (f"``{factory.__name__}`` of ``t``'s shape, with ``t``'s dtype and device "
-                    "unless ``dtype`` or ``device`` is given.")
+                    "unless ``dtype`` or ``device`` is given; laid out as ``t`` (channels-last "
+                    "or contiguous) unless ``memory_format`` says otherwise.")
     return like
 
 

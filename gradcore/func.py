@@ -37,7 +37,7 @@ from .ops.shape import stack as _stack
 from .tensor import Tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
-           "functional_call"]
+           "functional_call", "stack_module_state"]
 
 
 # ------------------------------------------------------------------------ pytrees
@@ -795,3 +795,40 @@ def _swap(module, name, tensor):
     elif last in module.__dict__:
         object.__delattr__(module, last)
     return old
+
+
+def stack_module_state(models) -> tuple[dict, dict]:
+    """The parameters and the buffers of ``models`` (modules of one class, all in
+    training or all in eval mode), each stacked along a new first dimension: two dicts
+    by name, for ``vmap`` over an ensemble with :func:`functional_call`. The stacked
+    parameters are new leaves that require grad where the models' do.
+
+    >>> import gradcore as gc
+    >>> params, buffers = gc.func.stack_module_state([gc.nn.Linear(3, 2) for _ in range(4)])
+    >>> params["weight"].shape
+    gradcore.Size([4, 2, 3])
+    """
+    models = list(models)
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same "
+                           "training/eval mode.")
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+
+    def stacked(tensors, name):
+        grads = [t.requires_grad for t in tensors]
+        if any(grads) and not all(grads):
+            raise RuntimeError(f"Expected {name} from each model to have the same "
+                               f".requires_grad")
+        out = _stack(list(tensors))
+        if all(grads):
+            out = out.detach().requires_grad_()
+        return out
+
+    all_params = [dict(m.named_parameters()) for m in models]
+    params = {k: stacked(tuple(p[k] for p in all_params), k) for k in all_params[0]}
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    buffers = {k: stacked(tuple(b[k] for b in all_buffers), k) for k in all_buffers[0]}
+    return params, buffers

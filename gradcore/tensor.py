@@ -11,6 +11,7 @@ need the engine's user-facing entry points and the ops' argument parsing.
 
 from __future__ import annotations
 
+import warnings
 import weakref as _weakref
 from multiprocessing import shared_memory as _shared_memory
 
@@ -529,8 +530,209 @@ def as_subclass(self, cls):
     return out
 
 
+def resize(self, *sizes):
+    """``self`` with the shape ``sizes`` and as many elements (PyTorch's deprecated
+    non-in-place ``resize``, which warns so): a differentiable reshape."""
+    warnings.warn("non-inplace resize is deprecated", stacklevel=2)
+    return _resize_copy(self, sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], int)
+                        else sizes)
+
+
+def resize_as(self, tensor):
+    """``self`` with ``tensor``'s shape (PyTorch's deprecated non-in-place
+    ``resize_as``, which warns so); the numbers of elements must agree."""
+    warnings.warn("non-inplace resize_as is deprecated", stacklevel=2)
+    return _resize_copy(self, tuple(tensor.shape))
+
+
+def _resize_copy(self, sizes):
+    sizes = tuple(int(n) for n in sizes)
+    n = 1
+    for d in sizes:
+        n *= d
+    if n != self.numel():
+        raise RuntimeError(
+            f"requested resize to {'x'.join(map(str, sizes))} ({n} elements in total), but the "
+            f"given tensor has a size of {'x'.join(map(str, self.shape))} ({self.numel()} "
+            f"elements). autograd's resize can only change the shape of a given tensor, while "
+            f"preserving the number of elements. ")
+    return self.contiguous().view(sizes)
+
+
+class _UntypedStorage:
+    """The memory a tensor's elements lie in, as bytes (what ``Tensor.untyped_storage()``
+    returns): every view of one base has the same storage, whose ``data_ptr()`` is the
+    address where that memory starts."""
+
+    def __init__(self, root):
+        self._root = root  # the array that owns (or first exposes) the memory
+
+    def data_ptr(self) -> int:
+        """The address where the memory starts."""
+        return math_of(self._root).address(self._root)
+
+    def nbytes(self) -> int:
+        """The size of the memory, in bytes."""
+        return int(self._root.nbytes)
+
+    def size(self) -> int:
+        """The number of elements: bytes, for an untyped storage."""
+        return self.nbytes() // self.element_size()
+
+    def element_size(self) -> int:
+        """The size of an element in bytes: 1 here."""
+        return 1
+
+    def __len__(self):
+        return self.size()
+
+    @property
+    def device(self):
+        """Where the memory is."""
+        return backend.device_of(self._root)
+
+    def _flat(self):
+        root = self._root
+        return backend.to_host(root).reshape(-1).view(np.uint8)
+
+    def tolist(self) -> list:
+        """The bytes, as Python ints."""
+        return self._flat().tolist()
+
+    def __getitem__(self, i):
+        return self.tolist()[i]
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._root is self._root
+
+    def __hash__(self):
+        return id(self._root)
+
+    def __repr__(self):
+        return (f"gradcore.storage.UntypedStorage(device={self.device}) of size "
+                f"{self.size()}")
+
+
+class _TypedStorage(_UntypedStorage):
+    """The memory of a tensor as elements of its dtype (what the deprecated
+    ``Tensor.storage()`` returns)."""
+
+    def __init__(self, root, dtype):
+        super().__init__(root)
+        self.dtype = dtype
+
+    def element_size(self) -> int:
+        """The size of an element in bytes."""
+        return int(self._root.itemsize)
+
+    def _flat(self):
+        return backend.to_host(self._root).reshape(-1)
+
+    def untyped(self):
+        """The same memory as bytes."""
+        return _UntypedStorage(self._root)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._root is self._root and \
+            other.dtype == self.dtype
+
+    def __hash__(self):
+        return id(self._root)
+
+    def __repr__(self):
+        return (f"[gradcore.storage.TypedStorage(dtype={self.dtype}, device={self.device}) "
+                f"of size {self.size()}]")
+
+
+def untyped_storage(self):
+    """The memory the elements lie in, as bytes: ``data_ptr()``, ``nbytes()``,
+    ``size()``, ``element_size()``, ``device``, ``tolist()``. Views of one tensor share
+    one storage (equal ``data_ptr()``); tensors with their own memory do not.
+
+    >>> import gradcore as gc
+    >>> x = gc.zeros(2, 3)
+    >>> x[1].untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    True
+    """
+    return _UntypedStorage(_ops.shape._storage_root(self._data))
+
+
+def storage(self):
+    """The memory the elements lie in, as elements of the tensor's dtype (PyTorch's
+    deprecated ``TypedStorage``, with its warning): ``dtype``, ``size()`` (elements),
+    ``data_ptr()``, ``nbytes()``, ``element_size()``, ``tolist()``."""
+    warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
+                  "UntypedStorage will be the only storage class. This should only matter to "
+                  "you if you are using storages directly.  To access UntypedStorage "
+                  "directly, use tensor.untyped_storage() instead of tensor.storage()",
+                  UserWarning, stacklevel=2)
+    return _TypedStorage(_ops.shape._storage_root(self._data), self.dtype)
+
+
+def dim_order(self, *, ambiguity_check=False) -> tuple:
+    """The dimensions from outermost to innermost in memory, by the strides (PyTorch's
+    rule: a contiguous tensor gives ``(0, 1, ...)``, a channels-last one ``(0, 2, 3,
+    1)``; dimensions of stride 0 do not move others; ties go by size, then keep order).
+
+    >>> import gradcore as gc
+    >>> gc.zeros(3, 4).t().dim_order()
+    (1, 0)
+    """
+    bad = TypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
+    if not isinstance(ambiguity_check, bool) and not (
+            isinstance(ambiguity_check, list) and
+            all(isinstance(f, _ops.shape.memory_format) for f in ambiguity_check)):
+        raise bad
+    ndim, shape, strides = self.ndim, tuple(self.shape), self.stride()
+    formats = ambiguity_check if isinstance(ambiguity_check, list) else []
+    if ambiguity_check is not False:  # (a list of formats checks too)
+        several = any(a == b for a, b in zip(strides, strides[1:])) or 1 in shape
+        if several and sum(self.is_contiguous(memory_format=f) for f in formats) != 1:
+            raise RuntimeError("The tensor does not have unique dim order, or cannot map to "
+                               "exact one of the given memory formats.")
+    if ndim <= 1:
+        return tuple(range(ndim))
+    contiguous = self.is_contiguous()
+    channels_last = self.is_contiguous(memory_format=_ops.shape.channels_last)
+    if contiguous and not channels_last:
+        return tuple(range(ndim))
+    if channels_last and not contiguous:
+        return (0, *range(2, ndim), 1)
+
+    def at_least(a, b):
+        return b == 0 or (a != 0 and (a >= b or a % b == 0))
+
+    def should_swap(a, b):
+        sa, sb = strides[a], strides[b]
+        if sa == 0 or sb == 0:
+            return 0
+        if sa == sb:
+            return 0 if at_least(shape[b], shape[a]) else 1
+        return -1 if at_least(sb, sa) else 1
+
+    perm = list(reversed(range(ndim)))  # (sorted back to front: PyTorch's insertion sort)
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in reversed(range(i)):
+            comparison = should_swap(perm[dim0], perm[dim1])
+            if comparison > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif comparison < 0:
+                break
+    if ambiguity_check and any(should_swap(perm[i], perm[i + 1]) != -1
+                               for i in range(ndim - 1)):
+        raise RuntimeError("The tensor does not have unique dim order.")
+    return tuple(reversed(perm))
+
+
+def const_data_ptr(self) -> int:
+    """The address of the first element (``data_ptr()``; PyTorch's read-only form)."""
+    return math_of(self._data).address(self._data)
+
 for _fn in (fill_diagonal_, new, apply_, map_, pin_memory, is_pinned, share_memory_,
-            is_shared, record_stream, resize_, resize_as_, set_, as_subclass):
+            is_shared, record_stream, resize_, resize_as_, set_, as_subclass, resize, resize_as,
+            untyped_storage, storage, dim_order, const_data_ptr):
     _fn.__qualname__ = f"Tensor.{_fn.__name__}"
     setattr(Tensor, _fn.__name__, _fn)
 del _fn

@@ -538,10 +538,10 @@ def test_the_top_level_in_place_functions_are_pytorchs_set():
     ours = {n for n in dir(gc) if n.endswith("_") and not n.startswith("_") and
             not isinstance(getattr(gc, n), gc.dtype)}  # (gc.bool_ is gc.bool)
     assert ours <= theirs, ours - theirs
-    # what gradcore leaves out: no such op (sparse, conjugates, strided in place, rrelu,
-    # threshold, embedding_renorm_)
+    # what gradcore leaves out: no such op (sparse, conjugates, strided in place,
+    # embedding_renorm_)
     assert theirs - ours == {"as_strided_", "conj_physical_", "embedding_renorm_",
-                             "resize_as_sparse_", "rrelu_", "threshold_"}
+                             "resize_as_sparse_"}
     x = gc.tensor([-1.0, 2.0])
     assert gc.relu_(x) is x and x.tolist() == [0.0, 2.0]
 

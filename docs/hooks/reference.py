@@ -303,7 +303,8 @@ TOP_BY_MODULE = {
     "gradcore.ops.activation": "Activations and normalization",
     "gradcore.ops.extra": "Products, integration, differences and scatters into copies",
     "gradcore._settings": "Process-wide settings",
-    "gradcore._functional": "Dropout, embedding and the in-place function forms",
+    "gradcore._functional": "Dropout, losses, normalizations and in-place functions",
+    "gradcore.ops.copies": "Shapes: views, joining and splitting",
     "gradcore.nn.functional": "Also in gradcore.nn.functional",
     "gradcore.func": "Function transforms",
 }
@@ -318,6 +319,11 @@ TOP_BY_NAME = {
     "dtype": "Data types", "layout": "Tensors", "strided": "Tensors",
     "empty_strided": "Creating tensors", "is_floating_point": "Tensors",
     "get_device": "Tensors",
+    "channels_last": "Tensors", "channels_last_3d": "Tensors",
+    "legacy_contiguous_format": "Tensors", "is_storage": "Tensors",
+    "set_default_tensor_type": "Data types",
+    "pi": "Constants", "e": "Constants", "inf": "Constants", "nan": "Constants",
+    "newaxis": "Constants",
 }
 TOP_ORDER = ["Tensors", "Creating tensors", "Data types", "Devices", "Random numbers",
              "Gradient modes", "Function transforms", "Saving and loading",
@@ -327,8 +333,8 @@ TOP_ORDER = ["Tensors", "Creating tensors", "Data types", "Devices", "Random num
              "Matrix products and linear algebra",
              "Products, integration, differences and scatters into copies",
              "Activations and normalization", "Also in gradcore.nn.functional",
-             "Dropout, embedding and the in-place function forms",
-             "Process-wide settings", "Namespaces"]
+             "Dropout, losses, normalizations and in-place functions",
+             "Process-wide settings", "Constants", "Namespaces"]
 
 
 def _top(name, obj):

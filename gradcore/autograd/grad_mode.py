@@ -6,12 +6,14 @@ import functools
 import threading
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "detect_anomaly", "is_anomaly_enabled", "set_anomaly_enabled"]
+           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled", "set_anomaly_enabled", "inference_mode"]
 
 
 class _State(threading.local):
     enabled = True   # class attributes are each new thread's defaults
-    anomaly = False
+    anomaly = False  # anomaly detection on: ops keep where they were called
+    check_nan = True  # ... and backward checks each gradient for NaN
     releasing = False  # inside a backward that frees saved values as it goes
     # inside autograd.grad / backward(inputs=...): gradients are captured, not
     # accumulated into leaves (reentrant checkpointing refuses to run then)
@@ -114,10 +116,34 @@ class set_grad_enabled(_Mode):
         return set_grad_enabled(mode._mode)
 
 
+class inference_mode(_Mode):
+    """PyTorch's ``torch.inference_mode``: like ``no_grad`` (a context manager and a
+    decorator; ``inference_mode(False)`` leaves recording as it is set)."""
+
+    def __init__(self, mode: bool = True):
+        self._on = bool(mode)
+
+    def __enter__(self):
+        self._prev = state.enabled
+        if self._on:
+            state.enabled = False
+
+    @staticmethod
+    def _fresh(mode):
+        return inference_mode(mode._on)
+
+
 def is_anomaly_enabled() -> bool:
-    """Whether ``detect_anomaly()`` is on: a backward step that makes NaN then raises,
-    naming the op."""
+    """Whether anomaly detection is on (``detect_anomaly()``, ``set_detect_anomaly(True)``):
+    ops keep where they were called, and, unless ``check_nan=False`` was asked, a
+    backward step that makes NaN raises, naming the op and that call."""
     return state.anomaly
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection checks the gradients for NaN (its ``check_nan``; True
+    unless turned on with ``check_nan=False``)."""
+    return state.check_nan
 
 
 class _Held(threading.local):
@@ -129,16 +155,15 @@ _held = _Held()
 
 def set_anomaly_enabled(enabled, check_nan=True) -> None:
     """Turn anomaly detection on or off in this thread, as ``detect_anomaly(check_nan)``
-    does for a block (PyTorch's ``torch.set_anomaly_enabled``). As with
-    ``detect_anomaly``, it is on only when ``check_nan`` is true: NaN is what
-    gradcore's detection looks for."""
-    on = bool(enabled) and bool(check_nan)
+    does for a block (PyTorch's ``torch.set_anomaly_enabled``)."""
+    on = bool(enabled)
     if on and not _held.anomaly:
         anomaly_blocks[0] += 1
     elif not on and _held.anomaly:
         anomaly_blocks[0] -= 1
     _held.anomaly = on
     state.anomaly = on
+    state.check_nan = bool(check_nan)
 
 
 class detect_anomaly:
@@ -152,12 +177,12 @@ class detect_anomaly:
         self.check_nan = check_nan
 
     def __enter__(self):
-        self._prev = state.anomaly
-        state.anomaly = self.check_nan
+        self._prev = state.anomaly, state.check_nan
+        state.anomaly, state.check_nan = True, bool(self.check_nan)
         anomaly_blocks[0] += 1
 
     def __exit__(self, *exc):
-        state.anomaly = self._prev
+        state.anomaly, state.check_nan = self._prev
         anomaly_blocks[0] -= 1
         return False
 
@@ -167,3 +192,20 @@ class detect_anomaly:
             with detect_anomaly(self.check_nan):
                 return fn(*args, **kwargs)
         return wrapper
+
+
+class set_detect_anomaly:
+    """Turn anomaly detection on or off (PyTorch's ``torch.autograd.set_detect_anomaly``):
+    as a call it sets the mode at once, as a context manager it restores the previous
+    mode on exit. ``check_nan`` as for :class:`detect_anomaly`."""
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self._prev = state.anomaly, state.check_nan
+        set_anomaly_enabled(mode, check_nan)
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        set_anomaly_enabled(*self._prev)
+        return False

@@ -542,7 +542,7 @@ def run_backward(roots, root_grads, *, retain_graph=False, create_graph=False,
     # nodes, sums and accumulations): those may be overwritten in place.  An id leaves
     # the set as soon as its array leaves the buffers, so ids are never stale.
     owned: set[int] = set()
-    anomaly = _mode.anomaly
+    anomaly = _mode.anomaly and _mode.check_nan
     prev_mode, prev_releasing, prev_capturing = _mode.enabled, _mode.releasing, _mode.capturing
     _mode.capturing = not accumulate
     _mode.enabled = bool(create_graph)

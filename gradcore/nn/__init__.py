@@ -175,10 +175,20 @@ __all__ += ["TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoder
 
 # more layers, losses and pools: RMSNorm, shuffles, lazy layers, EmbeddingBag, ...
 from .lazy import (  # noqa: E402
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
     LazyConv1d,
     LazyConv2d,
     LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
     LazyLinear,
+    UninitializedBuffer,
     UninitializedParameter,
 )
 from .modules import (  # noqa: E402
@@ -191,6 +201,7 @@ from .modules import (  # noqa: E402
     HingeEmbeddingLoss,
     MultiLabelMarginLoss,
     MultiMarginLoss,
+    NLLLoss2d,
     PoissonNLLLoss,
     RReLU,
     Softmax2d,
@@ -214,7 +225,9 @@ __all__ += ["Buffer", "Threshold", "RReLU", "Bilinear", "Softmax2d", "ChannelShu
             "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "AlphaDropout",
             "FeatureAlphaDropout", "Dropout3d", "RMSNorm", "LocalResponseNorm", "SyncBatchNorm",
             "AdaptiveMaxPool3d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d",
-            "Container"]
+            "Container", "NLLLoss2d", "UninitializedBuffer", "LazyConvTranspose1d",
+            "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
+            "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 # the CTC loss, the adaptive softmax, fractional max pools (gradcore/nn/modules.py,
 # adaptive.py, pooling.py)

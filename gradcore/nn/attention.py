@@ -1,5 +1,6 @@
 """``nn.MultiheadAttention``, PyTorch's module over ``F.multi_head_attention_forward``
-(PyTorch's parameter names, initialization, masks and returned weights).
+(PyTorch's parameter names, initialization, masks and returned weights), and
+``torch.nn.attention``'s :func:`sdpa_kernel` and :class:`SDPBackend`.
 
 >>> import gradcore as gc
 >>> mha = gc.nn.MultiheadAttention(8, 2, batch_first=True)
@@ -11,13 +12,58 @@
 
 from __future__ import annotations
 
+import contextlib
+import enum
+
 from .. import creation
 from ..tensor import Parameter
 from . import functional as F
 from . import init
 from .modules import Linear, Module
 
-__all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
+__all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear", "SDPBackend",
+           "sdpa_kernel"]
+
+
+class SDPBackend(enum.Enum):
+    """The kernels PyTorch may pick for ``F.scaled_dot_product_attention``
+    (``torch.nn.attention.SDPBackend``). gradcore has one implementation, whichever is
+    named."""
+
+    ERROR = -1
+    MATH = 0
+    FLASH_ATTENTION = 1
+    EFFICIENT_ATTENTION = 2
+    CUDNN_ATTENTION = 3
+    OVERRIDEABLE = 4
+
+
+_backends = [SDPBackend.MATH, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
+             SDPBackend.CUDNN_ATTENTION, SDPBackend.OVERRIDEABLE]
+
+
+@contextlib.contextmanager
+def sdpa_kernel(backends, set_priority: bool = False):
+    """Context manager choosing the kernels of ``F.scaled_dot_product_attention``
+    (PyTorch's ``torch.nn.attention.sdpa_kernel``): an :class:`SDPBackend` or a list of
+    them, checked as PyTorch checks them. gradcore's attention has one implementation,
+    the same on every device, so inside the block it computes what it computes outside:
+    the choice changes neither results nor which inputs are accepted."""
+    if not isinstance(backends, (list, SDPBackend)):
+        raise AssertionError(f"Backend must be an instance of SDPBackend or a list of "
+                             f"SDPBackend instances, got {type(backends).__name__}")
+    if isinstance(backends, SDPBackend):
+        backends = [backends]
+    for b in backends:
+        if not isinstance(b, SDPBackend):
+            raise TypeError(f"sdpa_kernel: expected SDPBackend values, got "
+                            f"{type(b).__name__}")
+    previous = list(_backends)
+    _backends[:] = dict.fromkeys(backends)
+    try:
+        yield {}
+    finally:
+        _backends[:] = previous
 
 
 class NonDynamicallyQuantizableLinear(Linear):

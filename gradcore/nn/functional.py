@@ -1471,6 +1471,12 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  
     """Randomized leaky ReLU: in training ``input * a`` where ``input <= 0``, with ``a``
     drawn uniformly from ``[lower, upper)`` for each element (gradcore's generator);
     outside training the leaky ReLU of slope ``(lower + upper) / 2``."""
+    return _rrelu(input, lower, upper, training, inplace, None)
+
+
+def _rrelu(input, lower, upper, training, inplace, generator):  # noqa: A002
+    """:func:`rrelu` drawing its slopes from ``generator`` (None: the default one), for
+    ``gc.rrelu(..., generator=)``."""
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
@@ -1481,7 +1487,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  
     # a slope per element, uniform in [lower, upper), used where input <= 0
     with no_grad():
         slopes = creation.empty(tuple(input.shape), dtype=input.dtype,
-                                device=input.device).uniform_(lower, upper)
+                                device=input.device).uniform_(lower, upper,
+                                                              generator=generator)
         noise = _pw.where(_pw.le(input, 0), slopes, creation.ones_like(slopes))
     return input.mul_(noise) if inplace else _pw.mul(input, noise)
 

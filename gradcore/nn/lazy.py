@@ -1,5 +1,7 @@
-"""Lazy layers: ``nn.LazyLinear`` and ``nn.LazyConv1d/2d/3d``, whose input size is read
-from the first input, and the :class:`UninitializedParameter` they hold until then.
+"""Lazy layers: ``nn.LazyLinear``, ``nn.LazyConv1d/2d/3d``, ``nn.LazyConvTranspose1d/2d/3d``,
+``nn.LazyBatchNorm1d/2d/3d`` and ``nn.LazyInstanceNorm1d/2d/3d``, whose input size is read
+from the first input, and the :class:`UninitializedParameter` and
+:class:`UninitializedBuffer` they hold until then.
 
 At its first call a lazy layer materializes its parameters (their shapes from the
 input), initializes them as the ordinary layer does, and becomes that layer
@@ -20,11 +22,24 @@ from __future__ import annotations
 
 from ..autograd.grad_mode import no_grad
 from ..creation import empty
-from ..tensor import Parameter
-from .conv import Conv1d, Conv2d, Conv3d
+from ..creation import tensor as _tensor
+from ..dtypes import int64
+from ..tensor import Parameter, Tensor
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .modules import Linear
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+)
 
-__all__ = ["UninitializedParameter", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d"]
+__all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyLinear", "LazyConv1d",
+           "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+           "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+           "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
 class UninitializedParameter(Parameter):
@@ -63,6 +78,37 @@ class UninitializedParameter(Parameter):
     __str__ = __repr__
 
 
+class UninitializedBuffer(Tensor):
+    """A buffer whose shape is not known yet (a lazy normalization layer's running
+    statistics): no data (its ``shape`` raises) until :meth:`materialize` gives it one,
+    and with it the class :class:`~gradcore.Tensor`."""
+
+    cls_to_become = Tensor
+    _uninitialized = True
+
+    def __init__(self, requires_grad=False, device=None, dtype=None):
+        super().__init__(empty((0,), device=device, dtype=dtype)._data)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Give the buffer uninitialized memory of ``shape`` (on ``device``, of ``dtype``:
+        by default its own), making it a :class:`~gradcore.Tensor`."""
+        device = self.device if device is None else device
+        dtype = self.dtype if dtype is None else dtype
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.__class__ = self.cls_to_become
+        self._data = empty(shape, device=device, dtype=dtype)._data
+        self._bump()
+
+    shape = UninitializedParameter.shape
+
+    def __repr__(self):
+        return "<UninitializedBuffer>"
+
+    __str__ = __repr__
+
+
 class _LazyModuleMixin:
     """PyTorch's ``LazyModuleMixin``: a forward pre-hook that calls
     ``initialize_parameters(*args)`` at the first call, then removes itself and turns
@@ -74,9 +120,10 @@ class _LazyModuleMixin:
         self._initialize_hook = self.register_forward_pre_hook(_infer_parameters)
 
     def has_uninitialized_params(self) -> bool:
-        """Whether a parameter of this module (not of its children) is uninitialized."""
-        return any(isinstance(p, UninitializedParameter)
-                   for p in self._parameters.values())
+        """Whether a parameter or buffer of this module (not of its children) is
+        uninitialized."""
+        return any(isinstance(p, (UninitializedParameter, UninitializedBuffer))
+                   for p in (*self._parameters.values(), *self._buffers.values()))
 
 
 def _infer_parameters(module, args):
@@ -151,9 +198,12 @@ class _LazyConvMixin(_LazyModuleMixin):
         self.in_channels = input.shape[1] if input.ndim == spatial + 2 else input.shape[0]
         if self.in_channels % self.groups != 0:
             raise ValueError("in_channels must be divisible by groups")
+        if self.transposed:
+            shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
+        else:
+            shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
         with no_grad():
-            self.weight.materialize((self.out_channels, self.in_channels // self.groups,
-                                     *self.kernel_size))
+            self.weight.materialize(shape)
             if self.bias is not None:
                 self.bias.materialize((self.out_channels,))
             self.reset_parameters()
@@ -179,3 +229,87 @@ def _lazy_conv(base, dims):
 LazyConv1d = _lazy_conv(Conv1d, 1)
 LazyConv2d = _lazy_conv(Conv2d, 2)
 LazyConv3d = _lazy_conv(Conv3d, 3)
+
+
+def _lazy_conv_transpose(base, dims):
+    class LazyConvTranspose(_LazyConvMixin, base):
+        cls_to_become = base
+
+        def __init__(self, out_channels: int, kernel_size, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                     padding_mode: str = "zeros", device=None, dtype=None):
+            super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                             dilation, padding_mode)
+            self._lazy_init(out_channels, bias, device, dtype)
+
+    LazyConvTranspose.__name__ = LazyConvTranspose.__qualname__ = f"LazyConvTranspose{dims}d"
+    LazyConvTranspose.__doc__ = (
+        f"A :class:`~gradcore.nn.ConvTranspose{dims}d` whose ``in_channels`` is read from "
+        f"its first input's channel dimension.")
+    return LazyConvTranspose
+
+
+LazyConvTranspose1d = _lazy_conv_transpose(ConvTranspose1d, 1)
+LazyConvTranspose2d = _lazy_conv_transpose(ConvTranspose2d, 2)
+LazyConvTranspose3d = _lazy_conv_transpose(ConvTranspose3d, 3)
+
+
+class _LazyNormMixin(_LazyModuleMixin):
+    def _lazy_init(self, affine, track_running_stats, device, dtype, bias) -> None:
+        self.affine, self.track_running_stats = affine, track_running_stats
+        self.bias_enabled = affine and bias
+        if affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = _tensor(0, dtype=int64, device=device)
+        self._register_lazy_hook()
+
+    def reset_parameters(self) -> None:
+        """Reset as the normalization does, once materialized."""
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input) -> None:
+        """Materialize the weight, bias and running statistics, ``num_features`` read
+        from ``input.shape[1]`` (as PyTorch's)."""
+        if not self.has_uninitialized_params():
+            return
+        self.num_features = input.shape[1]
+        with no_grad():
+            if self.affine:
+                self.weight.materialize((self.num_features,))
+                if self.bias is not None:
+                    self.bias.materialize((self.num_features,))
+            if self.track_running_stats:
+                self.running_mean.materialize((self.num_features,))
+                self.running_var.materialize((self.num_features,))
+            self.reset_parameters()
+
+
+def _lazy_norm(base, name):
+    class LazyNorm(_LazyNormMixin, base):
+        cls_to_become = base
+
+        def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1,
+                     affine: bool = True, track_running_stats: bool = True, device=None,
+                     dtype=None, *, bias: bool = True):
+            super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
+            self._lazy_init(affine, track_running_stats, device, dtype, bias)
+
+    LazyNorm.__name__ = LazyNorm.__qualname__ = f"Lazy{name}"
+    LazyNorm.__doc__ = (f"A :class:`~gradcore.nn.{name}` whose ``num_features`` is read "
+                        f"from its first input's ``shape[1]`` (``affine`` and "
+                        f"``track_running_stats`` True by default, as PyTorch's).")
+    return LazyNorm
+
+
+LazyBatchNorm1d = _lazy_norm(BatchNorm1d, "BatchNorm1d")
+LazyBatchNorm2d = _lazy_norm(BatchNorm2d, "BatchNorm2d")
+LazyBatchNorm3d = _lazy_norm(BatchNorm3d, "BatchNorm3d")
+LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d, "InstanceNorm1d")
+LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d, "InstanceNorm2d")
+LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d, "InstanceNorm3d")

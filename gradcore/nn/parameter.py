@@ -2,10 +2,10 @@
 :class:`UninitializedParameter` (the objects ``gradcore.nn`` holds)."""
 
 from ..tensor import Parameter
-from .lazy import UninitializedParameter
+from .lazy import UninitializedBuffer, UninitializedParameter
 from .modules import Buffer
 
-__all__ = ["Parameter", "UninitializedParameter", "is_lazy", "Buffer"]
+__all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer", "is_lazy", "Buffer"]
 
 
 def is_lazy(param) -> bool:

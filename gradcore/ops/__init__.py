@@ -24,6 +24,7 @@ from . import (
     _export,
     activation,
     conv,
+    copies,
     ctc,
     extra,
     index,
@@ -209,11 +210,21 @@ def _r(fn):
 
 
 def _to(self, *args, **kwargs):
-    """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other_tensor)``."""
+    """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other_tensor)``;
+    ``memory_format=`` (``gc.channels_last``, ``gc.contiguous_format``) lays the result
+    out so, copying when it is not already (``gc.preserve_format``, the default, keeps
+    the layout)."""
     dev = kwargs.pop("device", None)
     dt = kwargs.pop("dtype", None)
     kwargs.pop("non_blocking", None)
     copy = kwargs.pop("copy", False)
+    fmt = kwargs.pop("memory_format", shape.preserve_format)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if fmt is not shape.preserve_format:
+        shape._check_format(fmt, "to")
+        if fmt is not shape.contiguous_format:
+            shape._check_rank(fmt, self.ndim)
     for a in args:
         if isinstance(a, Tensor):
             dev, dt = a.device, a.dtype
@@ -226,7 +237,10 @@ def _to(self, *args, **kwargs):
         out = pointwise.to_dtype(out, dt)
     if dev is not None and _device(dev) != out.device:
         out = _device_ops.to_device(out, _device(dev))
-    if copy and out is self:
+    if fmt is not shape.preserve_format and (shape.suggest_format(out._data) is not fmt or
+                                             copy and out is self):
+        out = _device_ops.clone(out, shape.laid_out(out._data, fmt))
+    elif copy and out is self:
         out = out.clone()
     return out
 

@@ -12,9 +12,10 @@ class CloneBackward0(Node):
         return (g,)
 
 
-def clone(x):
-    """A copy of ``x`` with its own memory."""
-    out = x._data.copy()
+def clone(x, out=None):
+    """A copy of ``x`` with its own memory (``out``: that copy, made by the caller in
+    another layout)."""
+    out = x._data.copy() if out is None else out
     if not (mode.enabled and x._rg):
         return wrap(out)
     return record(out, CloneBackward0, x)

@@ -723,6 +723,32 @@ def nonzero(x, as_tuple=False):
                 m.zeros((0, xd.ndim), dtype=np.int64))
 
 
+
+@export(torch=True, method=True)
+def nonzero_static(input, *, size, fill_value=-1):  # noqa: A002
+    """:func:`nonzero`'s ``(n, ndim)`` indices in a tensor of ``size`` rows whatever
+    ``n``: the first ``size`` rows when there are more, the rest filled with
+    ``fill_value`` when fewer.
+
+    >>> import gradcore as gc
+    >>> gc.nonzero_static(gc.tensor([0, 3, 0, 4]), size=3)
+    tensor([[ 1],
+            [ 3],
+            [-1]])
+    """
+    if type(size) is not int:
+        raise TypeError(f"nonzero_static(): argument 'size' must be int, not "
+                        f"{type(size).__name__}")
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = nonzero(input)._data
+    m = math_of(found)
+    cols = found.shape[1]
+    out = m.full((size, cols), fill_value, dtype=np.int64)
+    n = builtins.min(size, found.shape[0])
+    out[:n] = found[:n]
+    return wrap(out)
+
 # ---- scatter / index_copy / index_add ----------
 def _scatter_checks(op, x, axis, index, src):
     """PyTorch's checks of scatter's operands: an integer index of ``x``'s number of

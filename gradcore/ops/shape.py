@@ -384,8 +384,11 @@ def repeat(x, *repeats):
 
 @export(torch=True)
 class memory_format:
-    """How a tensor's elements are laid out in memory (PyTorch's ``torch.memory_format``);
-    gradcore's tensors know one: ``contiguous_format``, row-major."""
+    """How a tensor's elements are laid out in memory (PyTorch's ``torch.memory_format``):
+    ``contiguous_format`` (row-major), ``channels_last`` (a 4-d ``(N, C, H, W)`` tensor
+    stored as ``(N, H, W, C)``), ``channels_last_3d`` (5-d, stored as ``(N, D, H, W,
+    C)``) and ``preserve_format`` (keep the input's). A layout changes strides, never
+    values."""
 
     def __init__(self, name):
         self._name = name
@@ -397,17 +400,31 @@ class memory_format:
         return self._name
 
 
-contiguous_format = export(torch="contiguous_format")(memory_format("contiguous_format"))
+contiguous_format = export(torch=("contiguous_format", "legacy_contiguous_format"))(
+    memory_format("contiguous_format"))
 preserve_format = export(torch="preserve_format")(memory_format("preserve_format"))
+channels_last = export(torch="channels_last")(memory_format("channels_last"))
+channels_last_3d = export(torch="channels_last_3d")(memory_format("channels_last_3d"))
+
+# the order in which each channels-last layout stores the dimensions, outermost first
+_STORED_ORDER = {channels_last: (0, 2, 3, 1), channels_last_3d: (0, 2, 3, 4, 1)}
+
+
+def _check_rank(fmt, ndim):
+    order = _STORED_ORDER[fmt]
+    if ndim != len(order):
+        raise RuntimeError(f"required rank {len(order)} tensor to use {fmt._name} format")
 
 
 def _check_format(fmt, op):
-    if fmt is contiguous_format:
+    if fmt is contiguous_format or fmt in _STORED_ORDER:
         return
     if fmt is preserve_format and op == "contiguous":
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
-    raise RuntimeError(f"{op}: memory format {fmt!r} is not supported (gradcore tensors are "
-                       f"laid out in gradcore.contiguous_format)")
+    if fmt is preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    raise TypeError(f"{op}(): argument 'memory_format' must be torch.memory_format, not "
+                    f"{type(fmt).__name__}")
 
 
 def _row_major(xd) -> bool:
@@ -427,21 +444,83 @@ def _row_major(xd) -> bool:
     return True
 
 
+def _in_layout(xd, fmt) -> bool:
+    """Whether ``xd`` is laid out in ``fmt`` (contiguous or a channels-last format), by
+    PyTorch's rule: dimensions of size 1 do not count."""
+    if fmt is contiguous_format:
+        return _row_major(xd)
+    order = _STORED_ORDER[fmt]
+    if xd.ndim != len(order):
+        return False
+    expected = xd.itemsize
+    for d in reversed(order):
+        n = xd.shape[d]
+        if n != 1:
+            if xd.strides[d] != expected:
+                return False
+            expected *= n
+    return True
+
+
+def laid_out(xd, fmt):
+    """``xd``'s elements in a new array laid out in ``fmt`` (contiguous or channels-last:
+    a transposed view of a row-major copy), with PyTorch's strides for it (those of
+    dimensions of size 1 included)."""
+    if fmt is contiguous_format:
+        return xd.copy(order="C")
+    order = _STORED_ORDER[fmt]
+    return xd.transpose(order).copy(order="C").transpose(undo(order))
+
+
+def undo(order) -> tuple:
+    """The permutation that undoes ``order``."""
+    return tuple(order.index(d) for d in range(len(order)))
+
+
+def suggest_format(xd):
+    """The layout ``xd``'s strides suggest, by PyTorch's rule (``suggest_memory_format``):
+    channels-last when the strides grow in that order (ties between dimensions of size
+    1 read as contiguous), else contiguous."""
+    for fmt, order in _STORED_ORDER.items():
+        if xd.ndim != len(order):
+            continue
+        shape, strides = xd.shape, xd.strides
+        if strides[1] == 0:
+            return contiguous_format
+        low = 0
+        for d in (1, *reversed(order[1:-1]), 0):
+            if shape[d] == 0 or strides[d] < low or (d == 0 and low == strides[1]):
+                return contiguous_format
+            low = strides[d] * (shape[d] if shape[d] > 1 else 1)
+        return fmt
+    return contiguous_format
+
+
 @export(method=True)
 def is_contiguous(x, memory_format=contiguous_format) -> bool:
-    """Whether the elements lie in memory in row-major order with no gaps (a transposed,
-    strided or expanded view does not)."""
+    """Whether the elements lie in memory in ``memory_format``'s order with no gaps: row
+    major by default (a transposed, strided or expanded view is not), or channels-last
+    (``x.contiguous(memory_format=gc.channels_last)`` is)."""
+    if memory_format is preserve_format:  # (PyTorch's answer: row-major contiguity)
+        return _row_major(x._data)
     if memory_format is not contiguous_format:
         _check_format(memory_format, "is_contiguous")
-    return _row_major(x._data)
+    return _in_layout(x._data, memory_format)
 
 
 @export(method=True)
 def contiguous(x, *, memory_format=contiguous_format):
-    """``x`` itself when it is contiguous, else a contiguous copy (differentiable, as
-    ``clone``: ``CloneBackward0``)."""
+    """``x`` itself when it is laid out in ``memory_format`` already, else a copy so laid
+    out (differentiable, as ``clone``: ``CloneBackward0``). ``gc.channels_last`` needs a
+    4-d tensor, ``gc.channels_last_3d`` a 5-d one."""
+    if memory_format is preserve_format and _row_major(x._data):
+        return x
     if memory_format is not contiguous_format:
         _check_format(memory_format, "contiguous")
+        _check_rank(memory_format, x._data.ndim)
+        if _in_layout(x._data, memory_format):
+            return x
+        return _device_ops.clone(x, laid_out(x._data, memory_format))
     if _row_major(x._data):
         return x
     return _device_ops.clone(x)

@@ -7,7 +7,8 @@ Subclasses implement ``step``; their arithmetic lives in :mod:`gradcore.kernels.
 from __future__ import annotations
 
 import copy
-from collections import defaultdict
+import functools
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from itertools import chain
 from typing import NamedTuple
@@ -21,7 +22,8 @@ from ..backend import math_of
 from ..kernels.updates import DEVICE_SCALAR_UPDATES, ROW_WIDTH, SKIP_COLUMN
 from ..tensor import Tensor
 
-__all__ = ["Optimizer", "required", "DeviceUpdate"]
+__all__ = ["Optimizer", "required", "DeviceUpdate", "register_optimizer_step_pre_hook",
+           "register_optimizer_step_post_hook"]
 
 # state values kept as Python numbers here, 0-d tensors in PyTorch: step counts (ints),
 # NAdam's running product of momentum coefficients and ASGD's eta and mu (floats)
@@ -104,6 +106,60 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
+# the hooks of every optimizer's step (register_optimizer_step_pre_hook / _post_hook)
+_global_step_pre_hooks: OrderedDict = OrderedDict()
+_global_step_post_hooks: OrderedDict = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook):
+    """Call ``hook(optimizer, args, kwargs)`` before every optimizer's ``step``; it may
+    return ``(new_args, new_kwargs)`` for the step. Returns a handle whose ``remove()``
+    unregisters it."""
+    from ..nn.modules import RemovableHandle  # noqa: PLC0415  (nn and optim: one layer)
+
+    handle = RemovableHandle(_global_step_pre_hooks)
+    _global_step_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook):
+    """Call ``hook(optimizer, args, kwargs)`` after every optimizer's ``step``. Returns
+    a handle whose ``remove()`` unregisters it."""
+    from ..nn.modules import RemovableHandle  # noqa: PLC0415
+
+    handle = RemovableHandle(_global_step_post_hooks)
+    _global_step_post_hooks[handle.id] = hook
+    return handle
+
+
+def _with_step_hooks(step):
+    """``step`` running the step hooks around it, as PyTorch wraps each optimizer class's
+    ``step``: the global pre-hooks then the optimizer's, each ``hook(optimizer, args,
+    kwargs)`` with ``args`` starting with the optimizer (a pre-hook may return new
+    ``(args, kwargs)``); after the step the optimizer's post-hooks then the global ones."""
+    @functools.wraps(step)
+    def hooked(*args, **kwargs):
+        self = args[0]
+        pre = self.__dict__.get("_optimizer_step_pre_hooks")
+        post = self.__dict__.get("_optimizer_step_post_hooks")
+        if not (pre or post or _global_step_pre_hooks or _global_step_post_hooks):
+            return step(*args, **kwargs)
+        for hook in (*_global_step_pre_hooks.values(), *(pre or {}).values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    args, kwargs = result
+                else:
+                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+        out = step(*args, **kwargs)
+        for hook in (*(post or {}).values(), *_global_step_post_hooks.values()):
+            hook(self, args, kwargs)
+        return out
+    hooked._step_hooks = True
+    return hooked
+
+
 class Optimizer(_live.Registered):  # (registered for gc.compile)
     """Base class of all optimizers, as ``torch.optim.Optimizer``.
 
@@ -120,8 +176,16 @@ class Optimizer(_live.Registered):  # (registered for gc.compile)
     tensor([0., 0.], requires_grad=True)
     """
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_step_hooks", False):
+            cls.step = _with_step_hooks(step)
+
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
+        self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
         self.state: defaultdict = defaultdict(dict)  # parameter -> its state dict
         self.param_groups: list[dict] = []
         if isinstance(params, Tensor):
@@ -203,6 +267,27 @@ class Optimizer(_live.Registered):  # (registered for gc.compile)
     def step(self, closure=None):
         """Update the parameters once; ``closure`` re-evaluates and returns the loss."""
         raise NotImplementedError
+
+    def register_step_pre_hook(self, hook):
+        """Call ``hook(optimizer, args, kwargs)`` before each ``step`` of this optimizer;
+        it may return ``(new_args, new_kwargs)`` for the step. Returns a handle whose
+        ``remove()`` unregisters it."""
+        from ..nn.modules import RemovableHandle  # noqa: PLC0415
+
+        hooks = self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook):
+        """Call ``hook(optimizer, args, kwargs)`` after each ``step`` of this optimizer.
+        Returns a handle whose ``remove()`` unregisters it."""
+        from ..nn.modules import RemovableHandle  # noqa: PLC0415
+
+        hooks = self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
 
     @staticmethod
     def _check_implementation(differentiable: bool = False) -> None:

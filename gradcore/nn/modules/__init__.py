@@ -654,10 +654,13 @@ class Module(_live.Registered):  # (registered for gc.compile)
     def to(self, *args, **kwargs):
         """Move parameters and buffers to a device and/or cast their floating point
         ones to a dtype, in place; returns the module. ``to(device)``, ``to(dtype)``,
-        ``to(device, dtype)``, ``to(tensor)``, or ``device=``/``dtype=`` keywords."""
+        ``to(device, dtype)``, ``to(tensor)``, or ``device=``/``dtype=`` keywords;
+        ``memory_format=gc.channels_last`` lays out the 4-d and 5-d parameters and
+        buffers so (their values unchanged), as PyTorch's."""
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
+        fmt = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
@@ -681,6 +684,8 @@ class Module(_live.Registered):  # (registered for gc.compile)
                     out = out.to(dtype=dtype)
                 if device is not None:
                     out = out.to(device)
+                if fmt is not None and t.ndim in (4, 5):
+                    out = out.to(memory_format=fmt)
                 return out
         return self._apply_to_tensors(convert)
 
@@ -1900,6 +1905,20 @@ class NLLLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """:class:`NLLLoss` by its old name (PyTorch keeps ``NLLLoss2d`` as a subclass for old
+    programs, and warns that it is deprecated); inputs of any number of dimensions, as
+    ``NLLLoss``."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean"):
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
+                      "drop-in replacement and see "
+                      "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more "
+                      "details.", FutureWarning, stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class BCEWithLogitsLoss(_Loss):

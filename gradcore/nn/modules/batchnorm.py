@@ -2,6 +2,11 @@
 here, bound to gradcore's own classes (those ``gradcore.nn`` holds)."""
 
 
+from ..lazy import (  # noqa: F401  (re-exported)
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+)
 from ..normalization import (  # noqa: F401  (re-exported)
     BatchNorm1d,
     BatchNorm2d,
@@ -11,4 +16,5 @@ from ..normalization import (  # noqa: F401  (re-exported)
     _NormBase,
 )
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
+           "LazyBatchNorm2d", "LazyBatchNorm3d"]

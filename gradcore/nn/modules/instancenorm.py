@@ -2,6 +2,11 @@
 from here, bound to gradcore's own classes (those ``gradcore.nn`` holds)."""
 
 
+from ..lazy import (  # noqa: F401  (re-exported)
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+)
 from ..normalization import (  # noqa: F401  (re-exported)
     InstanceNorm1d,
     InstanceNorm2d,
@@ -9,4 +14,5 @@ from ..normalization import (  # noqa: F401  (re-exported)
     _InstanceNorm,
 )
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d",
+           "LazyInstanceNorm2d", "LazyInstanceNorm3d"]

@@ -19,6 +19,7 @@ from . import (  # noqa: F401  (re-exported)
     MultiLabelSoftMarginLoss,
     MultiMarginLoss,
     NLLLoss,
+    NLLLoss2d,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,
@@ -28,8 +29,8 @@ from . import (  # noqa: F401  (re-exported)
     _WeightedLoss,
 )
 
-__all__ = ["CTCLoss", "L1Loss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss",
-           "MSELoss",
+__all__ = ["CTCLoss", "L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss",
+           "KLDivLoss", "MSELoss",
            "BCELoss", "BCEWithLogitsLoss", "HingeEmbeddingLoss", "MultiLabelMarginLoss",
            "SmoothL1Loss", "HuberLoss", "SoftMarginLoss", "CrossEntropyLoss",
            "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss", "MarginRankingLoss",

@@ -92,3 +92,12 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
         for p in _tensors(parameters):
             if p.grad is not None:
                 p.grad.clamp_(-clip_value, clip_value)
+
+
+def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+    """:func:`clip_grad_norm_` by its deprecated name (PyTorch's, with its
+    ``FutureWarning``)."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
