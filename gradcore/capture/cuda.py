@@ -35,7 +35,7 @@ from .trace import _MISSING, Reach, _bind, _build, _Out
 
 __all__ = ["GraphStep", "CaptureFailed", "on_cuda", "capture", "launch", "agree",
            "guards_hold", "Session", "begin", "end", "refusal", "watch_steps",
-           "unwatch_steps"]
+           "unwatch_steps", "pend"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: The function being captured now (None outside a capture): a compiled function called
@@ -67,11 +67,17 @@ class GraphStep:
         bindings the function made, and return its results (new tensors)."""
         out = launch(self, flat, wrap)
         _bind(self.changes)
-        pending = backend._pending_checks
-        for check in self.checks:  # the range checks the graph computes, read later
-            if not any(check is p for p in pending):
-                pending.append(check)
+        pend(self.checks)
         return out
+
+
+def pend(checks) -> None:
+    """After a launch: the range checks its graph computes (captured with it), left to
+    be read at the next read from the device (``backend.check_range``)."""
+    pending = backend._pending_checks
+    for check in checks:
+        if not any(check is p for p in pending):
+            pending.append(check)
 
 
 def _is_cuda(arr) -> bool:
@@ -174,7 +180,7 @@ class Session:
     allocations, and the host work it collects (``backend.host_work``: the optimizers'
     scalars, formed and copied to the device before each launch)."""
 
-    __slots__ = ("xp", "stream", "pool", "host_work", "_allocator")
+    __slots__ = ("xp", "stream", "pool", "host_work", "checks", "_allocator", "_n_checks")
 
 
 def begin(xp, stream, pool, mode=None) -> Session:
@@ -186,7 +192,8 @@ def begin(xp, stream, pool, mode=None) -> Session:
     CuPy's default, relaxed). :func:`end` ends it, and puts all that back."""
     gemm.use_stream(xp, stream.ptr)  # (cuBLAS's stream and workspace set before capture)
     s = Session()
-    s.xp, s.stream, s.pool, s.host_work = xp, stream, pool, []
+    s.xp, s.stream, s.pool, s.host_work, s.checks = xp, stream, pool, [], []
+    s._n_checks = len(backend._pending_checks)
     s._allocator = xp.cuda.using_allocator(pool.malloc)
     s._allocator.__enter__()
     backend.set_capture_hooks(_refused_read, None)
@@ -200,6 +207,11 @@ def begin(xp, stream, pool, mode=None) -> Session:
 
 
 def _restore(session) -> None:
+    # the range checks the captured work left read arrays a launch fills: kept with the
+    # graph (pend() after each launch), not read now
+    pending = backend._pending_checks
+    session.checks = pending[session._n_checks:]
+    del pending[session._n_checks:]
     backend._host_work = None
     backend.set_capture_hooks(None, None)
     session._allocator.__exit__(None, None, None)
@@ -332,8 +344,7 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
     step.host_work, step.optimizers = session.host_work, optimizers
     step.inputs = list(enumerate(buffers))
     step.copy_back = [(k, buffers[k]) for k, t in enumerate(flat) if t._version != versions[k]]
-    step.checks = pending[n_checks:]
-    del pending[n_checks:]
+    step.checks = session.checks
     after = _bindings(watched)
     changes, guards = [], []
     for t, (d0, g0), (d1, g1) in zip(watched, before, after):
