@@ -315,9 +315,9 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters: int = 3,
     callables share one memory pool (``pool``, or a new one) and must run in the order
     given. ``allow_unused_input``: whether an input the outputs do not depend on is
     allowed (its gradient is then None). No double backward through the result."""
+    from ..nn.modules import Module  # noqa: PLC0415
     from . import Stream, synchronize  # noqa: PLC0415
     from . import stream as _stream_context  # noqa: PLC0415
-    from ..nn.modules import Module  # noqa: PLC0415
 
     just_one = not isinstance(callables, tuple)
     if just_one:
