@@ -262,7 +262,12 @@ def test_debug_dump_needs_the_mode_and_says_what_cupy_lacks(device, tmp_path):
             g.debug_dump(tmp_path / "g.dot")
 
 
-def test_make_graphed_callables_gives_eagers_gradients(device):
+def test_make_graphed_callables_gives_eagers_gradients(device, monkeypatch):
+    replays = []
+    replay = gc.cuda.CUDAGraph.replay
+    monkeypatch.setattr(gc.cuda.CUDAGraph, "replay",
+                        lambda self: (replays.append(self), replay(self))[1])
+
     def run(graphed):
         model = _model()
         fn = lambda a, b: (a * b).sin()  # noqa: E731
@@ -283,6 +288,7 @@ def test_make_graphed_callables_gives_eagers_gradients(device):
         return results
 
     eager, graphed = run(False), run(True)
+    assert len(replays) == 3 * 4  # (two callables, a forward and a backward graph each)
     for a, b in zip(graphed, eager):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
 
