@@ -34,7 +34,8 @@ from ..kernels import gemm
 from .trace import _MISSING, Reach, _bind, _build, _Out
 
 __all__ = ["GraphStep", "CaptureFailed", "on_cuda", "capture", "launch", "agree",
-           "guards_hold"]
+           "guards_hold", "Session", "begin", "end", "refusal", "watch_steps",
+           "unwatch_steps", "pend"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: The function being captured now (None outside a capture): a compiled function called
@@ -66,11 +67,17 @@ class GraphStep:
         bindings the function made, and return its results (new tensors)."""
         out = launch(self, flat, wrap)
         _bind(self.changes)
-        pending = backend._pending_checks
-        for check in self.checks:  # the range checks the graph computes, read later
-            if not any(check is p for p in pending):
-                pending.append(check)
+        pend(self.checks)
         return out
+
+
+def pend(checks) -> None:
+    """After a launch: the range checks its graph computes (captured with it), left to
+    be read at the next read from the device (``backend.check_range``)."""
+    pending = backend._pending_checks
+    for check in checks:
+        if not any(check is p for p in pending):
+            pending.append(check)
 
 
 def _is_cuda(arr) -> bool:
@@ -168,6 +175,75 @@ def _why(exc) -> str:
     return f"CUDA graph capture refused {what} (at {where})"
 
 
+class Session:
+    """A stream capture under way (:func:`begin`): its stream, the pool that serves its
+    allocations, and the host work it collects (``backend.host_work``: the optimizers'
+    scalars, formed and copied to the device before each launch)."""
+
+    __slots__ = ("xp", "stream", "pool", "host_work", "checks", "_allocator", "_n_checks")
+
+
+def begin(xp, stream, pool, mode=None) -> Session:
+    """Begin capturing the work issued to ``stream`` (a CuPy stream, current already)
+    into a graph, every allocation served by ``pool`` (a ``MemoryPool``): cuBLAS put on
+    the stream first (gradcore's products need no handle call during the capture), reads
+    of values by the host refused (``.item()``, printing: :func:`refusal` names them),
+    the optimizers' host work kept for each launch. ``mode``: CUDA's capture mode (None:
+    CuPy's default, relaxed). :func:`end` ends it, and puts all that back."""
+    gemm.use_stream(xp, stream.ptr)  # (cuBLAS's stream and workspace set before capture)
+    s = Session()
+    s.xp, s.stream, s.pool, s.host_work, s.checks = xp, stream, pool, [], []
+    s._n_checks = len(backend._pending_checks)
+    s._allocator = xp.cuda.using_allocator(pool.malloc)
+    s._allocator.__enter__()
+    backend.set_capture_hooks(_refused_read, None)
+    backend._host_work = s.host_work
+    try:
+        stream.begin_capture(mode)
+    except BaseException:
+        _restore(s)
+        raise
+    return s
+
+
+def _restore(session) -> None:
+    # the range checks the captured work left read arrays a launch fills: kept with the
+    # graph (pend() after each launch), not read now
+    pending = backend._pending_checks
+    session.checks = pending[session._n_checks:]
+    del pending[session._n_checks:]
+    backend._host_work = None
+    backend.set_capture_hooks(None, None)
+    session._allocator.__exit__(None, None, None)
+
+
+def end(session, failed=False):
+    """End the capture :func:`begin` began: the graph (a ``cupy.cuda.graph.Graph``).
+    ``failed``: the captured code raised, and the capture is ended and dropped (CUDA's
+    error for an invalidated capture is the body's, not raised here; None is
+    returned)."""
+    try:
+        graph = session.stream.end_capture()
+    except Exception:
+        if not failed:
+            raise
+        graph = None
+    finally:
+        _restore(session)
+    return None if failed else graph
+
+
+def refusal(exc) -> str | None:
+    """What CuPy or CUDA refused during a capture, when ``exc`` says so (a read of
+    values by the host, a copy from or to it, a synchronization, CuPy's cuBLAS), said for
+    a person with the user's line; None for any other error (the program's own)."""
+    msg = str(exc)
+    if isinstance(exc, _HostRead) or type(exc).__name__ == "CUDARuntimeError" or \
+            "cuBLAS" in msg or "transfers are disallowed" in msg:
+        return _why(exc)
+    return None
+
+
 def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_hosts,
             xp=None):
     """Capture one call of ``fn`` into a :class:`GraphStep` (launched by the caller for
@@ -203,7 +279,6 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
     n_checks = len(pending)
     ran_backward = []
     patched = []
-    patched_steps = []
     for host_module in backward_hosts:
         run_backward = host_module.run_backward
 
@@ -213,46 +288,36 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
         patched.append((host_module, run_backward))
         host_module.run_backward = watching
     stepped = []  # optimizers and schedulers whose Python step a launch would not repeat
-    for o in optimizers:
-        if "step" in type(o).__dict__ or hasattr(o, "step"):
-            if not getattr(o, "_scalars_on_device", False):
-                o.__dict__["step"] = _marking(o, stepped)
-                patched_steps.append(o)
+    patched_steps = watch_steps(optimizers, stepped.append)
     for t, b in zip(flat, buffers):
         t._data = b
-    backend.set_capture_hooks(_refused_read, None)
-    backend._host_work = host_work = []  # what the optimizers leave for each launch
-    gemm.use_stream(xp, stream.ptr)  # (cuBLAS's stream and workspace set before capture)
-    graph = None
+    graph = session = None
     noted = Reach.install(tensor_cls, flat)
-    if noted is None:  # (a subclass defines _data: the caller checked; or a recording)
-        raise CaptureFailed("the tensors the function reaches cannot be watched")
-    reached, first = noted.reached, noted.first
     global capturing
     capturing = fn
     try:
-        with stream, xp.cuda.using_allocator(pool.malloc):
-            stream.begin_capture()
+        if noted is None:  # (a subclass defines _data: the caller checked; or a recording)
+            raise CaptureFailed("the tensors the function reaches cannot be watched")
+        reached, first = noted.reached, noted.first
+        with stream:
+            session = begin(xp, stream, pool)
             try:
                 result = fn(*args, **kwargs)
             except BaseException:
-                try:
-                    stream.end_capture()
-                except Exception:  # noqa: BLE001 - an invalidated capture: the body's error
-                    pass
+                end(session, failed=True)
                 raise
-            graph = stream.end_capture()
+            graph = end(session)
+    except CaptureFailed:
+        raise
     except Exception as exc:  # noqa: BLE001 - whatever refused, the function runs eagerly
         noted.remove()
         _undo(first, host, pending, n_checks)
         raise CaptureFailed(_why(exc)) from exc
     finally:
         capturing = None
-        noted.remove()
-        for o in patched_steps:
-            o.__dict__.pop("step", None)
-        backend._host_work = None
-        backend.set_capture_hooks(None, None)
+        if noted is not None:
+            noted.remove()
+        unwatch_steps(patched_steps)
         for host_module, run_backward in patched:
             host_module.run_backward = run_backward
         for t, d in zip(flat, originals):
@@ -276,11 +341,10 @@ def capture(fn, args, kwargs, flat, tensor_cls, module_cls, opt_types, backward_
             "schedulers outside the compiled function")
     step = GraphStep()
     step.xp, step.graph, step.stream, step.pool = xp, graph, stream, pool
-    step.host_work, step.optimizers = host_work, optimizers
+    step.host_work, step.optimizers = session.host_work, optimizers
     step.inputs = list(enumerate(buffers))
     step.copy_back = [(k, buffers[k]) for k, t in enumerate(flat) if t._version != versions[k]]
-    step.checks = pending[n_checks:]
-    del pending[n_checks:]
+    step.checks = session.checks
     after = _bindings(watched)
     changes, guards = [], []
     for t, (d0, g0), (d1, g1) in zip(watched, before, after):
@@ -313,13 +377,30 @@ def _undo(first, host, pending, n_checks):
     del pending[n_checks:]
 
 
-def _marking(obj, stepped):
-    method = type(obj).step.__get__(obj)
+def watch_steps(components, on_step) -> list:
+    """Have each of ``components`` (optimizers, schedulers) whose updates do not read
+    their scalars from device memory (``_scalars_on_device``) call ``on_step(obj)`` when
+    its ``step`` is called, before it steps: its Python (a step count, scalars formed on
+    the host) is what a launch of a graph would not repeat. Returns what
+    :func:`unwatch_steps` puts back."""
+    patched = []
+    for o in components:
+        if ("step" in type(o).__dict__ or hasattr(o, "step")) and \
+                not getattr(o, "_scalars_on_device", False):
+            method = type(o).step.__get__(o)
 
-    def step(*args, **kwargs):
-        stepped.append(obj)
-        return method(*args, **kwargs)
-    return step
+            def step(*args, _obj=o, _method=method, **kwargs):
+                on_step(_obj)
+                return _method(*args, **kwargs)
+            o.__dict__["step"] = step
+            patched.append(o)
+    return patched
+
+
+def unwatch_steps(patched) -> None:
+    """Put back the steps :func:`watch_steps` watched."""
+    for o in patched:
+        o.__dict__.pop("step", None)
 
 
 def _persistent_roots(bindings, named=()):

@@ -27,7 +27,8 @@ from .. import backend as _backend
 from .. import random as _random
 from ..backend import CudaUnavailableError, OutOfMemoryError
 from ..tensor import CUDA_TENSOR_TYPES as _TENSOR_TYPES
-from . import amp, nvtx
+from . import amp, graphs, nvtx
+from .graphs import CUDAGraph, graph, graph_pool_handle, make_graphed_callables
 
 # (torch.cuda.FloatTensor, ...: legacy constructors of tensors on the current GPU)
 globals().update(_TENSOR_TYPES)
@@ -44,7 +45,8 @@ __all__ = [
     "memory_summary", "mem_get_info", "OutOfMemoryError",
     "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
     "set_rng_state", "get_rng_state_all", "set_rng_state_all", "default_generators",
-    "amp", "nvtx", *_TENSOR_TYPES,
+    "CUDAGraph", "graph", "graph_pool_handle", "make_graphed_callables",
+    "amp", "nvtx", "graphs", *_TENSOR_TYPES,
 ]
 
 _int, _bool = _builtins.int, _builtins.bool
@@ -392,8 +394,9 @@ def stream(stream) -> StreamContext:
 
 
 def is_current_stream_capturing() -> _bool:
-    """Whether the current stream is capturing a CUDA graph (``gc.compile``'s replay on
-    a GPU captures so). False before gradcore has used a GPU; raises without one."""
+    """Whether the current stream is capturing a CUDA graph (inside
+    ``with gc.cuda.graph(g):``, or while ``gc.compile`` captures a step). False before
+    gradcore has used a GPU; raises without one."""
     cupy = _backend.cuda_module()
     if not _backend.cuda_is_initialized():
         return False

@@ -26,7 +26,9 @@ CUDA's semantics, modelled on the host:
   reuse as CuPy's does. An array's block is freed when the last array over it goes.
   Stricter than CUDA, which corrupts memory silently: a graph whose memory was reused
   by other work after the capture (a temporary of the capture, freed when the capture
-  ended, handed out again by the same pool) refuses to launch.
+  ended, handed out again by the same pool) refuses to launch. Memory handed out again
+  to a later capture from the same pool is shared between the graphs (PyTorch's shared
+  graph pools), not counted as reused.
 """
 
 from __future__ import annotations
@@ -120,7 +122,12 @@ class MemoryPool:
         free = self._free.get(size)
         if free:
             block = free.pop()
-            block.uses += 1
+            cap = _capture
+            if cap is None or _current != cap.stream or _outside[0]:
+                # (handed to another capture, the block is shared between graphs, as a
+                # pool PyTorch's graphs share: correct when they are launched one after
+                # the other, each writing its temporaries before reading them)
+                block.uses += 1
         else:
             cap = _capture
             if cap is not None and cap.mode != streamCaptureModeRelaxed:
