@@ -21,7 +21,7 @@ from . import ops as _ops
 from ._size import Size
 from .autograd.functional import _root_grads, backward_to_inputs
 from .autograd.graph import run_backward
-from .autograd.tensor_base import Parameter, Tensor, _wrap, fresh_history, from_data
+from .autograd.tensor_base import Parameter, Tensor, _wrap, fresh_history, from_data, fw_hidden
 from .backend import math_of
 from .ops._core import int_arg, normalize_dim
 
@@ -38,7 +38,8 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
         retain_graph = create_graph
     fn = self.grad_fn
     if gradient is None and fn is not None and fn._pre_hooks is None and inputs is None \
-            and not create_graph and self._base is None and self._data.size == 1:
+            and not create_graph and self._base is None and self._data.size == 1 \
+            and fw_hidden[0] is None:
         # the usual loss.backward(): a kept one (no hook nor .grad shows it; the rules
         # only read it)
         g = math_of(self._data).backward_seed(self._data)

@@ -1,6 +1,6 @@
 """Autograd: the engine, grad modes, custom Functions and gradient checks."""
 
-from . import functional, graph
+from . import forward_ad, functional, graph
 from .function import Function, FunctionCtx
 from .functional import backward, grad
 from .grad_mode import (
@@ -16,4 +16,4 @@ from .graph import Node
 
 __all__ = ["Function", "FunctionCtx", "backward", "grad", "detect_anomaly", "enable_grad",
            "is_anomaly_enabled", "is_grad_enabled", "no_grad", "set_grad_enabled",
-           "GradcheckError", "gradcheck", "gradgradcheck", "Node", "functional", "graph"]
+           "GradcheckError", "gradcheck", "gradgradcheck", "Node", "forward_ad", "functional", "graph"]
