@@ -37,9 +37,10 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
     if retain_graph is None:
         retain_graph = create_graph
     fn = self.grad_fn
+    if fw_hidden[0] is not None and self._rg and not fw_hidden[0](self):
+        _root_grads([self], [gradient], create_graph)  # (raises: see forward_ad)
     if gradient is None and fn is not None and fn._pre_hooks is None and inputs is None \
-            and not create_graph and self._base is None and self._data.size == 1 \
-            and fw_hidden[0] is None:
+            and not create_graph and self._base is None and self._data.size == 1:
         # the usual loss.backward(): a kept one (no hook nor .grad shows it; the rules
         # only read it)
         g = math_of(self._data).backward_seed(self._data)

@@ -16,4 +16,5 @@ from .graph import Node
 
 __all__ = ["Function", "FunctionCtx", "backward", "grad", "detect_anomaly", "enable_grad",
            "is_anomaly_enabled", "is_grad_enabled", "no_grad", "set_grad_enabled",
-           "GradcheckError", "gradcheck", "gradgradcheck", "Node", "forward_ad", "functional", "graph"]
+           "GradcheckError", "gradcheck", "gradgradcheck", "Node", "forward_ad", "functional",
+           "graph"]
