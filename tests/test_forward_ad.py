@@ -56,7 +56,7 @@ def _lib_tangent(lib, fw, fn, xs, ts, shapes):
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_tangents_match_pytorch(case):
+def test_tangents_match_pytorch(case, device):
     fn = CASES[case][0]
     xs, ts, shapes = _tangents(case)
     p, t = _lib_tangent(gc, fwAD, fn, xs, ts, shapes)
@@ -64,6 +64,14 @@ def test_tangents_match_pytorch(case):
     np.testing.assert_allclose(host(p), tp.numpy(), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(host(t), tt.numpy(), rtol=1e-9, atol=1e-10)
     assert t.dtype == gc.float64 and tuple(t.shape) == tuple(tt.shape)
+    assert t.device == gc.device(device)
+
+
+def test_a_tangent_on_another_device_is_refused(device):
+    if gc.device(device).type == "cpu":
+        pytest.skip("needs a second device")
+    with fwAD.dual_level(), pytest.raises(RuntimeError, match="different device"):
+        fwAD.make_dual(gc.zeros(3), gc.zeros(3, device="cpu"))
 
 
 @pytest.mark.parametrize("case", ["two inputs", "matmul", "conv2d"])
