@@ -38,7 +38,8 @@ ref = _load_hook()
 # the namespaces that have a reference page, with their public names
 MODULE_NAMESPACES = ["gradcore.nn", "gradcore.nn.functional", "gradcore.nn.init",
                      "gradcore.optim", "gradcore.optim.lr_scheduler", "gradcore.autograd",
-                     "gradcore.autograd.functional", "gradcore.autograd.graph", "gradcore.func",
+                     "gradcore.autograd.functional", "gradcore.autograd.graph",
+                     "gradcore.autograd.forward_ad", "gradcore.func",
                      "gradcore.utils.data", "gradcore.utils.checkpoint", "gradcore.amp",
                      "gradcore.jit", "gradcore.compiler", "gradcore.special", "gradcore.fft",
                      "gradcore.testing", "gradcore.distributions", "gradcore.nn.parameter",

@@ -50,6 +50,7 @@ PAGES = {
     "gradcore.autograd": "reference/autograd.md",
     "gradcore.autograd.functional": "reference/autograd.functional.md",
     "gradcore.autograd.graph": "reference/autograd.graph.md",
+    "gradcore.autograd.forward_ad": "reference/autograd.forward_ad.md",
     "gradcore.func": "reference/func.md",
     "gradcore.utils.data": "reference/utils.data.md",
     "gradcore.utils.checkpoint": "reference/utils.checkpoint.md",

@@ -1,6 +1,6 @@
 """Autograd: the engine, grad modes, custom Functions and gradient checks."""
 
-from . import anomaly_mode, functional, graph
+from . import anomaly_mode, forward_ad, functional, graph
 from .function import Function, FunctionCtx
 from .functional import backward, grad
 from .grad_mode import (
@@ -22,4 +22,4 @@ __all__ = ["Function", "FunctionCtx", "backward", "grad", "detect_anomaly", "ena
            "is_anomaly_enabled", "is_grad_enabled", "no_grad", "set_grad_enabled",
            "GradcheckError", "gradcheck", "gradgradcheck", "Node", "functional", "graph",
            "inference_mode", "set_detect_anomaly", "is_anomaly_check_nan_enabled", "Variable",
-           "anomaly_mode"]
+           "anomaly_mode", "forward_ad"]

@@ -37,6 +37,11 @@ _new = object.__new__
 _ndarray = np.ndarray
 _accum_lock = threading.Lock()  # creation of a leaf's AccumulateGrad node
 
+# Set by autograd.forward_ad once a dual tensor exists: fw_hidden[0](t) says whether a
+# recorded tensor (t._rg) requires grad as the user sees it (not when its graph reaches
+# only the leaves hidden under dual tensors of tensors that do not require grad).
+fw_hidden = [None]
+
 
 _NONLEAF_GRAD = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -128,6 +133,8 @@ class Tensor:
         """Whether operations on this tensor are recorded for ``backward()``. Settable
         on leaves (floating point ones only); a result requires grad when an input does
         and recording is on."""
+        if self._rg and fw_hidden[0] is not None:
+            return fw_hidden[0](self)
         return self._rg
 
     @requires_grad.setter
@@ -159,7 +166,9 @@ class Tensor:
     def is_leaf(self) -> bool:
         """True for a tensor no recorded operation made (``grad_fn`` is None): the
         tensors whose ``.grad`` backward fills."""
-        return self.grad_fn is None
+        if self.grad_fn is None:
+            return True
+        return fw_hidden[0] is not None and not fw_hidden[0](self)
 
     @property
     def _version(self) -> int:
@@ -311,7 +320,10 @@ class Tensor:
 
     def __repr__(self):
         fn = self.grad_fn if self._base is None else fresh_history(self)
-        return tensor_repr(backend.to_host(self._data), self.dtype, self.device, fn, self._rg)
+        rg = self._rg
+        if rg and fw_hidden[0] is not None and not fw_hidden[0](self):
+            fn, rg = None, False  # computed from forward AD's dual tensors only
+        return tensor_repr(backend.to_host(self._data), self.dtype, self.device, fn, rg)
 
     __str__ = __repr__
 
