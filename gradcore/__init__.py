@@ -89,7 +89,7 @@ from .amp import (
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd import grad_mode as _grad_mode
 from .backend import Device, OutOfMemoryError, get_default_device, set_default_device
-from .backend import device as device
+from .backend import Device as device  # (PyTorch's torch.device: the class)
 from .capture import compile
 from .creation import (
     arange,
