@@ -116,7 +116,7 @@ from .autograd import (
 )
 from .autograd import grad_mode as _grad_mode
 from .backend import Device, OutOfMemoryError, get_default_device, set_default_device
-from .backend import device as device
+from .backend import Device as device  # (PyTorch's torch.device: the class)
 from .capture import compile
 from .creation import (
     arange,

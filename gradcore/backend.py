@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math as _math
 import os
+import re
 import threading
 
 import numpy as np
@@ -34,9 +35,59 @@ class CudaUnavailableError(RuntimeError):
     """CUDA was asked for explicitly but cannot be used; the message says why."""
 
 
-class Device:
-    """A place where arrays live: ``cpu``, ``cuda`` or ``cuda:N``. Made by
-    ``gc.device("cuda:0")``; equal to its string (``device == "cpu"``).
+# the device types PyTorch 2.13 knows (its error for others lists them)
+_TORCH_DEVICE_TYPES = ("cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, "
+                       "maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone")
+_DEVICE_STRING = re.compile(r"([a-z_]+)(?::(0|[1-9][0-9]*))?")
+
+
+class _DeviceType(type):
+    """``gc.device(...)`` is PyTorch's ``torch.device(...)``: the class (``isinstance(x,
+    gc.device)``) whose call parses a string, a type and an index, or a GPU's number,
+    into the one Device of that place."""
+
+    def __call__(cls, type=None, index=None):  # noqa: A002 - PyTorch's argument names
+        if isinstance(type, Device) and index is None:
+            return type
+        if isinstance(type, bool) or not isinstance(type, (str, int)) or \
+                (index is not None and (isinstance(index, bool) or not isinstance(index, int))):
+            got = ", ".join(x.__class__.__name__ for x in (type, index) if x is not None)
+            raise TypeError(f"device() received an invalid combination of arguments - got "
+                            f"({got or 'NoneType'}), but expected one of:\n"
+                            " * (torch.device device)\n * (str type, int index = -1)")
+        if isinstance(type, int):  # (a number: the accelerator's device of that index)
+            if index is not None or not cuda_is_available():
+                raise RuntimeError("Cannot access accelerator device when none is available.")
+            return device(f"cuda:{type}")
+        m = _DEVICE_STRING.fullmatch(type)
+        if m is None:
+            if type.split(":")[0] not in _TORCH_DEVICE_TYPES.split(", "):
+                raise RuntimeError(f"Expected one of {_TORCH_DEVICE_TYPES} device type at "
+                                   f"start of device string: {type}")
+            raise RuntimeError(f"Invalid device string: '{type}'")
+        kind, idx = m.groups()
+        if kind not in _TORCH_DEVICE_TYPES.split(", "):
+            raise RuntimeError(f"Expected one of {_TORCH_DEVICE_TYPES} device type at start "
+                               f"of device string: {type}")
+        if kind not in ("cpu", "cuda"):
+            raise RuntimeError(f"gradcore has no '{kind}' device: its tensors live on 'cpu' "
+                               "(NumPy) or 'cuda' (CuPy)")
+        if index is not None:
+            if idx is not None:
+                raise RuntimeError(f"type (string) must not include an index because index "
+                                   f"was passed explicitly: {type}")
+            if index < 0:
+                raise RuntimeError(f"Device index must not be negative, got {index}")
+            idx = str(index)
+        return device(kind if idx is None or kind == "cpu" else f"{kind}:{idx}")
+
+
+class Device(metaclass=_DeviceType):
+    """A place where arrays live: ``cpu``, ``cuda`` or ``cuda:N``: PyTorch's
+    ``torch.device`` (``gc.device``). ``gc.device("cuda:0")``, ``gc.device("cuda", 0)``
+    and ``gc.device(0)`` (a GPU's number) give the one Device of that place; it is
+    equal to its string (``device == "cpu"``), and ``with gc.device("cuda"):`` makes it
+    the default device inside the block, as in PyTorch.
 
     Attributes:
         type: ``"cpu"`` or ``"cuda"``.
@@ -46,12 +97,27 @@ class Device:
     device(type='cpu')
     """
 
-    __slots__ = ("type", "index", "_math")
+    __slots__ = ("type", "index", "_math", "_outer")
 
-    def __init__(self, type: str, index: int | None = None):
-        self.type = type
-        self.index = index
-        self._math = None
+    @classmethod
+    def _make(cls, type: str, index: int | None = None) -> Device:  # noqa: A002
+        """A new Device (only the parser ``device()`` makes them: one per place)."""
+        dev = object.__new__(cls)
+        dev.type, dev.index, dev._math, dev._outer = type, index, None, []
+        return dev
+
+    def __reduce__(self):  # (unpickled: the one Device of that place)
+        return device, (str(self),)
+
+    def __enter__(self):
+        """The default device inside the block (PyTorch's ``with torch.device(...)``)."""
+        self._outer.append(get_default_device())
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        set_default_device(self._outer.pop())
+        return False
 
     # -- identity -------------------------------------------------------------------
     def __repr__(self):
@@ -97,7 +163,7 @@ class Device:
 
 
 _devices: dict[tuple[str, int | None], Device] = {}
-cpu = Device("cpu")
+cpu = Device._make("cpu")
 _devices[("cpu", None)] = cpu
 
 
@@ -127,7 +193,7 @@ def device(spec) -> Device:
     key = (kind, index)
     dev = _devices.get(key)
     if dev is None:
-        dev = _devices[key] = Device(kind, index)
+        dev = _devices[key] = Device._make(kind, index)
     return dev
 
 

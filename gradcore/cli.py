@@ -121,7 +121,7 @@ def _devices(text):
         raise argparse.ArgumentTypeError(f"expected devices like cpu,cuda, got {text!r}")
     for name in names:
         try:
-            gc.device(name)
+            gc.backend.device(name)  # (the lenient parser: 'CUDA', ' cpu')
         except (ValueError, TypeError) as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
     return names
@@ -205,7 +205,7 @@ def _device(spec):
     """The device ``--device`` names, else the default one (``GRADCORE_DEVICE``); either
     must be usable: the error names where the device came from and why it cannot be used."""
     try:
-        dev = gc.get_default_device() if spec is None else gc.device(spec)
+        dev = gc.get_default_device() if spec is None else gc.backend.device(spec)
         dev.math  # noqa: B018  (an unusable CUDA device raises here, saying why)
     except (ValueError, TypeError, gc.backend.CudaUnavailableError) as exc:
         if spec is not None:
@@ -389,7 +389,7 @@ def _bench_devices(names):
         return [gc.device("cpu")]
     devices = []
     for name in names:
-        dev = gc.device(name)
+        dev = gc.backend.device(name)
         try:
             dev.math  # noqa: B018  (an unusable CUDA device raises here, saying why)
         except gc.backend.CudaUnavailableError as exc:

@@ -221,3 +221,10 @@ def test_reshape_that_copies_matches_pytorch():
     import torch
 
     assert _reshape_copy(gc) == _reshape_copy(torch)
+
+
+def test_an_empty_tensors_strides_are_pytorchs_contiguous_ones():
+    # (NumPy gives an empty array zero strides; PyTorch counts a size 0 as 1)
+    assert gc.empty(0, 3, 2, 2).stride() == (12, 4, 2, 1)
+    assert gc.zeros(3, 0, 2).stride() == (2, 2, 1) and gc.ones(2, 3, 0).stride(-1) == 1
+    assert gc.tensor([]).stride() == (1,)

@@ -185,3 +185,44 @@ def test_backends_are_modules_a_program_imports():
     assert mps.is_built() is False
     assert gc.backends.cuda.matmul.allow_fp16_reduced_precision_reduction is True
     assert gc.backends.mkldnn.is_available() is False and gc.backends.openmp.is_available() is False
+
+
+def test_device_is_pytorchs_class():
+    """gc.device is the class (isinstance(x, torch.device) in programs), made as
+    torch.device is made; each place has one Device."""
+    d = gc.device("cuda", 1)
+    assert isinstance(d, gc.device) and isinstance(gc.ones(1).device, gc.device)
+    assert d is gc.device("cuda:1") is gc.device(type="cuda", index=1) and d.index == 1
+    assert gc.device(gc.device("cpu")) is gc.device("cpu") == "cpu"
+    assert pickle.loads(pickle.dumps(d)) is d
+    with pytest.raises(RuntimeError, match="must not include an index because index was "
+                                           "passed explicitly: cuda:0"):
+        gc.device("cuda:0", 1)
+    with pytest.raises(RuntimeError, match="Invalid device string: 'cuda:x'"):
+        gc.device("cuda:x")
+    with pytest.raises(RuntimeError, match="device type at start of device string: tpu"):
+        gc.device("tpu")
+    with pytest.raises(RuntimeError, match="gradcore has no 'mps' device"):
+        gc.device("mps")
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        gc.device(None)
+    if not gc.cuda.is_available():
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device"):
+            gc.device(0)
+
+
+def test_device_as_a_context_sets_the_default_device():
+    before = gc.get_default_device()
+    with gc.device("cpu") as d:
+        assert d == "cpu" and gc.get_default_device() == "cpu"
+        assert gc.zeros(2).device == "cpu"
+    assert gc.get_default_device() is before
+
+
+def test_device_as_a_context_on_cuda(standin):
+    with gc.device("cuda"):
+        assert gc.zeros(2).device.type == "cuda"
+        with gc.device("cpu"):
+            assert gc.ones(1).device == "cpu"
+        assert gc.randn(3).device.type == "cuda"
+    assert gc.get_default_device().type == "cpu" or gc.zeros(2).device.type == "cuda"

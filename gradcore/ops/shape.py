@@ -1196,7 +1196,14 @@ def stride(x, dim=None):
     ((3, 1), (1, 3))
     """
     xd = x._data
-    strides = tuple(s // xd.itemsize for s in xd.strides)
+    if xd.size:
+        strides = tuple(s // xd.itemsize for s in xd.strides)
+    else:  # (NumPy gives an empty array zero strides; PyTorch its contiguous ones)
+        strides, step = [], 1
+        for n in reversed(xd.shape):
+            strides.insert(0, step)
+            step *= max(n, 1)
+        strides = tuple(strides)
     if dim is None:
         return strides
     if not xd.ndim:
