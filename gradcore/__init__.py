@@ -27,6 +27,7 @@ from . import (
     func,
     jit,
     kernels,
+    library,
     linalg,
     mps,
     multiprocessing,
