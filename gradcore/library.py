@@ -490,10 +490,13 @@ class CustomOpDef:
             raise RuntimeError(f"{q}() takes {len(positional)} positional argument(s) but "
                                f"{len(args)} was/were given.  Declaration: {decl}")
         unknown = [k for k in kwargs if k not in known]
-        if unknown:
+        if len(args) + len(kwargs) > len(schema_args):
             raise RuntimeError(f"{q}() expected at most {len(schema_args)} argument(s) but "
                                f"received {len(args) + len(kwargs)} argument(s). "
                                f"Declaration: {decl}")
+        if unknown:
+            raise RuntimeError(f"Unknown keyword argument '{unknown[0]}' for operator '{q}'. "
+                               f"Schema: {decl}")
         pos, kw = [], {}
         for i, a in enumerate(schema_args):
             if i < len(args):
