@@ -38,6 +38,7 @@ from . import (
     random,
     sampling,
     serialization,
+    signal,
     special,
     testing,
     utils,
