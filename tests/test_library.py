@@ -10,9 +10,10 @@ import typing
 
 import numpy as np
 import pytest
-from conftest import HAVE_TORCH, host, needs_torch
 
 import gradcore as gc
+
+from conftest import HAVE_TORCH, host, needs_torch
 
 LIBS = ["gc", pytest.param("torch", marks=needs_torch)]
 _ids = itertools.count()
@@ -149,7 +150,7 @@ def test_call_checked_against_schema(lib):
     name = _name("sc")
 
     @L.library.custom_op(name, mutates_args=())
-    def sc(x: L.Tensor, a: float, s: str = "m", o: typing.Optional[L.Tensor] = None,
+    def sc(x: L.Tensor, a: float, s: str = "m", o: L.Tensor | None = None,
            *, k: int = 2) -> L.Tensor:
         return x * a
 
@@ -359,19 +360,21 @@ def test_infer_schema_errors(lib):
 def test_infer_schema_matches_torch():
     import torch
 
-    def make(L):
+    def make(L):  # (typing's spellings on purpose: the schema knows them as PyTorch does)
         def many(x: L.Tensor, ys: typing.List[L.Tensor], a: int,  # noqa: UP006
                  b: float = 2.0, c: bool = True, s: str = "hi",
-                 o: typing.Optional[L.Tensor] = None, d: typing.Optional[L.dtype] = None,
-                 z: typing.Optional[typing.Sequence[float]] = None, *, k: int = 3,
-                 n: typing.Union[int, float, bool] = 1) -> typing.Tuple[L.Tensor, L.Tensor]:
+                 o: typing.Optional[L.Tensor] = None,  # noqa: UP045
+                 d: typing.Optional[L.dtype] = None,  # noqa: UP045
+                 z: typing.Optional[typing.Sequence[float]] = None, *, k: int = 3,  # noqa: UP045
+                 n: typing.Union[int, float, bool] = 1  # noqa: UP007
+                 ) -> typing.Tuple[L.Tensor, L.Tensor]:  # noqa: UP006
             return x, x
 
-        def single(x: L.Tensor, dt: L.dtype = L.float32) -> typing.Tuple[L.Tensor]:
+        def single(x: L.Tensor, dt: L.dtype = L.float32) -> typing.Tuple[L.Tensor]:  # noqa: UP006
             return (x,)
 
-        def lists(xs: list[typing.Optional[L.Tensor]], m: typing.Optional[list[int]]) -> \
-                list[L.Tensor]:
+        def lists(xs: list[typing.Optional[L.Tensor]],  # noqa: UP045
+                  m: list[int] | None) -> list[L.Tensor]:
             return xs
 
         def nothing(x: L.Tensor, y: L.Tensor) -> None:

@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
-from conftest import host, needs_torch
 
 import gradcore as gc
+
+from conftest import host, needs_torch
 
 W = gc.signal.windows
 CASES = [("bartlett", {}), ("blackman", {}), ("cosine", {}), ("exponential", {}),
