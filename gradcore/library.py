@@ -91,7 +91,7 @@ SUPPORTED_RETURN_TYPES = {Tensor: "Tensor", typing.List[Tensor]: "Tensor[]",  # 
 
 
 def infer_schema(prototype_function: Callable, /, *, mutates_args, op_name: str | None = None,
-                 tags=None) -> str:
+                 tags=()) -> str:
     """The schema of an op, as PyTorch writes it, inferred from ``prototype_function``'s
     type annotations: ``"(Tensor x, float a=1.0, *, SymInt k=2) -> Tensor"`` (with
     ``op_name`` in front when given). ``mutates_args`` names the Tensor arguments the
@@ -178,7 +178,7 @@ def infer_schema(prototype_function: Callable, /, *, mutates_args, op_name: str 
         elif isinstance(default, str):
             rep = f'"{default}"'
         elif isinstance(default, Device):
-            rep = f'"{default.type if default.index is None else str(default)}"'
+            rep = f'"{default}"'
         elif isinstance(default, dtypes.DType):
             rep = str(default).split(".")[-1]
         else:
@@ -814,7 +814,7 @@ def _clone_args(values):
     def one(v):
         if isinstance(v, Tensor):
             c = v.detach().clone()
-            return c.requires_grad_(v.requires_grad) if v.is_leaf or v.requires_grad else c
+            return c.requires_grad_() if v.requires_grad else c
         if isinstance(v, (list, tuple)):
             return type(v)(one(e) for e in v)
         return v

@@ -619,3 +619,33 @@ def test_gradients_compared_with_torch():
         res.append((_values(a.grad), _values(b.grad)))
     np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-12)
     np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-12)
+
+
+def test_aliasing_checked_on_every_device(device):
+    @gc.library.custom_op(_name("slice"), mutates_args=())
+    def first(x: gc.Tensor) -> gc.Tensor:
+        return x[:1]
+
+    @gc.library.custom_op(_name("fresh"), mutates_args=())
+    def fresh(x: gc.Tensor) -> gc.Tensor:
+        return x[:1].clone()
+
+    x = gc.arange(3.0, device=device)
+    with pytest.raises(RuntimeError, match="must not also be an input"):
+        first(x)
+    np.testing.assert_allclose(host(fresh(x)), [0.0])
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_numpy_of_a_tensor_requiring_grad_under_no_grad(lib):
+    """What custom-op kernels rely on: ``x.numpy()`` is refused only while grad mode is on."""
+    L = _lib(lib)
+    x = L.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires "
+                                           "grad"):
+        x.numpy()
+    with pytest.raises(RuntimeError, match="requires grad"):
+        np.asarray(x)
+    with L.no_grad():
+        np.testing.assert_allclose(x.numpy(), [1.0, 1.0])
+        np.testing.assert_allclose(np.asarray(x), [1.0, 1.0])
