@@ -549,12 +549,28 @@ class CustomOpDef:
         """The kernel on the bound arguments; the aliasing check; version bumps."""
         fn = self._kernel_for(pos, kw)
         result = fn(*pos, **kw)
+        self._check_returns(result)
         self._check_aliasing(fn, pos, kw, result)
         for a, v in zip([a for a in self._parsed.args if not a.kwarg_only], pos):
             if a.mutable:
                 for t in _tensors_in([v]):
                     t._bump()
         return result
+
+    def _check_returns(self, result):
+        rets = self._parsed.returns
+        if not rets:
+            return
+        vals = result if self._parsed.returns_tuple else (result,)
+        if not isinstance(vals, (tuple, list)) or len(vals) != len(rets):
+            raise RuntimeError(f"{self._qualname}: the kernel returned {result!r}, but the "
+                               f"schema's returns are {'(' + ', '.join(rets) + ')'}")
+        for v, t in zip(vals, rets):
+            bad_tensor = t == "Tensor" and not isinstance(v, Tensor)
+            bad_list = t == "Tensor[]" and not (
+                isinstance(v, (list, tuple)) and all(isinstance(e, Tensor) for e in v))
+            if bad_tensor or bad_list:
+                raise RuntimeError(f"Unable to cast {v!r} to {t}")
 
     def _check_aliasing(self, fn, pos, kw, result):
         outs = result if isinstance(result, (tuple, list)) else (result,)

@@ -269,6 +269,18 @@ def test_tuple_and_list_outputs(lib):
 
 
 @pytest.mark.parametrize("lib", LIBS)
+def test_kernel_result_must_fit_the_schema(lib):
+    L = _lib(lib)
+
+    @L.library.custom_op(_name("badret"), mutates_args=())
+    def badret(x: L.Tensor) -> L.Tensor:
+        return 3
+
+    with pytest.raises(RuntimeError, match="Unable to cast 3 to Tensor"):
+        badret(L.ones(1))
+
+
+@pytest.mark.parametrize("lib", LIBS)
 def test_wrong_number_of_gradients(lib):
     L = _lib(lib)
 
