@@ -45,7 +45,7 @@ MODULE_NAMESPACES = ["gradcore.nn", "gradcore.nn.functional", "gradcore.nn.init"
                      "gradcore.testing", "gradcore.distributions", "gradcore.nn.parameter",
                      "gradcore.utils.hooks", "gradcore.utils.benchmark", "gradcore.serialization",
                      "gradcore.version", "gradcore.cpu", "gradcore.mps", "gradcore.xpu",
-                     "gradcore.profiler"]
+                     "gradcore.profiler", "gradcore.library", "gradcore.signal.windows"]
 NAMESPACES = ["gradcore", "gradcore.Tensor", *MODULE_NAMESPACES, "gradcore.cuda",
               "gradcore.accelerator"]
 

@@ -71,6 +71,8 @@ PAGES = {
     "gradcore.mps": "reference/cpu.md",
     "gradcore.xpu": "reference/cpu.md",
     "gradcore.profiler": "reference/profiler.md",
+    "gradcore.library": "reference/library.md",
+    "gradcore.signal.windows": "reference/signal.windows.md",
 }
 
 

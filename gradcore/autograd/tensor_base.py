@@ -28,6 +28,7 @@ from .. import backend, dtypes
 from .._format import tensor_repr
 from .._size import Size
 from ..backend import math_of
+from .grad_mode import state as _grad_state
 from .graph import AccumulateGrad, Node, new_seq
 
 __all__ = ["Tensor", "Parameter", "edge", "new_node", "fresh_history", "view_history",
@@ -329,8 +330,10 @@ class Tensor:
 
     # -- conversion -----------------------------------------------------------------------
     def numpy(self, force: bool = False) -> np.ndarray:
-        """The data as a NumPy array (shares memory on the CPU, copies from a GPU)."""
-        if self._rg and not force:
+        """The data as a NumPy array (shares memory on the CPU, copies from a GPU).
+        Refused for a tensor that requires grad while grad mode is on (under ``no_grad``,
+        in a custom op's kernel, it is allowed, as in PyTorch)."""
+        if self._rg and not force and _grad_state.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         if self.device.type != "cpu" and not force:
@@ -356,7 +359,7 @@ class Tensor:
         return backend.to_host(self._data).tolist()
 
     def __array__(self, dtype=None, copy=None):
-        if self._rg:
+        if self._rg and _grad_state.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         arr = backend.to_host(self._data)

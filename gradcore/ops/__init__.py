@@ -22,6 +22,7 @@ from ..backend import math_of
 from . import (
     _elide,
     _export,
+    _library,
     activation,
     conv,
     copies,
@@ -362,3 +363,12 @@ def bind_methods(T) -> None:
     for name, fn in methods.items():
         setattr(T, name, fn)
     T.__hash__ = object.__hash__
+
+
+def __getattr__(name: str):
+    """``gc.ops.<namespace>``: the custom ops of a namespace (``gc.library.custom_op``),
+    as ``torch.ops.<namespace>``; names of gradcore.ops's own never get here."""
+    ns = _library.namespace(name) if not name.startswith("__") else None
+    if ns is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return ns
