@@ -113,6 +113,23 @@ def test_static_outputs_follow_the_static_inputs(device):
         np.testing.assert_array_equal(_host(y), [2 * v + 1] * 3)
 
 
+def test_a_compiled_function_inside_a_hand_capture_is_part_of_it(device):
+    """gc.compile's function called inside gc.cuda.graph runs eagerly (it would start a
+    capture of its own otherwise): its work is in the user's graph."""
+    @gc.compile
+    def double(t):
+        return t * 2
+
+    x = gc.zeros(3, device="cuda")
+    g = gc.cuda.CUDAGraph()
+    with gc.cuda.graph(g):
+        y = double(x) + 1
+    assert not double._cache  # (nothing recorded: it ran as part of the capture)
+    x.copy_(gc.tensor([1.0, 2.0, 3.0], device="cuda"))
+    g.replay()
+    np.testing.assert_array_equal(_host(y), [3.0, 5.0, 7.0])
+
+
 def test_dropout_draws_fresh_masks_at_each_replay_as_eager_does(device):
     x = gc.ones(64, device="cuda")
     gc.manual_seed(3)

@@ -180,7 +180,13 @@ class Session:
     allocations, and the host work it collects (``backend.host_work``: the optimizers'
     scalars, formed and copied to the device before each launch)."""
 
-    __slots__ = ("xp", "stream", "pool", "host_work", "checks", "_allocator", "_n_checks")
+    __slots__ = ("xp", "stream", "pool", "host_work", "checks", "_allocator", "_n_checks",
+                 "_open")
+
+
+# captures under way (gc.compile's, or gc.cuda.graph's by hand): a compiled function
+# called inside one runs eagerly, its work captured with the rest
+open_sessions = 0
 
 
 def begin(xp, stream, pool, mode=None) -> Session:
@@ -203,10 +209,17 @@ def begin(xp, stream, pool, mode=None) -> Session:
     except BaseException:
         _restore(s)
         raise
+    global open_sessions
+    open_sessions += 1
+    s._open = True
     return s
 
 
 def _restore(session) -> None:
+    global open_sessions
+    if getattr(session, "_open", False):
+        session._open = False
+        open_sessions -= 1
     # the range checks the captured work left read arrays a launch fills: kept with the
     # graph (pend() after each launch), not read now
     pending = backend._pending_checks
