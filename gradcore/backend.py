@@ -31,6 +31,11 @@ __all__ = [
 ]
 
 
+class DeviceStringError(RuntimeError, ValueError):
+    """A device string gradcore cannot parse: PyTorch's RuntimeError (and a ValueError,
+    which gradcore raised before)."""
+
+
 class CudaUnavailableError(RuntimeError):
     """CUDA was asked for explicitly but cannot be used; the message says why."""
 
@@ -182,11 +187,12 @@ def device(spec) -> Device:
     text = spec.strip().lower()
     kind, _, idx = text.partition(":")
     if kind not in ("cpu", "cuda"):
-        raise ValueError(f"unknown device {spec!r}: expected 'cpu', 'cuda' or 'cuda:N'")
+        raise DeviceStringError(f"unknown device {spec!r}: expected 'cpu', 'cuda' or "
+                                "'cuda:N'")
     index = None
     if idx:
         if not idx.isdigit():
-            raise ValueError(f"bad device index in {spec!r}")
+            raise DeviceStringError(f"bad device index in {spec!r}")
         index = int(idx)
     if kind == "cpu":
         return cpu

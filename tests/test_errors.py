@@ -453,10 +453,14 @@ def test_creation_errors(device):
 
 # ---- devices --------------------------------------------------------------------------
 def test_unknown_device_string_names_it():
-    with _raises(ValueError, "'tpu'", "cpu", "cuda"):
+    # (gc.device is torch.device: PyTorch's RuntimeError and words)
+    with _raises(RuntimeError, "device string: tpu", "cpu", "cuda"):
         gc.device("tpu")
-    with _raises(ValueError, "cuda:x"):
+    with _raises(RuntimeError, "'cuda:x'"):
         gc.device("cuda:x")
+    for kind in (RuntimeError, ValueError):  # (a tensor's device=: PyTorch's kind, and
+        with _raises(kind, "'tpu'", "cpu", "cuda"):  # gradcore's before)
+            gc.zeros(2, device="tpu")
 
 
 @needs_no_cuda
