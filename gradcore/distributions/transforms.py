@@ -806,34 +806,36 @@ class ReshapeTransform(Transform):
         return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
 
     def _call(self, x):
-        batch_shape = tuple(x.shape[:x.dim() - len(self.in_shape)])
-        return x.reshape(batch_shape + tuple(self.out_shape))
+        return x.reshape(_batch_of(x, self.in_shape) + tuple(self.out_shape))
 
     def _inverse(self, y):
-        batch_shape = tuple(y.shape[:y.dim() - len(self.out_shape)])
-        return y.reshape(batch_shape + tuple(self.in_shape))
+        return y.reshape(_batch_of(y, self.out_shape) + tuple(self.in_shape))
 
     def log_abs_det_jacobian(self, x, y):
-        batch_shape = tuple(x.shape[:x.dim() - len(self.in_shape)])
-        return x.new_zeros(batch_shape)
+        return x.new_zeros(_batch_of(x, self.in_shape))
 
     def forward_shape(self, shape):
-        if len(shape) < len(self.in_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.in_shape)
-        if tuple(shape[cut:]) != tuple(self.in_shape):
-            raise ValueError(f"Shape mismatch: expected {Size(shape[cut:])} but got "
-                             f"{self.in_shape}")
-        return Size(tuple(shape[:cut]) + tuple(self.out_shape))
+        return _reshaped_shape(shape, self.in_shape, self.out_shape)
 
     def inverse_shape(self, shape):
-        if len(shape) < len(self.out_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.out_shape)
-        if tuple(shape[cut:]) != tuple(self.out_shape):
-            raise ValueError(f"Shape mismatch: expected {Size(shape[cut:])} but got "
-                             f"{self.out_shape}")
-        return Size(tuple(shape[:cut]) + tuple(self.in_shape))
+        return _reshaped_shape(shape, self.out_shape, self.in_shape)
+
+
+def _batch_of(x, event_shape):
+    """The dimensions of ``x`` left of its rightmost ``event_shape``."""
+    return tuple(x.shape[:x.dim() - len(event_shape)])
+
+
+def _reshaped_shape(shape, from_shape, to_shape):
+    """``shape`` with its rightmost ``from_shape`` replaced by ``to_shape`` (PyTorch's
+    ValueErrors when it has too few dimensions or ends otherwise)."""
+    if len(shape) < len(from_shape):
+        raise ValueError("Too few dimensions on input")
+    cut = len(shape) - len(from_shape)
+    if tuple(shape[cut:]) != tuple(from_shape):
+        raise ValueError(f"Shape mismatch: expected {Size(shape[cut:])} but got "
+                         f"{from_shape}")
+    return Size(tuple(shape[:cut]) + tuple(to_shape))
 
 
 class CorrCholeskyTransform(Transform):
