@@ -773,6 +773,14 @@ class PositiveDefiniteTransform(Transform):
         return LowerCholeskyTransform().inv(gc.linalg.cholesky(y))
 
 
+def _transforms_of(tseq, cache_size):
+    """The list of ``tseq`` (PyTorch's AssertionError unless each is a Transform), each
+    with ``cache_size`` when it is not 0: CatTransform's and StackTransform's."""
+    if not all(isinstance(t, Transform) for t in tseq):
+        raise AssertionError("All elements of tseq must be Transform instances")
+    return [t.with_cache(cache_size) for t in tseq] if cache_size else list(tseq)
+
+
 class ReshapeTransform(Transform):
     """The reshape of the rightmost ``in_shape`` dimensions to ``out_shape`` (the same
     number of elements); its Jacobian's log-determinant is 0.
@@ -911,12 +919,9 @@ class CatTransform(Transform):
     """
 
     def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise AssertionError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
+        tseq = _transforms_of(tseq, cache_size)
         super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
+        self.transforms = tseq
         if lengths is None:
             lengths = [1] * len(self.transforms)
         self.lengths = list(lengths)
@@ -995,12 +1000,9 @@ class StackTransform(Transform):
     """
 
     def __init__(self, tseq, dim=0, cache_size=0):
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise AssertionError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
+        tseq = _transforms_of(tseq, cache_size)
         super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
+        self.transforms = tseq
         self.dim = dim
 
     def with_cache(self, cache_size=1):
