@@ -236,6 +236,12 @@ def typename(obj, /) -> str:
 
     if isinstance(obj, Tensor):
         return obj.type()
+    return _object_typename(obj)
+
+
+def _object_typename(obj) -> str:
+    """:func:`typename` of anything but a tensor: a class's or function's own module and
+    qualified name, else its class's (no module for builtins)."""
     module = getattr(obj, "__module__", "") or ""
     if hasattr(obj, "__qualname__"):
         qualname = obj.__qualname__

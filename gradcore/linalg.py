@@ -27,7 +27,6 @@ from collections import namedtuple
 
 import numpy as _np
 
-from . import backend as _backend
 from . import dtypes as _dtypes
 from . import ops as _ops
 from .autograd.grad_mode import no_grad as _no_grad
@@ -464,13 +463,9 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):  # noqa: N803
     _linalg_ops._matrices("linalg.solve", A)
     factor, pivots, info = lu_factor_ex(A)
     if check_errors:
-        host = _np.asarray(_backend.to_host(info._data))
-        for pos in _np.ndindex(*host.shape):
-            if host[pos]:
-                where = (f"(Batch element {_np.ravel_multi_index(pos, host.shape)}): "
-                         if host.ndim else "")
-                raise LinAlgError(f"torch.linalg.solve_ex: {where}The solver failed because "
-                                  "the input matrix is singular.")
+        _linalg_ops._raise_at_first_info(info._data, lambda where, _: LinAlgError(
+            f"torch.linalg.solve_ex: {where}The solver failed because the input matrix is "
+            "singular."))
     if left:
         rhs, vector = _as_matrix_rhs(A, B)
         x = lu_solve(factor, pivots, rhs)
@@ -490,14 +485,9 @@ def inv_ex(A, *, check_errors=False, out=None):  # noqa: N803
     _linalg_ops._matrices("linalg.inv_ex", A)
     factor, pivots, info = lu_factor_ex(A)
     if check_errors:
-        host = _np.asarray(_backend.to_host(info._data))
-        for pos in _np.ndindex(*host.shape):
-            if host[pos]:
-                where = (f"(Batch element {_np.ravel_multi_index(pos, host.shape)}): "
-                         if host.ndim else "")
-                raise LinAlgError(f"linalg.inv_ex: {where}The diagonal element "
-                                  f"{int(host[pos])} is zero, the inversion could not be "
-                                  f"completed because the input matrix is singular.")
+        _linalg_ops._raise_at_first_info(info._data, lambda where, i: LinAlgError(
+            f"linalg.inv_ex: {where}The diagonal element {i} is zero, the inversion could "
+            "not be completed because the input matrix is singular."))
     eye = _linalg_ops._eye_like(A)
     return _InvExResult(lu_solve(factor, pivots, eye.expand(*A.shape)), info)
 

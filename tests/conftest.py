@@ -147,6 +147,23 @@ def host(t) -> np.ndarray:
     return np.asarray(gc.backend.to_host(t._data))
 
 
+def assert_same(ours, theirs, where=""):
+    """Two results as plain data (tensors as ``("tensor", values, dtype name, shape)``,
+    nested in tuples) agree: the same dtypes and shapes, values to ``rtol=1e-5,
+    atol=1e-6`` (NaNs where PyTorch has them), all else equal; ``where`` names the case."""
+    if isinstance(theirs, tuple) and theirs and theirs[0] == "tensor":
+        assert isinstance(ours, tuple) and ours[0] == "tensor", where
+        assert ours[2:] == theirs[2:], (where, ours[2:], theirs[2:])
+        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-6, equal_nan=True,
+                                   err_msg=where)
+    elif isinstance(theirs, tuple):
+        assert isinstance(ours, tuple) and len(ours) == len(theirs), (where, ours, theirs)
+        for k, (a, b) in enumerate(zip(ours, theirs)):
+            assert_same(a, b, f"{where}[{k}]")
+    else:
+        assert ours == theirs, (where, ours, theirs)
+
+
 try:  # PyTorch is optional: comparisons skip, with a reason, when it is absent
     import torch  # noqa: F401
     HAVE_TORCH = True

@@ -15,7 +15,7 @@ import pytest
 
 import gradcore as gc
 
-from conftest import host, needs_torch
+from conftest import assert_same, host, needs_torch
 
 pytestmark = needs_torch
 
@@ -192,20 +192,6 @@ def _plain(value):
     return value
 
 
-def _assert_same(ours, theirs, where):
-    if isinstance(theirs, tuple) and theirs and theirs[0] == "tensor":
-        assert isinstance(ours, tuple) and ours[0] == "tensor", where
-        assert ours[2:] == theirs[2:], (where, ours[2:], theirs[2:])
-        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-6, equal_nan=True,
-                                   err_msg=where)
-    elif isinstance(theirs, tuple):
-        assert isinstance(ours, tuple) and len(ours) == len(theirs), (where, ours, theirs)
-        for k, (a, b) in enumerate(zip(ours, theirs)):
-            _assert_same(a, b, f"{where}[{k}]")
-    else:
-        assert ours == theirs, (where, ours, theirs)
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_pytorch(name):
     import torch
@@ -213,7 +199,7 @@ def test_matches_pytorch(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ours, theirs = CASES[name](gc), CASES[name](torch)
-    _assert_same(_plain(ours), _plain(theirs), name)
+    assert_same(_plain(ours), _plain(theirs), name)
 
 
 # ---- errors: PyTorch's type and message ----------

@@ -453,43 +453,46 @@ def reset_peak_memory_stats(device=None) -> None:
     _backend.cuda_reset_peaks(_index(device))
 
 
+def _reset_peaks_as(name, device) -> None:
+    """``torch.cuda.<name>`` (deprecated): :func:`reset_peak_memory_stats`, with PyTorch's
+    FutureWarning, pointing at the caller's caller."""
+    import warnings  # noqa: PLC0415
+
+    warnings.warn(f"torch.cuda.{name} now calls torch.cuda.reset_peak_memory_stats, which "
+                  "resets /all/ peak memory stats.", FutureWarning, stacklevel=3)
+    reset_peak_memory_stats(device)
+
+
 def reset_max_memory_allocated(device=None) -> None:
     """:func:`reset_peak_memory_stats` (which resets every peak), with PyTorch's
     FutureWarning."""
-    import warnings  # noqa: PLC0415
-
-    warnings.warn("torch.cuda.reset_max_memory_allocated now calls "
-                  "torch.cuda.reset_peak_memory_stats, which resets /all/ peak memory "
-                  "stats.", FutureWarning, stacklevel=2)
-    reset_peak_memory_stats(device)
+    _reset_peaks_as("reset_max_memory_allocated", device)
 
 
 def reset_max_memory_cached(device=None) -> None:
     """:func:`reset_peak_memory_stats` (which resets every peak), with PyTorch's
     FutureWarning."""
+    _reset_peaks_as("reset_max_memory_cached", device)
+
+
+def _warn_renamed(old, new) -> None:
+    """PyTorch's FutureWarning for ``torch.cuda.<old>``, now ``<new>``, pointing at the
+    caller's caller."""
     import warnings  # noqa: PLC0415
 
-    warnings.warn("torch.cuda.reset_max_memory_cached now calls "
-                  "torch.cuda.reset_peak_memory_stats, which resets /all/ peak memory "
-                  "stats.", FutureWarning, stacklevel=2)
-    reset_peak_memory_stats(device)
+    warnings.warn(f"`torch.cuda.{old}` has been renamed to `torch.cuda.{new}`",
+                  FutureWarning, stacklevel=3)
 
 
 def memory_cached(device=None) -> _int:
     """Deprecated; see :func:`memory_reserved`."""
-    import warnings  # noqa: PLC0415
-
-    warnings.warn("`torch.cuda.memory_cached` has been renamed to "
-                  "`torch.cuda.memory_reserved`", FutureWarning, stacklevel=2)
+    _warn_renamed("memory_cached", "memory_reserved")
     return memory_reserved(device)
 
 
 def max_memory_cached(device=None) -> _int:
     """Deprecated; see :func:`max_memory_reserved`."""
-    import warnings  # noqa: PLC0415
-
-    warnings.warn("`torch.cuda.max_memory_cached` has been renamed to "
-                  "`torch.cuda.max_memory_reserved`", FutureWarning, stacklevel=2)
+    _warn_renamed("max_memory_cached", "max_memory_reserved")
     return max_memory_reserved(device)
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 from .._size import Size
 from . import _api as gc
@@ -12,6 +11,7 @@ from . import constraints
 from .bernoulli import _bce_with_logits
 from .distribution import ExponentialFamily
 from .utils import (
+    ShapedBinaryParams,
     broadcast_all,
     clamp_probs,
     lazy_property,
@@ -22,7 +22,7 @@ from .utils import (
 __all__ = ["ContinuousBernoulli"]
 
 
-class ContinuousBernoulli(ExponentialFamily):
+class ContinuousBernoulli(ExponentialFamily, ShapedBinaryParams):
     """The continuous Bernoulli distribution on [0, 1] (Loaiza-Ganem and Cunningham,
     2019): density ``C(p) p^x (1 - p)^(1-x)``. Give ``probs`` or ``logits``, not both;
     near ``probs = 0.5`` (inside ``lims``) Taylor expansions replace the unstable closed
@@ -46,20 +46,12 @@ class ContinuousBernoulli(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        batch_shape = self._init_binary(probs, logits)
         if probs is not None:
-            is_scalar = isinstance(probs, numbers.Number)
-            (self.probs,) = broadcast_all(probs)
             if validate_args is not None and \
                     not bool(self.arg_constraints["probs"].check(self.probs).all()):
                 raise ValueError("The parameter probs has invalid values")
-            self.probs = clamp_probs(self.probs)
-        else:
-            is_scalar = isinstance(logits, numbers.Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = Size() if is_scalar else self._param.size()
+            self.probs = self._param = clamp_probs(self.probs)
         self._lims = lims
         super().__init__(batch_shape, validate_args=validate_args)
 
@@ -67,12 +59,7 @@ class ContinuousBernoulli(ExponentialFamily):
         new = self._get_checked_instance(ContinuousBernoulli, _instance)
         new._lims = self._lims
         batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        self._expand_binary(new, batch_shape)
         super(ContinuousBernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
@@ -126,11 +113,6 @@ class ContinuousBernoulli(ExponentialFamily):
     def probs(self):
         """The parameter ``p`` (clamped away from 0 and 1)."""
         return clamp_probs(logits_to_probs(self.logits, is_binary=True))
-
-    @property
-    def param_shape(self):
-        """The shape of the parameter given."""
-        return self._param.size()
 
     def sample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))

@@ -5,15 +5,13 @@ from __future__ import annotations
 import math
 
 from . import _api as gc
-from . import constraints
+from ._half import _Half
 from .cauchy import Cauchy
-from .transformed_distribution import TransformedDistribution
-from .transforms import AbsTransform
 
 __all__ = ["HalfCauchy"]
 
 
-class HalfCauchy(TransformedDistribution):
+class HalfCauchy(_Half):
     """The distribution of ``|X|`` for ``X ~ Cauchy(0, scale)``.
 
     Args:
@@ -26,22 +24,11 @@ class HalfCauchy(TransformedDistribution):
     tensor(-0.4516)
     """
 
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
-
-    def __init__(self, scale, validate_args=None):
-        base_dist = Cauchy(0, scale, validate_args=False)
-        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
+    _folded = Cauchy
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(HalfCauchy, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def scale(self):
-        """The scale of the Cauchy distribution."""
-        return self.base_dist.scale
 
     @property
     def mean(self):
@@ -49,27 +36,8 @@ class HalfCauchy(TransformedDistribution):
                        device=self.scale.device)
 
     @property
-    def mode(self):
-        return gc.zeros_like(self.scale)
-
-    @property
     def variance(self):
         return self.base_dist.variance
 
-    def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        value = gc.as_tensor(value, dtype=self.scale.dtype, device=self.scale.device)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return gc.where(value >= 0, log_prob, -math.inf)
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        return self.base_dist.entropy() - math.log(2)
+    def _log_prob_value(self, value):
+        return gc.as_tensor(value, dtype=self.scale.dtype, device=self.scale.device)

@@ -693,20 +693,29 @@ def _kl_uniform_continuous_bernoulli(p, q):
                       result)
 
 
+def _lowrank_q_parts(p, q):
+    """What KL(p || q) for a LowRankMultivariateNormal ``q`` takes of ``q``: the
+    log-determinant of its covariance, the Mahalanobis term of ``q.loc - p.loc``, and
+    ``A`` with ``inv(qcov) = inv(qD) - A.T @ A``."""
+    logdet = _batch_lowrank_logdet(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
+                                   q._capacitance_tril)
+    mahalanobis = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor,
+                                             q._unbroadcasted_cov_diag, q.loc - p.loc,
+                                             q._capacitance_tril)
+    qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)  # noqa: N806
+    A = gc.linalg.solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)  # noqa: N806
+    return logdet, mahalanobis, A
+
+
 @register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
 def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
     if p.event_shape != q.event_shape:
         raise ValueError("KL-divergence between two Low Rank Multivariate Normals with "
                          "different event shapes cannot be computed")
-    term1 = _batch_lowrank_logdet(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
-                                  q._capacitance_tril) - \
-        _batch_lowrank_logdet(p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag,
-                              p._capacitance_tril)
-    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
-                                       q.loc - p.loc, q._capacitance_tril)
+    q_logdet, term3, A = _lowrank_q_parts(p, q)  # noqa: N806
+    term1 = q_logdet - _batch_lowrank_logdet(p._unbroadcasted_cov_factor,
+                                             p._unbroadcasted_cov_diag, p._capacitance_tril)
     # inv(qcov) @ pcov = [inv(qD) - A.T @ A] @ (pD + pW @ pW.T)
-    qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)  # noqa: N806
-    A = gc.linalg.solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)  # noqa: N806
     term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag).sum(-1)
     term22 = _batch_trace_XXT(p._unbroadcasted_cov_factor *
                               q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
@@ -721,14 +730,9 @@ def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
     if p.event_shape != q.event_shape:
         raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with "
                          "different event shapes cannot be computed")
-    term1 = _batch_lowrank_logdet(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
-                                  q._capacitance_tril) - \
-        2 * p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
-                                       q.loc - p.loc, q._capacitance_tril)
+    q_logdet, term3, A = _lowrank_q_parts(p, q)  # noqa: N806
+    term1 = q_logdet - 2 * p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
     # inv(qcov) @ pcov = [inv(qD) - A.T @ A] @ p_tril @ p_tril.T
-    qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)  # noqa: N806
-    A = gc.linalg.solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)  # noqa: N806
     term21 = _batch_trace_XXT(p._unbroadcasted_scale_tril *
                               q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
     term22 = _batch_trace_XXT(A.matmul(p._unbroadcasted_scale_tril))

@@ -36,6 +36,16 @@ def _precision_to_scale_tril(P):  # noqa: N803
     return gc.linalg.solve_triangular(L_inv, eye, upper=False)
 
 
+def _scale_tril_of(scale_tril, covariance_matrix, precision_matrix):
+    """The lower Cholesky factor of the covariance, from whichever of the three is not
+    None (the first that is not)."""
+    if scale_tril is not None:
+        return scale_tril
+    if covariance_matrix is not None:
+        return gc.linalg.cholesky(covariance_matrix)
+    return _precision_to_scale_tril(precision_matrix)
+
+
 class MultivariateNormal(Distribution):
     """The multivariate normal distribution of mean ``loc`` and covariance given by one
     of ``covariance_matrix``, ``precision_matrix`` (its inverse) or ``scale_tril`` (its
@@ -82,12 +92,8 @@ class MultivariateNormal(Distribution):
         setattr(self, name, matrix.expand(tuple(batch_shape) + (-1, -1)))
         self.loc = loc.expand(tuple(batch_shape) + (-1,))
         super().__init__(batch_shape, self.loc.shape[-1:], validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = gc.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = _scale_tril_of(scale_tril, covariance_matrix,
+                                                        precision_matrix)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(MultivariateNormal, _instance)

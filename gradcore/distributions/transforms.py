@@ -773,6 +773,14 @@ class PositiveDefiniteTransform(Transform):
         return LowerCholeskyTransform().inv(gc.linalg.cholesky(y))
 
 
+def _transforms_of(tseq, cache_size):
+    """The list of ``tseq`` (PyTorch's AssertionError unless each is a Transform), each
+    with ``cache_size`` when it is not 0: CatTransform's and StackTransform's."""
+    if not all(isinstance(t, Transform) for t in tseq):
+        raise AssertionError("All elements of tseq must be Transform instances")
+    return [t.with_cache(cache_size) for t in tseq] if cache_size else list(tseq)
+
+
 class ReshapeTransform(Transform):
     """The reshape of the rightmost ``in_shape`` dimensions to ``out_shape`` (the same
     number of elements); its Jacobian's log-determinant is 0.
@@ -806,34 +814,36 @@ class ReshapeTransform(Transform):
         return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
 
     def _call(self, x):
-        batch_shape = tuple(x.shape[:x.dim() - len(self.in_shape)])
-        return x.reshape(batch_shape + tuple(self.out_shape))
+        return x.reshape(_batch_of(x, self.in_shape) + tuple(self.out_shape))
 
     def _inverse(self, y):
-        batch_shape = tuple(y.shape[:y.dim() - len(self.out_shape)])
-        return y.reshape(batch_shape + tuple(self.in_shape))
+        return y.reshape(_batch_of(y, self.out_shape) + tuple(self.in_shape))
 
     def log_abs_det_jacobian(self, x, y):
-        batch_shape = tuple(x.shape[:x.dim() - len(self.in_shape)])
-        return x.new_zeros(batch_shape)
+        return x.new_zeros(_batch_of(x, self.in_shape))
 
     def forward_shape(self, shape):
-        if len(shape) < len(self.in_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.in_shape)
-        if tuple(shape[cut:]) != tuple(self.in_shape):
-            raise ValueError(f"Shape mismatch: expected {Size(shape[cut:])} but got "
-                             f"{self.in_shape}")
-        return Size(tuple(shape[:cut]) + tuple(self.out_shape))
+        return _reshaped_shape(shape, self.in_shape, self.out_shape)
 
     def inverse_shape(self, shape):
-        if len(shape) < len(self.out_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.out_shape)
-        if tuple(shape[cut:]) != tuple(self.out_shape):
-            raise ValueError(f"Shape mismatch: expected {Size(shape[cut:])} but got "
-                             f"{self.out_shape}")
-        return Size(tuple(shape[:cut]) + tuple(self.in_shape))
+        return _reshaped_shape(shape, self.out_shape, self.in_shape)
+
+
+def _batch_of(x, event_shape):
+    """The dimensions of ``x`` left of its rightmost ``event_shape``."""
+    return tuple(x.shape[:x.dim() - len(event_shape)])
+
+
+def _reshaped_shape(shape, from_shape, to_shape):
+    """``shape`` with its rightmost ``from_shape`` replaced by ``to_shape`` (PyTorch's
+    ValueErrors when it has too few dimensions or ends otherwise)."""
+    if len(shape) < len(from_shape):
+        raise ValueError("Too few dimensions on input")
+    cut = len(shape) - len(from_shape)
+    if tuple(shape[cut:]) != tuple(from_shape):
+        raise ValueError(f"Shape mismatch: expected {Size(shape[cut:])} but got "
+                         f"{from_shape}")
+    return Size(tuple(shape[:cut]) + tuple(to_shape))
 
 
 class CorrCholeskyTransform(Transform):
@@ -909,12 +919,9 @@ class CatTransform(Transform):
     """
 
     def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise AssertionError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
+        tseq = _transforms_of(tseq, cache_size)
         super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
+        self.transforms = tseq
         if lengths is None:
             lengths = [1] * len(self.transforms)
         self.lengths = list(lengths)
@@ -993,12 +1000,9 @@ class StackTransform(Transform):
     """
 
     def __init__(self, tseq, dim=0, cache_size=0):
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise AssertionError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
+        tseq = _transforms_of(tseq, cache_size)
         super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
+        self.transforms = tseq
         self.dim = dim
 
     def with_cache(self, cache_size=1):

@@ -196,3 +196,28 @@ class ShapedBinaryParams(BinaryParams):
     def param_shape(self):
         """The shape of the parameter given."""
         return self._param.size()
+
+    def _init_binary(self, probs, logits):
+        """Keep ``probs`` or ``logits``, whichever is given (PyTorch's ValueError unless
+        exactly one), as ``_param`` too; return the batch shape: ``()`` for a number, the
+        tensor's shape otherwise."""
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            is_scalar = isinstance(probs, numbers.Number)
+            (self.probs,) = broadcast_all(probs)
+        else:
+            is_scalar = isinstance(logits, numbers.Number)
+            (self.logits,) = broadcast_all(logits)
+        self._param = self.probs if probs is not None else self.logits
+        return Size() if is_scalar else self._param.size()
+
+    def _expand_binary(self, new, batch_shape):
+        """Give ``new`` (an ``expand``'s instance) this one's ``probs`` and ``logits``,
+        those known so far, expanded to ``batch_shape``, and its ``_param``."""
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(batch_shape)
+            new._param = new.probs
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(batch_shape)
+            new._param = new.logits

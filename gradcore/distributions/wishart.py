@@ -11,7 +11,7 @@ from . import _api as gc
 from . import constraints
 from .chi2 import Chi2
 from .distribution import ExponentialFamily
-from .multivariate_normal import _precision_to_scale_tril
+from .multivariate_normal import _scale_tril_of
 from .utils import _standard_normal, lazy_property, vec_to_tril_matrix
 
 __all__ = ["Wishart"]
@@ -96,12 +96,8 @@ class Wishart(ExponentialFamily):
                           "for ndim - 1 < df < ndim.", stacklevel=2)
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
         self._batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = gc.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = _scale_tril_of(scale_tril, covariance_matrix,
+                                                        precision_matrix)
         self._dist_chi2 = self._chi2(batch_shape)
 
     def _chi2(self, batch_shape):

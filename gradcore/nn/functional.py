@@ -2342,7 +2342,9 @@ def _n_tuple(value, nd):
     return tuple(value) if isinstance(value, (list, tuple)) else (value,) * nd
 
 
-def _fractional(nd, input, kernel_size, output_size, output_ratio, _random_samples):  # noqa: A002
+def _fractional(nd, input, kernel_size, output_size, output_ratio, return_indices,  # noqa: A002
+                _random_samples):
+    """``fractional_max_pool{nd}d``: the sizes and samples made whole, then pooled."""
     op = f"fractional_max_pool{nd}d"
     if output_size is None and output_ratio is None:
         raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
@@ -2356,7 +2358,8 @@ def _fractional(nd, input, kernel_size, output_size, output_ratio, _random_sampl
         n_batch = 1 if input.dim() == nd + 1 else input.size(0)
         _random_samples = creation.rand(n_batch, input.size(-nd - 1), nd, dtype=input.dtype,
                                         device=input.device)
-    return (_n_tuple(kernel_size, nd), _n_tuple(output_size, nd), _random_samples)
+    return getattr(_pool, op)(input, _n_tuple(kernel_size, nd), _n_tuple(output_size, nd),
+                              _random_samples, return_indices)
 
 
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None,  # noqa: A002
@@ -2364,9 +2367,8 @@ def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None,  # 
                                        _random_samples=None):
     """:func:`fractional_max_pool2d` returning ``(values, indices)`` whatever
     ``return_indices``."""
-    k, out, samples = _fractional(2, input, kernel_size, output_size, output_ratio,
-                                  _random_samples)
-    return _pool.fractional_max_pool2d(input, k, out, samples, True)
+    return _fractional(2, input, kernel_size, output_size, output_ratio, True,
+                       _random_samples)
 
 
 def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
@@ -2385,9 +2387,8 @@ def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=Non
     tensor([[[[ 6.,  9.],
               [21., 24.]]]])
     """
-    k, out, samples = _fractional(2, input, kernel_size, output_size, output_ratio,
-                                  _random_samples)
-    return _pool.fractional_max_pool2d(input, k, out, samples, return_indices)
+    return _fractional(2, input, kernel_size, output_size, output_ratio, return_indices,
+                       _random_samples)
 
 
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None,  # noqa: A002
@@ -2395,9 +2396,8 @@ def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None,  # 
                                        _random_samples=None):
     """:func:`fractional_max_pool3d` returning ``(values, indices)`` whatever
     ``return_indices``."""
-    k, out, samples = _fractional(3, input, kernel_size, output_size, output_ratio,
-                                  _random_samples)
-    return _pool.fractional_max_pool3d(input, k, out, samples, True)
+    return _fractional(3, input, kernel_size, output_size, output_ratio, True,
+                       _random_samples)
 
 
 def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
@@ -2405,9 +2405,8 @@ def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=Non
     """:func:`fractional_max_pool2d` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``:
     ``kernel_size``, ``output_size`` and ``output_ratio`` ints or triples,
     ``_random_samples`` ``(N, C, 3)``; indices into each flattened volume."""
-    k, out, samples = _fractional(3, input, kernel_size, output_size, output_ratio,
-                                  _random_samples)
-    return _pool.fractional_max_pool3d(input, k, out, samples, return_indices)
+    return _fractional(3, input, kernel_size, output_size, output_ratio, return_indices,
+                       _random_samples)
 
 
 __all__ += ["fractional_max_pool2d", "fractional_max_pool3d",

@@ -1280,16 +1280,22 @@ def _cholesky_arrays(a):
     return low, info
 
 
-def _raise_not_pd(op, info):
-    info = to_host(info)
-    batched = info.ndim > 0
+def _raise_at_first_info(info, error):
+    """Raise ``error(where, i)`` for the first nonzero entry ``i`` of LAPACK's ``info``
+    (an array), ``where`` PyTorch's ``"(Batch element k): "`` for a batched ``info`` (k
+    its flat index), ``""`` for one matrix's; return if every entry is 0."""
+    info = np.asarray(to_host(info))
     for pos in np.ndindex(*info.shape):
         if info[pos]:
-            where = f"(Batch element {np.ravel_multi_index(pos, info.shape)}): " if batched \
-                else ""
-            raise LinAlgError(f"{op}: {where}The factorization could not be completed "
-                              f"because the input is not positive-definite (the leading "
-                              f"minor of order {int(info[pos])} is not positive-definite).")
+            where = f"(Batch element {np.ravel_multi_index(pos, info.shape)}): " \
+                if info.ndim else ""
+            raise error(where, int(info[pos]))
+
+
+def _raise_not_pd(op, info):
+    _raise_at_first_info(info, lambda where, i: LinAlgError(
+        f"{op}: {where}The factorization could not be completed because the input is not "
+        f"positive-definite (the leading minor of order {i} is not positive-definite)."))
 
 
 class LinalgCholeskyExBackward0(_SavesOutputs):
@@ -1883,17 +1889,10 @@ def _lu_arrays(a):
 
 
 def _raise_singular_lu(op, info):
-    info = to_host(info)
-    batched = info.ndim > 0
-    for pos in np.ndindex(*info.shape):
-        if info[pos]:
-            where = f"(Batch element {np.ravel_multi_index(pos, info.shape)}): " if batched \
-                else ""
-            i = int(info[pos])
-            raise RuntimeError(f"{op}: {where}U[{i},{i}] is zero and using it on lu_solve "
-                               f"would result in a division by zero. If you still want to "
-                               f"perform the factorization, consider calling "
-                               f"linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+    _raise_at_first_info(info, lambda where, i: RuntimeError(
+        f"{op}: {where}U[{i},{i}] is zero and using it on lu_solve would result in a "
+        f"division by zero. If you still want to perform the factorization, consider "
+        f"calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)"))
 
 
 def _permutation_arrays(pivots, rows, dtype):

@@ -28,6 +28,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Iterable, Mapping
 
 from ... import _live, dtypes
+from ..._settings import _object_typename
 from ...autograd.grad_mode import no_grad
 from ...backend import Device
 from ...creation import empty, tensor
@@ -76,17 +77,7 @@ def _shape_str(shape) -> str:
 def _typename(obj) -> str:
     """What PyTorch's messages call an object's type (``torch.typename``): a tensor's
     tensor type, else the qualified name of its class (builtins without a module)."""
-    if isinstance(obj, Tensor):
-        return _tensor_type(obj)
-    module = getattr(obj, "__module__", "") or ""
-    if hasattr(obj, "__qualname__"):
-        qualname = obj.__qualname__
-    elif hasattr(obj, "__name__"):
-        qualname = obj.__name__
-    else:
-        module = type(obj).__module__ or ""
-        qualname = type(obj).__qualname__
-    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+    return _tensor_type(obj) if isinstance(obj, Tensor) else _object_typename(obj)
 
 
 _TENSOR_TYPES = {"float16": "HalfTensor", "float32": "FloatTensor", "float64": "DoubleTensor",
