@@ -396,7 +396,7 @@ def test_transform_errors_and_registry():
     T = gd.transforms
     with pytest.raises(ValueError, match="different numbers of elements"):
         T.ReshapeTransform((2, 3), (5,))
-    with pytest.raises(ValueError, match="Shape mismatch"):
+    with pytest.raises(ValueError, match=r"Shape mismatch: expected \(5,\) but got"):
         T.ReshapeTransform((6,), (2, 3)).forward_shape((4, 5))
     with pytest.raises(ValueError, match="not a flattened lower-diagonal number"):
         T.CorrCholeskyTransform().forward_shape((4,))

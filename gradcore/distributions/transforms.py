@@ -841,8 +841,8 @@ def _reshaped_shape(shape, from_shape, to_shape):
         raise ValueError("Too few dimensions on input")
     cut = len(shape) - len(from_shape)
     if tuple(shape[cut:]) != tuple(from_shape):
-        raise ValueError(f"Shape mismatch: expected {Size(shape[cut:])} but got "
-                         f"{from_shape}")
+        raise ValueError(f"Shape mismatch: expected {tuple(shape[cut:])} but got "
+                         f"{from_shape}")  # (PyTorch's words: a tuple, then its Size)
     return Size(tuple(shape[:cut]) + tuple(to_shape))
 
 
