@@ -22,7 +22,14 @@ from . import ops as _ops
 from ._size import Size
 from .autograd.functional import _root_grads, backward_to_inputs
 from .autograd.graph import run_backward
-from .autograd.tensor_base import Parameter, Tensor, _wrap, fresh_history, from_data, fw_hidden
+from .autograd.tensor_base import (
+    Parameter,
+    Tensor,
+    _wrap,
+    fresh_history,
+    from_data,
+    user_requires_grad,
+)
 from .backend import math_of
 from .ops._core import int_arg, normalize_dim
 
@@ -38,7 +45,7 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
     if retain_graph is None:
         retain_graph = create_graph
     fn = self.grad_fn
-    if fw_hidden[0] is not None and self._rg and not fw_hidden[0](self):
+    if self._rg and not user_requires_grad(self):
         _root_grads([self], [gradient], create_graph)  # (raises: see forward_ad)
     if gradient is None and fn is not None and fn._pre_hooks is None and inputs is None \
             and not create_graph and self._base is None and self._data.size == 1:

@@ -20,7 +20,14 @@ from . import graph as _graph
 from .grad_mode import enable_grad, set_grad_enabled
 from .grad_mode import state as _mode
 from .graph import grad_lock, run_backward
-from .tensor_base import Tensor, _wrap, fresh_history, from_data, fw_hidden, zeros_like
+from .tensor_base import (
+    Tensor,
+    _wrap,
+    fresh_history,
+    from_data,
+    user_requires_grad,
+    zeros_like,
+)
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -39,7 +46,7 @@ def _root_grads(outputs, grad_outputs, create_graph):
     """
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
-        if not out._rg or (fw_hidden[0] is not None and not fw_hidden[0](out)):
+        if not user_requires_grad(out):
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
                                "a grad_fn")
         if g is None:

@@ -44,6 +44,12 @@ _accum_lock = threading.Lock()  # creation of a leaf's AccumulateGrad node
 fw_hidden = [None]
 
 
+def user_requires_grad(t) -> bool:
+    """Whether ``t`` requires grad as the user sees it: recorded (``t._rg``), and not
+    computed only from forward AD's dual tensors of tensors that do not require grad."""
+    return t._rg and (fw_hidden[0] is None or fw_hidden[0](t))
+
+
 _NONLEAF_GRAD = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
@@ -134,9 +140,7 @@ class Tensor:
         """Whether operations on this tensor are recorded for ``backward()``. Settable
         on leaves (floating point ones only); a result requires grad when an input does
         and recording is on."""
-        if self._rg and fw_hidden[0] is not None:
-            return fw_hidden[0](self)
-        return self._rg
+        return user_requires_grad(self)
 
     @requires_grad.setter
     def requires_grad(self, flag):
@@ -167,9 +171,7 @@ class Tensor:
     def is_leaf(self) -> bool:
         """True for a tensor no recorded operation made (``grad_fn`` is None): the
         tensors whose ``.grad`` backward fills."""
-        if self.grad_fn is None:
-            return True
-        return fw_hidden[0] is not None and not fw_hidden[0](self)
+        return self.grad_fn is None or not user_requires_grad(self)
 
     @property
     def _version(self) -> int:
@@ -321,9 +323,9 @@ class Tensor:
 
     def __repr__(self):
         fn = self.grad_fn if self._base is None else fresh_history(self)
-        rg = self._rg
-        if rg and fw_hidden[0] is not None and not fw_hidden[0](self):
-            fn, rg = None, False  # computed from forward AD's dual tensors only
+        rg = user_requires_grad(self)
+        if self._rg and not rg:
+            fn = None  # computed from forward AD's dual tensors only
         return tensor_repr(backend.to_host(self._data), self.dtype, self.device, fn, rg)
 
     __str__ = __repr__
