@@ -111,25 +111,26 @@ _global_step_pre_hooks: OrderedDict = OrderedDict()
 _global_step_post_hooks: OrderedDict = OrderedDict()
 
 
+def _add_hook(hooks: OrderedDict, hook):
+    """``hook`` added to ``hooks``; the handle whose ``remove()`` takes it out."""
+    from ..nn.modules import RemovableHandle  # noqa: PLC0415  (nn and optim: one layer)
+
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
 def register_optimizer_step_pre_hook(hook):
     """Call ``hook(optimizer, args, kwargs)`` before every optimizer's ``step``; it may
     return ``(new_args, new_kwargs)`` for the step. Returns a handle whose ``remove()``
     unregisters it."""
-    from ..nn.modules import RemovableHandle  # noqa: PLC0415  (nn and optim: one layer)
-
-    handle = RemovableHandle(_global_step_pre_hooks)
-    _global_step_pre_hooks[handle.id] = hook
-    return handle
+    return _add_hook(_global_step_pre_hooks, hook)
 
 
 def register_optimizer_step_post_hook(hook):
     """Call ``hook(optimizer, args, kwargs)`` after every optimizer's ``step``. Returns
     a handle whose ``remove()`` unregisters it."""
-    from ..nn.modules import RemovableHandle  # noqa: PLC0415
-
-    handle = RemovableHandle(_global_step_post_hooks)
-    _global_step_post_hooks[handle.id] = hook
-    return handle
+    return _add_hook(_global_step_post_hooks, hook)
 
 
 def _with_step_hooks(step):
@@ -272,22 +273,14 @@ class Optimizer(_live.Registered):  # (registered for gc.compile)
         """Call ``hook(optimizer, args, kwargs)`` before each ``step`` of this optimizer;
         it may return ``(new_args, new_kwargs)`` for the step. Returns a handle whose
         ``remove()`` unregisters it."""
-        from ..nn.modules import RemovableHandle  # noqa: PLC0415
-
-        hooks = self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        return handle
+        return _add_hook(self.__dict__.setdefault("_optimizer_step_pre_hooks",
+                                                  OrderedDict()), hook)
 
     def register_step_post_hook(self, hook):
         """Call ``hook(optimizer, args, kwargs)`` after each ``step`` of this optimizer.
         Returns a handle whose ``remove()`` unregisters it."""
-        from ..nn.modules import RemovableHandle  # noqa: PLC0415
-
-        hooks = self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        return handle
+        return _add_hook(self.__dict__.setdefault("_optimizer_step_post_hooks",
+                                                  OrderedDict()), hook)
 
     @staticmethod
     def _check_implementation(differentiable: bool = False) -> None:
