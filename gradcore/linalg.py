@@ -577,7 +577,7 @@ def householder_product(A, tau, *, out=None):  # noqa: N803
     if A.dtype != tau.dtype:
         raise RuntimeError(f"{op}: tau dtype {tau.dtype} does not match input dtype "
                            f"{A.dtype}")
-    eye = _linalg_ops._eye_rect(A, m, n)
+    eye = _linalg_ops._eye_like(A, m, n)
     v_all = _ops.tril(A, -1) + eye  # (..., m, n): the reflectors' vectors
     q = eye.expand(*A.shape[:-2], m, n)
     for i in reversed(range(k)):  # Q = H_i Q, last reflector first

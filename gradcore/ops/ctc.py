@@ -127,14 +127,15 @@ class _Problem:
         tl, il = self.tl, self.il
         ends = m.asarray((s[None, :] == 2 * tl[:, None]) |
                          ((s[None, :] == 2 * tl[:, None] - 1) & (tl[:, None] > 0)))
+        steps = np.arange(t_len)[:, None, None]  # (one transfer each, not one per step)
+        last = m.asarray(steps == il[None, :, None] - 1)                  # (T, N, 1)
+        inside = m.asarray(steps < il[None, :, None] - 1)
         nxt = m.full((n, width), -np.inf, dtype=lpg.dtype)
         rows = [None] * t_len
         for t in range(t_len - 1, -1, -1):
             skip = m.where(self.skip_to, _shift(m, nxt, -2), -np.inf)
             rec = _logsumexp3(m, nxt, _shift(m, nxt, -1), skip) + lpg[t]
-            last = m.asarray(il - 1 == t)[:, None]
-            inside = m.asarray(t < il - 1)[:, None]
-            row = m.where(last & ends, lpg[t], m.where(inside & valid, rec, -np.inf))
+            row = m.where(last[t] & ends, lpg[t], m.where(inside[t] & valid, rec, -np.inf))
             rows[t] = nxt = row
         return m.stack(rows, 0)
 

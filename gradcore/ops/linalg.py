@@ -1233,11 +1233,12 @@ def _mH(t):  # noqa: N802
     return t.swapaxes(-1, -2)
 
 
-def _eye_like(t, n=None):
-    """The identity of ``t``'s matrix size (or ``n``), dtype and device, as a tensor."""
+def _eye_like(t, n=None, cols=None):
+    """The identity of ``t``'s matrix size (or ``n`` by ``n``, or ``n`` by ``cols``),
+    dtype and device, as a tensor."""
     d = t._data
     n = d.shape[-1] if n is None else n
-    return wrap(math_of(d).eye(n, dtype=d.dtype))
+    return wrap(math_of(d).eye(n, cols, dtype=d.dtype))
 
 
 # -- cholesky --
@@ -1921,23 +1922,19 @@ def _lu_backward(g, lu, pivots):
     (``m < n``) and tall (``m > n``) cases."""
     rows, cols = lu.shape[-2:]
     k = builtins.min(rows, cols)
-    low = tril(lu[..., :, :k], -1) + _eye_rect(lu, rows, k)
-    up = triu(lu[..., :k, :])
+    perm, low, up = lu_unpack(lu, wrap(pivots))
     g_low = tril(g[..., :, :k], -1)
     g_up = triu(g[..., :k, :])
-    perm = wrap(_permutation_arrays(pivots._data if isinstance(pivots, Tensor) else pivots,
-                                    rows, lu._data.dtype))
     if rows == cols:
         ga = tril(matmul(_mH(low), g_low), -1) + triu(matmul(g_up, _mH(up)))
         ga = solve_triangular(_mH(up), ga, upper=False, left=False)
         ga = solve_triangular(_mH(low), ga, upper=True, left=True, unitriangular=True)
     elif rows < cols:  # wide
-        u1, u2 = up[..., :, :k], up[..., :, k:]
+        u1 = up[..., :, :k]
         ga = matmul(_mH(low), g_low) - matmul(g_up, _mH(up))
         ga = solve_triangular(_mH(u1), tril(ga, -1), upper=False, left=False)
         ga = cat([ga + triu(g_up[..., :, :k]), g_up[..., :, k:]], dim=-1)
         ga = solve_triangular(_mH(low), ga, upper=True, left=True, unitriangular=True)
-        del u2
     else:  # tall
         l1 = low[..., :k, :]
         ga = matmul(g_up, _mH(up)) - matmul(_mH(low), g_low)
@@ -1945,12 +1942,6 @@ def _lu_backward(g, lu, pivots):
         ga = cat([ga + tril(g_low[..., :k, :], -1), g_low[..., k:, :]], dim=-2)
         ga = solve_triangular(_mH(up), ga, upper=False, left=False)
     return matmul(perm.to(ga.dtype), ga)
-
-
-def _eye_rect(t, rows, cols):
-    """The ``rows`` by ``cols`` identity of ``t``'s dtype and device, as a tensor."""
-    d = t._data
-    return wrap(math_of(d).eye(rows, cols, dtype=d.dtype))
 
 
 class LinalgLuFactorExBackward0(_SavesOutputs):
@@ -2027,7 +2018,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     m = math_of(d)
     empty = wrap(m.empty((0,), dtype=d.dtype))
     if unpack_data:
-        low = tril(LU_data[..., :, :k], -1) + _eye_rect(LU_data, rows, k)
+        low = tril(LU_data[..., :, :k], -1) + _eye_like(LU_data, rows, k)
         up = triu(LU_data[..., :k, :])
     else:
         low = up = empty
