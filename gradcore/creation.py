@@ -150,13 +150,15 @@ def _size(size, name="", size_kw=None):
     return tuple(shape)
 
 
-def _factory(name, fill, doc):
-    def factory(*size, size_=None, dtype=None, device=None, requires_grad=False):
+def _factory(name, fill, doc, more=()):
+    """The public ``name(*size, dtype=, device=, requires_grad=)``: ``fill(math, shape,
+    np_dtype, **options)`` makes the array; ``more`` names the options it also takes."""
+    def factory(*size, size_=None, dtype=None, device=None, requires_grad=False, **options):
         shape = _size(size, name, size_)
         npd = _np_dtype(dtype) or dtypes.default_float.np
-        arr = fill(_dev(device).math, shape, npd)
+        arr = fill(_dev(device).math, shape, npd, **options)
         return _finish(arr, requires_grad)
-    return _with_size_keyword(factory, name, doc)
+    return _with_size_keyword(factory, name, doc, more)
 
 
 def _with_size_keyword(impl, name, doc, more=()):
@@ -182,23 +184,14 @@ zeros = _factory("zeros", lambda m, s, d: m.zeros(s, dtype=d),
 ones = _factory("ones", lambda m, s, d: m.ones(s, dtype=d), "A tensor of ones.")
 
 
-def _empty(*size, size_=None, dtype=None, device=None, requires_grad=False,
-           memory_format=None):
-    shape = _size(size, "empty", size_)
-    npd = _np_dtype(dtype) or dtypes.default_float.np
-    m = _dev(device).math
-    return _finish(_empty_in(m, shape, npd, memory_format), requires_grad)
-
-
-def _empty_in(m, shape, npd, fmt):
-    """An uninitialized array laid out in ``fmt`` (None or contiguous: row major; a
-    channels-last format: a transposed view of the order it stores)."""
-    if fmt is None or fmt is _shape.contiguous_format:
+def _empty_in(m, shape, npd, memory_format=None):
+    """An uninitialized array laid out in ``memory_format`` (None or contiguous: row
+    major; a channels-last format: a transposed view of the order it stores)."""
+    if memory_format is None or memory_format is _shape.contiguous_format:
         return m.empty(shape, dtype=npd)
-    _shape._check_format(fmt, "empty")  # (preserve_format: PyTorch's RuntimeError)
-    _shape._check_rank(fmt, len(shape))
-    order = _shape._STORED_ORDER[fmt]
-    return m.empty(tuple(shape[d] for d in order), dtype=npd).transpose(_shape.undo(order))
+    # (preserve_format: PyTorch's RuntimeError)
+    _shape._check_format(memory_format, "empty", len(shape))
+    return _shape.permuted_empty(m, shape, _shape._STORED_ORDER[memory_format], npd)
 
 
 def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
@@ -220,11 +213,12 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
                            f"physical_layout; or physical_layout is not a permutation: "
                            f"size={list(shape)}, physical_layout={list(order)}")
     npd = _np_dtype(dtype) or dtypes.default_float.np
-    arr = _dev(device).math.empty(tuple(shape[d] for d in order), dtype=npd)
-    return _finish(arr.transpose(_shape.undo(order)), requires_grad)
+    return _finish(_shape.permuted_empty(_dev(device).math, shape, order, npd),
+                   requires_grad)
 
-empty = _with_size_keyword(
-    _empty, "empty", "An uninitialized tensor; ``memory_format=gc.channels_last`` (4-d) "
+
+empty = _factory(
+    "empty", _empty_in, "An uninitialized tensor; ``memory_format=gc.channels_last`` (4-d) "
     "or ``gc.channels_last_3d`` (5-d) lays it out channels-last.", more=("memory_format",))
 
 
@@ -460,9 +454,8 @@ def _like(factory):
         if fmt is None or fmt is _shape.preserve_format:
             fmt = _shape.suggest_format(t._data)
         if fmt is not _shape.contiguous_format or memory_format is not None:
-            _shape._check_format(fmt, like.__name__)
+            _shape._check_format(fmt, like.__name__, out.ndim)
             if fmt is not _shape.contiguous_format:
-                _shape._check_rank(fmt, out.ndim)
                 out._data = _shape.laid_out(out._data, fmt)
         if requires_grad:
             out.requires_grad = True

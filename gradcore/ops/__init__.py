@@ -223,9 +223,7 @@ def _to(self, *args, **kwargs):
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
     if fmt is not shape.preserve_format:
-        shape._check_format(fmt, "to")
-        if fmt is not shape.contiguous_format:
-            shape._check_rank(fmt, self.ndim)
+        shape._check_format(fmt, "to", self.ndim)
     for a in args:
         if isinstance(a, Tensor):
             dev, dt = a.device, a.dtype

@@ -416,8 +416,14 @@ def _check_rank(fmt, ndim):
         raise RuntimeError(f"required rank {len(order)} tensor to use {fmt._name} format")
 
 
-def _check_format(fmt, op):
-    if fmt is contiguous_format or fmt in _STORED_ORDER:
+def _check_format(fmt, op, ndim=None):
+    """PyTorch's errors for a layout ``op`` cannot use; with ``ndim``, a channels-last
+    layout's rank checked against it too."""
+    if fmt is contiguous_format:
+        return
+    if fmt in _STORED_ORDER:
+        if ndim is not None:
+            _check_rank(fmt, ndim)
         return
     if fmt is preserve_format and op == "contiguous":
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
@@ -432,13 +438,20 @@ def _row_major(xd) -> bool:
     ones after it (dimensions of size 1 do not count; an empty tensor is contiguous)."""
     if xd.flags.c_contiguous:
         return True
-    shape = xd.shape
-    if 0 in shape:
+    if 0 in xd.shape:
         return True
+    return _packed_in(xd, range(xd.ndim))
+
+
+def _packed_in(xd, order) -> bool:
+    """Whether ``xd``'s dimensions, taken in ``order`` (outermost first), each step over
+    the ones after it with no gaps (dimensions of size 1 do not count)."""
+    shape, strides = xd.shape, xd.strides
     expected = xd.itemsize
-    for n, stride in zip(reversed(shape), reversed(xd.strides)):
+    for d in reversed(order):
+        n = shape[d]
         if n != 1:
-            if stride != expected:
+            if strides[d] != expected:
                 return False
             expected *= n
     return True
@@ -450,16 +463,7 @@ def _in_layout(xd, fmt) -> bool:
     if fmt is contiguous_format:
         return _row_major(xd)
     order = _STORED_ORDER[fmt]
-    if xd.ndim != len(order):
-        return False
-    expected = xd.itemsize
-    for d in reversed(order):
-        n = xd.shape[d]
-        if n != 1:
-            if xd.strides[d] != expected:
-                return False
-            expected *= n
-    return True
+    return xd.ndim == len(order) and _packed_in(xd, order)
 
 
 def laid_out(xd, fmt):
@@ -468,8 +472,17 @@ def laid_out(xd, fmt):
     dimensions of size 1 included)."""
     if fmt is contiguous_format:
         return xd.copy(order="C")
-    order = _STORED_ORDER[fmt]
-    return xd.transpose(order).copy(order="C").transpose(undo(order))
+    return permuted_empty(math_of(xd), xd.shape, _STORED_ORDER[fmt], xd.dtype,
+                          fill=xd)
+
+
+def permuted_empty(m, shape, order, dtype, fill=None):
+    """An array of ``shape`` whose dimensions lie in memory in ``order`` (outermost
+    first): a transposed view of a row-major one; ``fill``'s elements copied in."""
+    arr = m.empty(tuple(shape[d] for d in order), dtype=dtype).transpose(undo(order))
+    if fill is not None:
+        arr[...] = fill
+    return arr
 
 
 def undo(order) -> tuple:
@@ -516,8 +529,7 @@ def contiguous(x, *, memory_format=contiguous_format):
     if memory_format is preserve_format and _row_major(x._data):
         return x
     if memory_format is not contiguous_format:
-        _check_format(memory_format, "contiguous")
-        _check_rank(memory_format, x._data.ndim)
+        _check_format(memory_format, "contiguous", x._data.ndim)
         if _in_layout(x._data, memory_format):
             return x
         return _device_ops.clone(x, laid_out(x._data, memory_format))
