@@ -319,7 +319,7 @@ def set_default_tensor_type(t) -> None:
                 name not in _tensor_module._TYPE_DTYPES:
             raise TypeError(f"invalid type: '{t}'")
     elif isinstance(t, _tensor_module._TensorType):
-        name, cuda = t.__name__, False
+        name, cuda = t.__name__, t.is_cuda  # (gc.cuda.FloatTensor: CUDA too)
     else:
         raise TypeError("invalid type object: only floating-point types are supported as the "
                         "default type")
@@ -327,7 +327,8 @@ def set_default_tensor_type(t) -> None:
     if not dt.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
     if cuda and not backend.cuda_is_available():
-        raise TypeError(f"type {t} not available. Torch not compiled with CUDA enabled.")
+        raise TypeError(f"type torch.cuda.{name} not available. Torch not compiled with "
+                        "CUDA enabled.")
     _warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please "
                    "use torch.set_default_dtype() and torch.set_default_device() as "
                    "alternatives.", UserWarning, stacklevel=2)

@@ -429,6 +429,8 @@ def test_set_default_tensor_type_as_pytorch():
             if not m.cuda.is_available():
                 with pytest.raises(TypeError, match="not available"):
                     m.set_default_tensor_type("torch.cuda.FloatTensor")
+                with pytest.raises(TypeError, match="not available"):  # (the class too)
+                    m.set_default_tensor_type(m.cuda.FloatTensor)
     finally:
         gc.set_default_dtype(gc.float32)
         torch.set_default_dtype(torch.float32)
