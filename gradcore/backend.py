@@ -41,8 +41,9 @@ class CudaUnavailableError(RuntimeError):
 
 
 # the device types PyTorch 2.13 knows (its error for others lists them)
-_TORCH_DEVICE_TYPES = ("cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, "
-                       "maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone")
+_TORCH_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep",
+                       "hip", "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta",
+                       "hpu", "mtia", "privateuseone")
 _DEVICE_STRING = re.compile(r"([a-z_]+)(?::(0|[1-9][0-9]*))?")
 
 
@@ -65,15 +66,12 @@ class _DeviceType(type):
                 raise RuntimeError("Cannot access accelerator device when none is available.")
             return device(f"cuda:{type}")
         m = _DEVICE_STRING.fullmatch(type)
+        kind, idx = m.groups() if m else (type.split(":")[0], None)
+        if kind not in _TORCH_DEVICE_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(_TORCH_DEVICE_TYPES)} device type "
+                               f"at start of device string: {type}")
         if m is None:
-            if type.split(":")[0] not in _TORCH_DEVICE_TYPES.split(", "):
-                raise RuntimeError(f"Expected one of {_TORCH_DEVICE_TYPES} device type at "
-                                   f"start of device string: {type}")
             raise RuntimeError(f"Invalid device string: '{type}'")
-        kind, idx = m.groups()
-        if kind not in _TORCH_DEVICE_TYPES.split(", "):
-            raise RuntimeError(f"Expected one of {_TORCH_DEVICE_TYPES} device type at start "
-                               f"of device string: {type}")
         if kind not in ("cpu", "cuda"):
             raise RuntimeError(f"gradcore has no '{kind}' device: its tensors live on 'cpu' "
                                "(NumPy) or 'cuda' (CuPy)")
