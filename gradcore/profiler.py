@@ -25,11 +25,11 @@ from __future__ import annotations
 import contextlib
 import enum
 import json
-import time
 from collections.abc import Callable, Iterable
 
 from . import backend
 from .profile import profile as _counting_profile
+from .utils.benchmark import timer as _clock  # (waits for the GPU's queue, then reads)
 
 __all__ = ["profile", "record_function", "schedule", "ProfilerActivity", "ProfilerAction",
            "supported_activities", "FunctionEventAvg", "EventList"]
@@ -111,12 +111,6 @@ def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first
 
 def _always_record(step: int) -> ProfilerAction:
     return ProfilerAction.RECORD
-
-
-def _clock() -> float:
-    if backend.cuda_is_available():
-        backend.cuda_synchronize(None)
-    return time.perf_counter()
 
 
 class FunctionEventAvg:
