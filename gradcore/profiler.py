@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import json
+import warnings
 from collections.abc import Callable, Iterable
 
 from . import backend
@@ -102,8 +103,6 @@ def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first
             f"warmup={warmup} (need >= 0), active={active} (need > 0), repeat={repeat} "
             f"(need >= 0), skip_first={skip_first} (need >= 0).")
     if warmup == 0:
-        import warnings  # noqa: PLC0415
-
         warnings.warn("Profiler won't be using warmup, this can skew profiler results",
                       stacklevel=2)
     return schedule_fn
