@@ -294,6 +294,9 @@ class _Schema:
             self.returns = [re.sub(r"\([^)]*\)", "", ret)]
             self.returns_tuple = False
         self.is_mutable = any(a.mutable for a in self.args)
+        # (derived once: every call of the op binds its arguments against them)
+        self.positional = [a for a in self.args if not a.kwarg_only]
+        self.names = {a.name for a in self.args}
 
     def __str__(self):
         return self.text
@@ -484,8 +487,7 @@ class CustomOpDef:
         against the schema with PyTorch's messages."""
         q, decl = self._qualname, self._declaration()
         schema_args = self._parsed.args
-        positional = [a for a in schema_args if not a.kwarg_only]
-        known = {a.name for a in schema_args}
+        positional, known = self._parsed.positional, self._parsed.names
         if len(args) > len(positional):
             raise RuntimeError(f"{q}() takes {len(positional)} positional argument(s) but "
                                f"{len(args)} was/were given.  Declaration: {decl}")
@@ -551,7 +553,7 @@ class CustomOpDef:
         result = fn(*pos, **kw)
         self._check_returns(result)
         self._check_aliasing(fn, pos, kw, result)
-        for a, v in zip([a for a in self._parsed.args if not a.kwarg_only], pos):
+        for a, v in zip(self._parsed.positional, pos):
             if a.mutable:
                 for t in _tensors_in([v]):
                     t._bump()
@@ -596,7 +598,7 @@ class CustomOpDef:
         pos, kw = self._bind(args, kwargs)
         if _grad_state.enabled and any(t._rg for t in _tensors_in(pos)):
             flat, lengths = [], []
-            for a, v in zip([a for a in self._parsed.args if not a.kwarg_only], pos):
+            for a, v in zip(self._parsed.positional, pos):
                 if _is_tensor_list(a.type) and v is not None:
                     flat.extend(v)
                     lengths.append(len(v))
@@ -616,7 +618,7 @@ class CustomOpDef:
             pos = _unflatten(flat, meta.lengths)
             result = op._run_kernel(pos, meta.kwargs)
             if op._setup_context_fn is not None:
-                if any(a.kwarg_only for a in op._parsed.args):
+                if len(op._parsed.positional) != len(op._parsed.args):
                     op._setup_context_fn(ctx=ctx, inputs=tuple(pos),
                                          keyword_only_inputs=meta.kwargs, output=result)
                 else:
@@ -847,7 +849,7 @@ def _test_schema(opdef, args, kwargs, rtol, atol):
     before = [[_host(t) for t in _tensors_in([v])] for v in pos]
     with no_grad():
         opdef._dispatch(args, kwargs)
-    for a, v, old in zip([a for a in opdef._parsed.args if not a.kwarg_only], pos, before):
+    for a, v, old in zip(opdef._parsed.positional, pos, before):
         if a.mutable:
             continue
         for t, o in zip(_tensors_in([v]), old):

@@ -25,11 +25,12 @@ from __future__ import annotations
 import contextlib
 import enum
 import json
-import time
+import warnings
 from collections.abc import Callable, Iterable
 
 from . import backend
 from .profile import profile as _counting_profile
+from .utils.benchmark import timer as _clock  # (waits for the GPU's queue, then reads)
 
 __all__ = ["profile", "record_function", "schedule", "ProfilerActivity", "ProfilerAction",
            "supported_activities", "FunctionEventAvg", "EventList"]
@@ -102,8 +103,6 @@ def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first
             f"warmup={warmup} (need >= 0), active={active} (need > 0), repeat={repeat} "
             f"(need >= 0), skip_first={skip_first} (need >= 0).")
     if warmup == 0:
-        import warnings  # noqa: PLC0415
-
         warnings.warn("Profiler won't be using warmup, this can skew profiler results",
                       stacklevel=2)
     return schedule_fn
@@ -111,12 +110,6 @@ def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first
 
 def _always_record(step: int) -> ProfilerAction:
     return ProfilerAction.RECORD
-
-
-def _clock() -> float:
-    if backend.cuda_is_available():
-        backend.cuda_synchronize(None)
-    return time.perf_counter()
 
 
 class FunctionEventAvg:

@@ -35,11 +35,11 @@ def _checks(name: str, M: int, dtype, layout) -> None:
         raise ValueError(f"{name} expects float32 or float64 dtypes, got: {dtype}")
 
 
-def _trivial(M, dtype, device, requires_grad, ones_at_one=True):
+def _trivial(M, dtype, device, requires_grad):
     """The window of length 0 (empty) or 1 (a one), or None for longer ones."""
     if M == 0:
         return _creation.empty((0,), dtype=dtype, device=device, requires_grad=requires_grad)
-    if M == 1 and ones_at_one:
+    if M == 1:
         return _creation.ones((1,), dtype=dtype, device=device, requires_grad=requires_grad)
     return None
 
