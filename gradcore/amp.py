@@ -204,6 +204,41 @@ def custom_bwd(bwd=None, *, device_type: str):
     return decorate_bwd
 
 
+def _older_spellings(device_type: str, module: str):
+    """PyTorch's deprecated ``torch.<device_type>.amp.autocast`` and ``GradScaler``: the
+    ``gc.amp`` classes for ``device_type``, each saying so with PyTorch's FutureWarning
+    (``gc.cuda.amp`` and ``gc.cpu.amp``; ``module`` is where they are public)."""
+
+    def deprecated(name):
+        warnings.warn(f"`torch.{device_type}.amp.{name}(args...)` is deprecated. Please use "
+                      f"`torch.amp.{name}('{device_type}', args...)` instead.",
+                      FutureWarning, stacklevel=3)
+
+    class Autocast(autocast):
+        __doc__ = (f'``gc.amp.autocast("{device_type}", ...)``: '
+                   f'{_DEFAULT_DTYPE[device_type]} unless ``dtype`` says otherwise.')
+
+        def __init__(self, enabled: bool = True, dtype=None, cache_enabled: bool = True):
+            deprecated("autocast")
+            super().__init__(device_type, dtype=dtype or _DEFAULT_DTYPE[device_type],
+                             enabled=enabled, cache_enabled=cache_enabled)
+
+    class Scaler(GradScaler):
+        __doc__ = f'``gc.amp.GradScaler("{device_type}", ...)`` with the same arguments.'
+
+        def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
+                     backoff_factor: float = 0.5, growth_interval: int = 2000,
+                     enabled: bool = True):
+            deprecated("GradScaler")
+            super().__init__(device_type, init_scale, growth_factor, backoff_factor,
+                             growth_interval, enabled)
+
+    for cls, name in ((Autocast, "autocast"), (Scaler, "GradScaler")):
+        cls.__module__, cls.__name__, cls.__qualname__ = module, name, name
+        cls.__init__.__doc__ = "The arguments of the ``gc.amp`` class, but the device type."
+    return Autocast, Scaler
+
+
 def _leaves(x, fn):
     if isinstance(x, Tensor):
         return fn(x)

@@ -51,17 +51,8 @@ def synchronize(device=None) -> None:
 
 
 class amp:  # noqa: N801  (the namespace torch.cpu.amp)
-    """``gc.cpu.amp``: the older spellings of ``gc.amp`` for the CPU."""
+    """``gc.cpu.amp``: the older spellings of ``gc.amp`` for the CPU (each deprecated,
+    with PyTorch's FutureWarning). PyTorch's default dtype on the CPU is bfloat16, which
+    gradcore lacks: pass ``dtype=gc.float16``."""
 
-    @staticmethod
-    def autocast(enabled: bool = True, dtype=None, cache_enabled: bool = True):
-        """``gc.amp.autocast("cpu", dtype=dtype, enabled=enabled)``. PyTorch's default
-        dtype on the CPU is bfloat16, which gradcore lacks: pass ``dtype=gc.float16``."""
-        return _amp.autocast("cpu", dtype=dtype, enabled=enabled)
-
-    @staticmethod
-    def GradScaler(init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,  # noqa: N802
-                   growth_interval=2000, enabled=True):
-        """``gc.amp.GradScaler("cpu", ...)`` with the same arguments."""
-        return _amp.GradScaler("cpu", init_scale, growth_factor, backoff_factor,
-                               growth_interval, enabled)
+    autocast, GradScaler = _amp._older_spellings("cpu", "gradcore.cpu.amp")

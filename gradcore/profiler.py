@@ -373,7 +373,7 @@ class profile:  # noqa: N801  (PyTorch's name: a context manager)
     def key_averages(self, group_by_input_shape: bool = False,
                      group_by_stack_n: int = 0) -> EventList:
         """The last recording window's rows: the regions (``record_function`` and the
-        steps) in the order they first ended, then the kernels, most bytes first.
+        steps) in the order they first ended, then the kernels, in the order they were counted.
 
         Args:
             group_by_input_shape: accepted (shapes are not recorded).

@@ -331,3 +331,12 @@ def test_update_before_scale_and_scale_on_the_outputs_device():
     s.scale(h.sum()).backward()
     with pytest.raises(ValueError, match="Attempting to unscale FP16 gradients"):
         s.unscale_(gc.optim.SGD([h], lr=0.1))
+
+
+def test_the_cpu_modules_older_spellings_are_pytorchs_deprecated_subclasses():
+    with pytest.warns(FutureWarning, match=r"torch.amp.autocast\('cpu'"):
+        a = gc.cpu.amp.autocast(enabled=False)
+    with pytest.warns(FutureWarning, match=r"torch.amp.GradScaler\('cpu'"):
+        s = gc.cpu.amp.GradScaler(enabled=False)
+    assert isinstance(a, gc.amp.autocast) and a.device == "cpu"
+    assert isinstance(s, gc.amp.GradScaler) and not s.is_enabled()

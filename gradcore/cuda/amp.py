@@ -11,29 +11,12 @@ from .. import amp as _amp
 __all__ = ["autocast", "custom_bwd", "custom_fwd", "GradScaler"]
 
 
+autocast, GradScaler = _amp._older_spellings("cuda", __name__)
+
+
 def _deprecated(old: str, new: str) -> None:
     warnings.warn(f"`torch.cuda.amp.{old}(args...)` is deprecated. Please use "
                   f"`torch.amp.{new}` instead.", FutureWarning, stacklevel=3)
-
-
-class autocast(_amp.autocast):
-    """``gc.amp.autocast("cuda", ...)``: float16 unless ``dtype`` says otherwise."""
-
-    def __init__(self, enabled: bool = True, dtype=None, cache_enabled: bool = True):
-        _deprecated("autocast", "autocast('cuda', args...)")
-        super().__init__("cuda", dtype=dtype or "float16", enabled=enabled,
-                         cache_enabled=cache_enabled)
-
-
-class GradScaler(_amp.GradScaler):
-    """``gc.amp.GradScaler("cuda", ...)`` with the same arguments."""
-
-    def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000,
-                 enabled: bool = True):
-        _deprecated("GradScaler", "GradScaler('cuda', args...)")
-        super().__init__("cuda", init_scale, growth_factor, backoff_factor,
-                         growth_interval, enabled)
 
 
 def custom_fwd(fwd=None, *, cast_inputs=None):
