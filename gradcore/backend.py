@@ -8,6 +8,7 @@ asks for it, never at import time.
 
 from __future__ import annotations
 
+import collections
 import math as _math
 import os
 import re
@@ -375,12 +376,14 @@ class CudaMemoryStats:
 
     __slots__ = ("peak_used", "peak_reserved", "allocations", "ooms")
 
-    def __init__(self, used: int = 0, reserved: int = 0):
-        self.peak_used, self.peak_reserved = used, reserved
-        self.allocations = self.ooms = 0
+    def __init__(self):
+        self.peak_used = self.peak_reserved = self.allocations = self.ooms = 0
 
 
-_memory_stats: dict[int, CudaMemoryStats] = {}
+# (a GPU's statistics made at its first allocation, or first read: zeros, its peaks
+# then raised to the counts of that moment)
+_memory_stats: collections.defaultdict[int, CudaMemoryStats] = \
+    collections.defaultdict(CudaMemoryStats)
 _tracking = None  # the allocator wrapping the default pool's malloc, once in place
 
 
@@ -388,9 +391,7 @@ def cuda_memory_stats(index: int) -> CudaMemoryStats:
     """The tracked statistics of GPU ``index`` (its peaks at least the counts of now)."""
     track_cuda_memory()
     used, reserved = cuda_memory_of(index)
-    stats = _memory_stats.get(index)
-    if stats is None:
-        stats = _memory_stats[index] = CudaMemoryStats(used, reserved)
+    stats = _memory_stats[index]
     stats.peak_used = max(stats.peak_used, used)
     stats.peak_reserved = max(stats.peak_reserved, reserved)
     return stats
@@ -400,7 +401,7 @@ def cuda_reset_peaks(index: int) -> None:
     """Peaks from now on: the counts of now."""
     track_cuda_memory()
     used, reserved = cuda_memory_of(index)
-    stats = _memory_stats.setdefault(index, CudaMemoryStats())
+    stats = _memory_stats[index]
     stats.peak_used, stats.peak_reserved = used, reserved
 
 
@@ -426,13 +427,9 @@ def track_cuda_memory() -> bool:
         try:
             ptr = malloc(size)
         except cupy_oom as exc:
-            stats = _memory_stats.setdefault(int(cupy.cuda.runtime.getDevice()),
-                                             CudaMemoryStats())
-            stats.ooms += 1
+            _memory_stats[int(cupy.cuda.runtime.getDevice())].ooms += 1
             raise OutOfMemoryError(str(exc)) from exc
-        stats = _memory_stats.get(ptr.device_id)
-        if stats is None:
-            stats = _memory_stats[ptr.device_id] = CudaMemoryStats()
+        stats = _memory_stats[ptr.device_id]
         stats.allocations += 1
         used = used_bytes()  # (the pool's counts are the current device's: ptr's)
         if used > stats.peak_used:
