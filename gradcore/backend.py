@@ -338,14 +338,10 @@ def cuda_device_properties(dev=None) -> dict:
             "multi_processor_count": int(props.get("multiProcessorCount", 0))}
 
 
-def cuda_memory(kind: str) -> int:
-    """Bytes of CuPy's default memory pool: ``"used"`` (held by arrays) or ``"total"``
-    (reserved from the driver); ``"free"`` gives the pool's unused blocks back."""
-    pool = _require_cupy().get_default_memory_pool()
-    if kind == "free":
-        pool.free_all_blocks()
-        return 0
-    return int(pool.used_bytes() if kind == "used" else pool.total_bytes())
+def cuda_empty_cache() -> None:
+    """Give the unused blocks of CuPy's default memory pool back to the driver (its
+    counts: :func:`cuda_memory_of`)."""
+    _require_cupy().get_default_memory_pool().free_all_blocks()
 
 
 def cuda_init() -> None:
