@@ -8,6 +8,7 @@ asks for it, never at import time.
 
 from __future__ import annotations
 
+import collections
 import math as _math
 import os
 import re
@@ -335,14 +336,10 @@ def cuda_device_properties(dev=None) -> dict:
             "multi_processor_count": int(props.get("multiProcessorCount", 0))}
 
 
-def cuda_memory(kind: str) -> int:
-    """Bytes of CuPy's default memory pool: ``"used"`` (held by arrays) or ``"total"``
-    (reserved from the driver); ``"free"`` gives the pool's unused blocks back."""
-    pool = _require_cupy().get_default_memory_pool()
-    if kind == "free":
-        pool.free_all_blocks()
-        return 0
-    return int(pool.used_bytes() if kind == "used" else pool.total_bytes())
+def cuda_empty_cache() -> None:
+    """Give the unused blocks of CuPy's default memory pool back to the driver (its
+    counts: :func:`cuda_memory_of`)."""
+    _require_cupy().get_default_memory_pool().free_all_blocks()
 
 
 def cuda_init() -> None:
@@ -373,12 +370,14 @@ class CudaMemoryStats:
 
     __slots__ = ("peak_used", "peak_reserved", "allocations", "ooms")
 
-    def __init__(self, used: int = 0, reserved: int = 0):
-        self.peak_used, self.peak_reserved = used, reserved
-        self.allocations = self.ooms = 0
+    def __init__(self):
+        self.peak_used = self.peak_reserved = self.allocations = self.ooms = 0
 
 
-_memory_stats: dict[int, CudaMemoryStats] = {}
+# (a GPU's statistics made at its first allocation, or first read: zeros, its peaks
+# then raised to the counts of that moment)
+_memory_stats: collections.defaultdict[int, CudaMemoryStats] = \
+    collections.defaultdict(CudaMemoryStats)
 _tracking = None  # the allocator wrapping the default pool's malloc, once in place
 
 
@@ -386,9 +385,7 @@ def cuda_memory_stats(index: int) -> CudaMemoryStats:
     """The tracked statistics of GPU ``index`` (its peaks at least the counts of now)."""
     track_cuda_memory()
     used, reserved = cuda_memory_of(index)
-    stats = _memory_stats.get(index)
-    if stats is None:
-        stats = _memory_stats[index] = CudaMemoryStats(used, reserved)
+    stats = _memory_stats[index]
     stats.peak_used = max(stats.peak_used, used)
     stats.peak_reserved = max(stats.peak_reserved, reserved)
     return stats
@@ -398,7 +395,7 @@ def cuda_reset_peaks(index: int) -> None:
     """Peaks from now on: the counts of now."""
     track_cuda_memory()
     used, reserved = cuda_memory_of(index)
-    stats = _memory_stats.setdefault(index, CudaMemoryStats())
+    stats = _memory_stats[index]
     stats.peak_used, stats.peak_reserved = used, reserved
 
 
@@ -424,13 +421,9 @@ def track_cuda_memory() -> bool:
         try:
             ptr = malloc(size)
         except cupy_oom as exc:
-            stats = _memory_stats.setdefault(int(cupy.cuda.runtime.getDevice()),
-                                             CudaMemoryStats())
-            stats.ooms += 1
+            _memory_stats[int(cupy.cuda.runtime.getDevice())].ooms += 1
             raise OutOfMemoryError(str(exc)) from exc
-        stats = _memory_stats.get(ptr.device_id)
-        if stats is None:
-            stats = _memory_stats[ptr.device_id] = CudaMemoryStats()
+        stats = _memory_stats[ptr.device_id]
         stats.allocations += 1
         used = used_bytes()  # (the pool's counts are the current device's: ptr's)
         if used > stats.peak_used:

@@ -147,9 +147,9 @@ class CompiledFunction:
                       f"eagerly: {why}", stacklevel=stacklevel)
 
     def __call__(self, *args, **kwargs):
-        if trace.active() is not None or cuda.capturing is not None or cuda.open_sessions:
-            # called inside another recording or capture (a gc.cuda.graph by hand too):
-            # part of it
+        if trace.active() is not None or cuda.open_sessions:
+            # called inside another recording or capture (gc.compile's or a
+            # gc.cuda.graph by hand): part of it
             return self._fn(*args, **kwargs)
         key = (_signature(args), _signature(kwargs), grad_mode.state.enabled)
         entry = self._cache.get(key)
@@ -289,8 +289,7 @@ class OptimizedModule(Module):
         self.__dict__["_compiled_forward"] = CompiledFunction(mod, fullgraph=fullgraph)
 
     def __call__(self, *args, **kwargs):
-        if grad_mode.state.enabled or trace.active() is not None or \
-                cuda.capturing is not None or cuda.open_sessions:
+        if grad_mode.state.enabled or trace.active() is not None or cuda.open_sessions:
             return self._orig_mod(*args, **kwargs)
         return self.__dict__["_compiled_forward"](*args, **kwargs)
 

@@ -38,8 +38,8 @@ __all__ = ["GraphStep", "CaptureFailed", "on_cuda", "capture", "launch", "agree"
            "unwatch_steps", "pend"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: The function being captured now (None outside a capture): a compiled function called
-#: inside it is part of its graph
+#: The function gc.compile is capturing now (None outside such a capture:
+#: ``gc.compiler.is_compiling``)
 capturing = None
 
 

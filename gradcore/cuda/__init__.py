@@ -408,7 +408,7 @@ def is_current_stream_capturing() -> _bool:
 def empty_cache() -> None:
     """Give the memory pool's unused blocks back to the driver."""
     if _backend.cuda_is_available():
-        _backend.cuda_memory("free")
+        _backend.cuda_empty_cache()
 
 
 def _counts(device):

@@ -3,7 +3,6 @@
 it is deprecated with PyTorch's FutureWarning and does what its ``gc.amp`` twin does with
 ``"cuda"``."""
 
-import functools
 import warnings
 
 from .. import amp as _amp
@@ -27,8 +26,7 @@ def custom_fwd(fwd=None, *, cast_inputs=None):
         cast_inputs: the dtype to cast floating inputs to, or None.
     """
     _deprecated("custom_fwd", "custom_fwd(args..., device_type='cuda')")
-    return functools.partial(_amp.custom_fwd, device_type="cuda")(
-        fwd=fwd, cast_inputs=cast_inputs)
+    return _amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
 
 
 def custom_bwd(bwd=None):
@@ -38,4 +36,4 @@ def custom_bwd(bwd=None):
         bwd: the ``backward`` staticmethod (None: a decorator).
     """
     _deprecated("custom_bwd", "custom_bwd(args..., device_type='cuda')")
-    return functools.partial(_amp.custom_bwd, device_type="cuda")(bwd)
+    return _amp.custom_bwd(bwd, device_type="cuda")
