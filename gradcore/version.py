@@ -1,8 +1,8 @@
 """``torch.version``: gradcore's ``__version__`` and the build facts programs read.
 
 ``cuda`` is the CUDA runtime version of the CuPy that gradcore's GPU path runs on
-(``"12.4"``), read the first time it is asked (CuPy is imported then, never when
-gradcore is), or None where CuPy cannot be imported. ``hip`` is None (no ROCm),
+(``"12.4"``), read from CuPy each time it is asked (CuPy is imported then, never
+when gradcore is), or None where CuPy cannot be imported. ``hip`` is None (no ROCm),
 ``debug`` False and ``git_version`` ``"Unknown"`` (gradcore records no commit).
 """
 
@@ -33,7 +33,7 @@ class _Version(types.ModuleType):
     @property
     def cuda(self) -> str | None:
         """The CUDA runtime version of the CuPy gradcore runs on, as ``"12.4"``; None
-        where CuPy cannot be imported (read when first asked, not at import)."""
+        where CuPy cannot be imported (read when asked, not at import)."""
         return backend.cuda_runtime_version()
 
 
